@@ -1,0 +1,194 @@
+//! The partition table: partition -> owning worker, with shares proportional
+//! to worker weights and minimal movement when the set of workers changes.
+//!
+//! Invariants (checked by property tests):
+//! - with at least one worker, every partition has an owner that is in the table's worker set;
+//! - each worker owns `target_counts(weights)[w]` partitions exactly;
+//! - a rebalance moves a partition only away from a worker above its target.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use tierpool_types::{ChunkKey, WorkerId};
+
+/// Partition -> owner. `epoch` grows by one at every change.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionTable {
+    epoch: u64,
+    owners: Vec<Option<WorkerId>>,
+}
+
+/// How many partitions each worker should own: proportional to its weight,
+/// by largest remainder, ties to the lower worker id. A zero total weight
+/// counts every worker as weight 1.
+pub fn target_counts(weights: &[(WorkerId, u64)], partitions: u32) -> BTreeMap<WorkerId, u32> {
+    let mut out = BTreeMap::new();
+    if weights.is_empty() {
+        return out;
+    }
+    let mut ws: Vec<(WorkerId, u128)> = weights.iter().map(|&(w, x)| (w, u128::from(x))).collect();
+    ws.sort();
+    ws.dedup_by_key(|(w, _)| *w);
+    if ws.iter().all(|(_, x)| *x == 0) {
+        ws.iter_mut().for_each(|(_, x)| *x = 1);
+    }
+    let total: u128 = ws.iter().map(|(_, x)| x).sum();
+    let p = u128::from(partitions);
+    let mut rems = Vec::with_capacity(ws.len());
+    let mut given: u128 = 0;
+    for &(w, x) in &ws {
+        let q = x * p / total;
+        given += q;
+        out.insert(w, q as u32);
+        rems.push((x * p % total, w));
+    }
+    // Largest remainder first; ties to the lower id.
+    rems.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    for (_, w) in rems.into_iter().take((p - given) as usize) {
+        *out.get_mut(&w).expect("inserted above") += 1;
+    }
+    out
+}
+
+impl PartitionTable {
+    /// A table of `partitions` partitions, none owned yet.
+    pub fn new(partitions: u32) -> Self {
+        assert!(partitions > 0, "a pool has at least one partition");
+        PartitionTable { epoch: 0, owners: vec![None; partitions as usize] }
+    }
+
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    pub fn partitions(&self) -> u32 {
+        self.owners.len() as u32
+    }
+
+    /// Owner of partition `p`, if any worker has joined.
+    pub fn owner(&self, p: u32) -> Option<WorkerId> {
+        self.owners.get(p as usize).copied().flatten()
+    }
+
+    /// The worker that holds `key`.
+    pub fn locate(&self, key: ChunkKey) -> Option<WorkerId> {
+        self.owner(crate::partition_of(key.inode, key.index, self.partitions()))
+    }
+
+    /// Partitions owned per worker.
+    pub fn shares(&self) -> BTreeMap<WorkerId, u32> {
+        let mut m = BTreeMap::new();
+        for w in self.owners.iter().flatten() {
+            *m.entry(*w).or_insert(0) += 1;
+        }
+        m
+    }
+
+    /// A new table for `weights` that keeps every partition whose owner is
+    /// still within its target and hands the others to workers below theirs.
+    pub fn rebalanced(&self, weights: &[(WorkerId, u64)]) -> PartitionTable {
+        let targets = target_counts(weights, self.partitions());
+        if targets.is_empty() {
+            return PartitionTable { epoch: self.epoch + 1, owners: vec![None; self.owners.len()] };
+        }
+        let mut count: BTreeMap<WorkerId, u32> = targets.keys().map(|w| (*w, 0)).collect();
+        let mut owners = self.owners.clone();
+        let mut free = Vec::new();
+        for (p, o) in owners.iter_mut().enumerate() {
+            match o.and_then(|w| count.get_mut(&w).map(|c| (w, c))) {
+                Some((w, c)) if *c < targets[&w] => *c += 1,
+                _ => {
+                    *o = None;
+                    free.push(p);
+                }
+            }
+        }
+        // Deal free partitions round-robin over workers with a deficit, so a
+        // newcomer's partitions interleave with everyone else's.
+        let mut free = free.into_iter();
+        'deal: loop {
+            let mut dealt = false;
+            for (w, t) in &targets {
+                let c = count.get_mut(w).expect("same keys");
+                if *c < *t {
+                    match free.next() {
+                        Some(p) => {
+                            owners[p] = Some(*w);
+                            *c += 1;
+                            dealt = true;
+                        }
+                        None => break 'deal,
+                    }
+                }
+            }
+            if !dealt {
+                break;
+            }
+        }
+        PartitionTable { epoch: self.epoch + 1, owners }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn weights() -> impl Strategy<Value = Vec<(WorkerId, u64)>> {
+        prop::collection::btree_map(0u32..20, 0u64..1 << 40, 1..8)
+            .prop_map(|m| m.into_iter().map(|(w, x)| (WorkerId(w), x)).collect())
+    }
+
+    #[test]
+    fn equal_weights_share_equally() {
+        let t = PartitionTable::new(4096).rebalanced(&[(WorkerId(1), 10), (WorkerId(2), 10), (WorkerId(3), 10)]);
+        let s = t.shares();
+        assert_eq!(s.values().sum::<u32>(), 4096);
+        assert!(s.values().all(|&c| c == 1365 || c == 1366), "{s:?}");
+    }
+
+    #[test]
+    fn shares_follow_weights() {
+        let t = PartitionTable::new(4096).rebalanced(&[(WorkerId(1), 1), (WorkerId(2), 3)]);
+        assert_eq!(t.shares(), BTreeMap::from([(WorkerId(1), 1024), (WorkerId(2), 3072)]));
+    }
+
+    proptest! {
+        #[test]
+        fn every_partition_is_owned_and_counts_hit_targets(ws in weights(), p in 1u32..5000) {
+            let t = PartitionTable::new(p).rebalanced(&ws);
+            let targets = target_counts(&ws, p);
+            prop_assert_eq!(targets.values().sum::<u32>(), p);
+            for q in 0..p {
+                let o = t.owner(q).expect("owned");
+                prop_assert!(targets.contains_key(&o));
+            }
+            let shares = t.shares();
+            for (w, c) in &targets {
+                prop_assert_eq!(shares.get(w).copied().unwrap_or(0), *c);
+            }
+        }
+
+        #[test]
+        fn targets_are_within_one_of_the_exact_share(ws in weights(), p in 1u32..5000) {
+            let total: f64 = ws.iter().map(|(_, x)| *x as f64).sum();
+            let targets = target_counts(&ws, p);
+            for (w, x) in &ws {
+                let exact = if total == 0.0 { p as f64 / ws.len() as f64 } else { *x as f64 / total * p as f64 };
+                prop_assert!((targets[w] as f64 - exact).abs() < 1.0 + 1e-9);
+            }
+        }
+
+        #[test]
+        fn adding_a_worker_moves_partitions_only_to_it(ws in weights(), extra in 100u32..200, wx in 1u64..1 << 40) {
+            let before = PartitionTable::new(4096).rebalanced(&ws);
+            let mut ws2 = ws.clone();
+            ws2.push((WorkerId(extra), wx));
+            let after = before.rebalanced(&ws2);
+            prop_assert_eq!(after.epoch(), before.epoch() + 1);
+            for q in 0..4096 {
+                let (a, b) = (before.owner(q).unwrap(), after.owner(q).unwrap());
+                prop_assert!(a == b || b == WorkerId(extra), "partition {} moved {} -> {}", q, a, b);
+            }
+        }
+    }
+}

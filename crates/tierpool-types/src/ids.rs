@@ -1,0 +1,86 @@
+//! Identifiers of inodes, workers and chunk versions, and per-chunk attributes.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A file, directory or region. Never reused within a pool.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct InodeId(pub u64);
+
+impl InodeId {
+    /// The root directory.
+    pub const ROOT: InodeId = InodeId(1);
+}
+
+impl fmt::Display for InodeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// A worker of the pool, assigned by the coordinator at first registration and
+/// kept by the worker in its state directory.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct WorkerId(pub u32);
+
+impl fmt::Display for WorkerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "w{}", self.0)
+    }
+}
+
+/// One stored chunk object: chunk `index` of `inode` at `version`.
+///
+/// Ordering is by inode first, so all chunks of an inode form one range.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ChunkKey {
+    pub inode: InodeId,
+    pub index: u64,
+    pub version: u64,
+}
+
+impl fmt::Display for ChunkKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}@{}", self.inode.0, self.index, self.version)
+    }
+}
+
+/// Eviction priority 1 (evicted first) ..= 5 (evicted last). Default 3.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Priority(u8);
+
+impl Priority {
+    pub const MIN: Priority = Priority(1);
+    pub const MAX: Priority = Priority(5);
+
+    pub fn new(p: u8) -> crate::Result<Priority> {
+        if (1..=5).contains(&p) {
+            Ok(Priority(p))
+        } else {
+            Err(crate::Error::invalid(format!("priority {p} is out of range 1..5")))
+        }
+    }
+
+    pub fn get(self) -> u8 {
+        self.0
+    }
+}
+
+impl Default for Priority {
+    fn default() -> Self {
+        Priority(3)
+    }
+}
+
+impl fmt::Display for Priority {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// Attributes that steer eviction of every chunk of an inode.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ChunkAttrs {
+    pub priority: Priority,
+    pub pinned: bool,
+}
