@@ -1,0 +1,90 @@
+//! Frame layout, little endian:
+//!
+//! ```text
+//! magic "TP" | version u8 | kind u8 | header_len u32 | payload_len u32 | header | payload
+//! ```
+//!
+//! `header` is a postcard-encoded [`crate::Request`] or [`crate::Response`];
+//! `payload` carries chunk bytes unencoded, so bulk data is never copied by a
+//! serialiser. Both lengths are checked against fixed maxima before any
+//! allocation, so a hostile peer cannot make a server allocate unbounded memory.
+
+use tierpool_types::{Error, ErrorKind, Result, MAX_CHUNK_SIZE};
+
+pub const MAGIC: [u8; 2] = *b"TP";
+/// Bumped on any incompatible change of frames or messages.
+pub const PROTOCOL_VERSION: u8 = 1;
+pub const FRAME_HEADER_LEN: usize = 12;
+/// Largest encoded message (a listing of a very large directory fits).
+pub const MAX_HEADER_LEN: u32 = 256 << 20;
+/// Largest payload: one chunk.
+pub const MAX_PAYLOAD_LEN: u32 = MAX_CHUNK_SIZE as u32;
+
+pub const KIND_REQUEST: u8 = 0;
+pub const KIND_RESPONSE: u8 = 1;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct FrameHeader {
+    pub kind: u8,
+    pub header_len: u32,
+    pub payload_len: u32,
+}
+
+impl FrameHeader {
+    pub fn encode(&self) -> [u8; FRAME_HEADER_LEN] {
+        let mut b = [0u8; FRAME_HEADER_LEN];
+        b[0..2].copy_from_slice(&MAGIC);
+        b[2] = PROTOCOL_VERSION;
+        b[3] = self.kind;
+        b[4..8].copy_from_slice(&self.header_len.to_le_bytes());
+        b[8..12].copy_from_slice(&self.payload_len.to_le_bytes());
+        b
+    }
+
+    /// Validates magic, version, kind and lengths.
+    pub fn decode(b: &[u8; FRAME_HEADER_LEN]) -> Result<FrameHeader> {
+        let bad = |m: String| Err(Error::new(ErrorKind::Protocol, m));
+        if b[0..2] != MAGIC {
+            return bad(format!("bad frame magic {:02x}{:02x}: not a tierpool peer", b[0], b[1]));
+        }
+        if b[2] != PROTOCOL_VERSION {
+            return bad(format!("protocol version {} is not supported (this build speaks {})", b[2], PROTOCOL_VERSION));
+        }
+        if b[3] != KIND_REQUEST && b[3] != KIND_RESPONSE {
+            return bad(format!("unknown frame kind {}", b[3]));
+        }
+        let header_len = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+        let payload_len = u32::from_le_bytes([b[8], b[9], b[10], b[11]]);
+        if header_len == 0 || header_len > MAX_HEADER_LEN {
+            return bad(format!("frame header length {header_len} out of range"));
+        }
+        if payload_len > MAX_PAYLOAD_LEN {
+            return bad(format!("frame payload length {payload_len} exceeds {MAX_PAYLOAD_LEN}"));
+        }
+        Ok(FrameHeader { kind: b[3], header_len, payload_len })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        let h = FrameHeader { kind: KIND_RESPONSE, header_len: 17, payload_len: 4 << 20 };
+        assert_eq!(FrameHeader::decode(&h.encode()).unwrap(), h);
+    }
+
+    #[test]
+    fn rejects_garbage_wrong_version_and_huge_lengths() {
+        let e = FrameHeader::decode(b"GET / HTTP/1").unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Protocol);
+        let mut b = FrameHeader { kind: 0, header_len: 1, payload_len: 0 }.encode();
+        b[2] = 99;
+        assert!(FrameHeader::decode(&b).unwrap_err().message.contains("version 99"));
+        let b = FrameHeader { kind: 0, header_len: 1, payload_len: MAX_PAYLOAD_LEN + 1 }.encode();
+        assert!(FrameHeader::decode(&b).is_err());
+        let b = FrameHeader { kind: 0, header_len: MAX_HEADER_LEN + 1, payload_len: 0 }.encode();
+        assert!(FrameHeader::decode(&b).is_err());
+    }
+}

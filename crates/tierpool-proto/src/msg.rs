@@ -1,0 +1,120 @@
+//! Requests and responses. One enum each for both planes: the coordinator
+//! answers the control requests, workers the data requests; a process that
+//! gets a request meant for the other role answers `InvalidArgument`.
+
+use serde::{Deserialize, Serialize};
+use tierpool_meta::{DirEntry, InodeInfo, MetaOp, MetaReply, WorkerRecord};
+use tierpool_placement::PartitionTable;
+use tierpool_types::{Checksum, ChunkAttrs, ChunkKey, Error, InodeId, WorkerId};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Request {
+    /// Liveness check; both roles answer `Pong`.
+    Ping,
+    // ---- control plane (coordinator) ----
+    /// A metadata change; answered once durable.
+    Meta(MetaOp),
+    Stat { path: String },
+    List { path: String },
+    /// The partition table and worker addresses.
+    Layout,
+    Status,
+    Heartbeat { id: WorkerId, stats: WorkerStats },
+    // ---- data plane (worker) ----
+    /// Payload: the chunk's bytes, whose CRC-32C is `checksum`.
+    PutChunk { key: ChunkKey, checksum: Checksum, attrs: ChunkAttrs },
+    GetChunk { key: ChunkKey },
+    DeleteInodes { inodes: Vec<InodeId> },
+    SetAttrs { changes: Vec<(InodeId, ChunkAttrs)> },
+    WorkerStats,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Response {
+    Pong { role: String },
+    Ok,
+    Error(Error),
+    Meta(MetaReply),
+    Info(InodeInfo),
+    Entries(Vec<DirEntry>),
+    Layout(Layout),
+    Status(PoolStatus),
+    /// `known == false` asks the worker to register again.
+    HeartbeatAck { known: bool },
+    /// Payload: the chunk's bytes.
+    Chunk,
+    Deleted { chunks: u64 },
+    WorkerStats(WorkerStats),
+}
+
+/// Where chunks live: the partition table and how to reach each worker.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Layout {
+    pub table: PartitionTable,
+    pub workers: Vec<WorkerRecord>,
+}
+
+impl Layout {
+    pub fn worker(&self, id: WorkerId) -> Option<&WorkerRecord> {
+        self.workers.iter().find(|w| w.id == id)
+    }
+}
+
+/// What a worker reports with each heartbeat.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerStats {
+    pub mem_capacity: u64,
+    pub mem_used: u64,
+    pub mem_chunks: u64,
+    pub disk_capacity: u64,
+    pub disk_used: u64,
+    pub disk_chunks: u64,
+    pub demotions: u64,
+    pub promotions: u64,
+    pub bytes_written: u64,
+    pub bytes_read: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerStatus {
+    pub record: WorkerRecord,
+    pub alive: bool,
+    /// Partitions this worker owns.
+    pub partitions: u32,
+    /// Last reported statistics; `None` if it has not reported since the coordinator started.
+    pub stats: Option<WorkerStats>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolStatus {
+    pub partitions: u32,
+    pub table_epoch: u64,
+    pub inodes: u64,
+    pub pending_gc: u64,
+    pub workers: Vec<WorkerStatus>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip() {
+        let r = Request::PutChunk {
+            key: ChunkKey { inode: InodeId(7), index: 3, version: 1 },
+            checksum: 0xdead_beef,
+            attrs: ChunkAttrs::default(),
+        };
+        assert_eq!(crate::decode::<Request>(&crate::encode(&r)).unwrap(), r);
+        let e = Response::Error(Error::not_found("/x"));
+        assert_eq!(crate::decode::<Response>(&crate::encode(&e)).unwrap(), e);
+    }
+
+    #[test]
+    fn malformed_bodies_are_protocol_errors() {
+        for junk in [&b""[..], b"\xff\xff\xff\xff\xff", b"\x02\x99"] {
+            let e = crate::decode::<Request>(junk).unwrap_err();
+            assert_eq!(e.kind, tierpool_types::ErrorKind::Protocol);
+        }
+    }
+}
