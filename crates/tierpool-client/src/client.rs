@@ -1,0 +1,215 @@
+//! Connection state shared by all calls of one client: the coordinator pool,
+//! the cached layout, worker pools, and a batch of reserved inode ids.
+//!
+//! Lock order: `layout`, then `workers`, then `ids`; none is held across an await.
+
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tierpool_meta::{DirEntry, InodeInfo, MetaOp, MetaReply};
+use tierpool_net::{Pool, PoolConfig};
+use tierpool_proto::{Layout, PoolStatus, Request, Response};
+use tierpool_types::{Error, ErrorKind, InodeId, Priority, Result, WorkerId};
+
+/// How a client reaches its pool.
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    /// Coordinator address, `host:port`.
+    pub coordinator: String,
+    /// Chunks in flight per transfer.
+    pub window: usize,
+    pub connect_timeout: Duration,
+    pub request_timeout: Duration,
+}
+
+impl ClientConfig {
+    pub fn new(coordinator: impl Into<String>) -> Self {
+        ClientConfig {
+            coordinator: coordinator.into(),
+            window: 8,
+            connect_timeout: Duration::from_secs(3),
+            request_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) cfg: ClientConfig,
+    coord: Pool,
+    layout: Mutex<Option<Arc<Layout>>>,
+    workers: Mutex<HashMap<(WorkerId, String), Arc<Pool>>>,
+    ids: Mutex<(u64, u64)>,
+}
+
+/// A handle to a pool. Cheap to clone; clones share connections and caches.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<Inner>,
+}
+
+const ID_BATCH: u64 = 256;
+
+impl Client {
+    /// Connects and checks that the coordinator answers.
+    pub async fn connect(cfg: ClientConfig) -> Result<Client> {
+        let pool_cfg = PoolConfig { connect_timeout: cfg.connect_timeout, request_timeout: cfg.request_timeout, max_idle: 32 };
+        let coord = Pool::new(cfg.coordinator.clone(), pool_cfg);
+        let c = Client {
+            inner: Arc::new(Inner {
+                cfg,
+                coord,
+                layout: Mutex::new(None),
+                workers: Mutex::new(HashMap::new()),
+                ids: Mutex::new((0, 0)),
+            }),
+        };
+        match c.coord(Request::Ping).await {
+            Ok(Response::Pong { role }) if role == "coordinator" => Ok(c),
+            Ok(_) => Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("{} is a tierpool worker, not the coordinator", c.inner.cfg.coordinator),
+            )),
+            Err(e) if e.kind == ErrorKind::Unavailable => Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("cannot reach the coordinator at {}: {}", c.inner.cfg.coordinator, e.message),
+            )),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub fn coordinator_addr(&self) -> &str {
+        &self.inner.cfg.coordinator
+    }
+
+    pub(crate) async fn coord(&self, req: Request) -> Result<Response> {
+        let idempotent = !matches!(req, Request::Meta(_));
+        Ok(self.inner.coord.call(&req, &[], idempotent).await?.0)
+    }
+
+    pub(crate) async fn meta(&self, op: MetaOp) -> Result<MetaReply> {
+        match self.coord(Request::Meta(op)).await? {
+            Response::Meta(r) => Ok(r),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    pub async fn stat(&self, path: &str) -> Result<InodeInfo> {
+        match self.coord(Request::Stat { path: path.into() }).await? {
+            Response::Info(i) => Ok(i),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Entries of a directory, or the file itself.
+    pub async fn list(&self, path: &str) -> Result<Vec<DirEntry>> {
+        match self.coord(Request::List { path: path.into() }).await? {
+            Response::Entries(e) => Ok(e),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    pub async fn mkdir(&self, path: &str, parents: bool) -> Result<()> {
+        self.meta(MetaOp::Mkdir { path: path.into(), parents, mode: 0o755 }).await.map(|_| ())
+    }
+
+    /// Removes a file or directory; returns how many inodes went away.
+    pub async fn remove(&self, path: &str, recursive: bool) -> Result<u64> {
+        match self.meta(MetaOp::Remove { path: path.into(), recursive }).await? {
+            MetaReply::Removed { inodes } => Ok(inodes),
+            other => Err(unexpected_meta(other)),
+        }
+    }
+
+    /// Atomic rename; replaces a file (or empty directory) at `to`.
+    pub async fn rename(&self, from: &str, to: &str) -> Result<()> {
+        self.meta(MetaOp::Rename { from: from.into(), to: to.into() }).await.map(|_| ())
+    }
+
+    /// Sets priority and/or pinning of a file or of every file under a directory.
+    pub async fn set_attrs(&self, path: &str, priority: Option<Priority>, pinned: Option<bool>) -> Result<u64> {
+        match self.meta(MetaOp::SetAttrs { path: path.into(), priority, pinned }).await? {
+            MetaReply::Attrs { changed } => Ok(changed.len() as u64),
+            other => Err(unexpected_meta(other)),
+        }
+    }
+
+    pub async fn status(&self) -> Result<PoolStatus> {
+        match self.coord(Request::Status).await? {
+            Response::Status(s) => Ok(s),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// The cached layout, fetched on first use.
+    pub async fn layout(&self) -> Result<Arc<Layout>> {
+        if let Some(l) = self.inner.layout.lock().clone() {
+            return Ok(l);
+        }
+        self.refresh_layout().await
+    }
+
+    pub async fn refresh_layout(&self) -> Result<Arc<Layout>> {
+        match self.coord(Request::Layout).await? {
+            Response::Layout(l) => {
+                let l = Arc::new(l);
+                *self.inner.layout.lock() = Some(l.clone());
+                Ok(l)
+            }
+            other => Err(unexpected(other)),
+        }
+    }
+
+    pub(crate) fn worker_pool(&self, id: WorkerId, addr: &str) -> Arc<Pool> {
+        let mut w = self.inner.workers.lock();
+        w.entry((id, addr.to_string()))
+            .or_insert_with(|| {
+                Arc::new(Pool::new(
+                    addr.to_string(),
+                    PoolConfig {
+                        connect_timeout: self.inner.cfg.connect_timeout,
+                        request_timeout: self.inner.cfg.request_timeout,
+                        max_idle: 64,
+                    },
+                ))
+            })
+            .clone()
+    }
+
+    /// A fresh inode id, from a batch reserved at the coordinator.
+    pub(crate) async fn alloc_inode(&self) -> Result<InodeId> {
+        {
+            let mut ids = self.inner.ids.lock();
+            if ids.0 < ids.1 {
+                ids.0 += 1;
+                return Ok(InodeId(ids.0 - 1));
+            }
+        }
+        match self.meta(MetaOp::AllocInodes { count: ID_BATCH }).await? {
+            MetaReply::Inodes { first, count } => {
+                let mut ids = self.inner.ids.lock();
+                *ids = (first.0 + 1, first.0 + count);
+                Ok(first)
+            }
+            other => Err(unexpected_meta(other)),
+        }
+    }
+
+    /// Deletes every chunk of `inode` from every worker, best effort
+    /// (used to clean up after a failed write).
+    pub(crate) async fn discard_inode(&self, inode: InodeId) {
+        let Ok(layout) = self.layout().await else { return };
+        let req = Request::DeleteInodes { inodes: vec![inode] };
+        for w in &layout.workers {
+            let _ = self.worker_pool(w.id, &w.addr).call(&req, &[], true).await;
+        }
+    }
+}
+
+pub(crate) fn unexpected(r: Response) -> Error {
+    Error::new(ErrorKind::Protocol, format!("unexpected response {r:?}"))
+}
+
+pub(crate) fn unexpected_meta(r: MetaReply) -> Error {
+    Error::new(ErrorKind::Protocol, format!("unexpected metadata reply {r:?}"))
+}

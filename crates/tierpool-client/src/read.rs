@@ -1,0 +1,125 @@
+//! Reading files: chunks are fetched from their workers several at a time,
+//! checked against the checksums recorded at commit, and delivered in order.
+
+use crate::client::{unexpected, Client};
+use bytes::Bytes;
+use std::collections::VecDeque;
+use tierpool_meta::{InodeInfo, InodeKind};
+use tierpool_proto::{Request, Response};
+use tierpool_types::{ChunkKey, Error, ErrorKind, Result};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::task::JoinHandle;
+
+impl Client {
+    /// Chunk `index` of the file `info` (found at `path`), verified.
+    pub async fn read_chunk(&self, path: &str, info: &InodeInfo, index: u64) -> Result<Bytes> {
+        let expected_crc = *info
+            .checksums
+            .get(index as usize)
+            .ok_or_else(|| Error::invalid(format!("{path}: chunk {index} is beyond the end of the file")))?;
+        let expected_len = (info.size - index * info.chunk_size).min(info.chunk_size);
+        let key = ChunkKey { inode: info.id, index, version: 1 };
+        let layout = self.layout().await?;
+        let owner = layout
+            .table
+            .locate(key)
+            .ok_or_else(|| Error::new(ErrorKind::Unavailable, "the pool has no workers"))?;
+        let w = layout
+            .worker(owner)
+            .ok_or_else(|| Error::internal(format!("worker {owner} is in the partition table but unknown")))?;
+        let data = match self.worker_pool(w.id, &w.addr).call(&Request::GetChunk { key }, &[], true).await {
+            Ok((Response::Chunk, data)) => data,
+            Ok((other, _)) => return Err(unexpected(other)),
+            Err(e) if e.kind == ErrorKind::NotFound => {
+                return Err(Error::new(
+                    ErrorKind::Lost,
+                    format!(
+                        "{path}: chunk {index} is lost: worker {owner} at {} no longer holds it \
+                         (it was held only in that worker's memory and the worker restarted)",
+                        w.addr
+                    ),
+                ))
+            }
+            Err(e) if e.kind == ErrorKind::Unavailable => {
+                return Err(Error::new(
+                    ErrorKind::Unavailable,
+                    format!("{path}: chunk {index} is on worker {owner} at {}, which is unreachable: {}", w.addr, e.message),
+                ))
+            }
+            Err(e) => return Err(e.context(format!("{path}: chunk {index}"))),
+        };
+        if data.len() as u64 != expected_len || crc32c::crc32c(&data) != expected_crc {
+            return Err(Error::new(
+                ErrorKind::Corrupt,
+                format!("{path}: chunk {index} from worker {owner} does not match its checksum"),
+            ));
+        }
+        Ok(data)
+    }
+
+    /// Streams the file at `path` into `writer`; returns the bytes written.
+    pub async fn get_writer<W: AsyncWrite + Unpin>(&self, path: &str, writer: &mut W) -> Result<u64> {
+        let info = self.stat(path).await?;
+        if info.kind == InodeKind::Dir {
+            return Err(Error::new(ErrorKind::IsADirectory, format!("{path}: is a directory")));
+        }
+        let mut n = 0;
+        let mut chunks = self.chunk_stream(path, &info);
+        while let Some(data) = chunks.next().await? {
+            writer.write_all(&data).await.map_err(|e| Error::from(e).context("writing output"))?;
+            n += data.len() as u64;
+        }
+        writer.flush().await.map_err(|e| Error::from(e).context("writing output"))?;
+        Ok(n)
+    }
+
+    /// The whole file in memory (for small files and tests).
+    pub async fn get_bytes(&self, path: &str) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.get_writer(path, &mut out).await?;
+        Ok(out)
+    }
+
+    /// Chunks of a file in order, up to `window` fetched ahead.
+    pub fn chunk_stream(&self, path: &str, info: &InodeInfo) -> ChunkStream {
+        ChunkStream {
+            client: self.clone(),
+            path: path.to_string(),
+            info: info.clone(),
+            next: 0,
+            inflight: VecDeque::new(),
+        }
+    }
+}
+
+/// An ordered, read-ahead stream of a file's verified chunks.
+pub struct ChunkStream {
+    client: Client,
+    path: String,
+    info: InodeInfo,
+    next: u64,
+    inflight: VecDeque<JoinHandle<Result<Bytes>>>,
+}
+
+impl ChunkStream {
+    pub async fn next(&mut self) -> Result<Option<Bytes>> {
+        let total = self.info.checksums.len() as u64;
+        while self.inflight.len() < self.client.inner.cfg.window && self.next < total {
+            let (c, p, i, idx) = (self.client.clone(), self.path.clone(), self.info.clone(), self.next);
+            self.inflight.push_back(tokio::spawn(async move { c.read_chunk(&p, &i, idx).await }));
+            self.next += 1;
+        }
+        match self.inflight.pop_front() {
+            None => Ok(None),
+            Some(h) => h.await.map_err(|e| Error::internal(format!("chunk fetch task failed: {e}")))?.map(Some),
+        }
+    }
+}
+
+impl Drop for ChunkStream {
+    fn drop(&mut self) {
+        for h in &self.inflight {
+            h.abort();
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! The durable metadata log.
+//!
+//! Files in the meta directory:
+//! - `snapshot`: the whole state after some lsn S (replaced atomically);
+//! - `log-<first lsn, 20 digits>`: segments of records, appended in lsn order.
+//!
+//! Group commit: callers append encoded records (under the coordinator's
+//! state lock, so file order is lsn order) to a channel; one flusher thread
+//! drains everything queued, writes it, issues one `fdatasync`, and publishes
+//! the new durable lsn. Concurrent changes thus share one fsync.
+//!
+//! Recovery: load the snapshot, replay every record with lsn > S; a torn tail
+//! of the last segment is cut off (its records were never acknowledged).
+//! A write or fsync failure stops the process: the log can no longer promise
+//! durability, and acknowledging anyway could lose data.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use tierpool_meta::MetaState;
+use tierpool_proto::record::{decode_record, decode_snapshot, encode_snapshot, Decoded, Snapshot};
+use tierpool_types::{Error, ErrorKind, Result};
+use tokio::sync::watch;
+
+enum Item {
+    Records { bytes: Vec<u8>, last_lsn: u64 },
+    Snapshot { lsn: u64, bytes: Vec<u8> },
+}
+
+/// Handle to the flusher thread.
+pub struct LogWriter {
+    tx: mpsc::Sender<Item>,
+    durable: watch::Receiver<u64>,
+}
+
+impl LogWriter {
+    /// Queues encoded records ending at `last_lsn`. Call in lsn order.
+    pub fn append(&self, bytes: Vec<u8>, last_lsn: u64) {
+        // The flusher only stops when the process is exiting.
+        let _ = self.tx.send(Item::Records { bytes, last_lsn });
+    }
+
+    /// Queues a snapshot of the state after `lsn`; later records go to a new segment.
+    pub fn snapshot(&self, lsn: u64, state: &MetaState) {
+        let bytes = encode_snapshot(&Snapshot { lsn, state: state.clone() });
+        let _ = self.tx.send(Item::Snapshot { lsn, bytes });
+    }
+
+    /// Waits until every record up to `lsn` is on disk.
+    pub async fn wait_durable(&self, lsn: u64) -> Result<()> {
+        let mut rx = self.durable.clone();
+        rx.wait_for(|d| *d >= lsn)
+            .await
+            .map(|_| ())
+            .map_err(|_| Error::new(ErrorKind::Unavailable, "metadata log stopped"))
+    }
+}
+
+fn segment_name(first_lsn: u64) -> String {
+    format!("log-{first_lsn:020}")
+}
+
+fn segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir)? {
+        let e = e?;
+        let name = e.file_name().to_string_lossy().to_string();
+        if let Some(n) = name.strip_prefix("log-").and_then(|s| s.parse::<u64>().ok()) {
+            out.push((n, e.path()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn fatal(what: &str, e: std::io::Error) -> ! {
+    tracing::error!("metadata log: {what}: {e}; stopping to keep acknowledged changes safe");
+    eprintln!("tierpool coordinator: metadata log: {what}: {e}");
+    std::process::exit(70);
+}
+
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Recovers the state from `dir` and starts the flusher.
+/// Returns the state, the last lsn, and the writer.
+pub fn open(dir: &Path) -> Result<(MetaState, u64, LogWriter)> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::from(e).context(dir.display()))?;
+    let (mut state, mut lsn) = match std::fs::read(dir.join("snapshot")) {
+        Ok(b) => {
+            let s = decode_snapshot(&b)?;
+            (s.state, s.lsn)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (MetaState::new(), 0),
+        Err(e) => return Err(Error::from(e).context("reading metadata snapshot")),
+    };
+    let segs = segments(dir)?;
+    let mut replayed = 0u64;
+    for (i, (_, path)) in segs.iter().enumerate() {
+        let last = i + 1 == segs.len();
+        replayed += replay_segment(path, last, &mut state, &mut lsn)?;
+    }
+    if replayed > 0 || segs.len() > 1 {
+        // Compact: everything recovered goes into a fresh snapshot.
+        write_snapshot(dir, lsn, &encode_snapshot(&Snapshot { lsn, state: state.clone() }))
+            .map_err(|e| Error::from(e).context("writing metadata snapshot"))?;
+        for (_, p) in &segs {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    let file = open_segment(dir, lsn + 1).map_err(|e| Error::from(e).context("opening metadata log"))?;
+    let (tx, rx) = mpsc::channel();
+    let (dtx, drx) = watch::channel(lsn);
+    let dir = dir.to_path_buf();
+    std::thread::Builder::new()
+        .name("meta-log".into())
+        .spawn(move || flusher(dir, file, rx, dtx))
+        .map_err(|e| Error::from(e).context("starting log flusher"))?;
+    Ok((state, lsn, LogWriter { tx, durable: drx }))
+}
+
+fn open_segment(dir: &Path, first_lsn: u64) -> std::io::Result<File> {
+    let f = OpenOptions::new().create(true).append(true).open(dir.join(segment_name(first_lsn)))?;
+    sync_dir(dir)?;
+    Ok(f)
+}
+
+fn replay_segment(path: &Path, last: bool, state: &mut MetaState, lsn: &mut u64) -> Result<u64> {
+    let buf = std::fs::read(path).map_err(|e| Error::from(e).context(path.display()))?;
+    let mut off = 0usize;
+    let mut n = 0;
+    loop {
+        match decode_record(&buf[off..]) {
+            Decoded::End => return Ok(n),
+            Decoded::Record(rec, used) => {
+                off += used;
+                if rec.lsn <= *lsn {
+                    continue;
+                }
+                if rec.lsn != *lsn + 1 {
+                    return Err(Error::new(
+                        ErrorKind::Corrupt,
+                        format!("{}: log jumps from lsn {} to {}", path.display(), lsn, rec.lsn),
+                    ));
+                }
+                state.execute(&rec.op, rec.time).map_err(|e| {
+                    Error::new(ErrorKind::Corrupt, format!("{}: replay of lsn {} failed: {}", path.display(), rec.lsn, e))
+                })?;
+                *lsn = rec.lsn;
+                n += 1;
+            }
+            Decoded::Torn(why) if last => {
+                tracing::warn!("{}: cutting torn tail at byte {off}: {why}", path.display());
+                let f = OpenOptions::new().write(true).open(path)?;
+                f.set_len(off as u64)?;
+                f.sync_all()?;
+                return Ok(n);
+            }
+            Decoded::Torn(why) => {
+                return Err(Error::new(
+                    ErrorKind::Corrupt,
+                    format!("{}: corrupt record at byte {off} in a sealed segment: {why}", path.display()),
+                ))
+            }
+        }
+    }
+}
+
+fn write_snapshot(dir: &Path, _lsn: u64, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = dir.join("snapshot.tmp");
+    let mut f = File::create(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, dir.join("snapshot"))?;
+    sync_dir(dir)
+}
+
+fn flusher(dir: PathBuf, mut file: File, rx: mpsc::Receiver<Item>, durable: watch::Sender<u64>) {
+    let mut buf = Vec::new();
+    while let Ok(first) = rx.recv() {
+        let mut items = vec![first];
+        items.extend(rx.try_iter());
+        let mut top = None;
+        for item in items {
+            match item {
+                Item::Records { bytes, last_lsn } => {
+                    buf.extend_from_slice(&bytes);
+                    top = Some(last_lsn);
+                }
+                Item::Snapshot { lsn, bytes } => {
+                    flush(&mut file, &mut buf);
+                    if let Some(t) = top.take() {
+                        durable.send_replace(t);
+                    }
+                    write_snapshot(&dir, lsn, &bytes).unwrap_or_else(|e| fatal("writing snapshot", e));
+                    let old = segments(&dir).unwrap_or_default();
+                    file = open_segment(&dir, lsn + 1).unwrap_or_else(|e| fatal("opening segment", e));
+                    for (first, p) in old {
+                        if first <= lsn {
+                            let _ = std::fs::remove_file(p);
+                        }
+                    }
+                }
+            }
+        }
+        flush(&mut file, &mut buf);
+        if let Some(t) = top {
+            durable.send_replace(t);
+        }
+    }
+}
+
+fn flush(file: &mut File, buf: &mut Vec<u8>) {
+    if buf.is_empty() {
+        return;
+    }
+    file.write_all(buf).unwrap_or_else(|e| fatal("append", e));
+    file.sync_data().unwrap_or_else(|e| fatal("fdatasync", e));
+    buf.clear();
+}

@@ -1,0 +1,97 @@
+//! The worker's request handler: chunk put/get/delete over the tier manager.
+//!
+//! Tier calls may touch disk, so they run under `block_in_place`.
+//! A chunk is accepted only if its bytes match the checksum the client
+//! computed, so a bit flipped in transit is never stored.
+
+use bytes::Bytes;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tierpool_net::Handler;
+use tierpool_proto::{Request, Response, WorkerStats};
+use tierpool_tier::TierManager;
+use tierpool_types::{Error, ErrorKind, Result};
+use tokio::task::block_in_place;
+
+pub struct WorkerService {
+    tiers: Arc<TierManager>,
+    bytes_written: AtomicU64,
+    bytes_read: AtomicU64,
+}
+
+impl WorkerService {
+    pub fn new(tiers: Arc<TierManager>) -> Self {
+        WorkerService { tiers, bytes_written: AtomicU64::new(0), bytes_read: AtomicU64::new(0) }
+    }
+
+    pub fn stats(&self) -> WorkerStats {
+        let t = self.tiers.stats();
+        WorkerStats {
+            mem_capacity: t.mem_capacity,
+            mem_used: t.mem_used,
+            mem_chunks: t.mem_chunks,
+            disk_capacity: t.disk_capacity,
+            disk_used: t.disk_used,
+            disk_chunks: t.disk_chunks,
+            demotions: t.demotions,
+            promotions: t.promotions,
+            bytes_written: self.bytes_written.load(Ordering::Relaxed),
+            bytes_read: self.bytes_read.load(Ordering::Relaxed),
+        }
+    }
+
+    fn dispatch(&self, req: Request, payload: Bytes) -> Result<(Response, Bytes)> {
+        Ok(match req {
+            Request::Ping => (Response::Pong { role: "worker".into() }, Bytes::new()),
+            Request::PutChunk { key, checksum, attrs } => {
+                let actual = crc32c::crc32c(&payload);
+                if actual != checksum {
+                    return Err(Error::new(
+                        ErrorKind::Corrupt,
+                        format!("chunk {key}: checksum mismatch in transit ({actual:08x} != {checksum:08x})"),
+                    ));
+                }
+                let n = payload.len() as u64;
+                block_in_place(|| self.tiers.put(key, payload, checksum, attrs))?;
+                self.bytes_written.fetch_add(n, Ordering::Relaxed);
+                (Response::Ok, Bytes::new())
+            }
+            Request::GetChunk { key } => {
+                let data = block_in_place(|| self.tiers.get(key))?;
+                self.bytes_read.fetch_add(data.len() as u64, Ordering::Relaxed);
+                (Response::Chunk, data)
+            }
+            Request::DeleteInodes { inodes } => {
+                let chunks = block_in_place(|| self.tiers.delete_inodes(&inodes))?;
+                (Response::Deleted { chunks }, Bytes::new())
+            }
+            Request::SetAttrs { changes } => {
+                for (inode, attrs) in changes {
+                    self.tiers.set_attrs(inode, attrs);
+                }
+                (Response::Ok, Bytes::new())
+            }
+            Request::WorkerStats => (Response::WorkerStats(self.stats()), Bytes::new()),
+            _ => {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    "workers serve chunk requests only; send metadata requests to the coordinator",
+                ))
+            }
+        })
+    }
+}
+
+impl Handler for WorkerService {
+    async fn handle(&self, req: Request, payload: Bytes) -> (Response, Bytes) {
+        match self.dispatch(req, payload) {
+            Ok(r) => r,
+            Err(e) => {
+                if e.kind != ErrorKind::NotFound {
+                    tracing::debug!("request failed: {e}");
+                }
+                (Response::Error(e), Bytes::new())
+            }
+        }
+    }
+}
