@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""One benchmark run of tierpool beside the machine's own limits and peers.
+
+Measures, in one run on this machine:
+  - loopback TCP throughput (iperf3, one stream): the ceiling of the bulk path;
+  - tierpool large-file write/read throughput (`tierpool bench`), as a fraction of it;
+  - tierpool 4 KiB put/get ops/s and p99 next to redis-server with the same clients;
+  - tierpool metadata ops/s: create, stat and delete of empty files.
+Writes JSON to stdout and to bench/results/<timestamp>.json.
+
+Usage: python3 bench/run.py [--quick]
+"""
+
+import argparse
+import csv
+import io
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "target", "release", "tierpool")
+
+
+def sh(*args, **kw):
+    return subprocess.run(args, check=True, capture_output=True, text=True, **kw).stdout
+
+
+def ensure_tools():
+    need = [t for t in ("iperf3", "redis-server", "redis-benchmark") if not shutil.which(t)]
+    if need:
+        subprocess.run(["apt-get", "update", "-qq"], check=True)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "iperf3", "redis-server", "redis-tools"], check=True)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def iperf3():
+    port = free_port()
+    srv = subprocess.Popen(["iperf3", "-s", "-1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    try:
+        out = json.loads(sh("iperf3", "-c", "127.0.0.1", "-p", str(port), "-t", "5", "-J"))
+    finally:
+        srv.wait(timeout=10)
+    return out["end"]["sum_received"]["bits_per_second"] / 8 / 1e6  # MB/s
+
+
+def redis(clients, n):
+    port = free_port()
+    srv = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(0.5)
+    try:
+        out = sh("redis-benchmark", "-p", str(port), "-t", "set,get", "-d", "4096", "-c", str(clients), "-n", str(n), "--csv")
+    finally:
+        srv.terminate()
+        srv.wait()
+    res = {}
+    for row in csv.DictReader(io.StringIO(out)):
+        res[row["test"].lower()] = {"ops_per_sec": float(row["rps"]), "p50_ms": float(row["p50_latency_ms"]), "p99_ms": float(row["p99_latency_ms"])}
+    return res
+
+
+def tp_bench(addr, files, size, threads):
+    env = dict(os.environ, TIERPOOL_COORDINATOR=addr)
+    out = sh(BIN, "bench", "--files", str(files), "--size", size, "--threads", str(threads), "--json", env=env)
+    return json.loads(out)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="smaller sizes for a fast check")
+    a = ap.parse_args()
+    ensure_tools()
+    subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "tierpool"], cwd=ROOT, check=True)
+    big_files, big_size = (4, "64MiB") if a.quick else (8, "256MiB")
+    small_n = 2000 if a.quick else 20000
+    clients = 32
+    state = tempfile.mkdtemp(prefix="tierpool-bench-")
+    port = free_port()
+    addr = f"127.0.0.1:{port}"
+    sh(BIN, "up", "--dir", state, "--port", str(port), "--workers", "2", "--mem", "2GiB", "--disk", "4GiB")
+    try:
+        tcp = iperf3()
+        large = tp_bench(addr, big_files, big_size, 2)
+        small = tp_bench(addr, small_n, "4KiB", clients)
+        meta = tp_bench(addr, small_n, "0", clients)
+    finally:
+        sh(BIN, "down", "--dir", state)
+        shutil.rmtree(state, ignore_errors=True)
+    rd = redis(clients, small_n * 5)
+    result = {
+        "machine": {"cores": os.cpu_count()},
+        "loopback_tcp_mb_per_sec": tcp,
+        "large_files": {
+            "files": big_files, "size": big_size,
+            "write_mb_per_sec": large["write"]["mb_per_sec"],
+            "read_mb_per_sec": large["read"]["mb_per_sec"],
+            "write_vs_tcp": large["write"]["mb_per_sec"] / tcp,
+            "read_vs_tcp": large["read"]["mb_per_sec"] / tcp,
+        },
+        "small_4k": {
+            "clients": clients,
+            "tierpool_put": small["write"], "tierpool_get": small["read"],
+            "redis_set": rd.get("set"), "redis_get": rd.get("get"),
+            "put_vs_redis_set": small["write"]["ops_per_sec"] / rd["set"]["ops_per_sec"],
+            "get_vs_redis_get": small["read"]["ops_per_sec"] / rd["get"]["ops_per_sec"],
+        },
+        "metadata": {
+            "create_ops_per_sec": meta["write"]["ops_per_sec"],
+            "stat_ops_per_sec": meta["stat"]["ops_per_sec"],
+            "delete_ops_per_sec": meta["delete"]["ops_per_sec"],
+        },
+    }
+    os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
+    path = os.path.join(ROOT, "bench", "results", time.strftime("%Y%m%d-%H%M%S") + ".json")
+    with open(path, "w") as f:
+        json.dump(result, f, indent=2)
+    json.dump(result, sys.stdout, indent=2)
+    print()
+
+
+if __name__ == "__main__":
+    main()

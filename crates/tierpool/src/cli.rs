@@ -1,0 +1,213 @@
+//! Command-line definitions. User-facing names here are part of the product.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use tierpool_types::ByteSize;
+
+#[derive(Parser, Debug)]
+#[command(name = "tierpool", version, about = "Pool the memory and disks of many machines into one fast data space.")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct Conn {
+    /// Coordinator address (host:port).
+    #[arg(long, global = true, env = "TIERPOOL_COORDINATOR", default_value = "127.0.0.1:7700")]
+    pub coordinator: String,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Cmd {
+    /// Start an embedded pool (coordinator + workers) in the background.
+    Up(UpArgs),
+    /// Stop the embedded pool started by `up`.
+    Down {
+        /// State directory of the pool.
+        #[arg(long, default_value_os_t = default_dir())]
+        dir: PathBuf,
+    },
+    /// Show workers, tiers and capacity.
+    Status {
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Run a coordinator in the foreground.
+    Coordinator {
+        /// State directory (metadata log and snapshots).
+        #[arg(long)]
+        dir: PathBuf,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:7700")]
+        listen: String,
+        /// Partition count of a new pool (fixed once the pool exists).
+        #[arg(long, default_value_t = tierpool_types::DEFAULT_PARTITIONS)]
+        partitions: u32,
+    },
+    /// Run a worker in the foreground.
+    Worker(WorkerArgs),
+    /// Copy a local file (or - for stdin) into the pool.
+    Put {
+        local: String,
+        remote: String,
+        /// Chunk size, e.g. 4MiB.
+        #[arg(long, default_value = "4MiB")]
+        chunk_size: ByteSize,
+        /// Eviction priority 1 (first evicted) .. 5 (last).
+        #[arg(long, default_value_t = 3)]
+        priority: u8,
+        /// Keep the file's chunks in memory as long as possible.
+        #[arg(long)]
+        pin: bool,
+        /// Fail instead of replacing an existing file.
+        #[arg(long)]
+        no_clobber: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Copy a file out of the pool to a local path (or - for stdout).
+    Get {
+        remote: String,
+        local: String,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Write files to stdout.
+    Cat {
+        #[arg(required = true)]
+        paths: Vec<String>,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// List a directory.
+    Ls {
+        #[arg(default_value = "/")]
+        path: String,
+        /// Long format: kind, mode, size, priority, modification time.
+        #[arg(short = 'l')]
+        long: bool,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Show a file's or directory's metadata.
+    Stat {
+        path: String,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Remove files or directories.
+    Rm {
+        #[arg(required = true)]
+        paths: Vec<String>,
+        /// Remove directories and their contents.
+        #[arg(short = 'r', long)]
+        recursive: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Rename atomically (into DST if DST is a directory).
+    Mv {
+        src: String,
+        dst: String,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Create directories.
+    Mkdir {
+        #[arg(required = true)]
+        paths: Vec<String>,
+        /// Create parents as needed; no error if it exists.
+        #[arg(short = 'p', long)]
+        parents: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Keep a file's (or a directory's files') chunks in memory as long as possible.
+    Pin {
+        path: String,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Undo `pin`.
+    Unpin {
+        path: String,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Write, read back and verify N files; report throughput and latency.
+    Bench(BenchArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct UpArgs {
+    /// Number of workers.
+    #[arg(long, default_value_t = 2)]
+    pub workers: u32,
+    /// MEM budget per worker (default: a quarter of this machine's RAM, shared by the workers, at most 4GiB each).
+    #[arg(long)]
+    pub mem: Option<ByteSize>,
+    /// DISK budget per worker (default: a quarter of the free space under --dir, shared, at most 16GiB each).
+    #[arg(long)]
+    pub disk: Option<ByteSize>,
+    /// State directory.
+    #[arg(long, default_value_os_t = default_dir())]
+    pub dir: PathBuf,
+    /// Coordinator port on 127.0.0.1.
+    #[arg(long, default_value_t = 7700)]
+    pub port: u16,
+}
+
+#[derive(Args, Debug)]
+pub struct WorkerArgs {
+    /// State directory (DISK tier chunks, identity).
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// MEM budget, e.g. 1GiB.
+    #[arg(long)]
+    pub mem: ByteSize,
+    /// DISK budget, e.g. 10GiB.
+    #[arg(long)]
+    pub disk: ByteSize,
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: String,
+    /// Host label used for placement (default: this machine's hostname).
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Rack label used for placement.
+    #[arg(long, default_value = "default")]
+    pub rack: String,
+    #[command(flatten)]
+    pub conn: Conn,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Number of files.
+    #[arg(long, default_value_t = 16)]
+    pub files: u32,
+    /// Size of each file.
+    #[arg(long, default_value = "64MiB")]
+    pub size: ByteSize,
+    /// Concurrent operations.
+    #[arg(long, default_value_t = 4)]
+    pub threads: u32,
+    /// Chunk size.
+    #[arg(long, default_value = "4MiB")]
+    pub chunk_size: ByteSize,
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub conn: Conn,
+}
+
+pub fn default_dir() -> PathBuf {
+    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/tmp")).join(".tierpool")
+}

@@ -1,0 +1,42 @@
+//! Command implementations; `run` wires parsed arguments to them.
+
+mod bench;
+mod fs;
+mod pool;
+mod server;
+
+use crate::cli::{Cli, Cmd, Conn};
+use anyhow::Result;
+use tierpool_client::{Client, ClientConfig};
+
+pub fn run(cli: Cli) -> Result<()> {
+    let server = matches!(cli.cmd, Cmd::Coordinator { .. } | Cmd::Worker(_));
+    init_logging(if server { "info" } else { "warn" });
+    if let Cmd::Up(a) = &cli.cmd {
+        // `up` forks servers; it needs no runtime of its own.
+        return pool::up(a);
+    }
+    if let Cmd::Down { dir } = &cli.cmd {
+        return pool::down(dir);
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async move {
+        match cli.cmd {
+            Cmd::Coordinator { dir, listen, partitions } => server::coordinator(dir, listen, partitions).await,
+            Cmd::Worker(a) => server::worker(a).await,
+            Cmd::Status { json, conn } => pool::status(&connect(&conn).await?, json).await,
+            Cmd::Bench(a) => bench::run(&connect(&a.conn).await?, &a).await,
+            other => fs::run(other).await,
+        }
+    })
+}
+
+pub async fn connect(conn: &Conn) -> Result<Client> {
+    Ok(Client::connect(ClientConfig::new(conn.coordinator.clone())).await?)
+}
+
+fn init_logging(default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TIERPOOL_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}

@@ -1,0 +1,236 @@
+//! `up`, `down` and `status`: the embedded pool and what a pool reports.
+//!
+//! `up` starts one coordinator and N workers as background processes (their
+//! own session, logs under `DIR/logs`), records them in `DIR/pool.json`, and
+//! returns once every worker is registered and alive. `down` stops them.
+
+use crate::cli::UpArgs;
+use crate::output;
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use tierpool_client::{Client, ClientConfig};
+use tierpool_types::ByteSize;
+
+#[derive(Serialize, Deserialize, Debug)]
+struct PoolFile {
+    coordinator: String,
+    coordinator_pid: i32,
+    worker_pids: Vec<i32>,
+}
+
+fn alive(pid: i32) -> bool {
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+fn read_pool_file(dir: &Path) -> Option<PoolFile> {
+    let s = std::fs::read_to_string(dir.join("pool.json")).ok()?;
+    serde_json::from_str(&s).ok()
+}
+
+fn mem_total() -> u64 {
+    let s = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    s.lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+        .unwrap_or(4 << 30)
+}
+
+fn disk_free(dir: &Path) -> u64 {
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else { return 8 << 30 };
+    // SAFETY: statvfs fills the zeroed struct; the path is NUL-terminated.
+    unsafe {
+        let mut s: libc::statvfs = std::mem::zeroed();
+        if libc::statvfs(c.as_ptr(), &mut s) == 0 {
+            s.f_bavail as u64 * s.f_frsize as u64
+        } else {
+            8 << 30
+        }
+    }
+}
+
+/// Defaults: a quarter of RAM and of free disk, split over the workers, capped.
+fn default_budgets(a: &UpArgs) -> (u64, u64) {
+    let n = u64::from(a.workers);
+    let round = |x: u64| (x >> 20) << 20;
+    let mem = a.mem.map(|m| m.0).unwrap_or_else(|| round((mem_total() / 4 / n).clamp(64 << 20, 4 << 30)));
+    let disk = a.disk.map(|d| d.0).unwrap_or_else(|| round((disk_free(&a.dir) / 4 / n).clamp(256 << 20, 16 << 30)));
+    (mem, disk)
+}
+
+fn spawn(exe: &Path, args: &[String], log: &Path) -> Result<i32> {
+    let out = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+    let err = out.try_clone()?;
+    let mut cmd = Command::new(exe);
+    cmd.args(args).stdin(Stdio::null()).stdout(out).stderr(err);
+    // SAFETY: setsid is async-signal-safe; it detaches the server from our terminal.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().with_context(|| format!("starting {}", exe.display()))?;
+    Ok(child.id() as i32)
+}
+
+fn log_tail(path: &Path) -> String {
+    let s = std::fs::read_to_string(path).unwrap_or_default();
+    s.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string()
+}
+
+pub fn up(a: &UpArgs) -> Result<()> {
+    if a.workers == 0 {
+        bail!("--workers must be at least 1");
+    }
+    std::fs::create_dir_all(a.dir.join("logs")).with_context(|| format!("creating {}", a.dir.display()))?;
+    let dir = a.dir.canonicalize()?;
+    if let Some(p) = read_pool_file(&dir) {
+        if alive(p.coordinator_pid) {
+            bail!("a pool is already running from {} (coordinator at {}); run `tierpool down` first", dir.display(), p.coordinator);
+        }
+    }
+    let addr = format!("127.0.0.1:{}", a.port);
+    if std::net::TcpListener::bind(&addr).is_err() {
+        bail!("port {} is in use; choose another with --port", a.port);
+    }
+    let (mem, disk) = default_budgets(a);
+    let exe = std::env::current_exe()?;
+    let _ = std::fs::remove_file(dir.join("coordinator/coordinator.addr"));
+    let clog = dir.join("logs/coordinator.log");
+    let cpid = spawn(
+        &exe,
+        &["coordinator".into(), "--dir".into(), path_arg(&dir.join("coordinator")), "--listen".into(), addr.clone()],
+        &clog,
+    )?;
+    let mut pids = vec![cpid];
+    let started = wait_for(Duration::from_secs(20), || Ok(dir.join("coordinator/coordinator.addr").exists()), || alive(cpid));
+    if let Err(e) = started {
+        stop_all(&pids);
+        bail!("coordinator did not start ({e}): {}", log_tail(&clog));
+    }
+    let mut worker_pids = Vec::new();
+    for i in 0..a.workers {
+        let args = vec![
+            "worker".into(),
+            "--dir".into(),
+            path_arg(&dir.join(format!("worker-{i}"))),
+            "--mem".into(),
+            mem.to_string(),
+            "--disk".into(),
+            disk.to_string(),
+            "--coordinator".into(),
+            addr.clone(),
+        ];
+        let pid = spawn(&exe, &args, &dir.join(format!("logs/worker-{i}.log")))?;
+        worker_pids.push(pid);
+        pids.push(pid);
+    }
+    let pf = PoolFile { coordinator: addr.clone(), coordinator_pid: cpid, worker_pids: worker_pids.clone() };
+    std::fs::write(dir.join("pool.json"), serde_json::to_string_pretty(&pf)?)?;
+    if let Err(e) = wait_workers(&addr, a.workers as usize, &worker_pids) {
+        stop_all(&pids);
+        let _ = std::fs::remove_file(dir.join("pool.json"));
+        let tails: Vec<String> = (0..a.workers).map(|i| log_tail(&dir.join(format!("logs/worker-{i}.log")))).collect();
+        bail!("workers did not start ({e}): {}", tails.join(" | "));
+    }
+    println!(
+        "pool up: coordinator {addr}, {} workers with MEM {} + DISK {} each; state in {}",
+        a.workers,
+        ByteSize(mem),
+        ByteSize(disk),
+        dir.display()
+    );
+    Ok(())
+}
+
+fn path_arg(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+fn wait_for(limit: Duration, mut ready: impl FnMut() -> Result<bool>, mut running: impl FnMut() -> bool) -> Result<()> {
+    let t = Instant::now();
+    while t.elapsed() < limit {
+        if ready()? {
+            return Ok(());
+        }
+        if !running() {
+            bail!("process exited");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    bail!("timed out after {limit:?}")
+}
+
+fn wait_workers(addr: &str, n: usize, pids: &[i32]) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    rt.block_on(async {
+        let client = Client::connect(ClientConfig::new(addr)).await?;
+        let t = Instant::now();
+        loop {
+            let s = client.status().await?;
+            if s.workers.iter().filter(|w| w.alive).count() >= n {
+                return Ok(());
+            }
+            if let Some(p) = pids.iter().find(|p| !alive(**p)) {
+                bail!("worker process {p} exited");
+            }
+            if t.elapsed() > Duration::from_secs(30) {
+                bail!("timed out waiting for {n} workers");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+}
+
+fn stop_all(pids: &[i32]) {
+    for &p in pids.iter().rev() {
+        // SAFETY: plain signal delivery to a process we started.
+        unsafe { libc::kill(p, libc::SIGTERM) };
+    }
+    let t = Instant::now();
+    while pids.iter().any(|&p| alive(p)) && t.elapsed() < Duration::from_secs(10) {
+        reap();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for &p in pids {
+        if alive(p) {
+            // SAFETY: as above.
+            unsafe { libc::kill(p, libc::SIGKILL) };
+        }
+    }
+    reap();
+}
+
+/// Collects exited children of this process so they stop counting as alive.
+fn reap() {
+    // SAFETY: non-blocking wait for any child.
+    unsafe { while libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) > 0 {} }
+}
+
+pub fn down(dir: &PathBuf) -> Result<()> {
+    let Some(p) = read_pool_file(dir) else {
+        bail!("no pool is running from {} (no pool.json)", dir.display());
+    };
+    let mut pids = vec![p.coordinator_pid];
+    pids.extend(&p.worker_pids);
+    stop_all(&pids);
+    std::fs::remove_file(dir.join("pool.json"))?;
+    println!("pool down ({} processes stopped)", pids.len());
+    Ok(())
+}
+
+pub async fn status(client: &Client, json: bool) -> Result<()> {
+    let s = client.status().await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&output::status_json(client.coordinator_addr(), &s))?);
+    } else {
+        print!("{}", output::status_text(client.coordinator_addr(), &s));
+    }
+    Ok(())
+}

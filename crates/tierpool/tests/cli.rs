@@ -1,0 +1,106 @@
+//! The namespace through the CLI, and clear one-line errors for bad input.
+
+mod common;
+use common::{data, Pool, BIN};
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+#[test]
+fn namespace_commands_behave_like_a_file_system() {
+    let pool = Pool::start(2, "32MiB", "64MiB");
+    pool.ok(&["mkdir", "-p", "/x/y/z"]);
+    pool.ok(&["mkdir", "-p", "/x/y"]);
+    pool.put("/x/f", b"hello");
+    assert_eq!(pool.ok(&["ls", "/x"]), "f\ny/\n");
+    let ls: serde_json::Value = serde_json::from_str(&pool.ok(&["ls", "--json", "/x"])).unwrap();
+    assert_eq!(ls[0]["name"], "f");
+    assert_eq!(ls[0]["size"], 5);
+    assert_eq!(ls[1]["kind"], "dir");
+    let st: serde_json::Value = serde_json::from_str(&pool.ok(&["stat", "--json", "/x/f"])).unwrap();
+    assert_eq!((st["kind"].as_str(), st["size"].as_u64(), st["priority"].as_u64()), (Some("file"), Some(5), Some(3)));
+    assert!(pool.ok(&["ls", "-l", "/x"]).contains(" f\n"));
+    // mv into a directory, rename of a directory, replacing a file.
+    pool.ok(&["mv", "/x/f", "/x/y"]);
+    assert_eq!(pool.get("/x/y/f"), b"hello");
+    pool.ok(&["mv", "/x/y", "/moved"]);
+    assert_eq!(pool.get("/moved/f"), b"hello");
+    pool.put("/other", b"other");
+    pool.ok(&["mv", "/other", "/moved/f"]);
+    assert_eq!(pool.get("/moved/f"), b"other");
+    // stdin and stdout
+    let mut child = pool.cmd(&["put", "-", "/stdin"]).stdin(std::process::Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(b"from stdin").unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(pool.ok(&["get", "/stdin", "-"]), "from stdin");
+    // priority and pin
+    pool.ok(&["put", "--priority", "5", "--chunk-size", "64KiB", pool.dir().join("upload.tmp").to_str().unwrap(), "/p"]);
+    let st: serde_json::Value = serde_json::from_str(&pool.ok(&["stat", "--json", "/p"])).unwrap();
+    assert_eq!((st["priority"].as_u64(), st["chunk_size"].as_u64()), (Some(5), Some(65536)));
+    assert_eq!(pool.ok(&["pin", "/moved"]), "pinned 1 file\n");
+    pool.ok(&["rm", "-r", "/moved"]);
+    assert_eq!(pool.ok(&["ls", "/"]), "p\nstdin\nx/\n");
+}
+
+#[test]
+fn bad_input_gets_one_line_errors() {
+    let pool = Pool::start(1, "16MiB", "16MiB");
+    pool.ok(&["mkdir", "/d"]);
+    pool.put("/d/f", b"1");
+    let cases: &[(&[&str], &str)] = &[
+        (&["cat", "/nope"], "tierpool: /nope: no such file or directory"),
+        (&["mkdir", "/d"], "tierpool: /d: file exists"),
+        (&["mkdir", "/d/f/g"], "tierpool: /d/f: not a directory"),
+        (&["rm", "/d"], "tierpool: /d: directory not empty"),
+        (&["cat", "/d"], "tierpool: /d: is a directory"),
+        (&["put", "--no-clobber", "/dev/null", "/d/f"], "tierpool: /d/f: file exists"),
+        (&["put", "/no/such/local", "/x"], "tierpool: cannot read /no/such/local: No such file or directory (os error 2)"),
+        (&["put", "--priority", "9", "/dev/null", "/x"], "tierpool: priority 9 is out of range 1..5"),
+        (&["rm", "/"], "tierpool: cannot remove the root directory"),
+    ];
+    for (args, want) in cases {
+        assert_eq!(pool.err(args), *want, "{args:?}");
+    }
+    let e = pool.err(&["put", "--chunk-size", "12XB", "/dev/null", "/x"]);
+    assert!(e.contains("invalid size '12XB'"), "{e}");
+}
+
+#[test]
+fn unreachable_coordinator_fails_fast() {
+    let t = Instant::now();
+    let out = std::process::Command::new(BIN).args(["ls", "/", "--coordinator", "127.0.0.1:1"]).output().unwrap();
+    assert!(!out.status.success());
+    let e = String::from_utf8(out.stderr).unwrap();
+    assert!(e.starts_with("tierpool: cannot reach the coordinator at 127.0.0.1:1"), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(5));
+}
+
+fn junk(addr: &str, bytes: &[u8]) -> Vec<u8> {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(bytes).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    out
+}
+
+#[test]
+fn servers_survive_malformed_messages() {
+    let pool = Pool::start(1, "16MiB", "16MiB");
+    let worker = pool.status()["workers"][0]["address"].as_str().unwrap().to_string();
+    for addr in [pool.addr.as_str(), worker.as_str()] {
+        // Not our protocol at all: the connection is dropped without a reply.
+        assert!(junk(addr, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").is_empty());
+        // A well-framed message whose body is garbage: an error reply, then close.
+        let mut frame = vec![b'T', b'P', 1, 0, 4, 0, 0, 0, 0, 0, 0, 0];
+        frame.extend_from_slice(&[0xff, 0xff, 0xff, 0xff]);
+        let reply = junk(addr, &frame);
+        assert!(reply.starts_with(b"TP\x01\x01"), "{reply:?}");
+        // A frame announcing a giant payload is refused before allocating it.
+        let mut frame = vec![b'T', b'P', 1, 0, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f];
+        frame.push(0);
+        assert!(junk(addr, &frame).is_empty());
+    }
+    pool.put("/still", &data(9, 5000));
+    assert_eq!(pool.get("/still"), data(9, 5000));
+    assert!(pool.log("coordinator.log").contains("dropping connection"));
+}

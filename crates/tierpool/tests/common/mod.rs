@@ -1,0 +1,195 @@
+//! Test harness: a real pool of `tierpool` processes on loopback, each test
+//! in its own temporary directory, with helpers to run the CLI against it
+//! and to kill and restart processes.
+
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_tierpool");
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+pub struct WorkerProc {
+    pub dir: PathBuf,
+    pub mem: String,
+    pub disk: String,
+    pub child: Option<Child>,
+}
+
+pub struct Pool {
+    pub tmp: tempfile::TempDir,
+    pub addr: String,
+    pub coordinator: Option<Child>,
+    pub workers: Vec<WorkerProc>,
+}
+
+fn log_file(dir: &Path, name: &str) -> std::fs::File {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::OpenOptions::new().create(true).append(true).open(dir.join(name)).unwrap()
+}
+
+impl Pool {
+    /// Starts a coordinator and `n` workers and waits until all are alive.
+    pub fn start(n: usize, mem: &str, disk: &str) -> Pool {
+        let tmp = tempfile::tempdir().unwrap();
+        let addr = format!("127.0.0.1:{}", free_port());
+        let mut pool = Pool { tmp, addr, coordinator: None, workers: Vec::new() };
+        pool.start_coordinator();
+        for i in 0..n {
+            let dir = pool.tmp.path().join(format!("worker-{i}"));
+            pool.workers.push(WorkerProc { dir, mem: mem.into(), disk: disk.into(), child: None });
+            pool.start_worker(i);
+        }
+        pool.wait_alive(n);
+        pool
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    pub fn start_coordinator(&mut self) {
+        let dir = self.tmp.path().join("coordinator");
+        let log = log_file(self.tmp.path(), "coordinator.log");
+        let child = Command::new(BIN)
+            .args(["coordinator", "--dir", dir.to_str().unwrap(), "--listen", &self.addr, "--partitions", "256"])
+            .env("TIERPOOL_LOG", "info")
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.coordinator = Some(child);
+        let t = Instant::now();
+        while std::net::TcpStream::connect(&self.addr).is_err() {
+            assert!(t.elapsed() < Duration::from_secs(20), "coordinator did not start: {}", self.log("coordinator.log"));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn start_worker(&mut self, i: usize) {
+        let w = &self.workers[i];
+        let log = log_file(self.tmp.path(), &format!("worker-{i}.log"));
+        let child = Command::new(BIN)
+            .args(["worker", "--dir", w.dir.to_str().unwrap(), "--mem", &w.mem, "--disk", &w.disk])
+            .args(["--coordinator", &self.addr, "--host", &format!("host{i}")])
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.workers[i].child = Some(child);
+    }
+
+    pub fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.tmp.path().join(name)).unwrap_or_default()
+    }
+
+    /// kill -9 of worker `i`.
+    pub fn kill_worker(&mut self, i: usize) {
+        if let Some(mut c) = self.workers[i].child.take() {
+            c.kill().unwrap();
+            c.wait().unwrap();
+        }
+    }
+
+    /// kill -9 of the coordinator.
+    pub fn kill_coordinator(&mut self) {
+        if let Some(mut c) = self.coordinator.take() {
+            c.kill().unwrap();
+            c.wait().unwrap();
+        }
+    }
+
+    /// Waits until at least `n` workers are reported alive.
+    pub fn wait_alive(&self, n: usize) {
+        let t = Instant::now();
+        loop {
+            let out = self.cli(&["status", "--json"]);
+            if out.status.success() {
+                let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+                let alive = v["workers"].as_array().unwrap().iter().filter(|w| w["alive"] == true).count();
+                if alive >= n {
+                    return;
+                }
+            }
+            assert!(t.elapsed() < Duration::from_secs(30), "workers not alive: {}", String::from_utf8_lossy(&out.stderr));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.args(args).env("TIERPOOL_COORDINATOR", &self.addr).stdin(Stdio::null());
+        c
+    }
+
+    pub fn cli(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    /// Runs the CLI, asserts success, returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.cli(args);
+        assert!(out.status.success(), "tierpool {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Runs the CLI, asserts failure with a one-line error, returns it.
+    pub fn err(&self, args: &[&str]) -> String {
+        let out = self.cli(args);
+        assert!(!out.status.success(), "tierpool {args:?} should have failed");
+        let e = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(e.trim_end().lines().count(), 1, "error is not one line: {e}");
+        e.trim_end().to_string()
+    }
+
+    pub fn status(&self) -> Value {
+        serde_json::from_str(&self.ok(&["status", "--json"])).unwrap()
+    }
+
+    /// Writes `data` to a local file and puts it at `remote`.
+    pub fn put(&self, remote: &str, data: &[u8]) {
+        let local = self.tmp.path().join("upload.tmp");
+        std::fs::write(&local, data).unwrap();
+        self.ok(&["put", local.to_str().unwrap(), remote]);
+    }
+
+    pub fn get(&self, remote: &str) -> Vec<u8> {
+        let out = self.cli(&["cat", remote]);
+        assert!(out.status.success(), "cat {remote}: {}", String::from_utf8_lossy(&out.stderr));
+        out.stdout
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        for w in &mut self.workers {
+            if let Some(c) = w.child.as_mut() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+        if let Some(c) = self.coordinator.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Deterministic pseudo-random bytes.
+pub fn data(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}

@@ -1,0 +1,60 @@
+//! kill -9 of the coordinator and of workers: acknowledged data survives,
+//! chunks that lived only in a killed worker's memory are reported lost.
+
+mod common;
+use common::{data, Pool};
+
+const MIB: usize = 1 << 20;
+
+#[test]
+fn coordinator_recovers_namespace_after_kill() {
+    let mut pool = Pool::start(3, "64MiB", "64MiB");
+    pool.ok(&["mkdir", "-p", "/a/b/c"]);
+    let big = data(1, 9 * MIB + 7);
+    let small = data(2, 100);
+    pool.put("/a/b/big", &big);
+    pool.put("/a/small", &small);
+    pool.put("/a/gone", b"bye");
+    pool.ok(&["rm", "/a/gone"]);
+    pool.ok(&["mv", "/a/b/c", "/a/c2"]);
+    pool.ok(&["pin", "/a/small"]);
+    let before = pool.ok(&["ls", "-l", "/a"]);
+    eprintln!("phase: kill -9 coordinator");
+    pool.kill_coordinator();
+    pool.start_coordinator();
+    pool.wait_alive(3);
+    assert_eq!(pool.ok(&["ls", "-l", "/a"]), before);
+    assert!(pool.get("/a/b/big") == big);
+    assert_eq!(pool.get("/a/small"), small);
+    let st: serde_json::Value = serde_json::from_str(&pool.ok(&["stat", "--json", "/a/small"])).unwrap();
+    assert_eq!(st["pinned"], true);
+    let e = pool.err(&["stat", "/a/gone"]);
+    assert_eq!(e, "tierpool: /a/gone: no such file or directory");
+    // The recovered pool takes new writes.
+    pool.put("/a/after", b"new");
+    assert_eq!(pool.get("/a/after"), b"new");
+}
+
+#[test]
+fn worker_restart_serves_disk_chunks_and_reports_memory_only_chunks_lost() {
+    let mut pool = Pool::start(1, "8MiB", "64MiB");
+    let on_disk = data(3, 32 * MIB);
+    let in_mem = data(4, 8 * MIB);
+    pool.put("/disk", &on_disk);
+    // Fills MEM exactly, pushing every chunk of /disk down to DISK.
+    pool.put("/mem", &in_mem);
+    let st = pool.status();
+    assert_eq!(st["workers"][0]["disk"]["used"], 32 * MIB as u64, "{st}");
+    eprintln!("phase: kill -9 worker");
+    pool.kill_worker(0);
+    let e = pool.err(&["cat", "/disk"]);
+    assert!(e.contains("/disk: chunk") && e.contains("unreachable"), "{e}");
+    pool.start_worker(0);
+    pool.wait_alive(1);
+    assert!(pool.get("/disk") == on_disk, "DISK chunks survive a worker crash");
+    let e = pool.err(&["cat", "/mem"]);
+    assert!(e.starts_with("tierpool: /mem: chunk 0 is lost"), "{e}");
+    let out = pool.cli(&["get", "/mem", pool.dir().join("mem.out").to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(!pool.dir().join("mem.out").exists(), "a failed get leaves no partial file");
+}

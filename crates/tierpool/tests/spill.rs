@@ -1,0 +1,47 @@
+//! Writing several times the pool's MEM budget spills to DISK and every byte comes back.
+
+mod common;
+use common::{data, Pool};
+
+const MIB: usize = 1 << 20;
+
+#[test]
+fn spills_three_times_the_memory_budget_to_disk_and_reads_back_exactly() {
+    let pool = Pool::start(3, "8MiB", "128MiB");
+    let mem_total = 3 * 8 * MIB;
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    let sizes = [0, 1, 4 * MIB - 1, 4 * MIB, 4 * MIB + 1, 10 * 4 * MIB + 123];
+    for (i, s) in sizes.iter().enumerate() {
+        files.push((format!("/mixed/f{i}"), data(i as u64, *s)));
+    }
+    let mut total: usize = sizes.iter().sum();
+    let mut i = 100;
+    while total < 3 * mem_total {
+        files.push((format!("/mixed/g{i}"), data(i, 3 * MIB + i as usize)));
+        total += 3 * MIB + i as usize;
+        i += 1;
+    }
+    pool.ok(&["mkdir", "/mixed"]);
+    eprintln!("phase: writing {} files, {} MiB", files.len(), total / MIB);
+    for (p, d) in &files {
+        pool.put(p, d);
+    }
+    eprintln!("phase: checking tiers");
+    let st = pool.status();
+    let workers = st["workers"].as_array().unwrap();
+    let mem_used: u64 = workers.iter().map(|w| w["mem"]["used"].as_u64().unwrap()).sum();
+    let disk_used: u64 = workers.iter().map(|w| w["disk"]["used"].as_u64().unwrap()).sum();
+    for w in workers {
+        assert!(w["mem"]["used"].as_u64().unwrap() <= w["mem"]["capacity"].as_u64().unwrap(), "{w}");
+        assert!(w["disk"]["chunks"].as_u64().unwrap() > 0, "every worker spilled: {w}");
+    }
+    assert!(mem_used <= mem_total as u64);
+    assert_eq!(mem_used + disk_used, total as u64, "every byte is in exactly one tier");
+    eprintln!("phase: reading back");
+    for (p, d) in &files {
+        assert!(pool.get(p) == *d, "{p} differs");
+    }
+    let st = pool.status();
+    let read: u64 = st["workers"].as_array().unwrap().iter().map(|w| w["bytes_read"].as_u64().unwrap()).sum();
+    assert_eq!(read, total as u64, "reads went to the workers");
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The whole test suite, read-only: format check, lints as errors, the
+# dependency rule of the crate graph, and every test. Installs what it needs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+    rustup component add rustfmt clippy
+fi
+
+echo "== format"
+cargo fmt --all --check
+
+echo "== lints"
+cargo clippy --workspace --all-targets -- -D warnings
+
+echo "== crate graph: pure crates stay free of the async runtime"
+for crate in tierpool-types tierpool-placement tierpool-meta tierpool-tier; do
+    if cargo tree -p "$crate" -e normal --prefix none | grep -q '^tokio '; then
+        echo "$crate depends on tokio; pure logic must not do I/O through the runtime" >&2
+        exit 1
+    fi
+done
+
+echo "== tests"
+cargo test --workspace 2>&1 | tee /tmp/tierpool-test.log
