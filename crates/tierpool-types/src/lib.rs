@@ -25,7 +25,7 @@ pub const DEFAULT_PARTITIONS: u32 = 4096;
 /// Checks that a chunk size is a positive multiple of [`PAGE_SIZE`] no larger
 /// than [`MAX_CHUNK_SIZE`].
 pub fn validate_chunk_size(size: u64) -> Result<u64> {
-    if size == 0 || size % PAGE_SIZE != 0 || size > MAX_CHUNK_SIZE {
+    if size == 0 || !size.is_multiple_of(PAGE_SIZE) || size > MAX_CHUNK_SIZE {
         return Err(Error::new(
             ErrorKind::InvalidArgument,
             format!(

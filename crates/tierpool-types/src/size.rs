@@ -31,7 +31,11 @@ impl FromStr for ByteSize {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self> {
-        let bad = || Error::invalid(format!("invalid size '{s}': expected a number with an optional unit such as 512MiB or 4GiB"));
+        let bad = || {
+            Error::invalid(format!(
+                "invalid size '{s}': expected a number with an optional unit such as 512MiB or 4GiB"
+            ))
+        };
         let t = s.trim();
         let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
         let (num, unit) = t.split_at(split);
@@ -58,7 +62,7 @@ impl fmt::Display for ByteSize {
         let units = [("TiB", 1u64 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
         for (name, m) in units {
             if self.0 >= m {
-                if self.0 % m == 0 {
+                if self.0.is_multiple_of(m) {
                     return write!(f, "{}{}", self.0 / m, name);
                 }
                 return write!(f, "{:.1}{}", self.0 as f64 / m as f64, name);

@@ -1,0 +1,194 @@
+//! The metadata state and its transitions.
+//!
+//! Owns the namespace (inodes and directory entries), the inode and worker id
+//! counters, the worker records, the partition table and the inodes awaiting
+//! garbage collection. Invariants (see [`MetaState::check_invariants`]):
+//! - before `Init` the state is empty; after it the root directory exists;
+//! - every live inode except the root is the entry of exactly one directory,
+//!   reachable from the root, and its `parent`/`name` match that entry;
+//! - every live or pending id is below `next_inode`; `pending_gc` holds no live inode;
+//! - `next_worker_id` is above every known worker id; once a worker is known,
+//!   every partition is owned by a known worker.
+//!
+//! The rules of each op live in its submodule (`create`, `remove`, `rename`
+//! for the POSIX rename rules, `attrs`, `workers`).
+//!
+//! Every op validates fully before its first mutation, so a failed op leaves the
+//! state untouched, and the result depends only on the state, the op and `now`.
+
+mod attrs;
+mod check;
+mod create;
+mod inode;
+mod remove;
+mod rename;
+mod resolve;
+mod workers;
+
+use crate::path::normalize;
+use crate::{DirEntry, InodeInfo, MetaOp, MetaReply, Timestamp, WorkerRecord};
+use inode::Inode;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use tierpool_placement::PartitionTable;
+use tierpool_types::{Error, InodeId, Result, WorkerId};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MetaState {
+    initialised: bool,
+    inodes: BTreeMap<InodeId, Inode>,
+    /// The next id `AllocInodes` or `Mkdir` hands out; ids below it were reserved once.
+    next_inode: u64,
+    workers: BTreeMap<WorkerId, WorkerRecord>,
+    /// Wider than a `WorkerId` so that it can sit above `u32::MAX`.
+    next_worker_id: u64,
+    /// One unowned partition until `Init` fixes the real count.
+    table: PartitionTable,
+    pending_gc: BTreeSet<InodeId>,
+}
+
+impl MetaState {
+    /// An empty, uninitialised state (no root yet; `Init` creates it).
+    pub fn new() -> Self {
+        MetaState {
+            initialised: false,
+            inodes: BTreeMap::new(),
+            next_inode: InodeId::ROOT.0 + 1,
+            workers: BTreeMap::new(),
+            next_worker_id: 1,
+            table: PartitionTable::new(1),
+            pending_gc: BTreeSet::new(),
+        }
+    }
+
+    /// Whether `Init` has run.
+    pub fn is_initialised(&self) -> bool {
+        self.initialised
+    }
+
+    /// Executes `op` at time `now`. On error the state is unchanged.
+    pub fn execute(&mut self, op: &MetaOp, now: Timestamp) -> Result<MetaReply> {
+        if let MetaOp::Init { partitions } = op {
+            return self.init(*partitions, now);
+        }
+        self.ensure_initialised()?;
+        match op {
+            MetaOp::Init { .. } => unreachable!("handled above"),
+            MetaOp::Mkdir { path, parents, mode } => self.mkdir(&normalize(path)?, *parents, *mode, now),
+            MetaOp::AllocInodes { count } => self.alloc_inodes(*count),
+            MetaOp::CommitFile { path, inode, size, chunk_size, checksums, attrs, mode, overwrite } => {
+                let file = create::NewFile {
+                    inode: *inode,
+                    size: *size,
+                    chunk_size: *chunk_size,
+                    checksums,
+                    attrs: *attrs,
+                    mode: *mode,
+                };
+                self.commit_file(&normalize(path)?, &file, *overwrite, now)
+            }
+            MetaOp::Remove { path, recursive } => self.remove(&normalize(path)?, *recursive, now),
+            MetaOp::Rename { from, to } => self.rename(&normalize(from)?, &normalize(to)?, now),
+            MetaOp::SetAttrs { path, priority, pinned } => self.set_attrs(&normalize(path)?, *priority, *pinned, now),
+            MetaOp::RegisterWorker { id, addr, host, rack, mem_capacity, disk_capacity } => {
+                let record = WorkerRecord {
+                    id: id.unwrap_or(WorkerId(0)),
+                    addr: addr.clone(),
+                    host: host.clone(),
+                    rack: rack.clone(),
+                    mem_capacity: *mem_capacity,
+                    disk_capacity: *disk_capacity,
+                };
+                self.register_worker(*id, record)
+            }
+            MetaOp::GcDone { inodes } => {
+                for i in inodes {
+                    self.pending_gc.remove(i);
+                }
+                Ok(MetaReply::Done)
+            }
+        }
+    }
+
+    pub fn stat(&self, path: &str) -> Result<InodeInfo> {
+        self.ensure_initialised()?;
+        let comps = normalize(path)?;
+        Ok(self.info(self.lookup(&comps)?))
+    }
+
+    /// Entries of a directory sorted by name; for a file, the file itself as one entry.
+    pub fn list(&self, path: &str) -> Result<Vec<DirEntry>> {
+        self.ensure_initialised()?;
+        let comps = normalize(path)?;
+        let id = self.lookup(&comps)?;
+        match self.children(id) {
+            Some(children) => {
+                Ok(children.iter().map(|(name, c)| DirEntry { name: name.clone(), info: self.info(*c) }).collect())
+            }
+            None => {
+                let name = comps.last().cloned().unwrap_or_default();
+                Ok(vec![DirEntry { name, info: self.info(id) }])
+            }
+        }
+    }
+
+    /// Partition -> owner. Before `Init` a placeholder of one unowned partition.
+    pub fn table(&self) -> &PartitionTable {
+        &self.table
+    }
+
+    pub fn workers(&self) -> &BTreeMap<WorkerId, WorkerRecord> {
+        &self.workers
+    }
+
+    /// Inodes whose chunks must still be deleted from the workers.
+    pub fn pending_gc(&self) -> &BTreeSet<InodeId> {
+        &self.pending_gc
+    }
+
+    /// Number of live inodes (files and directories, root included).
+    pub fn inode_count(&self) -> u64 {
+        self.inodes.len() as u64
+    }
+
+    /// The next inode id that `AllocInodes` would hand out.
+    pub fn next_inode(&self) -> InodeId {
+        InodeId(self.next_inode)
+    }
+
+    fn ensure_initialised(&self) -> Result<()> {
+        if self.initialised {
+            Ok(())
+        } else {
+            Err(Error::invalid("pool is not initialised"))
+        }
+    }
+
+    fn init(&mut self, partitions: u32, now: Timestamp) -> Result<MetaReply> {
+        if self.initialised {
+            return Err(Error::invalid("pool is already initialised"));
+        }
+        if partitions == 0 {
+            return Err(Error::invalid("a pool needs at least one partition"));
+        }
+        self.initialised = true;
+        self.table = PartitionTable::new(partitions);
+        self.inodes.insert(InodeId::ROOT, Inode::root(now));
+        Ok(MetaReply::Done)
+    }
+
+    fn alloc_inodes(&mut self, count: u64) -> Result<MetaReply> {
+        if count == 0 {
+            return Err(Error::invalid("cannot allocate 0 inodes: count must be at least 1"));
+        }
+        let first = self.next_inode;
+        self.next_inode = first.checked_add(count).ok_or_else(|| Error::invalid("inode ids are exhausted"))?;
+        Ok(MetaReply::Inodes { first: InodeId(first), count })
+    }
+}
+
+impl Default for MetaState {
+    fn default() -> Self {
+        Self::new()
+    }
+}

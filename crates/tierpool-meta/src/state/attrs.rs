@@ -1,0 +1,39 @@
+//! `SetAttrs`: priority and pinning of a file, or of a whole directory tree.
+//!
+//! On a directory the new attributes apply to it and to every inode beneath
+//! it (subdirectories included, so `stat` of any directory in the tree agrees
+//! with its files). Every touched inode gets `ctime = now`. The reply lists each
+//! touched file with its attributes, sorted by inode id, so the shell can push
+//! them to the workers holding the chunks.
+
+use super::MetaState;
+use crate::{MetaReply, Timestamp};
+use tierpool_types::{Priority, Result};
+
+impl MetaState {
+    pub(super) fn set_attrs(
+        &mut self,
+        comps: &[String],
+        priority: Option<Priority>,
+        pinned: Option<bool>,
+        now: Timestamp,
+    ) -> Result<MetaReply> {
+        let id = self.lookup(comps)?;
+        let mut changed = Vec::new();
+        for i in self.subtree(id) {
+            let n = self.node_mut(i);
+            if let Some(p) = priority {
+                n.attrs.priority = p;
+            }
+            if let Some(p) = pinned {
+                n.attrs.pinned = p;
+            }
+            n.ctime = now;
+            if !n.is_dir() {
+                changed.push((i, n.attrs));
+            }
+        }
+        changed.sort_by_key(|(i, _)| *i);
+        Ok(MetaReply::Attrs { changed })
+    }
+}

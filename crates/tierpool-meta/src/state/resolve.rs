@@ -1,0 +1,126 @@
+//! Path resolution and the small namespace edits every op is built from.
+//!
+//! Resolution never mutates. Errors name the whole normalised path the user
+//! gave, with one of the fixed reasons of [`path_error`]. The editing helpers
+//! assume their arguments were validated: they are called only after an op has
+//! passed every check, and a broken assumption there is a bug (they panic).
+
+use super::inode::{Body, Inode};
+use super::MetaState;
+use crate::path::display;
+use crate::Timestamp;
+use std::collections::BTreeMap;
+use tierpool_types::{Error, ErrorKind, InodeId};
+
+/// `"{path}: {reason}"` with the fixed reason of a namespace error kind.
+pub(super) fn path_error(kind: ErrorKind, comps: &[String]) -> Error {
+    let reason = match kind {
+        ErrorKind::NotFound => "no such file or directory",
+        ErrorKind::AlreadyExists => "file exists",
+        ErrorKind::NotADirectory => "not a directory",
+        ErrorKind::IsADirectory => "is a directory",
+        ErrorKind::DirectoryNotEmpty => "directory not empty",
+        _ => "invalid argument",
+    };
+    Error::new(kind, format!("{}: {reason}", display(comps)))
+}
+
+impl MetaState {
+    pub(super) fn node(&self, id: InodeId) -> &Inode {
+        self.inodes.get(&id).unwrap_or_else(|| panic!("inode {id} is referenced but not live"))
+    }
+
+    pub(super) fn node_mut(&mut self, id: InodeId) -> &mut Inode {
+        self.inodes.get_mut(&id).unwrap_or_else(|| panic!("inode {id} is referenced but not live"))
+    }
+
+    pub(super) fn is_dir(&self, id: InodeId) -> bool {
+        self.node(id).is_dir()
+    }
+
+    /// Entries of `id`, or `None` for a file.
+    pub(super) fn children(&self, id: InodeId) -> Option<&BTreeMap<String, InodeId>> {
+        self.node(id).children()
+    }
+
+    /// Resolves the first `upto` components of `comps`: `NotADirectory` when a
+    /// file is met on the way, `NotFound` when an entry is missing.
+    fn walk(&self, comps: &[String], upto: usize) -> Result<InodeId, Error> {
+        let mut cur = InodeId::ROOT;
+        for name in &comps[..upto] {
+            let children = self.children(cur).ok_or_else(|| path_error(ErrorKind::NotADirectory, comps))?;
+            cur = *children.get(name).ok_or_else(|| path_error(ErrorKind::NotFound, comps))?;
+        }
+        Ok(cur)
+    }
+
+    /// The inode at `comps`.
+    pub(super) fn lookup(&self, comps: &[String]) -> Result<InodeId, Error> {
+        self.walk(comps, comps.len())
+    }
+
+    /// The directory that holds, or would hold, the last component of a
+    /// non-root path.
+    pub(super) fn parent_dir(&self, comps: &[String]) -> Result<InodeId, Error> {
+        let parent = self.walk(comps, comps.len() - 1)?;
+        if self.is_dir(parent) {
+            Ok(parent)
+        } else {
+            Err(path_error(ErrorKind::NotADirectory, comps))
+        }
+    }
+
+    /// The entry `name` of directory `dir`, if any.
+    pub(super) fn child(&self, dir: InodeId, name: &str) -> Option<InodeId> {
+        self.children(dir).and_then(|c| c.get(name).copied())
+    }
+
+    /// Sets a directory's mtime and ctime: one of its entries changed.
+    pub(super) fn touch(&mut self, dir: InodeId, now: Timestamp) {
+        let n = self.node_mut(dir);
+        n.mtime = now;
+        n.ctime = now;
+    }
+
+    /// Adds entry `name -> id` to `dir` and points `id` back at it.
+    pub(super) fn link(&mut self, dir: InodeId, name: &str, id: InodeId) {
+        let children = self.node_mut(dir).children_mut().expect("link into a directory");
+        let old = children.insert(name.to_owned(), id);
+        debug_assert!(old.is_none(), "link over an existing entry {name}");
+        let n = self.node_mut(id);
+        n.parent = dir;
+        n.name = name.to_owned();
+    }
+
+    /// Removes entry `name` from `dir`, returning the inode it named.
+    pub(super) fn unlink(&mut self, dir: InodeId, name: &str) -> InodeId {
+        let children = self.node_mut(dir).children_mut().expect("unlink from a directory");
+        children.remove(name).expect("unlink of an existing entry")
+    }
+
+    /// `id` and every inode beneath it, parents before children.
+    pub(super) fn subtree(&self, id: InodeId) -> Vec<InodeId> {
+        let mut out = vec![id];
+        let mut i = 0;
+        while i < out.len() {
+            if let Some(children) = self.children(out[i]) {
+                out.extend(children.values().copied());
+            }
+            i += 1;
+        }
+        out
+    }
+
+    /// Forgets an already unlinked `id` and everything beneath it; file inodes
+    /// are queued for garbage collection. Returns how many inodes went.
+    pub(super) fn drop_subtree(&mut self, id: InodeId) -> u64 {
+        let ids = self.subtree(id);
+        for i in &ids {
+            let n = self.inodes.remove(i).expect("subtree inodes are live");
+            if let Body::File { .. } = n.body {
+                self.pending_gc.insert(*i);
+            }
+        }
+        ids.len() as u64
+    }
+}

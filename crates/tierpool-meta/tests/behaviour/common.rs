@@ -1,0 +1,178 @@
+//! Helpers shared by the tests: a ready pool, shorthands for ops, and a
+//! driver that runs generated op sequences the way the coordinator would.
+
+use proptest::prelude::*;
+use tierpool_meta::{InodeInfo, MetaOp, MetaReply, MetaState};
+use tierpool_types::{ChunkAttrs, ErrorKind, InodeId, Priority, Result, WorkerId};
+
+pub const CHUNK: u64 = 4096;
+
+/// An initialised pool of 16 partitions, at time 1.
+pub fn ready() -> MetaState {
+    let mut s = MetaState::new();
+    s.execute(&MetaOp::Init { partitions: 16 }, 1).unwrap();
+    s
+}
+
+pub fn mkdir_op(path: &str, parents: bool) -> MetaOp {
+    MetaOp::Mkdir { path: path.into(), parents, mode: 0o755 }
+}
+
+pub fn commit_op(path: &str, inode: InodeId, size: u64, overwrite: bool) -> MetaOp {
+    let checksums = (0..size.div_ceil(CHUNK)).map(|i| i as u32).collect();
+    MetaOp::CommitFile {
+        path: path.into(),
+        inode,
+        size,
+        chunk_size: CHUNK,
+        checksums,
+        attrs: ChunkAttrs::default(),
+        mode: 0o644,
+        overwrite,
+    }
+}
+
+pub fn remove_op(path: &str, recursive: bool) -> MetaOp {
+    MetaOp::Remove { path: path.into(), recursive }
+}
+
+pub fn rename_op(from: &str, to: &str) -> MetaOp {
+    MetaOp::Rename { from: from.into(), to: to.into() }
+}
+
+pub fn alloc(s: &mut MetaState) -> InodeId {
+    match s.execute(&MetaOp::AllocInodes { count: 1 }, 1).unwrap() {
+        MetaReply::Inodes { first, .. } => first,
+        r => panic!("unexpected reply {r:?}"),
+    }
+}
+
+pub fn mkdir(s: &mut MetaState, path: &str) {
+    s.execute(&mkdir_op(path, false), 2).unwrap();
+}
+
+/// Commits a file of `size` bytes at `path` with a freshly reserved inode.
+pub fn commit(s: &mut MetaState, path: &str, size: u64) -> InodeInfo {
+    let id = alloc(s);
+    match s.execute(&commit_op(path, id, size, false), 2).unwrap() {
+        MetaReply::Info(i) => i,
+        r => panic!("unexpected reply {r:?}"),
+    }
+}
+
+/// Runs an op that must fail, checks that it left the state as it was, and
+/// returns the error's kind and message.
+pub fn fails(s: &mut MetaState, op: MetaOp) -> (ErrorKind, String) {
+    let before = s.clone();
+    let e = s.execute(&op, 99).expect_err("op should fail");
+    assert_eq!(*s, before, "a failed {op:?} changed the state");
+    (e.kind, e.message)
+}
+
+/// Marks a `CommitFile` whose inode the driver reserves just before it.
+pub const FRESH: InodeId = InodeId(u64::MAX);
+
+/// Executes generated ops like a coordinator: each at a later time, a
+/// `FRESH` commit preceded by an `AllocInodes` of one id, and every
+/// successful op logged for replay with its time and reply.
+pub struct Driver {
+    pub state: MetaState,
+    pub log: Vec<(MetaOp, u64, MetaReply)>,
+    now: u64,
+}
+
+impl Driver {
+    pub fn new() -> Self {
+        Driver { state: MetaState::new(), log: Vec::new(), now: 0 }
+    }
+
+    /// Runs every op of `ops`, whatever their results.
+    pub fn run(ops: Vec<MetaOp>) -> Self {
+        let mut d = Driver::new();
+        for op in ops {
+            let _ = d.step(op);
+        }
+        d
+    }
+
+    /// Runs `op`; returns the op as run, the state before it and the result.
+    pub fn step(&mut self, mut op: MetaOp) -> (MetaOp, MetaState, Result<MetaReply>) {
+        self.now += 1;
+        if let MetaOp::CommitFile { inode, .. } = &mut op {
+            if *inode == FRESH {
+                *inode = InodeId(0);
+                let a = MetaOp::AllocInodes { count: 1 };
+                if let Ok(reply @ MetaReply::Inodes { first, .. }) = self.state.execute(&a, self.now) {
+                    self.log.push((a, self.now, reply));
+                    *inode = first;
+                }
+            }
+        }
+        let before = self.state.clone();
+        let r = self.state.execute(&op, self.now);
+        if let Ok(reply) = &r {
+            self.log.push((op.clone(), self.now, reply.clone()));
+        }
+        (op, before, r)
+    }
+}
+
+/// Paths over a small alphabet, some spelled oddly, one invalid.
+pub const PATHS: &[&str] =
+    &["/", "/a", "/b", "/a/b", "/a/c", "/b/a", "/a/b/c", "/b/a/c", "a/./b/", "//b//a", "/a/b/c/d", "/../a"];
+
+pub fn path() -> impl Strategy<Value = String> {
+    prop::sample::select(PATHS).prop_map(String::from)
+}
+
+fn commit_strategy() -> impl Strategy<Value = MetaOp> {
+    let inode = prop_oneof![3 => Just(FRESH), 1 => (0u64..16).prop_map(InodeId)];
+    let chunk = prop_oneof![4 => Just(4096u64), 4 => Just(8192), 1 => Just(1000)];
+    let attrs =
+        (1u8..=5, any::<bool>()).prop_map(|(p, pinned)| ChunkAttrs { priority: Priority::new(p).unwrap(), pinned });
+    (path(), inode, 0u64..20_000, chunk, prop::bool::weighted(0.1), attrs, any::<bool>()).prop_map(
+        |(path, inode, size, chunk_size, bad, attrs, overwrite)| {
+            let n = size.div_ceil(chunk_size) + u64::from(bad);
+            let checksums = (0..n).map(|i| i as u32).collect();
+            MetaOp::CommitFile { path, inode, size, chunk_size, checksums, attrs, mode: 0o100644, overwrite }
+        },
+    )
+}
+
+fn worker_strategy() -> impl Strategy<Value = MetaOp> {
+    (prop::option::of(0u32..6), 0u64..100, 0u64..100).prop_map(|(id, mem, disk)| MetaOp::RegisterWorker {
+        id: id.map(WorkerId),
+        addr: format!("10.0.0.{mem}:7000"),
+        host: "h".into(),
+        rack: "r".into(),
+        mem_capacity: mem,
+        disk_capacity: disk,
+    })
+}
+
+/// Any op, with arguments drawn so that both successes and failures are common.
+pub fn any_op() -> impl Strategy<Value = MetaOp> {
+    prop_oneof![
+        1 => (0u32..8).prop_map(|partitions| MetaOp::Init { partitions }),
+        4 => (path(), any::<bool>()).prop_map(|(p, parents)| MetaOp::Mkdir { path: p, parents, mode: 0o40755 }),
+        1 => (0u64..4).prop_map(|count| MetaOp::AllocInodes { count }),
+        5 => commit_strategy(),
+        3 => (path(), any::<bool>()).prop_map(|(p, r)| MetaOp::Remove { path: p, recursive: r }),
+        4 => (path(), path()).prop_map(|(from, to)| MetaOp::Rename { from, to }),
+        2 => (path(), prop::option::of(1u8..=5), prop::option::of(any::<bool>())).prop_map(|(p, pr, pinned)| {
+            MetaOp::SetAttrs { path: p, priority: pr.map(|x| Priority::new(x).unwrap()), pinned }
+        }),
+        2 => worker_strategy(),
+        1 => prop::collection::vec((0u64..16).prop_map(InodeId), 0..4).prop_map(|inodes| MetaOp::GcDone { inodes }),
+    ]
+}
+
+/// A run of ops, usually starting with a valid `Init`.
+pub fn op_sequence() -> impl Strategy<Value = Vec<MetaOp>> {
+    (prop::bool::weighted(0.9), prop::collection::vec(any_op(), 1..60)).prop_map(|(init, mut ops)| {
+        if init {
+            ops.insert(0, MetaOp::Init { partitions: 16 });
+        }
+        ops
+    })
+}

@@ -1,0 +1,12 @@
+//! Behaviour of the metadata state machine, through its public API only.
+//!
+//! One test binary (to keep links few): unit tests of each rule, a naive
+//! `BTreeMap` model of the namespace, and property tests of the state
+//! machine's contract (atomic failures, deterministic replay, invariants).
+
+mod common;
+mod model;
+mod namespace;
+mod props;
+mod rename;
+mod setup;

@@ -1,0 +1,84 @@
+//! The state machine's contract, over random op sequences: failures are
+//! atomic, successful ops replay to the same state, the state survives a
+//! serde round trip, and its invariants hold after every op.
+
+use crate::common::*;
+use proptest::prelude::*;
+use std::collections::BTreeSet;
+use tierpool_meta::{InodeKind, MetaState};
+use tierpool_types::InodeId;
+
+/// Ids of every inode reachable from the root, failing on one seen twice.
+fn reachable(s: &MetaState) -> Result<BTreeSet<InodeId>, String> {
+    let mut seen = BTreeSet::from([InodeId::ROOT]);
+    let mut dirs = vec![String::new()];
+    while let Some(dir) = dirs.pop() {
+        for e in s.list(&format!("{dir}/")).map_err(|e| e.message)? {
+            if !seen.insert(e.info.id) {
+                return Err(format!("inode {} is reachable twice", e.info.id));
+            }
+            if e.info.kind == InodeKind::Dir {
+                dirs.push(format!("{dir}/{}", e.name));
+            }
+        }
+    }
+    Ok(seen)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn failed_ops_leave_the_state_unchanged(ops in op_sequence()) {
+        let mut d = Driver::new();
+        for op in ops {
+            let (op, before, r) = d.step(op);
+            if let Err(e) = r {
+                prop_assert_eq!(&d.state, &before, "{:?} failed with {:?} but changed the state", op, e);
+                prop_assert!(!e.message.contains('\n') && !e.message.is_empty(), "message {:?}", e.message);
+            }
+        }
+    }
+
+    #[test]
+    fn replaying_the_successful_ops_rebuilds_the_same_state(ops in op_sequence()) {
+        let d = Driver::run(ops);
+        let mut replayed = MetaState::new();
+        for (op, now, reply) in &d.log {
+            prop_assert_eq!(replayed.execute(op, *now), Ok(reply.clone()), "replay of {:?}", op);
+        }
+        prop_assert_eq!(replayed, d.state);
+    }
+
+    #[test]
+    fn a_serde_round_trip_keeps_the_state(ops in op_sequence()) {
+        let d = Driver::run(ops);
+        let bytes = postcard::to_stdvec(&d.state).unwrap();
+        let back: MetaState = postcard::from_bytes(&bytes).unwrap();
+        prop_assert_eq!(back, d.state);
+    }
+
+    #[test]
+    fn invariants_hold_after_every_op(ops in op_sequence()) {
+        let mut d = Driver::new();
+        for op in ops {
+            let (op, _, _) = d.step(op);
+            let s = &d.state;
+            if let Err(e) = s.check_invariants() {
+                return Err(TestCaseError::fail(format!("after {op:?}: {}", e.message)));
+            }
+            if !s.is_initialised() {
+                continue;
+            }
+            let live = reachable(s).map_err(TestCaseError::fail)?;
+            prop_assert_eq!(live.len() as u64, s.inode_count(), "after {:?}", op);
+            prop_assert!(live.is_disjoint(s.pending_gc()), "after {:?}", op);
+            if !s.workers().is_empty() {
+                for p in 0..s.table().partitions() {
+                    let owner = s.table().owner(p);
+                    prop_assert!(owner.is_some_and(|w| s.workers().contains_key(&w)), "partition {} owner {:?}", p, owner);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! Init, inode reservation, attributes, workers, garbage collection, and the
+//! read side (`stat`, `list`).
+
+use crate::common::*;
+use tierpool_meta::{InodeKind, MetaOp, MetaReply, MetaState};
+use tierpool_types::{ChunkAttrs, ErrorKind, InodeId, Priority, WorkerId};
+
+fn worker(id: Option<u32>, mem: u64, disk: u64) -> MetaOp {
+    MetaOp::RegisterWorker {
+        id: id.map(WorkerId),
+        addr: format!("10.0.0.1:{mem}"),
+        host: "node1".into(),
+        rack: "r1".into(),
+        mem_capacity: mem,
+        disk_capacity: disk,
+    }
+}
+
+fn register(s: &mut MetaState, op: MetaOp) -> WorkerId {
+    match s.execute(&op, 3).unwrap() {
+        MetaReply::Worker { id } => id,
+        r => panic!("unexpected reply {r:?}"),
+    }
+}
+
+#[test]
+fn init_creates_the_root_directory() {
+    let s = ready();
+    assert!(s.is_initialised());
+    let root = s.stat("/").unwrap();
+    assert_eq!((root.id, root.kind, root.mode, root.nlink, root.size), (InodeId::ROOT, InodeKind::Dir, 0o755, 2, 0));
+    assert_eq!((root.mtime, root.chunk_size, root.checksums.len()), (1, 0, 0));
+    assert_eq!((s.inode_count(), s.table().partitions()), (1, 16));
+}
+
+#[test]
+fn init_runs_once_and_needs_a_partition() {
+    let mut s = ready();
+    assert_eq!(fails(&mut s, MetaOp::Init { partitions: 16 }).0, ErrorKind::InvalidArgument);
+    let mut fresh = MetaState::new();
+    assert_eq!(fails(&mut fresh, MetaOp::Init { partitions: 0 }).0, ErrorKind::InvalidArgument);
+}
+
+#[test]
+fn alloc_inodes_reserves_consecutive_ranges_after_the_root() {
+    let mut s = ready();
+    assert_eq!(
+        s.execute(&MetaOp::AllocInodes { count: 3 }, 2).unwrap(),
+        MetaReply::Inodes { first: InodeId(2), count: 3 }
+    );
+    mkdir(&mut s, "/d");
+    assert_eq!(s.stat("/d").unwrap().id, InodeId(5));
+    assert_eq!(
+        s.execute(&MetaOp::AllocInodes { count: 1 }, 2).unwrap(),
+        MetaReply::Inodes { first: InodeId(6), count: 1 }
+    );
+    assert_eq!(fails(&mut s, MetaOp::AllocInodes { count: 0 }).0, ErrorKind::InvalidArgument);
+    assert_eq!(fails(&mut s, MetaOp::AllocInodes { count: u64::MAX }).0, ErrorKind::InvalidArgument);
+}
+
+#[test]
+fn set_attrs_on_a_file_changes_it_and_its_ctime() {
+    let mut s = ready();
+    let id = commit(&mut s, "/f", 1).id;
+    let op = MetaOp::SetAttrs { path: "/f".into(), priority: Priority::new(1).ok(), pinned: None };
+    let want = ChunkAttrs { priority: Priority::new(1).unwrap(), pinned: false };
+    assert_eq!(s.execute(&op, 77).unwrap(), MetaReply::Attrs { changed: vec![(id, want)] });
+    let info = s.stat("/f").unwrap();
+    assert_eq!((info.attrs, info.ctime, info.mtime), (want, 77, 2));
+}
+
+#[test]
+fn set_attrs_on_a_directory_changes_every_file_beneath_it() {
+    let mut s = ready();
+    s.execute(&mkdir_op("/d/sub", true), 2).unwrap();
+    let a = commit(&mut s, "/d/sub/a", 1).id;
+    let b = commit(&mut s, "/d/b", 1).id;
+    let outside = commit(&mut s, "/c", 1).id;
+    let op = MetaOp::SetAttrs { path: "/d".into(), priority: None, pinned: Some(true) };
+    let pinned = ChunkAttrs { pinned: true, ..ChunkAttrs::default() };
+    assert_eq!(s.execute(&op, 9).unwrap(), MetaReply::Attrs { changed: vec![(a, pinned), (b, pinned)] });
+    assert_eq!((s.stat("/d").unwrap().attrs, s.stat("/d").unwrap().ctime), (pinned, 9));
+    assert_eq!(s.stat("/d/sub").unwrap().attrs, pinned);
+    assert_eq!(s.stat("/c").unwrap().attrs, ChunkAttrs::default());
+    assert_ne!(outside, a);
+    let e = fails(&mut s, MetaOp::SetAttrs { path: "/x".into(), priority: None, pinned: Some(true) });
+    assert_eq!(e, (ErrorKind::NotFound, "/x: no such file or directory".into()));
+}
+
+#[test]
+fn new_workers_get_increasing_ids_and_a_share_of_partitions() {
+    let mut s = ready();
+    assert_eq!(register(&mut s, worker(None, 1, 0)), WorkerId(1));
+    assert_eq!(register(&mut s, worker(Some(7), 1, 2)), WorkerId(7));
+    assert_eq!(register(&mut s, worker(None, 0, 0)), WorkerId(8));
+    let shares = s.table().shares();
+    assert_eq!(shares, [(WorkerId(1), 4), (WorkerId(7), 12)].into_iter().collect());
+    assert_eq!(s.workers().len(), 3);
+    assert_eq!(s.workers()[&WorkerId(7)].disk_capacity, 2);
+}
+
+#[test]
+fn a_known_worker_is_updated_without_a_rebalance() {
+    let mut s = ready();
+    let id = register(&mut s, worker(None, 1, 1));
+    register(&mut s, worker(None, 1, 1));
+    let table = s.table().clone();
+    assert_eq!(register(&mut s, worker(Some(id.0), 100, 100)), id);
+    assert_eq!(*s.table(), table);
+    let w = &s.workers()[&id];
+    assert_eq!((w.id, w.mem_capacity, w.addr.as_str()), (id, 100, "10.0.0.1:100"));
+}
+
+#[test]
+fn gc_done_forgets_collected_inodes_and_ignores_unknown_ones() {
+    let mut s = ready();
+    let a = commit(&mut s, "/a", 1).id;
+    let b = commit(&mut s, "/b", 1).id;
+    s.execute(&remove_op("/a", false), 2).unwrap();
+    s.execute(&remove_op("/b", false), 2).unwrap();
+    s.execute(&MetaOp::GcDone { inodes: vec![a, InodeId(999)] }, 3).unwrap();
+    assert_eq!(s.pending_gc().iter().copied().collect::<Vec<_>>(), vec![b]);
+}
+
+#[test]
+fn directories_count_entries_and_subdirectory_links() {
+    let mut s = ready();
+    mkdir(&mut s, "/d");
+    mkdir(&mut s, "/d/x");
+    mkdir(&mut s, "/d/y");
+    commit(&mut s, "/d/f", 1);
+    let d = s.stat("/d").unwrap();
+    assert_eq!((d.size, d.nlink, d.attrs, d.checksums.len()), (3, 4, ChunkAttrs::default(), 0));
+}
+
+#[test]
+fn list_of_a_directory_is_sorted_by_name() {
+    let mut s = ready();
+    for name in ["/c", "/a", "/B"] {
+        mkdir(&mut s, name);
+    }
+    commit(&mut s, "/b", 1);
+    let names: Vec<String> = s.list("/").unwrap().into_iter().map(|e| e.name).collect();
+    assert_eq!(names, ["B", "a", "b", "c"]);
+    assert!(s.list("/a").unwrap().is_empty());
+}
+
+#[test]
+fn list_of_a_file_is_the_file_itself() {
+    let mut s = ready();
+    mkdir(&mut s, "/d");
+    let info = commit(&mut s, "/d/f", 5);
+    let entries = s.list("d//f").unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!((entries[0].name.as_str(), &entries[0].info), ("f", &info));
+    assert_eq!(s.list("/d/g").unwrap_err().kind, ErrorKind::NotFound);
+    assert_eq!(s.stat("/d/f/x").unwrap_err().kind, ErrorKind::NotADirectory);
+    assert_eq!(s.stat("/../d").unwrap_err().kind, ErrorKind::InvalidArgument);
+}
