@@ -1,0 +1,135 @@
+//! `TierManager`: a worker's MEM and DISK tiers behind one lock.
+//!
+//! A put goes to MEM, demoting chunks to DISK in eviction order (see
+//! `eviction`) to make room; a chunk that cannot fit in MEM goes straight to
+//! DISK; when neither can hold it the put fails with `PoolFull` and nothing
+//! stored before changes. A failed put (of any kind) leaves the previous value
+//! of its key, if any, intact. DISK chunks read `promote_after_reads` times
+//! move back to MEM when that needs demoting only chunks ranked below them.
+//!
+//! Locking: one `parking_lot::Mutex` over all state (`Tiers`); there is no
+//! other lock, so no lock order. Puts, deletes and promotions hold it across
+//! their DISK writes and unlinks: that keeps demotion simple and atomic, at the
+//! cost of serialising writers behind disk I/O. DISK reads do not hold it: a
+//! get captures the file path and expected length and checksum under the lock
+//! and reads outside it. DISK files are never rewritten in place (each write
+//! has a new generation and name), so such a read sees the complete file it
+//! expected or no file; if the file is gone it looks the key up again (it was
+//! replaced, promoted or deleted meanwhile), so it never returns bytes of a
+//! value other than one the key held during the call.
+
+use crate::store::{not_found, DiskStore};
+use crate::tiers::{Lookup, Tiers};
+use bytes::Bytes;
+use parking_lot::Mutex;
+use std::path::PathBuf;
+use tierpool_types::{Checksum, ChunkAttrs, ChunkKey, Error, ErrorKind, InodeId, Result};
+
+/// How many times a get follows a chunk that moves while it reads it.
+const MAX_READ_RACES: usize = 16;
+
+/// Budgets and places of a worker's tiers.
+#[derive(Clone, Debug)]
+pub struct TierConfig {
+    /// Bytes of chunk data the MEM tier may hold.
+    pub mem_budget: u64,
+    /// Directory of the DISK tier (created if missing).
+    pub disk_dir: PathBuf,
+    /// Bytes of chunk data the DISK tier may hold.
+    pub disk_budget: u64,
+    /// A DISK chunk read this many times is promoted back to MEM (0 is taken as 1).
+    pub promote_after_reads: u32,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TierKind {
+    Mem,
+    Disk,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TierStats {
+    pub mem_capacity: u64,
+    pub mem_used: u64,
+    pub mem_chunks: u64,
+    pub disk_capacity: u64,
+    pub disk_used: u64,
+    pub disk_chunks: u64,
+    /// Chunks moved MEM -> DISK since start.
+    pub demotions: u64,
+    /// Chunks moved DISK -> MEM since start.
+    pub promotions: u64,
+}
+
+/// Thread-safe: every method takes `&self`.
+pub struct TierManager {
+    tiers: Mutex<Tiers>,
+}
+
+impl TierManager {
+    /// Opens the tiers; DISK chunks left by an earlier run are indexed again
+    /// (their bytes are verified on read), partial files are removed.
+    pub fn open(cfg: TierConfig) -> Result<TierManager> {
+        Ok(TierManager { tiers: Mutex::new(Tiers::open(&cfg)?) })
+    }
+
+    /// Stores (or replaces) a chunk in MEM, demoting others to DISK to make room.
+    /// `PoolFull` when neither tier can take it; nothing stored before is lost.
+    pub fn put(&self, key: ChunkKey, data: Bytes, checksum: Checksum, attrs: ChunkAttrs) -> Result<()> {
+        self.tiers.lock().put(key, data, checksum, attrs)
+    }
+
+    /// The chunk's bytes. `NotFound` if absent; `Corrupt` if the DISK copy fails its checksum.
+    pub fn get(&self, key: ChunkKey) -> Result<Bytes> {
+        for _ in 0..MAX_READ_RACES {
+            let ticket = match self.tiers.lock().lookup(key) {
+                Lookup::Mem(data) => return Ok(data),
+                Lookup::Disk(ticket) => ticket,
+                Lookup::Absent => return Err(not_found(key)),
+            };
+            match DiskStore::read(&ticket) {
+                Ok(data) => {
+                    self.tiers.lock().after_disk_read(key, ticket.gen, &data);
+                    return Ok(data);
+                }
+                Err(e) if e.kind == ErrorKind::NotFound => {
+                    if self.tiers.lock().disk_gen(key) == Some(ticket.gen) {
+                        let msg = format!("chunk {key}: its file {} vanished from disk", ticket.path.display());
+                        return Err(Error::new(ErrorKind::Io, msg));
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::new(ErrorKind::Unavailable, format!("chunk {key} kept moving while being read; try again")))
+    }
+
+    /// Where a chunk is, if anywhere.
+    pub fn locate(&self, key: ChunkKey) -> Option<TierKind> {
+        self.tiers.lock().locate(key)
+    }
+
+    pub fn delete(&self, key: ChunkKey) -> Result<bool> {
+        self.tiers.lock().delete(key)
+    }
+
+    /// Deletes every chunk of these inodes from both tiers; returns how many.
+    pub fn delete_inodes(&self, inodes: &[InodeId]) -> Result<u64> {
+        self.tiers.lock().delete_inodes(inodes)
+    }
+
+    /// Sets the eviction attributes of every chunk of `inode`, present and future.
+    pub fn set_attrs(&self, inode: InodeId, attrs: ChunkAttrs) {
+        self.tiers.lock().set_attrs(inode, attrs)
+    }
+
+    pub fn stats(&self) -> TierStats {
+        self.tiers.lock().stats()
+    }
+
+    /// Panics if an internal invariant is broken (tests only).
+    #[cfg(test)]
+    pub(crate) fn check_invariants(&self) {
+        self.tiers.lock().check_invariants()
+    }
+}

@@ -1,0 +1,266 @@
+//! The tier manager's behaviours, one named example each.
+
+use super::{attrs, chunk, config, files, key, open, put, KIB};
+use crate::{TierKind, TierManager};
+use bytes::Bytes;
+use tierpool_types::{ChunkAttrs, ChunkKey, ErrorKind, InodeId};
+
+const DEFAULT: ChunkAttrs = ChunkAttrs { priority: tierpool_types::Priority::MIN, pinned: false };
+
+fn where_(m: &TierManager, idx: &[u64]) -> Vec<Option<TierKind>> {
+    idx.iter().map(|i| m.locate(key(1, *i))).collect()
+}
+
+#[test]
+fn demotes_lru_first() {
+    let (_d, m) = open(3 * KIB, 100 * KIB, 10);
+    for i in 0..3 {
+        put(&m, key(1, i), &chunk(KIB, i as u8), DEFAULT).unwrap();
+    }
+    m.get(key(1, 0)).unwrap();
+    put(&m, key(1, 3), &chunk(KIB, 3), DEFAULT).unwrap();
+    use TierKind::*;
+    assert_eq!(where_(&m, &[0, 1, 2, 3]), [Some(Mem), Some(Disk), Some(Mem), Some(Mem)]);
+    assert_eq!(m.get(key(1, 1)).unwrap(), chunk(KIB, 1));
+    let s = m.stats();
+    assert_eq!((s.demotions, s.mem_used, s.disk_used, s.mem_chunks, s.disk_chunks), (1, 3 * KIB, KIB, 3, 1));
+}
+
+#[test]
+fn evicts_lower_priority_before_lru() {
+    let (_d, m) = open(3 * KIB, 100 * KIB, 10);
+    put(&m, key(1, 0), &chunk(KIB, 0), attrs(4, false)).unwrap();
+    put(&m, key(2, 0), &chunk(KIB, 1), attrs(2, false)).unwrap();
+    put(&m, key(3, 0), &chunk(KIB, 2), attrs(3, false)).unwrap();
+    put(&m, key(4, 0), &chunk(KIB, 3), attrs(3, false)).unwrap();
+    assert_eq!(m.locate(key(2, 0)), Some(TierKind::Disk), "lowest priority goes first");
+    put(&m, key(5, 0), &chunk(KIB, 4), attrs(3, false)).unwrap();
+    assert_eq!(m.locate(key(3, 0)), Some(TierKind::Disk), "then the LRU of the next priority");
+    assert_eq!(m.locate(key(1, 0)), Some(TierKind::Mem), "the oldest chunk has the highest priority");
+}
+
+#[test]
+fn pinned_demoted_last() {
+    let (_d, m) = open(2 * KIB, 100 * KIB, 10);
+    put(&m, key(1, 0), &chunk(KIB, 0), attrs(1, true)).unwrap();
+    put(&m, key(2, 0), &chunk(KIB, 1), attrs(5, false)).unwrap();
+    put(&m, key(3, 0), &chunk(KIB, 2), attrs(5, false)).unwrap();
+    assert_eq!(m.locate(key(2, 0)), Some(TierKind::Disk));
+    put(&m, key(4, 0), &chunk(KIB, 3), attrs(5, true)).unwrap();
+    assert_eq!(m.locate(key(3, 0)), Some(TierKind::Disk), "unpinned goes before any pinned");
+    assert_eq!(m.locate(key(1, 0)), Some(TierKind::Mem));
+    put(&m, key(5, 0), &chunk(KIB, 4), attrs(5, true)).unwrap();
+    assert_eq!(m.locate(key(1, 0)), Some(TierKind::Disk), "only pinned left: lowest priority first");
+    assert_eq!(m.get(key(1, 0)).unwrap(), chunk(KIB, 0));
+}
+
+#[test]
+fn set_attrs_reorders_present_chunks() {
+    let (_d, m) = open(2 * KIB, 100 * KIB, 10);
+    put(&m, key(1, 0), &chunk(KIB, 0), DEFAULT).unwrap();
+    put(&m, key(2, 0), &chunk(KIB, 1), DEFAULT).unwrap();
+    m.set_attrs(InodeId(1), attrs(1, true));
+    put(&m, key(3, 0), &chunk(KIB, 2), DEFAULT).unwrap();
+    assert_eq!(m.locate(key(1, 0)), Some(TierKind::Mem));
+    assert_eq!(m.locate(key(2, 0)), Some(TierKind::Disk));
+}
+
+#[test]
+fn promotes_after_repeated_reads() {
+    let (_d, m) = open(2 * KIB, 100 * KIB, 3);
+    for i in 0..3 {
+        put(&m, key(1, i), &chunk(KIB, i as u8), DEFAULT).unwrap();
+    }
+    assert_eq!(m.locate(key(1, 0)), Some(TierKind::Disk));
+    for _ in 0..2 {
+        assert_eq!(m.get(key(1, 0)).unwrap(), chunk(KIB, 0));
+        assert_eq!(m.locate(key(1, 0)), Some(TierKind::Disk));
+    }
+    assert_eq!(m.get(key(1, 0)).unwrap(), chunk(KIB, 0));
+    use TierKind::*;
+    assert_eq!(where_(&m, &[0, 1, 2]), [Some(Mem), Some(Disk), Some(Mem)]);
+    let s = m.stats();
+    assert_eq!((s.promotions, s.demotions), (1, 2));
+    m.check_invariants();
+}
+
+#[test]
+fn promotion_never_demotes_higher_ranked_chunks() {
+    let (_d, m) = open(2 * KIB, 100 * KIB, 1);
+    put(&m, key(1, 0), &chunk(KIB, 0), attrs(2, false)).unwrap();
+    put(&m, key(2, 0), &chunk(KIB, 1), attrs(3, false)).unwrap();
+    put(&m, key(3, 0), &chunk(KIB, 2), attrs(3, false)).unwrap();
+    put(&m, key(4, 0), &chunk(KIB, 3), attrs(5, true)).unwrap();
+    // MEM: inode 3 (priority 3) and inode 4 (pinned); DISK: inodes 1 and 2.
+    for _ in 0..3 {
+        assert_eq!(m.get(key(1, 0)).unwrap(), chunk(KIB, 0));
+    }
+    assert_eq!(m.locate(key(1, 0)), Some(TierKind::Disk), "priority 2 must not push out priority 3");
+    m.get(key(2, 0)).unwrap();
+    assert_eq!(m.locate(key(2, 0)), Some(TierKind::Mem), "same priority, more recent: promoted");
+    assert_eq!(m.locate(key(3, 0)), Some(TierKind::Disk));
+    assert_eq!(m.locate(key(4, 0)), Some(TierKind::Mem));
+}
+
+#[test]
+fn reopens_disk_chunks_after_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), 2 * KIB, 100 * KIB, 10);
+    let m = TierManager::open(cfg.clone()).unwrap();
+    for i in 0..6 {
+        put(&m, key(1, i), &chunk(KIB, i as u8), DEFAULT).unwrap();
+    }
+    drop(m); // as if killed: nothing is flushed on drop
+    let bucket = dir.path().join("00");
+    std::fs::write(bucket.join("9-9-9-g99.chunk.tmp"), b"partial").unwrap();
+    std::fs::write(bucket.join("8-8-8-g98.chunk"), b"TPCK\x01 garbled").unwrap();
+    let m = TierManager::open(cfg).unwrap();
+    let s = m.stats();
+    assert_eq!((s.mem_chunks, s.disk_chunks, s.disk_used), (0, 4, 4 * KIB));
+    for i in 0..4 {
+        assert_eq!(m.get(key(1, i)).unwrap(), chunk(KIB, i as u8));
+    }
+    assert_eq!(m.get(key(1, 5)).unwrap_err().kind, ErrorKind::NotFound, "MEM chunks die with the process");
+    assert!(files(dir.path(), ".tmp").is_empty(), "partial files are removed");
+    assert!(bucket.join("8-8-8-g98.chunk").exists(), "a garbled file is skipped and left alone");
+    m.check_invariants();
+}
+
+#[test]
+fn detects_corrupted_disk_chunk() {
+    for offset in [0, 20, 56, 56 + 700] {
+        let (dir, m) = open(0, 100 * KIB, 10);
+        put(&m, key(7, 3), &chunk(KIB, 9), DEFAULT).unwrap();
+        let Ok([path]) = <[_; 1]>::try_from(files(dir.path(), ".chunk")) else { panic!("one chunk file expected") };
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[offset] ^= 0x40;
+        std::fs::write(&path, bytes).unwrap();
+        let e = m.get(key(7, 3)).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Corrupt, "byte {offset}: {e}");
+        assert!(e.message.contains("7:3@0"), "{}", e.message);
+    }
+}
+
+#[test]
+fn detects_truncated_disk_chunk() {
+    let (dir, m) = open(0, 100 * KIB, 10);
+    put(&m, key(7, 3), &chunk(KIB, 9), DEFAULT).unwrap();
+    let Ok([path]) = <[_; 1]>::try_from(files(dir.path(), ".chunk")) else { panic!("one chunk file expected") };
+    std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(100).unwrap();
+    assert_eq!(m.get(key(7, 3)).unwrap_err().kind, ErrorKind::Corrupt);
+}
+
+#[test]
+fn pool_full_keeps_existing_data() {
+    let (_d, m) = open(2 * KIB, 4 * KIB, 10);
+    for i in 0..6 {
+        put(&m, key(1, i), &chunk(KIB, i as u8), DEFAULT).unwrap();
+    }
+    let e = put(&m, key(1, 6), &chunk(KIB, 6), DEFAULT).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::PoolFull);
+    assert!(e.message.starts_with("pool full: worker memory (2KiB of 2KiB used) and disk (4KiB of 4KiB used)"), "{e}");
+    assert!(e.message.contains("chunk 1:6@0 of 1024 bytes"), "{e}");
+    let e = put(&m, key(1, 0), &chunk(2 * KIB, 7), DEFAULT).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::PoolFull, "a bigger replacement does not fit either");
+    for i in 0..6 {
+        assert_eq!(m.get(key(1, i)).unwrap(), chunk(KIB, i as u8));
+    }
+    let s = m.stats();
+    assert_eq!((s.mem_used, s.disk_used, s.mem_chunks + s.disk_chunks), (2 * KIB, 4 * KIB, 6));
+}
+
+#[test]
+fn chunk_larger_than_memory_goes_straight_to_disk() {
+    let (_d, m) = open(2 * KIB, 100 * KIB, 1);
+    put(&m, key(1, 0), &chunk(KIB, 0), DEFAULT).unwrap();
+    put(&m, key(1, 1), &chunk(3 * KIB, 1), DEFAULT).unwrap();
+    assert_eq!(m.locate(key(1, 1)), Some(TierKind::Disk));
+    assert_eq!(m.locate(key(1, 0)), Some(TierKind::Mem), "nothing demoted for a chunk that cannot fit");
+    assert_eq!(m.get(key(1, 1)).unwrap(), chunk(3 * KIB, 1));
+    assert_eq!(m.locate(key(1, 1)), Some(TierKind::Disk), "never promoted beyond the budget");
+}
+
+#[test]
+fn replacement_that_fits_only_on_disk_drops_the_memory_copy() {
+    let (_d, m) = open(4 * KIB, 2 * KIB, 10);
+    put(&m, key(1, 0), &chunk(KIB, 0), DEFAULT).unwrap();
+    put(&m, key(1, 1), &chunk(3 * KIB, 1), DEFAULT).unwrap();
+    // Room in MEM would need demoting 3KiB, more than DISK has free.
+    put(&m, key(1, 0), &chunk(2 * KIB, 2), DEFAULT).unwrap();
+    assert_eq!(m.locate(key(1, 0)), Some(TierKind::Disk));
+    assert_eq!(m.get(key(1, 0)).unwrap(), chunk(2 * KIB, 2));
+    let s = m.stats();
+    assert_eq!((s.mem_used, s.disk_used, s.mem_chunks, s.disk_chunks), (3 * KIB, 2 * KIB, 1, 1));
+}
+
+#[test]
+fn replacing_a_chunk_frees_the_old_copy() {
+    let (dir, m) = open(KIB, 100 * KIB, 10);
+    put(&m, key(1, 0), &chunk(KIB, 0), DEFAULT).unwrap();
+    put(&m, key(1, 1), &chunk(KIB, 1), DEFAULT).unwrap();
+    assert_eq!(m.locate(key(1, 0)), Some(TierKind::Disk));
+    put(&m, key(1, 0), &chunk(KIB / 2, 2), DEFAULT).unwrap();
+    assert_eq!(m.get(key(1, 0)).unwrap(), chunk(KIB / 2, 2));
+    let s = m.stats();
+    assert_eq!((s.mem_used, s.disk_used, s.mem_chunks, s.disk_chunks), (KIB / 2, KIB, 1, 1));
+    assert_eq!(files(dir.path(), ".chunk").len(), 1, "the old file is gone");
+}
+
+#[test]
+fn deletes_whole_inodes_from_both_tiers() {
+    let (dir, m) = open(2 * KIB, 100 * KIB, 10);
+    for inode in 1..=3 {
+        for i in 0..3 {
+            put(&m, key(inode, i), &chunk(KIB, i as u8), DEFAULT).unwrap();
+        }
+    }
+    assert_eq!(m.delete_inodes(&[InodeId(1), InodeId(3)]).unwrap(), 6);
+    assert_eq!(m.get(key(3, 2)).unwrap_err().kind, ErrorKind::NotFound);
+    assert!(m.delete(key(2, 1)).unwrap());
+    assert!(!m.delete(key(2, 1)).unwrap());
+    let s = m.stats();
+    assert_eq!(s.mem_chunks + s.disk_chunks, 2);
+    assert_eq!(files(dir.path(), ".chunk").len() as u64, s.disk_chunks);
+}
+
+#[test]
+fn missing_chunk_error_names_the_key() {
+    let (_d, m) = open(KIB, KIB, 1);
+    let e = m.get(key(42, 7)).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::NotFound);
+    assert!(e.message.contains("42:7@0"), "{e}");
+}
+
+/// A value of `k` that says which key and which write it is.
+fn tagged(k: ChunkKey, write: u8) -> Bytes {
+    let mut v = vec![write; (KIB + u64::from(write % 4) * 700) as usize];
+    v[0] = k.inode.0 as u8;
+    v[1] = k.index as u8;
+    v.into()
+}
+
+#[test]
+fn concurrent_readers_never_see_wrong_bytes() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<TierManager>();
+    let (_d, m) = open(8 * KIB, 64 * KIB, 2);
+    std::thread::scope(|s| {
+        for t in 0..4u8 {
+            let m = &m;
+            s.spawn(move || {
+                for round in 0..400u64 {
+                    let k = key(round % 3, round % 5);
+                    match (round + u64::from(t)) % 5 {
+                        0 => put(m, k, &tagged(k, (round as u8) ^ t), DEFAULT).unwrap(),
+                        1 => drop(m.delete(k).unwrap()),
+                        _ => match m.get(k) {
+                            Ok(data) => assert_eq!(data, tagged(k, data[2]), "{k}"),
+                            Err(e) => assert_eq!(e.kind, ErrorKind::NotFound, "{e}"),
+                        },
+                    }
+                }
+            });
+        }
+    });
+    m.check_invariants();
+}

@@ -1,0 +1,157 @@
+//! The tier manager against a `BTreeMap` model: random puts, gets, deletes,
+//! attribute changes and restarts over small budgets (chunks of 1..16 KiB).
+
+use super::{attrs, chunk, config, key, put, KIB};
+use crate::{TierKind, TierManager};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use tierpool_types::{ChunkKey, ErrorKind, InodeId};
+
+#[derive(Clone, Debug)]
+enum Op {
+    Put {
+        inode: u64,
+        index: u64,
+        len: u64,
+        seed: u8,
+        priority: u8,
+        pinned: bool,
+    },
+    Get {
+        inode: u64,
+        index: u64,
+    },
+    Delete {
+        inode: u64,
+        index: u64,
+    },
+    DeleteInodes(Vec<u64>),
+    SetAttrs {
+        inode: u64,
+        priority: u8,
+        pinned: bool,
+    },
+    /// The worker is killed and restarted: MEM chunks are gone.
+    Restart,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let inode = 0u64..6;
+    let index = 0u64..12;
+    let pinned = prop::bool::weighted(0.2);
+    prop_oneof![
+        40 => (inode.clone(), index.clone(), 1..=16 * KIB, any::<u8>(), 1u8..=5, pinned).prop_map(
+            |(inode, index, len, seed, priority, pinned)| Op::Put { inode, index, len, seed, priority, pinned }
+        ),
+        16 => (inode.clone(), index.clone()).prop_map(|(inode, index)| Op::Get { inode, index }),
+        // A few hot chunks, so that DISK chunks get read again and promoted.
+        16 => (0u64..2, 0u64..3).prop_map(|(inode, index)| Op::Get { inode, index }),
+        6 => (inode.clone(), index).prop_map(|(inode, index)| Op::Delete { inode, index }),
+        3 => (inode.clone(), 1u8..=5, pinned).prop_map(|(inode, priority, pinned)| Op::SetAttrs { inode, priority, pinned }),
+        1 => Just(Op::Restart),
+        1 => prop::collection::vec(inode, 1..3).prop_map(Op::DeleteInodes),
+    ]
+}
+
+struct Harness {
+    mem: u64,
+    disk: u64,
+    dir: tempfile::TempDir,
+    m: TierManager,
+    model: BTreeMap<ChunkKey, Vec<u8>>,
+}
+
+impl Harness {
+    fn apply(&mut self, op: Op) -> Result<(), TestCaseError> {
+        match op {
+            Op::Put { inode, index, len, seed, priority, pinned } => {
+                self.put(key(inode, index), len, seed, priority, pinned)?
+            }
+            Op::Get { inode, index } => self.get(key(inode, index))?,
+            Op::Delete { inode, index } => {
+                let k = key(inode, index);
+                prop_assert_eq!(self.m.delete(k).unwrap(), self.model.remove(&k).is_some());
+            }
+            Op::DeleteInodes(inodes) => {
+                let before = self.model.len();
+                self.model.retain(|k, _| !inodes.contains(&k.inode.0));
+                let ids: Vec<InodeId> = inodes.into_iter().map(InodeId).collect();
+                prop_assert_eq!(self.m.delete_inodes(&ids).unwrap(), (before - self.model.len()) as u64);
+            }
+            Op::SetAttrs { inode, priority, pinned } => self.m.set_attrs(InodeId(inode), attrs(priority, pinned)),
+            Op::Restart => self.restart(),
+        }
+        self.check()
+    }
+
+    fn put(&mut self, k: ChunkKey, len: u64, seed: u8, priority: u8, pinned: bool) -> Result<(), TestCaseError> {
+        let s = self.m.stats();
+        let old = self.model.get(&k).map_or(0, |v| v.len() as u64);
+        let (old_mem, old_disk) = match self.m.locate(k) {
+            Some(TierKind::Mem) => (old, 0),
+            Some(TierKind::Disk) => (0, old),
+            None => (0, 0),
+        };
+        let data = chunk(len, seed);
+        match put(&self.m, k, &data, attrs(priority, pinned)) {
+            Ok(()) => {
+                self.model.insert(k, data.to_vec());
+            }
+            Err(e) => {
+                prop_assert_eq!(e.kind, ErrorKind::PoolFull, "{}", e);
+                let fits_mem = len <= self.mem - s.mem_used + old_mem;
+                let fits_disk = len <= self.disk - s.disk_used + old_disk;
+                prop_assert!(!fits_mem && !fits_disk, "put of {} bytes refused with room left: {:?}", len, s);
+            }
+        }
+        Ok(())
+    }
+
+    fn get(&mut self, k: ChunkKey) -> Result<(), TestCaseError> {
+        match (self.m.get(k), self.model.get(&k)) {
+            (Ok(got), Some(want)) => prop_assert!(got == want[..], "wrong bytes for {}", k),
+            (Err(e), None) => prop_assert_eq!(e.kind, ErrorKind::NotFound),
+            (got, want) => prop_assert!(false, "{}: got {:?}, model has {:?} bytes", k, got, want.map(|v| v.len())),
+        }
+        Ok(())
+    }
+
+    fn restart(&mut self) {
+        let m = &self.m;
+        self.model.retain(|k, _| m.locate(*k) == Some(TierKind::Disk));
+        let cfg = config(self.dir.path(), self.mem, self.disk, 2);
+        self.m = TierManager::open(cfg).unwrap();
+    }
+
+    fn check(&self) -> Result<(), TestCaseError> {
+        self.m.check_invariants();
+        let s = self.m.stats();
+        prop_assert!(s.mem_used <= self.mem && s.disk_used <= self.disk, "{:?}", s);
+        prop_assert_eq!(s.mem_chunks + s.disk_chunks, self.model.len() as u64);
+        prop_assert_eq!(s.mem_used + s.disk_used, self.model.values().map(|v| v.len() as u64).sum::<u64>());
+        Ok(())
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Budgets are the suggested 64 KiB and 256 KiB, or tight ones where
+    /// victims often do not fit on DISK.
+    #[test]
+    fn tiers_behave_like_a_map(
+        mem in prop::sample::select(vec![64 * KIB, 20 * KIB]),
+        disk in prop::sample::select(vec![256 * KIB, 48 * KIB]),
+        ops in prop::collection::vec(op(), 1..250),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let m = TierManager::open(config(dir.path(), mem, disk, 2)).unwrap();
+        let mut h = Harness { mem, disk, dir, m, model: BTreeMap::new() };
+        for op in ops {
+            h.apply(op)?;
+        }
+        for k in h.model.keys().copied().collect::<Vec<_>>() {
+            h.get(k)?;
+        }
+    }
+}
