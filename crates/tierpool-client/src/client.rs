@@ -53,7 +53,8 @@ const ID_BATCH: u64 = 256;
 impl Client {
     /// Connects and checks that the coordinator answers.
     pub async fn connect(cfg: ClientConfig) -> Result<Client> {
-        let pool_cfg = PoolConfig { connect_timeout: cfg.connect_timeout, request_timeout: cfg.request_timeout, max_idle: 32 };
+        let pool_cfg =
+            PoolConfig { connect_timeout: cfg.connect_timeout, request_timeout: cfg.request_timeout, max_idle: 32 };
         let coord = Pool::new(cfg.coordinator.clone(), pool_cfg);
         let c = Client {
             inner: Arc::new(Inner {

@@ -16,7 +16,7 @@ mod read;
 mod write;
 
 pub use client::{Client, ClientConfig};
+pub use read::ChunkStream;
 pub use tierpool_meta::{DirEntry, InodeInfo, InodeKind};
 pub use tierpool_proto::{PoolStatus, WorkerStatus};
-pub use read::ChunkStream;
-pub use write::PutOptions;
+pub use write::{FileWriter, PutOptions};

@@ -20,10 +20,8 @@ impl Client {
         let expected_len = (info.size - index * info.chunk_size).min(info.chunk_size);
         let key = ChunkKey { inode: info.id, index, version: 1 };
         let layout = self.layout().await?;
-        let owner = layout
-            .table
-            .locate(key)
-            .ok_or_else(|| Error::new(ErrorKind::Unavailable, "the pool has no workers"))?;
+        let owner =
+            layout.table.locate(key).ok_or_else(|| Error::new(ErrorKind::Unavailable, "the pool has no workers"))?;
         let w = layout
             .worker(owner)
             .ok_or_else(|| Error::internal(format!("worker {owner} is in the partition table but unknown")))?;
@@ -43,7 +41,10 @@ impl Client {
             Err(e) if e.kind == ErrorKind::Unavailable => {
                 return Err(Error::new(
                     ErrorKind::Unavailable,
-                    format!("{path}: chunk {index} is on worker {owner} at {}, which is unreachable: {}", w.addr, e.message),
+                    format!(
+                        "{path}: chunk {index} is on worker {owner} at {}, which is unreachable: {}",
+                        w.addr, e.message
+                    ),
                 ))
             }
             Err(e) => return Err(e.context(format!("{path}: chunk {index}"))),
@@ -71,6 +72,36 @@ impl Client {
         }
         writer.flush().await.map_err(|e| Error::from(e).context("writing output"))?;
         Ok(n)
+    }
+
+    /// Reads bytes of the file `info` starting at `offset` into `buf`, fetching
+    /// the chunks it spans in parallel. Returns how many bytes were read
+    /// (fewer than `buf.len()` only at the end of the file).
+    pub async fn read_at(&self, path: &str, info: &InodeInfo, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        if offset >= info.size || buf.is_empty() {
+            return Ok(0);
+        }
+        let end = (offset + buf.len() as u64).min(info.size);
+        let cs = info.chunk_size;
+        let (first, last) = (offset / cs, (end - 1) / cs);
+        let mut pending = VecDeque::new();
+        let mut next = first;
+        let mut filled = 0usize;
+        while filled < (end - offset) as usize {
+            while pending.len() < self.inner.cfg.window && next <= last {
+                let (c, p, i, idx) = (self.clone(), path.to_string(), info.clone(), next);
+                pending.push_back((idx, tokio::spawn(async move { c.read_chunk(&p, &i, idx).await })));
+                next += 1;
+            }
+            let (idx, h) = pending.pop_front().expect("a chunk is pending while bytes are missing");
+            let data = h.await.map_err(|e| Error::internal(format!("chunk fetch task failed: {e}")))??;
+            let chunk_start = idx * cs;
+            let from = (offset.max(chunk_start) - chunk_start) as usize;
+            let to = ((end - chunk_start) as usize).min(data.len());
+            buf[filled..filled + (to - from)].copy_from_slice(&data[from..to]);
+            filled += to - from;
+        }
+        Ok(filled)
     }
 
     /// The whole file in memory (for small files and tests).

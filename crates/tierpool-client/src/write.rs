@@ -1,5 +1,7 @@
-//! Writing files: chunks are stored on their workers in parallel, then the
-//! file is published by one atomic metadata commit.
+//! Writing files: a [`FileWriter`] cuts the byte stream into chunks, stores
+//! them on their workers (several in flight), and `close` publishes the file
+//! with one atomic metadata commit. Until then no reader can see it; if
+//! anything fails, the chunks already stored are deleted and nothing is published.
 
 use crate::client::{unexpected, unexpected_meta, Client};
 use bytes::{Bytes, BytesMut};
@@ -21,13 +23,95 @@ pub struct PutOptions {
 
 impl Default for PutOptions {
     fn default() -> Self {
-        PutOptions { chunk_size: tierpool_types::DEFAULT_CHUNK_SIZE, attrs: ChunkAttrs::default(), mode: 0o644, overwrite: true }
+        PutOptions {
+            chunk_size: tierpool_types::DEFAULT_CHUNK_SIZE,
+            attrs: ChunkAttrs::default(),
+            mode: 0o644,
+            overwrite: true,
+        }
     }
 }
 
+/// A file being written. Obtain with [`Client::create`]; finish with [`FileWriter::close`].
+pub struct FileWriter {
+    client: Client,
+    path: String,
+    inode: InodeId,
+    opts: PutOptions,
+    buf: BytesMut,
+    size: u64,
+    checksums: Vec<Checksum>,
+    tasks: JoinSet<Result<()>>,
+}
+
 impl Client {
+    /// Starts writing a new file at `path` (published on `close`).
+    pub async fn create(&self, path: &str, opts: &PutOptions) -> Result<FileWriter> {
+        validate_chunk_size(opts.chunk_size)?;
+        let inode = self.alloc_inode().await?;
+        Ok(FileWriter {
+            client: self.clone(),
+            path: path.to_string(),
+            inode,
+            opts: opts.clone(),
+            buf: BytesMut::new(),
+            size: 0,
+            checksums: Vec::new(),
+            tasks: JoinSet::new(),
+        })
+    }
+
+    /// Writes everything `reader` yields to `path`, streaming chunk by chunk.
+    pub async fn put_reader<R: AsyncRead + Unpin>(
+        &self,
+        path: &str,
+        mut reader: R,
+        opts: &PutOptions,
+    ) -> Result<InodeInfo> {
+        let mut w = self.create(path, opts).await?;
+        let cs = opts.chunk_size;
+        loop {
+            let mut buf = BytesMut::with_capacity(cs as usize);
+            while (buf.len() as u64) < cs {
+                let n = (&mut reader).take(cs - buf.len() as u64).read_buf(&mut buf).await;
+                match n {
+                    Ok(0) => break,
+                    Ok(_) => {}
+                    Err(e) => {
+                        w.abort().await;
+                        return Err(Error::from(e).context("reading input"));
+                    }
+                }
+            }
+            let done = (buf.len() as u64) < cs;
+            if let Err(e) = w.write_bytes(buf.freeze()).await {
+                w.abort().await;
+                return Err(e);
+            }
+            if done {
+                return w.close().await;
+            }
+        }
+    }
+
+    /// Writes `data` to `path`.
+    pub async fn put_bytes(&self, path: &str, data: Bytes, opts: &PutOptions) -> Result<InodeInfo> {
+        let mut w = self.create(path, opts).await?;
+        if let Err(e) = w.write_bytes(data).await {
+            w.abort().await;
+            return Err(e);
+        }
+        w.close().await
+    }
+
     /// Stores one chunk on the worker that owns its partition.
-    pub(crate) async fn put_chunk(&self, key: ChunkKey, data: Bytes, checksum: Checksum, attrs: ChunkAttrs) -> Result<()> {
+    pub(crate) async fn put_chunk(
+        &self,
+        key: ChunkKey,
+        data: Bytes,
+        checksum: Checksum,
+        attrs: ChunkAttrs,
+    ) -> Result<()> {
         let layout = self.layout().await?;
         let owner = layout
             .table
@@ -40,120 +124,114 @@ impl Client {
         match pool.call(&Request::PutChunk { key, checksum, attrs }, &data, true).await {
             Ok((Response::Ok, _)) => Ok(()),
             Ok((other, _)) => Err(unexpected(other)),
-            Err(e) if e.kind == ErrorKind::Unavailable => {
-                Err(Error::new(ErrorKind::Unavailable, format!("worker {owner} at {} is unreachable: {}", w.addr, e.message)))
-            }
+            Err(e) if e.kind == ErrorKind::Unavailable => Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("worker {owner} at {} is unreachable: {}", w.addr, e.message),
+            )),
             Err(e) => Err(e),
         }
     }
+}
 
-    /// Writes everything `reader` yields to `path`, streaming chunk by chunk.
-    pub async fn put_reader<R: AsyncRead + Unpin>(&self, path: &str, mut reader: R, opts: &PutOptions) -> Result<InodeInfo> {
-        let chunk_size = validate_chunk_size(opts.chunk_size)?;
-        let inode = self.alloc_inode().await?;
-        let mut tasks = JoinSet::new();
-        let mut checksums = Vec::new();
-        let mut size = 0u64;
-        let res: Result<()> = async {
-            loop {
-                let mut buf = BytesMut::with_capacity(chunk_size as usize);
-                while (buf.len() as u64) < chunk_size {
-                    let mut lim = (&mut reader).take(chunk_size - buf.len() as u64);
-                    if lim.read_buf(&mut buf).await.map_err(|e| Error::from(e).context("reading input"))? == 0 {
-                        break;
-                    }
-                }
-                if buf.is_empty() {
-                    return Ok(());
-                }
-                let last = (buf.len() as u64) < chunk_size;
-                size += buf.len() as u64;
-                self.spawn_put(&mut tasks, inode, checksums.len() as u64, buf.freeze(), opts.attrs, &mut checksums).await?;
-                if last {
-                    return Ok(());
-                }
+impl FileWriter {
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Bytes written so far.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Appends a copy of `data`.
+    pub async fn write(&mut self, data: &[u8]) -> Result<()> {
+        let cs = self.opts.chunk_size as usize;
+        let mut rest = data;
+        while !rest.is_empty() {
+            if self.buf.capacity() == 0 {
+                self.buf.reserve(cs);
+            }
+            let n = (cs - self.buf.len()).min(rest.len());
+            self.buf.extend_from_slice(&rest[..n]);
+            rest = &rest[n..];
+            self.size += n as u64;
+            if self.buf.len() == cs {
+                let chunk = self.buf.split().freeze();
+                self.send(chunk).await?;
             }
         }
-        .await;
-        self.finish_put(path, inode, tasks, res, size, chunk_size, checksums, opts).await
-    }
-
-    /// Writes `data` to `path`.
-    pub async fn put_bytes(&self, path: &str, data: Bytes, opts: &PutOptions) -> Result<InodeInfo> {
-        let chunk_size = validate_chunk_size(opts.chunk_size)?;
-        let inode = self.alloc_inode().await?;
-        let mut tasks = JoinSet::new();
-        let mut checksums = Vec::new();
-        let mut res = Ok(());
-        let mut off = 0usize;
-        while off < data.len() && res.is_ok() {
-            let end = (off + chunk_size as usize).min(data.len());
-            res = self.spawn_put(&mut tasks, inode, checksums.len() as u64, data.slice(off..end), opts.attrs, &mut checksums).await;
-            off = end;
-        }
-        self.finish_put(path, inode, tasks, res, data.len() as u64, chunk_size, checksums, opts).await
-    }
-
-    async fn spawn_put(
-        &self,
-        tasks: &mut JoinSet<Result<()>>,
-        inode: InodeId,
-        index: u64,
-        data: Bytes,
-        attrs: ChunkAttrs,
-        checksums: &mut Vec<Checksum>,
-    ) -> Result<()> {
-        while tasks.len() >= self.inner.cfg.window {
-            join_one(tasks).await?;
-        }
-        let crc = crc32c::crc32c(&data);
-        checksums.push(crc);
-        let key = ChunkKey { inode, index, version: 1 };
-        let c = self.clone();
-        tasks.spawn(async move { c.put_chunk(key, data, crc, attrs).await });
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
-    async fn finish_put(
-        &self,
-        path: &str,
-        inode: InodeId,
-        mut tasks: JoinSet<Result<()>>,
-        mut res: Result<()>,
-        size: u64,
-        chunk_size: u64,
-        checksums: Vec<Checksum>,
-        opts: &PutOptions,
-    ) -> Result<InodeInfo> {
-        while !tasks.is_empty() {
-            let r = join_one(&mut tasks).await;
+    /// Appends `data`, without copying whole chunks of it.
+    pub async fn write_bytes(&mut self, mut data: Bytes) -> Result<()> {
+        let cs = self.opts.chunk_size as usize;
+        if !self.buf.is_empty() {
+            let n = (cs - self.buf.len()).min(data.len());
+            self.write(&data.split_to(n)).await?;
+        }
+        while data.len() >= cs {
+            let chunk = data.split_to(cs);
+            self.size += cs as u64;
+            self.send(chunk).await?;
+        }
+        self.write(&data).await
+    }
+
+    async fn send(&mut self, chunk: Bytes) -> Result<()> {
+        while self.tasks.len() >= self.client.inner.cfg.window {
+            join_one(&mut self.tasks).await.map_err(|e| e.context(&self.path))?;
+        }
+        let crc = crc32c::crc32c(&chunk);
+        let key = ChunkKey { inode: self.inode, index: self.checksums.len() as u64, version: 1 };
+        self.checksums.push(crc);
+        let (c, attrs) = (self.client.clone(), self.opts.attrs);
+        self.tasks.spawn(async move { c.put_chunk(key, chunk, crc, attrs).await });
+        Ok(())
+    }
+
+    /// Stores the last partial chunk and publishes the file.
+    pub async fn close(mut self) -> Result<InodeInfo> {
+        let mut res = Ok(());
+        if !self.buf.is_empty() {
+            let chunk = self.buf.split().freeze();
+            res = self.send(chunk).await;
+        }
+        while !self.tasks.is_empty() {
+            let r = join_one(&mut self.tasks).await;
             if res.is_ok() {
-                res = r;
+                res = r.map_err(|e| e.context(&self.path));
             }
         }
         if let Err(e) = res {
-            self.discard_inode(inode).await;
-            return Err(e.context(path));
+            self.client.discard_inode(self.inode).await;
+            return Err(e);
         }
         let op = MetaOp::CommitFile {
-            path: path.into(),
-            inode,
-            size,
-            chunk_size,
-            checksums,
-            attrs: opts.attrs,
-            mode: opts.mode,
-            overwrite: opts.overwrite,
+            path: self.path.clone(),
+            inode: self.inode,
+            size: self.size,
+            chunk_size: self.opts.chunk_size,
+            checksums: std::mem::take(&mut self.checksums),
+            attrs: self.opts.attrs,
+            mode: self.opts.mode,
+            overwrite: self.opts.overwrite,
         };
-        match self.meta(op).await {
+        match self.client.meta(op).await {
             Ok(MetaReply::Info(i)) => Ok(i),
             Ok(other) => Err(unexpected_meta(other)),
             Err(e) => {
-                self.discard_inode(inode).await;
+                self.client.discard_inode(self.inode).await;
                 Err(e)
             }
         }
+    }
+
+    /// Gives up: deletes what was stored, publishes nothing.
+    pub async fn abort(mut self) {
+        self.tasks.abort_all();
+        while self.tasks.join_next().await.is_some() {}
+        self.client.discard_inode(self.inode).await;
     }
 }
 

@@ -27,12 +27,8 @@ pub async fn run(svc: Arc<Coordinator>) {
         for i in &pending {
             first_seen.entry(*i).or_insert(now);
         }
-        let due: Vec<InodeId> = pending
-            .iter()
-            .filter(|i| first_seen[*i].elapsed() >= svc.gc_grace())
-            .take(BATCH)
-            .copied()
-            .collect();
+        let due: Vec<InodeId> =
+            pending.iter().filter(|i| first_seen[*i].elapsed() >= svc.gc_grace()).take(BATCH).copied().collect();
         if due.is_empty() {
             continue;
         }

@@ -52,11 +52,7 @@ pub async fn run(cfg: CoordinatorConfig) -> Result<()> {
     std::fs::create_dir_all(&cfg.dir).map_err(|e| Error::from(e).context(cfg.dir.display()))?;
     let started = std::time::Instant::now();
     let (state, lsn, writer) = log::open(&cfg.dir.join("meta"))?;
-    tracing::info!(
-        "recovered metadata at lsn {lsn} ({} inodes) in {:?}",
-        state.inode_count(),
-        started.elapsed()
-    );
+    tracing::info!("recovered metadata at lsn {lsn} ({} inodes) in {:?}", state.inode_count(), started.elapsed());
     let listener = tokio::net::TcpListener::bind(&cfg.listen)
         .await
         .map_err(|e| Error::from(e).context(format!("cannot listen on {}", cfg.listen)))?;

@@ -17,7 +17,8 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
 use tierpool_meta::MetaState;
 use tierpool_proto::record::{decode_record, decode_snapshot, encode_snapshot, Decoded, Snapshot};
 use tierpool_types::{Error, ErrorKind, Result};
@@ -32,6 +33,7 @@ enum Item {
 pub struct LogWriter {
     tx: mpsc::Sender<Item>,
     durable: watch::Receiver<u64>,
+    syncs: Arc<AtomicU64>,
 }
 
 impl LogWriter {
@@ -45,6 +47,11 @@ impl LogWriter {
     pub fn snapshot(&self, lsn: u64, state: &MetaState) {
         let bytes = encode_snapshot(&Snapshot { lsn, state: state.clone() });
         let _ = self.tx.send(Item::Snapshot { lsn, bytes });
+    }
+
+    /// How many times the log was fsynced since it was opened.
+    pub fn syncs(&self) -> u64 {
+        self.syncs.load(Ordering::Relaxed)
     }
 
     /// Waits until every record up to `lsn` is on disk.
@@ -113,12 +120,13 @@ pub fn open(dir: &Path) -> Result<(MetaState, u64, LogWriter)> {
     let file = open_segment(dir, lsn + 1).map_err(|e| Error::from(e).context("opening metadata log"))?;
     let (tx, rx) = mpsc::channel();
     let (dtx, drx) = watch::channel(lsn);
-    let dir = dir.to_path_buf();
+    let syncs = Arc::new(AtomicU64::new(0));
+    let flusher = Flusher { dir: dir.to_path_buf(), file, syncs: syncs.clone() };
     std::thread::Builder::new()
         .name("meta-log".into())
-        .spawn(move || flusher(dir, file, rx, dtx))
+        .spawn(move || flusher.run(rx, dtx))
         .map_err(|e| Error::from(e).context("starting log flusher"))?;
-    Ok((state, lsn, LogWriter { tx, durable: drx }))
+    Ok((state, lsn, LogWriter { tx, durable: drx, syncs }))
 }
 
 fn open_segment(dir: &Path, first_lsn: u64) -> std::io::Result<File> {
@@ -146,7 +154,10 @@ fn replay_segment(path: &Path, last: bool, state: &mut MetaState, lsn: &mut u64)
                     ));
                 }
                 state.execute(&rec.op, rec.time).map_err(|e| {
-                    Error::new(ErrorKind::Corrupt, format!("{}: replay of lsn {} failed: {}", path.display(), rec.lsn, e))
+                    Error::new(
+                        ErrorKind::Corrupt,
+                        format!("{}: replay of lsn {} failed: {}", path.display(), rec.lsn, e),
+                    )
                 })?;
                 *lsn = rec.lsn;
                 n += 1;
@@ -177,46 +188,60 @@ fn write_snapshot(dir: &Path, _lsn: u64, bytes: &[u8]) -> std::io::Result<()> {
     sync_dir(dir)
 }
 
-fn flusher(dir: PathBuf, mut file: File, rx: mpsc::Receiver<Item>, durable: watch::Sender<u64>) {
-    let mut buf = Vec::new();
-    while let Ok(first) = rx.recv() {
-        let mut items = vec![first];
-        items.extend(rx.try_iter());
-        let mut top = None;
-        for item in items {
-            match item {
-                Item::Records { bytes, last_lsn } => {
-                    buf.extend_from_slice(&bytes);
-                    top = Some(last_lsn);
-                }
-                Item::Snapshot { lsn, bytes } => {
-                    flush(&mut file, &mut buf);
-                    if let Some(t) = top.take() {
-                        durable.send_replace(t);
+struct Flusher {
+    dir: PathBuf,
+    file: File,
+    syncs: Arc<AtomicU64>,
+}
+
+impl Flusher {
+    fn run(mut self, rx: mpsc::Receiver<Item>, durable: watch::Sender<u64>) {
+        let mut buf = Vec::new();
+        while let Ok(first) = rx.recv() {
+            let mut items = vec![first];
+            items.extend(rx.try_iter());
+            let mut top = None;
+            for item in items {
+                match item {
+                    Item::Records { bytes, last_lsn } => {
+                        buf.extend_from_slice(&bytes);
+                        top = Some(last_lsn);
                     }
-                    write_snapshot(&dir, lsn, &bytes).unwrap_or_else(|e| fatal("writing snapshot", e));
-                    let old = segments(&dir).unwrap_or_default();
-                    file = open_segment(&dir, lsn + 1).unwrap_or_else(|e| fatal("opening segment", e));
-                    for (first, p) in old {
-                        if first <= lsn {
-                            let _ = std::fs::remove_file(p);
+                    Item::Snapshot { lsn, bytes } => {
+                        self.flush(&mut buf);
+                        if let Some(t) = top.take() {
+                            durable.send_replace(t);
                         }
+                        self.rotate(lsn, &bytes);
                     }
                 }
             }
-        }
-        flush(&mut file, &mut buf);
-        if let Some(t) = top {
-            durable.send_replace(t);
+            self.flush(&mut buf);
+            if let Some(t) = top {
+                durable.send_replace(t);
+            }
         }
     }
-}
 
-fn flush(file: &mut File, buf: &mut Vec<u8>) {
-    if buf.is_empty() {
-        return;
+    /// Writes the snapshot at `lsn`, starts segment `lsn + 1`, drops older segments.
+    fn rotate(&mut self, lsn: u64, bytes: &[u8]) {
+        write_snapshot(&self.dir, lsn, bytes).unwrap_or_else(|e| fatal("writing snapshot", e));
+        let old = segments(&self.dir).unwrap_or_default();
+        self.file = open_segment(&self.dir, lsn + 1).unwrap_or_else(|e| fatal("opening segment", e));
+        for (first, p) in old {
+            if first <= lsn {
+                let _ = std::fs::remove_file(p);
+            }
+        }
     }
-    file.write_all(buf).unwrap_or_else(|e| fatal("append", e));
-    file.sync_data().unwrap_or_else(|e| fatal("fdatasync", e));
-    buf.clear();
+
+    fn flush(&mut self, buf: &mut Vec<u8>) {
+        if buf.is_empty() {
+            return;
+        }
+        self.file.write_all(buf).unwrap_or_else(|e| fatal("append", e));
+        self.file.sync_data().unwrap_or_else(|e| fatal("fdatasync", e));
+        self.syncs.fetch_add(1, Ordering::Relaxed);
+        buf.clear();
+    }
 }

@@ -93,6 +93,16 @@ impl Coordinator {
         r
     }
 
+    /// fsyncs of the metadata log so far (group commit makes this far fewer than changes).
+    pub fn log_syncs(&self) -> u64 {
+        self.log.syncs()
+    }
+
+    /// A copy of the current state (for tests and diagnostics).
+    pub fn state(&self) -> MetaState {
+        self.inner.lock().state.clone()
+    }
+
     pub fn pending_gc(&self) -> Vec<InodeId> {
         self.inner.lock().state.pending_gc().iter().copied().collect()
     }
@@ -172,15 +182,18 @@ impl Coordinator {
                     self.push_attrs(changed.clone()).await;
                 }
                 if let MetaReply::Worker { id } = &reply {
-                    self.live.lock().remove(id);
+                    // Registering is a sign of life; statistics follow with the first heartbeat.
+                    self.live.lock().insert(*id, Live { last_seen: Instant::now(), stats: WorkerStats::default() });
                 }
                 Response::Meta(reply)
             }
             Request::Stat { path } => Response::Info(self.query(|s| s.stat(&path)).await?),
             Request::List { path } => Response::Entries(self.query(|s| s.list(&path)).await?),
             Request::Layout => Response::Layout(
-                self.query(|s| Ok(Layout { table: s.table().clone(), workers: s.workers().values().cloned().collect() }))
-                    .await?,
+                self.query(|s| {
+                    Ok(Layout { table: s.table().clone(), workers: s.workers().values().cloned().collect() })
+                })
+                .await?,
             ),
             Request::Status => Response::Status(self.status()),
             Request::Heartbeat { id, stats } => {

@@ -30,7 +30,10 @@ impl Connection {
         match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
             Ok(Ok(s)) => Ok(Connection::new(s)),
             Ok(Err(e)) => Err(Error::new(ErrorKind::Unavailable, format!("cannot connect to {addr}: {e}"))),
-            Err(_) => Err(Error::new(ErrorKind::Unavailable, format!("cannot connect to {addr}: timed out after {timeout:?}"))),
+            Err(_) => Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("cannot connect to {addr}: timed out after {timeout:?}"),
+            )),
         }
     }
 
@@ -76,7 +79,10 @@ impl Connection {
         while buf.len() < n {
             let mut limited = (&mut self.reader).take((n - buf.len()) as u64);
             if limited.read_buf(&mut buf).await? == 0 {
-                return Err(Error::new(ErrorKind::Unavailable, format!("connection to {} closed mid-frame", self.peer)));
+                return Err(Error::new(
+                    ErrorKind::Unavailable,
+                    format!("connection to {} closed mid-frame", self.peer),
+                ));
             }
         }
         Ok(buf.freeze())

@@ -14,24 +14,43 @@ pub enum Request {
     // ---- control plane (coordinator) ----
     /// A metadata change; answered once durable.
     Meta(MetaOp),
-    Stat { path: String },
-    List { path: String },
+    Stat {
+        path: String,
+    },
+    List {
+        path: String,
+    },
     /// The partition table and worker addresses.
     Layout,
     Status,
-    Heartbeat { id: WorkerId, stats: WorkerStats },
+    Heartbeat {
+        id: WorkerId,
+        stats: WorkerStats,
+    },
     // ---- data plane (worker) ----
     /// Payload: the chunk's bytes, whose CRC-32C is `checksum`.
-    PutChunk { key: ChunkKey, checksum: Checksum, attrs: ChunkAttrs },
-    GetChunk { key: ChunkKey },
-    DeleteInodes { inodes: Vec<InodeId> },
-    SetAttrs { changes: Vec<(InodeId, ChunkAttrs)> },
+    PutChunk {
+        key: ChunkKey,
+        checksum: Checksum,
+        attrs: ChunkAttrs,
+    },
+    GetChunk {
+        key: ChunkKey,
+    },
+    DeleteInodes {
+        inodes: Vec<InodeId>,
+    },
+    SetAttrs {
+        changes: Vec<(InodeId, ChunkAttrs)>,
+    },
     WorkerStats,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Response {
-    Pong { role: String },
+    Pong {
+        role: String,
+    },
     Ok,
     Error(Error),
     Meta(MetaReply),
@@ -40,10 +59,14 @@ pub enum Response {
     Layout(Layout),
     Status(PoolStatus),
     /// `known == false` asks the worker to register again.
-    HeartbeatAck { known: bool },
+    HeartbeatAck {
+        known: bool,
+    },
     /// Payload: the chunk's bytes.
     Chunk,
-    Deleted { chunks: u64 },
+    Deleted {
+        chunks: u64,
+    },
     WorkerStats(WorkerStats),
 }
 

@@ -5,10 +5,22 @@ mod cli;
 mod cmd;
 mod output;
 
+use clap::error::ErrorKind;
 use clap::Parser;
 
 fn main() {
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => e.exit(),
+        Err(e) if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+        Err(e) => {
+            // One line, like every other error; `--help` has the rest.
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            eprintln!("tierpool: {}", first.trim_start_matches("error: "));
+            std::process::exit(2);
+        }
+    };
     let code = match cmd::run(cli) {
         Ok(()) => 0,
         Err(e) => {

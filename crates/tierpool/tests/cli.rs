@@ -33,7 +33,15 @@ fn namespace_commands_behave_like_a_file_system() {
     assert!(child.wait().unwrap().success());
     assert_eq!(pool.ok(&["get", "/stdin", "-"]), "from stdin");
     // priority and pin
-    pool.ok(&["put", "--priority", "5", "--chunk-size", "64KiB", pool.dir().join("upload.tmp").to_str().unwrap(), "/p"]);
+    pool.ok(&[
+        "put",
+        "--priority",
+        "5",
+        "--chunk-size",
+        "64KiB",
+        pool.dir().join("upload.tmp").to_str().unwrap(),
+        "/p",
+    ]);
     let st: serde_json::Value = serde_json::from_str(&pool.ok(&["stat", "--json", "/p"])).unwrap();
     assert_eq!((st["priority"].as_u64(), st["chunk_size"].as_u64()), (Some(5), Some(65536)));
     assert_eq!(pool.ok(&["pin", "/moved"]), "pinned 1 file\n");
@@ -49,11 +57,14 @@ fn bad_input_gets_one_line_errors() {
     let cases: &[(&[&str], &str)] = &[
         (&["cat", "/nope"], "tierpool: /nope: no such file or directory"),
         (&["mkdir", "/d"], "tierpool: /d: file exists"),
-        (&["mkdir", "/d/f/g"], "tierpool: /d/f: not a directory"),
+        (&["mkdir", "/d/f/g"], "tierpool: /d/f/g: not a directory"),
         (&["rm", "/d"], "tierpool: /d: directory not empty"),
         (&["cat", "/d"], "tierpool: /d: is a directory"),
         (&["put", "--no-clobber", "/dev/null", "/d/f"], "tierpool: /d/f: file exists"),
-        (&["put", "/no/such/local", "/x"], "tierpool: cannot read /no/such/local: No such file or directory (os error 2)"),
+        (
+            &["put", "/no/such/local", "/x"],
+            "tierpool: cannot read /no/such/local: No such file or directory (os error 2)",
+        ),
         (&["put", "--priority", "9", "/dev/null", "/x"], "tierpool: priority 9 is out of range 1..5"),
         (&["rm", "/"], "tierpool: cannot remove the root directory"),
     ];

@@ -43,7 +43,7 @@ fn worker_restart_serves_disk_chunks_and_reports_memory_only_chunks_lost() {
     pool.put("/disk", &on_disk);
     // Fills MEM exactly, pushing every chunk of /disk down to DISK.
     pool.put("/mem", &in_mem);
-    let st = pool.status();
+    let st = pool.fresh_status();
     assert_eq!(st["workers"][0]["disk"]["used"], 32 * MIB as u64, "{st}");
     eprintln!("phase: kill -9 worker");
     pool.kill_worker(0);

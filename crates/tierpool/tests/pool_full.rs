@@ -28,7 +28,7 @@ fn pool_full_fails_clearly_and_keeps_existing_data() {
     assert!(!stored.is_empty());
     let failed = format!("/f{}", stored.len());
     assert!(pool.err(&["stat", &failed]).contains("no such file or directory"), "a failed put publishes nothing");
-    for w in pool.status()["workers"].as_array().unwrap() {
+    for w in pool.fresh_status()["workers"].as_array().unwrap() {
         assert!(w["mem"]["used"].as_u64() <= w["mem"]["capacity"].as_u64());
         assert!(w["disk"]["used"].as_u64() <= w["disk"]["capacity"].as_u64());
     }

@@ -27,7 +27,7 @@ fn spills_three_times_the_memory_budget_to_disk_and_reads_back_exactly() {
         pool.put(p, d);
     }
     eprintln!("phase: checking tiers");
-    let st = pool.status();
+    let st = pool.fresh_status();
     let workers = st["workers"].as_array().unwrap();
     let mem_used: u64 = workers.iter().map(|w| w["mem"]["used"].as_u64().unwrap()).sum();
     let disk_used: u64 = workers.iter().map(|w| w["disk"]["used"].as_u64().unwrap()).sum();
@@ -41,7 +41,7 @@ fn spills_three_times_the_memory_budget_to_disk_and_reads_back_exactly() {
     for (p, d) in &files {
         assert!(pool.get(p) == *d, "{p} differs");
     }
-    let st = pool.status();
+    let st = pool.fresh_status();
     let read: u64 = st["workers"].as_array().unwrap().iter().map(|w| w["bytes_read"].as_u64().unwrap()).sum();
     assert_eq!(read, total as u64, "reads went to the workers");
 }

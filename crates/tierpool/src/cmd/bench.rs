@@ -38,7 +38,11 @@ impl Phase {
     fn json(&self) -> serde_json::Value {
         let mut l = self.lat.clone();
         l.sort();
-        let pct = |p: f64| l.get(((l.len() as f64 * p).ceil() as usize).saturating_sub(1)).map(|d| d.as_secs_f64() * 1e3).unwrap_or(0.0);
+        let pct = |p: f64| {
+            l.get(((l.len() as f64 * p).ceil() as usize).saturating_sub(1))
+                .map(|d| d.as_secs_f64() * 1e3)
+                .unwrap_or(0.0)
+        };
         let secs = self.elapsed.as_secs_f64().max(1e-9);
         json!({
             "ops": l.len(),
@@ -149,7 +153,13 @@ fn report(a: &BenchArgs, phases: &[Phase]) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
-    println!("{} files of {}, {} concurrent, chunk {}: all verified", a.files, a.size, a.threads, ByteSize(a.chunk_size.0));
+    println!(
+        "{} files of {}, {} concurrent, chunk {}: all verified",
+        a.files,
+        a.size,
+        a.threads,
+        ByteSize(a.chunk_size.0)
+    );
     println!("{:<7} {:>10} {:>12} {:>10} {:>10}", "phase", "MB/s", "ops/s", "p50 ms", "p99 ms");
     for p in phases {
         let j = p.json();

@@ -9,7 +9,7 @@ use crate::output;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use tierpool_client::{Client, ClientConfig};
@@ -92,7 +92,11 @@ pub fn up(a: &UpArgs) -> Result<()> {
     let dir = a.dir.canonicalize()?;
     if let Some(p) = read_pool_file(&dir) {
         if alive(p.coordinator_pid) {
-            bail!("a pool is already running from {} (coordinator at {}); run `tierpool down` first", dir.display(), p.coordinator);
+            bail!(
+                "a pool is already running from {} (coordinator at {}); run `tierpool down` first",
+                dir.display(),
+                p.coordinator
+            );
         }
     }
     let addr = format!("127.0.0.1:{}", a.port);
@@ -109,7 +113,8 @@ pub fn up(a: &UpArgs) -> Result<()> {
         &clog,
     )?;
     let mut pids = vec![cpid];
-    let started = wait_for(Duration::from_secs(20), || Ok(dir.join("coordinator/coordinator.addr").exists()), || alive(cpid));
+    let started =
+        wait_for(Duration::from_secs(20), || Ok(dir.join("coordinator/coordinator.addr").exists()), || alive(cpid));
     if let Err(e) = started {
         stop_all(&pids);
         bail!("coordinator did not start ({e}): {}", log_tail(&clog));
@@ -213,7 +218,7 @@ fn reap() {
     unsafe { while libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) > 0 {} }
 }
 
-pub fn down(dir: &PathBuf) -> Result<()> {
+pub fn down(dir: &Path) -> Result<()> {
     let Some(p) = read_pool_file(dir) else {
         bail!("no pool is running from {} (no pool.json)", dir.display());
     };

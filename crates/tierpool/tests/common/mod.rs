@@ -67,7 +67,11 @@ impl Pool {
         self.coordinator = Some(child);
         let t = Instant::now();
         while std::net::TcpStream::connect(&self.addr).is_err() {
-            assert!(t.elapsed() < Duration::from_secs(20), "coordinator did not start: {}", self.log("coordinator.log"));
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "coordinator did not start: {}",
+                self.log("coordinator.log")
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -117,7 +121,11 @@ impl Pool {
                     return;
                 }
             }
-            assert!(t.elapsed() < Duration::from_secs(30), "workers not alive: {}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "workers not alive: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -150,6 +158,12 @@ impl Pool {
 
     pub fn status(&self) -> Value {
         serde_json::from_str(&self.ok(&["status", "--json"])).unwrap()
+    }
+
+    /// Status after every worker has sent a heartbeat with current figures.
+    pub fn fresh_status(&self) -> Value {
+        std::thread::sleep(Duration::from_millis(1500));
+        self.status()
     }
 
     /// Writes `data` to a local file and puts it at `remote`.
