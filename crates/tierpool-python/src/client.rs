@@ -1,0 +1,240 @@
+//! `Client`: the native handle to a pool. Paths are cleaned here (absolute,
+//! no empty components) so results always carry canonical paths.
+
+use crate::buffer::BufferView;
+use crate::error::{invalid, to_py_err};
+use crate::info::{clean_path, join, status_dict, FileInfo};
+use crate::reader::{Reader, ReaderCore};
+use crate::runtime::wait;
+use crate::writer::{self, WriteMode, WriteRequest, Writer};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use std::time::Duration;
+use tierpool_client::{ClientConfig, InodeKind, PutOptions};
+use tierpool_types::{validate_chunk_size, ChunkAttrs, Error, ErrorKind, Priority, DEFAULT_CHUNK_SIZE};
+use tokio::io::AsyncWriteExt;
+
+/// A connection to a tierpool pool (native half of `tierpool.Client`).
+#[pyclass(frozen, module = "tierpool._native")]
+pub struct Client {
+    inner: tierpool_client::Client,
+    address: String,
+}
+
+fn put_options(
+    py: Python<'_>,
+    chunk_size: Option<u64>,
+    priority: u8,
+    pinned: bool,
+    overwrite: bool,
+) -> PyResult<PutOptions> {
+    let chunk_size = validate_chunk_size(chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE)).map_err(|e| to_py_err(py, e))?;
+    let priority = Priority::new(priority).map_err(|e| to_py_err(py, e))?;
+    Ok(PutOptions { chunk_size, attrs: ChunkAttrs { priority, pinned }, mode: 0o644, overwrite })
+}
+
+fn is_a_directory(path: &str) -> Error {
+    Error::new(ErrorKind::IsADirectory, format!("{path}: is a directory"))
+}
+
+#[pymethods]
+impl Client {
+    /// Connects to the coordinator at `address` (`host:port`) and checks that it answers.
+    #[new]
+    #[pyo3(signature = (address, timeout=3.0))]
+    fn new(py: Python<'_>, address: String, timeout: f64) -> PyResult<Client> {
+        if !(timeout.is_finite() && timeout > 0.0) {
+            return Err(invalid(py, format!("timeout must be a positive number of seconds, not {timeout}")));
+        }
+        let mut cfg = ClientConfig::new(address.clone());
+        cfg.connect_timeout = Duration::from_secs_f64(timeout);
+        let inner = wait(py, tierpool_client::Client::connect(cfg))?;
+        Ok(Client { inner, address })
+    }
+
+    /// Coordinator address, `host:port`.
+    #[getter]
+    fn address(&self) -> &str {
+        &self.address
+    }
+
+    fn stat(&self, py: Python<'_>, path: &str) -> PyResult<FileInfo> {
+        let path = clean_path(path);
+        let info = wait(py, self.inner.stat(&path))?;
+        Ok(FileInfo::new(path, &info))
+    }
+
+    /// Entries of a directory (sorted by name), or the file itself.
+    fn ls(&self, py: Python<'_>, path: &str) -> PyResult<Vec<FileInfo>> {
+        let path = clean_path(path);
+        let (entries, is_file) = wait(py, async {
+            let entries = self.inner.list(&path).await?;
+            // A file lists as itself; so does a directory holding one file of
+            // its own name. Only a stat tells them apart.
+            let maybe_file = matches!(entries.as_slice(), [e] if e.info.kind == InodeKind::File
+                && path.rsplit('/').next() == Some(e.name.as_str()));
+            let is_file = maybe_file && self.inner.stat(&path).await?.kind == InodeKind::File;
+            Ok((entries, is_file))
+        })?;
+        if is_file {
+            return Ok(entries.iter().map(|e| FileInfo::new(path.clone(), &e.info)).collect());
+        }
+        Ok(entries.iter().map(|e| FileInfo::new(join(&path, &e.name), &e.info)).collect())
+    }
+
+    #[pyo3(signature = (path, parents=false))]
+    fn mkdir(&self, py: Python<'_>, path: &str, parents: bool) -> PyResult<()> {
+        wait(py, self.inner.mkdir(&clean_path(path), parents))
+    }
+
+    /// Removes a file or directory; returns how many files and directories went away.
+    #[pyo3(signature = (path, recursive=false))]
+    fn rm(&self, py: Python<'_>, path: &str, recursive: bool) -> PyResult<u64> {
+        wait(py, self.inner.remove(&clean_path(path), recursive))
+    }
+
+    fn mv(&self, py: Python<'_>, src: &str, dst: &str) -> PyResult<()> {
+        wait(py, self.inner.rename(&clean_path(src), &clean_path(dst)))
+    }
+
+    /// Sets priority and/or pinning of a file or of every file under a directory.
+    #[pyo3(signature = (path, priority=None, pinned=None))]
+    fn set_attrs(&self, py: Python<'_>, path: &str, priority: Option<u8>, pinned: Option<bool>) -> PyResult<u64> {
+        let priority = priority.map(Priority::new).transpose().map_err(|e| to_py_err(py, e))?;
+        wait(py, self.inner.set_attrs(&clean_path(path), priority, pinned))
+    }
+
+    fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = wait(py, self.inner.status())?;
+        status_dict(py, &self.address, &s)
+    }
+
+    /// Writes the bytes of `data` (any contiguous buffer) to `path`.
+    #[pyo3(signature = (path, data, chunk_size=None, priority=3, pinned=false, overwrite=true))]
+    #[allow(clippy::too_many_arguments)]
+    fn put_bytes(
+        &self,
+        py: Python<'_>,
+        path: &str,
+        data: &Bound<'_, PyAny>,
+        chunk_size: Option<u64>,
+        priority: u8,
+        pinned: bool,
+        overwrite: bool,
+    ) -> PyResult<FileInfo> {
+        let opts = put_options(py, chunk_size, priority, pinned, overwrite)?;
+        let path = clean_path(path);
+        let view = BufferView::readonly(data)?;
+        let src = view.as_slice();
+        let info = wait(py, async {
+            let mut w = self.inner.create(&path, &opts).await?;
+            if let Err(e) = w.write(src).await {
+                w.abort().await;
+                return Err(e);
+            }
+            w.close().await
+        })?;
+        Ok(FileInfo::new(path, &info))
+    }
+
+    /// Copies the local file `local` to `path`, streaming chunk by chunk.
+    #[pyo3(signature = (local, path, chunk_size=None, priority=3, pinned=false, overwrite=true))]
+    #[allow(clippy::too_many_arguments)]
+    fn put_file(
+        &self,
+        py: Python<'_>,
+        local: std::path::PathBuf,
+        path: &str,
+        chunk_size: Option<u64>,
+        priority: u8,
+        pinned: bool,
+        overwrite: bool,
+    ) -> PyResult<FileInfo> {
+        let opts = put_options(py, chunk_size, priority, pinned, overwrite)?;
+        let path = clean_path(path);
+        let info = wait(py, async {
+            let f = tokio::fs::File::open(&local).await.map_err(|e| Error::from(e).context(local.display()))?;
+            if f.metadata().await.map_err(|e| Error::from(e).context(local.display()))?.is_dir() {
+                return Err(is_a_directory(&local.display().to_string()));
+            }
+            self.inner.put_reader(&path, tokio::io::BufReader::with_capacity(1 << 20, f), &opts).await
+        })?;
+        Ok(FileInfo::new(path, &info))
+    }
+
+    /// Bytes `start..end` of the file at `path` (`end=None`: to its end).
+    #[pyo3(signature = (path, start=0, end=None))]
+    fn get_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        path: &str,
+        start: u64,
+        end: Option<u64>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let path = clean_path(path);
+        let info = wait(py, self.inner.stat(&path))?;
+        if info.kind == InodeKind::Dir {
+            return Err(to_py_err(py, is_a_directory(&path)));
+        }
+        let end = end.unwrap_or(info.size).min(info.size);
+        let n = end.saturating_sub(start) as usize;
+        PyBytes::new_with(py, n, |buf| wait(py, self.inner.read_at(&path, &info, start, buf)).map(|_| ()))
+    }
+
+    /// Copies the file at `path` to the local file `local`; returns its size.
+    fn get_file(&self, py: Python<'_>, path: &str, local: std::path::PathBuf) -> PyResult<u64> {
+        let path = clean_path(path);
+        wait(py, async {
+            let f = tokio::fs::File::create(&local).await.map_err(|e| Error::from(e).context(local.display()))?;
+            let mut out = tokio::io::BufWriter::with_capacity(1 << 20, f);
+            let res = self.inner.get_writer(&path, &mut out).await;
+            let res = match res {
+                Ok(n) => out.shutdown().await.map(|_| n).map_err(|e| Error::from(e).context(local.display())),
+                Err(e) => Err(e),
+            };
+            if res.is_err() {
+                let _ = tokio::fs::remove_file(&local).await;
+            }
+            res
+        })
+    }
+
+    /// Opens one version of a file for reading.
+    fn open_reader(&self, py: Python<'_>, path: &str) -> PyResult<Reader> {
+        let path = clean_path(path);
+        let info = wait(py, self.inner.stat(&path))?;
+        if info.kind == InodeKind::Dir {
+            return Err(to_py_err(py, is_a_directory(&path)));
+        }
+        Ok(Reader::new(ReaderCore::new(self.inner.clone(), path, info)))
+    }
+
+    /// Opens a file for writing; `mode` is `"w"` (replace), `"a"` (append) or `"x"` (create).
+    /// Unset options take the defaults, or when appending, the file's own.
+    #[pyo3(signature = (path, mode="w", chunk_size=None, priority=None, pinned=None))]
+    fn open_writer(
+        &self,
+        py: Python<'_>,
+        path: &str,
+        mode: &str,
+        chunk_size: Option<u64>,
+        priority: Option<u8>,
+        pinned: Option<bool>,
+    ) -> PyResult<Writer> {
+        let mode = match mode {
+            "w" => WriteMode::Truncate,
+            "a" => WriteMode::Append,
+            "x" => WriteMode::Exclusive,
+            other => return Err(invalid(py, format!("write mode must be 'w', 'a' or 'x', not {other:?}"))),
+        };
+        let priority = priority.map(Priority::new).transpose().map_err(|e| to_py_err(py, e))?;
+        let path = clean_path(path);
+        let req = WriteRequest { chunk_size, priority, pinned, mode };
+        let w = wait(py, writer::open(&self.inner, &path, req))?;
+        Ok(Writer::new(path, w))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<tierpool client of {}>", self.address)
+    }
+}

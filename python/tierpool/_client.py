@@ -1,0 +1,243 @@
+"""The :class:`Client`: a connection to a pool and the file operations on it."""
+
+import os
+import shutil
+from typing import IO, Any, BinaryIO, Dict, List, Literal, Optional, Union, overload
+
+from tierpool import _native
+from tierpool._io import DEFAULT_BUFFER_SIZE, RawWriter, TierpoolWriter, open_file
+from tierpool._native import FileInfo
+
+#: Where :func:`connect` looks when no address is given.
+DEFAULT_ADDRESS = "127.0.0.1:7700"
+ADDRESS_ENV = "TIERPOOL_COORDINATOR"
+
+Size = Union[int, str]
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def resolve_address(address: Optional[str] = None) -> str:
+    """``address``, else ``$TIERPOOL_COORDINATOR``, else ``127.0.0.1:7700``."""
+    return address or os.environ.get(ADDRESS_ENV) or DEFAULT_ADDRESS
+
+
+def _size(value: Optional[Size]) -> Optional[int]:
+    if value is None or isinstance(value, int):
+        return value
+    return _native.parse_size(value)
+
+
+class Client:
+    """A connection to a tierpool pool.
+
+    Paths are absolute pool paths such as ``"/data/x.csv"`` (a missing leading
+    ``/`` is added). Files are written whole: a file opened for writing, or
+    given to :meth:`put`, appears at its path only once complete, atomically
+    replacing what was there. Readers see one version from open to close.
+
+    A client is safe to share between threads, and every call releases the GIL
+    while it waits for the pool, so threads read and write in parallel.
+
+    Errors are built-in exceptions that are also :class:`tierpool.TierpoolError`
+    subclasses: ``FileNotFoundError``, ``FileExistsError``,
+    ``NotADirectoryError``, ``IsADirectoryError``, ``OSError`` with
+    ``errno.ENOTEMPTY`` or ``errno.ENOSPC`` (pool full), ``ConnectionError``
+    (pool unreachable), ``ValueError`` (bad argument); the message names the path.
+    """
+
+    def __init__(self, address: Optional[str] = None, *, timeout: float = 3.0) -> None:
+        """Connects to the coordinator at ``address`` (``host:port``; default:
+        ``$TIERPOOL_COORDINATOR``, then ``127.0.0.1:7700``), waiting at most
+        ``timeout`` seconds. Raises ``ConnectionError`` if it does not answer."""
+        self._native = _native.Client(resolve_address(address), timeout)
+
+    @property
+    def address(self) -> str:
+        """The coordinator's address, ``host:port``."""
+        return self._native.address
+
+    def __repr__(self) -> str:
+        return f"tierpool.Client({self.address!r})"
+
+    def __reduce__(self) -> Any:
+        # Pickles as its address, so tasks shipped to other processes reconnect.
+        return (Client, (self.address,))
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        pass
+
+    # ---- namespace -------------------------------------------------------
+
+    def stat(self, path: str) -> FileInfo:
+        """Metadata of the file or directory at ``path``."""
+        return self._native.stat(path)
+
+    def exists(self, path: str) -> bool:
+        """Whether anything exists at ``path``."""
+        try:
+            self._native.stat(path)
+            return True
+        except FileNotFoundError:
+            return False
+
+    @overload
+    def ls(self, path: str = "/", detail: Literal[False] = False) -> List[str]: ...
+
+    @overload
+    def ls(self, path: str = "/", detail: Literal[True] = ...) -> List[FileInfo]: ...
+
+    def ls(self, path: str = "/", detail: bool = False) -> Union[List[str], List[FileInfo]]:
+        """Entries of the directory at ``path``, sorted by name: their names, or
+        with ``detail=True`` their :class:`FileInfo`. A file lists as itself."""
+        entries = self._native.ls(path)
+        if detail:
+            return entries
+        return [e.name for e in entries]
+
+    def mkdir(self, path: str, parents: bool = False, exist_ok: bool = False) -> None:
+        """Creates a directory; with ``parents=True`` also missing parents (and an
+        existing directory is then fine, as with ``mkdir -p``)."""
+        try:
+            self._native.mkdir(path, parents)
+        except FileExistsError:
+            if not (exist_ok and self._native.stat(path).is_dir()):
+                raise
+
+    def rm(self, path: str, recursive: bool = False) -> int:
+        """Removes a file, or a directory (which must be empty unless
+        ``recursive``); returns how many files and directories went away."""
+        return self._native.rm(path, recursive)
+
+    def mv(self, src: str, dst: str) -> None:
+        """Renames ``src`` to ``dst`` atomically. An existing file at ``dst`` (or
+        an empty directory, for a directory) is replaced."""
+        self._native.mv(src, dst)
+
+    def pin(self, path: str) -> int:
+        """Keeps the chunks of a file (or of every file under a directory) in
+        memory as long as possible; returns how many files changed."""
+        return self._native.set_attrs(path, None, True)
+
+    def unpin(self, path: str) -> int:
+        """Undoes :meth:`pin`; returns how many files changed."""
+        return self._native.set_attrs(path, None, False)
+
+    def set_priority(self, path: str, priority: int) -> int:
+        """Sets the eviction priority (1 = evicted first .. 5 = last, default 3)
+        of a file or of every file under a directory; returns how many changed."""
+        return self._native.set_attrs(path, priority, None)
+
+    def status(self) -> Dict[str, Any]:
+        """The pool's state: partitions, inode count and each worker's address,
+        liveness, capacities and usage, as plain dicts and lists."""
+        return self._native.status()
+
+    # ---- data ------------------------------------------------------------
+
+    def put(
+        self,
+        src: Union[bytes, bytearray, memoryview, Any, PathLike, BinaryIO],
+        path: str,
+        *,
+        chunk_size: Optional[Size] = None,
+        priority: int = 3,
+        pin: bool = False,
+        overwrite: bool = True,
+    ) -> FileInfo:
+        """Stores a file at ``path`` and returns its metadata.
+
+        ``src`` is the content: a bytes-like object (``bytes``, ``bytearray``,
+        ``memoryview``, a numpy array, ...), the name of a local file (``str``
+        or ``os.PathLike``), or a binary file object to read to its end.
+        ``chunk_size`` (bytes or a size such as ``"8MiB"``, default 4 MiB),
+        ``priority`` (1..5) and ``pin`` steer how the pool stores it. With
+        ``overwrite=False`` an existing file is ``FileExistsError``.
+        """
+        cs = _size(chunk_size)
+        if isinstance(src, (str, os.PathLike)):
+            return self._native.put_file(os.fspath(src), path, cs, priority, pin, overwrite)
+        if hasattr(src, "read"):
+            mode = "wb" if overwrite else "xb"
+            raw = RawWriter(self._native.open_writer(path, mode[0], cs, priority, pin))
+            with TierpoolWriter(raw, DEFAULT_BUFFER_SIZE) as f:
+                shutil.copyfileobj(src, f, 4 << 20)
+            assert raw.info is not None
+            return raw.info
+        return self._native.put_bytes(path, src, cs, priority, pin, overwrite)
+
+    @overload
+    def get(self, path: str, dst: None = None) -> bytes: ...
+
+    @overload
+    def get(self, path: str, dst: Union[PathLike, BinaryIO]) -> int: ...
+
+    def get(self, path: str, dst: Union[None, PathLike, BinaryIO] = None) -> Union[bytes, int]:
+        """The content of the file at ``path``: as ``bytes`` when ``dst`` is
+        None; else written to ``dst`` (a local file name, or a binary file
+        object) and the number of bytes returned."""
+        if dst is None:
+            return self._native.get_bytes(path)
+        if isinstance(dst, (str, os.PathLike)):
+            return self._native.get_file(path, os.fspath(dst))
+        n = 0
+        with self.open(path, "rb") as f:
+            while True:
+                block = f.read(4 << 20)
+                if not block:
+                    return n
+                dst.write(block)
+                n += len(block)
+
+    def read_range(self, path: str, start: int = 0, end: Optional[int] = None) -> bytes:
+        """Bytes ``start:end`` of the file at ``path`` (``end=None``: to its end)."""
+        return self._native.get_bytes(path, start, end)
+
+    def open(
+        self,
+        path: str,
+        mode: str = "rb",
+        *,
+        buffering: int = -1,
+        encoding: Optional[str] = None,
+        errors: Optional[str] = None,
+        newline: Optional[str] = None,
+        chunk_size: Optional[Size] = None,
+        priority: Optional[int] = None,
+        pin: Optional[bool] = None,
+    ) -> IO[Any]:
+        """Opens a pool file as a standard :mod:`io` object.
+
+        Modes: ``"rb"`` (an :class:`io.BufferedReader`: seekable, ``readinto``
+        any writable buffer), ``"wb"`` (replace), ``"ab"`` (append), ``"xb"``
+        (create; ``FileExistsError`` if the path exists); without ``b`` (or with
+        ``t``) the same in text, wrapped in :class:`io.TextIOWrapper`.
+        ``buffering=0`` gives the raw binary object.
+
+        A file opened for writing is published atomically on ``close`` (a
+        :class:`tierpool._io.TierpoolWriter`); if the ``with`` block raises, it
+        is discarded instead. ``chunk_size``, ``priority`` (1..5) and ``pin``
+        apply to writing; unset, a new file gets 4 MiB, 3 and unpinned, and an
+        appended file keeps its own.
+        """
+        return open_file(
+            self._native,
+            path,
+            mode,
+            buffering=buffering,
+            encoding=encoding,
+            errors=errors,
+            newline=newline,
+            chunk_size=_size(chunk_size),
+            priority=priority,
+            pin=pin,
+        )
+
+
+def connect(address: Optional[str] = None, *, timeout: float = 3.0) -> Client:
+    """Connects to a pool: ``address`` (``host:port``), else
+    ``$TIERPOOL_COORDINATOR``, else ``127.0.0.1:7700``. Raises
+    ``ConnectionError`` if the coordinator does not answer within ``timeout`` s."""
+    return Client(address, timeout=timeout)
