@@ -9,6 +9,15 @@ echo "== building (release)"
 cargo build --release --quiet -p tierpool
 BIN="$PWD/target/release/tierpool"
 if [ -d "$HOME/.cargo/bin" ]; then ln -sf "$BIN" "$HOME/.cargo/bin/tierpool"; fi
+echo "== installing the Python package (pip install ./)"
+PYTHON="${PYTHON:-python3}"
+if command -v "$PYTHON" >/dev/null; then
+    "$PYTHON" -m pip --version >/dev/null 2>&1 || "$PYTHON" -m ensurepip --upgrade
+    "$PYTHON" -m pip install --quiet "maturin>=1.9.4,<2" fsspec
+    "$PYTHON" -m pip install --quiet --force-reinstall --no-deps ./
+else
+    echo "   (no $PYTHON found: skipping the Python package)"
+fi
 
 DIR="${TIERPOOL_DIR:-$HOME/.tierpool}"
 "$BIN" down --dir "$DIR" >/dev/null 2>&1 || true
@@ -32,5 +41,18 @@ for i in 1 2 3 4; do
     cmp "$WORK/in$i" "$WORK/out$i"
 done
 echo "all 4 files read back byte-exact"
+if command -v "$PYTHON" >/dev/null; then
+    echo "== the same file from Python"
+    (cd /tmp && "$PYTHON" - "$WORK/in1" <<'PY'
+import hashlib, sys, tierpool
+c = tierpool.connect()
+with c.open("/demo/file1", "rb") as f:
+    got = hashlib.sha256(f.read()).hexdigest()
+want = hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest()
+print("python: /demo/file1", c.stat("/demo/file1").size, "bytes, sha256 matches:", got == want)
+assert got == want
+PY
+    )
+fi
 echo
 echo "The pool keeps running (state in $DIR). Try: tierpool ls /demo, tierpool bench, tierpool down"

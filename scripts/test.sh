@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, read-only: format check, lints as errors, the
-# dependency rule of the crate graph, and every test. Installs what it needs.
+# dependency rule of the crate graph, every Rust test, and the Python package's
+# pytest suite. Installs what it needs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,4 +24,7 @@ for crate in tierpool-types tierpool-placement tierpool-meta tierpool-tier; do
 done
 
 echo "== tests"
-cargo test --workspace 2>&1 | tee /tmp/tierpool-test.log
+cargo test --workspace
+
+echo "== python package"
+./scripts/test-python.sh

@@ -17,6 +17,9 @@ use tierpool_proto::record::{encode_record, LogRecord};
 use tierpool_proto::{Layout, PoolStatus, Request, Response, WorkerStats, WorkerStatus};
 use tierpool_types::{ChunkAttrs, Error, ErrorKind, InodeId, Result, WorkerId};
 
+/// How long a status waits for a worker's current statistics.
+const STATS_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+
 struct Inner {
     state: MetaState,
     lsn: u64,
@@ -131,6 +134,27 @@ impl Coordinator {
         self.live.lock().get(&id).is_some_and(|l| l.last_seen.elapsed() < self.cfg.dead_after)
     }
 
+    /// Asks every live worker for its current statistics (in parallel, each
+    /// bounded by a short timeout), so a status shows the tiers as they are
+    /// now rather than as of the last heartbeat. A worker that does not answer
+    /// in time keeps its heartbeat figures.
+    async fn refresh_stats(&self) {
+        let mut asks = tokio::task::JoinSet::new();
+        for (id, pool) in self.worker_pools().into_iter().filter(|(id, _)| self.is_alive(*id)) {
+            asks.spawn(async move {
+                let r = tokio::time::timeout(STATS_TIMEOUT, pool.call(&Request::WorkerStats, &[], true)).await;
+                (id, r)
+            });
+        }
+        while let Some(Ok((id, r))) = asks.join_next().await {
+            if let Ok(Ok((Response::WorkerStats(stats), _))) = r {
+                if let Some(l) = self.live.lock().get_mut(&id) {
+                    l.stats = stats;
+                }
+            }
+        }
+    }
+
     async fn push_attrs(&self, changed: Vec<(InodeId, ChunkAttrs)>) {
         if changed.is_empty() {
             return;
@@ -195,7 +219,10 @@ impl Coordinator {
                 })
                 .await?,
             ),
-            Request::Status => Response::Status(self.status()),
+            Request::Status => {
+                self.refresh_stats().await;
+                Response::Status(self.status())
+            }
             Request::Heartbeat { id, stats } => {
                 let known = self.inner.lock().state.workers().contains_key(&id);
                 if known {
