@@ -106,8 +106,14 @@ impl Client {
 
     /// The whole file in memory (for small files and tests).
     pub async fn get_bytes(&self, path: &str) -> Result<Vec<u8>> {
-        let mut out = Vec::new();
-        self.get_writer(path, &mut out).await?;
+        let info = self.stat(path).await?;
+        if info.kind == InodeKind::Dir {
+            return Err(Error::new(ErrorKind::IsADirectory, format!("{path}: is a directory")));
+        }
+        // Sized once and filled in place: no regrowth, one copy per byte.
+        let mut out = vec![0u8; info.size as usize];
+        let n = self.read_at(path, &info, 0, &mut out).await?;
+        out.truncate(n);
         Ok(out)
     }
 

@@ -109,9 +109,20 @@ pub async fn run(c: &Client, a: &BenchArgs) -> Result<()> {
         phase("read", a.files, a.threads, size as u64, move |i| {
             let (c, d, p) = (c2.clone(), d2.clone(), p2(i));
             async move {
-                let got = c.get_bytes(&p).await?;
-                if got != d[i as usize] {
-                    bail!("{p}: read back different bytes");
+                // Streamed and compared chunk by chunk, as `get` streams: the
+                // phase measures the pool, not the allocation of whole files.
+                let want = &d[i as usize];
+                let info = c.stat(&p).await?;
+                let mut chunks = c.chunk_stream(&p, &info);
+                let mut at = 0usize;
+                while let Some(got) = chunks.next().await? {
+                    if want.get(at..at + got.len()) != Some(&got[..]) {
+                        bail!("{p}: read back different bytes at offset {at}");
+                    }
+                    at += got.len();
+                }
+                if at != want.len() {
+                    bail!("{p}: read back {at} bytes, expected {}", want.len());
                 }
                 Ok(())
             }
