@@ -1,5 +1,6 @@
-//! kill -9 of the coordinator and of workers: acknowledged data survives,
-//! chunks that lived only in a killed worker's memory are reported lost.
+//! kill -9 of the coordinator and of workers, and corrupted chunk files:
+//! acknowledged data survives, chunks that lived only in a killed worker's
+//! memory are reported lost, corrupted bytes are reported and never served.
 
 mod common;
 use common::{data, Pool};
@@ -57,4 +58,49 @@ fn worker_restart_serves_disk_chunks_and_reports_memory_only_chunks_lost() {
     let out = pool.cli(&["get", "/mem", pool.dir().join("mem.out").to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(!pool.dir().join("mem.out").exists(), "a failed get leaves no partial file");
+}
+
+/// Every chunk file under a worker's directory.
+fn chunk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.join("chunks")];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn corrupted_disk_chunk_is_reported_never_served() {
+    let pool = Pool::start(1, "8MiB", "64MiB");
+    let on_disk = data(5, 16 * MIB);
+    let in_mem = data(6, 8 * MIB);
+    pool.put("/disk", &on_disk);
+    pool.put("/mem", &in_mem);
+    let files = chunk_files(&pool.workers[0].dir);
+    assert_eq!(files.len(), 4, "the 4 chunks of /disk are on DISK: {files:?}");
+    // Flip one byte in the middle of every chunk's data.
+    for f in &files {
+        let mut bytes = std::fs::read(f).unwrap();
+        let mid = bytes.len() - (2 * MIB);
+        bytes[mid] ^= 0x55;
+        std::fs::write(f, bytes).unwrap();
+    }
+    let e = pool.err(&["cat", "/disk"]);
+    assert!(e.starts_with("tierpool: /disk: chunk 0: "), "{e}");
+    assert!(e.contains("is corrupt on disk") && !e.contains('\n'), "{e}");
+    let out = pool.cli(&["get", "/disk", pool.dir().join("disk.out").to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(!pool.dir().join("disk.out").exists(), "a failed get leaves no partial file");
+    // The worker goes on serving everything else, byte-exact.
+    assert!(pool.get("/mem") == in_mem);
+    pool.ok(&["rm", "/disk"]);
+    assert_eq!(pool.ok(&["ls", "/"]), "mem\n");
 }
