@@ -16,7 +16,8 @@
 //! has a new generation and name), so such a read sees the complete file it
 //! expected or no file; if the file is gone it looks the key up again (it was
 //! replaced, promoted or deleted meanwhile), so it never returns bytes of a
-//! value other than one the key held during the call.
+//! value other than one the key held during the call. A range write into a
+//! DISK chunk reads the file under the lock: it rewrites the chunk anyway.
 
 use crate::store::{not_found, DiskStore};
 use crate::tiers::{Lookup, Tiers};
@@ -102,6 +103,40 @@ impl TierManager {
             }
         }
         Err(Error::new(ErrorKind::Unavailable, format!("chunk {key} kept moving while being read; try again")))
+    }
+
+    /// A zero-filled chunk of `len` bytes, created unless `key` exists (then
+    /// nothing changes): the space of a region, taken when it is allocated.
+    /// `PoolFull` when neither tier can hold it.
+    pub fn create_zeroed(&self, key: ChunkKey, len: u64, attrs: ChunkAttrs) -> Result<()> {
+        let mut t = self.tiers.lock();
+        if t.locate(key).is_some() {
+            return Ok(());
+        }
+        let zeros = Bytes::from(vec![0u8; len as usize]);
+        let checksum = crc32c::crc32c(&zeros);
+        t.put(key, zeros, checksum, attrs)
+    }
+
+    /// `len` bytes of a chunk from `offset` (no copy from MEM).
+    /// `InvalidArgument` if the range reaches past the chunk's end.
+    pub fn read_range(&self, key: ChunkKey, offset: u64, len: u64) -> Result<Bytes> {
+        let data = self.get(key)?;
+        match offset.checked_add(len) {
+            Some(end) if end <= data.len() as u64 => Ok(data.slice(offset as usize..end as usize)),
+            _ => Err(Error::invalid(format!(
+                "chunk {key}: bytes {offset}..{} are past its end ({} bytes)",
+                offset.saturating_add(len),
+                data.len()
+            ))),
+        }
+    }
+
+    /// Overwrites byte ranges `(offset, bytes)` of an existing chunk, all or
+    /// none: in place when the chunk is in MEM, so writing a few pages of a
+    /// large chunk costs those pages. `NotFound` if absent.
+    pub fn write_ranges(&self, key: ChunkKey, ranges: &[(u64, &[u8])]) -> Result<()> {
+        self.tiers.lock().write_ranges(key, ranges)
     }
 
     /// Where a chunk is, if anywhere.

@@ -17,7 +17,7 @@
 use crate::eviction::{EvictionIndex, Rank};
 use crate::manager::{TierConfig, TierKind, TierStats};
 use crate::store::{ChunkStore, DiskStore, MemStore, ReadTicket, Staged};
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use std::collections::HashMap;
 use tierpool_types::{ByteSize, Checksum, ChunkAttrs, ChunkKey, Error, ErrorKind, InodeId, Result};
 
@@ -79,7 +79,7 @@ impl Tiers {
 
     /// Finds a chunk; a MEM hit counts as a use.
     pub fn lookup(&mut self, key: ChunkKey) -> Lookup {
-        if let Some((data, _)) = self.mem.peek(key) {
+        if let Some(data) = self.mem.data(key) {
             let now = self.tick();
             self.evict.touch(key, now);
             return Lookup::Mem(data);
@@ -110,7 +110,7 @@ impl Tiers {
         if len > self.mem_budget {
             return Ok(false);
         }
-        let old_mem = self.mem.meta(key).map_or(0, |m| m.len);
+        let old_mem = self.mem.meta_len(key).unwrap_or(0);
         let old_disk = self.disk.entry(key).map_or(0, |e| e.len);
         let Some(victims) = self.evict.plan(len, self.mem_free() + old_mem, Some(key), None) else {
             return Ok(false);
@@ -160,7 +160,7 @@ impl Tiers {
     }
 
     fn bytes_of(&self, mem_keys: &[ChunkKey]) -> u64 {
-        mem_keys.iter().filter_map(|k| self.mem.meta(*k)).map(|m| m.len).sum()
+        mem_keys.iter().filter_map(|k| self.mem.meta_len(*k)).sum()
     }
 
     /// Writes DISK files for MEM chunks about to be demoted. On error every
@@ -239,6 +239,39 @@ impl Tiers {
         self.promotions += 1;
         tracing::trace!(chunk = %key, "promoted to memory");
         Ok(true)
+    }
+
+    /// Overwrites byte ranges of a stored chunk: in place in MEM; a DISK chunk
+    /// is read (and verified), changed and put back as a whole, to MEM if it
+    /// fits there. `NotFound` if absent, `InvalidArgument` past its end.
+    pub fn write_ranges(&mut self, key: ChunkKey, ranges: &[(u64, &[u8])]) -> Result<()> {
+        let len = match (self.mem.meta_len(key), self.disk.entry(key)) {
+            (Some(len), _) => len,
+            (None, Some(e)) => e.len,
+            (None, None) => return Err(crate::store::not_found(key)),
+        };
+        if let Some((off, b)) =
+            ranges.iter().find(|(off, b)| off.checked_add(b.len() as u64).is_none_or(|end| end > len))
+        {
+            return Err(Error::invalid(format!(
+                "chunk {key}: bytes {off}..{} are past its end ({len} bytes)",
+                off + b.len() as u64
+            )));
+        }
+        if self.mem.write_at(key, ranges) {
+            let now = self.tick();
+            self.evict.touch(key, now);
+            return Ok(());
+        }
+        let ticket = self.disk.ticket(key).ok_or_else(|| crate::store::not_found(key))?;
+        let old = DiskStore::read(&ticket)?;
+        let mut data = BytesMut::from(&old[..]);
+        for (off, b) in ranges {
+            data[*off as usize..*off as usize + b.len()].copy_from_slice(b);
+        }
+        let data = data.freeze();
+        let checksum = crc32c::crc32c(&data);
+        self.put(key, data, checksum, self.attrs_of(key.inode))
     }
 
     pub fn locate(&self, key: ChunkKey) -> Option<TierKind> {

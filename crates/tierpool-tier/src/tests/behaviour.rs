@@ -264,3 +264,54 @@ fn concurrent_readers_never_see_wrong_bytes() {
     });
     m.check_invariants();
 }
+
+#[test]
+fn writes_ranges_in_place_and_demotes_with_a_fresh_checksum() {
+    let (_d, m) = open(2 * KIB, 100 * KIB, 10);
+    put(&m, key(1, 0), &chunk(KIB, 0), DEFAULT).unwrap();
+    m.write_ranges(key(1, 0), &[(10, b"abc"), (1000, b"xyz!")]).unwrap();
+    let mut want = chunk(KIB, 0).to_vec();
+    want[10..13].copy_from_slice(b"abc");
+    want[1000..1004].copy_from_slice(b"xyz!");
+    assert_eq!(m.get(key(1, 0)).unwrap(), want);
+    assert_eq!(m.read_range(key(1, 0), 9, 5).unwrap(), want[9..14]);
+    // Two more chunks push it to DISK, where its bytes are verified on read.
+    put(&m, key(2, 0), &chunk(KIB, 1), DEFAULT).unwrap();
+    put(&m, key(3, 0), &chunk(KIB, 2), DEFAULT).unwrap();
+    assert_eq!(m.locate(key(1, 0)), Some(TierKind::Disk));
+    assert_eq!(m.get(key(1, 0)).unwrap(), want);
+    // A write into a DISK chunk brings it back to MEM.
+    m.write_ranges(key(1, 0), &[(0, b"Z")]).unwrap();
+    want[0] = b'Z';
+    assert_eq!(m.locate(key(1, 0)), Some(TierKind::Mem));
+    assert_eq!(m.get(key(1, 0)).unwrap(), want);
+}
+
+#[test]
+fn range_errors_name_the_chunk() {
+    let (_d, m) = open(4 * KIB, 100 * KIB, 10);
+    put(&m, key(1, 0), &chunk(KIB, 0), DEFAULT).unwrap();
+    let e = m.write_ranges(key(1, 0), &[(0, b"ok"), (1023, b"no")]).unwrap_err();
+    assert_eq!(
+        (e.kind, e.message.as_str()),
+        (ErrorKind::InvalidArgument, "chunk 1:0@0: bytes 1023..1025 are past its end (1024 bytes)")
+    );
+    assert_eq!(m.get(key(1, 0)).unwrap(), chunk(KIB, 0), "all or nothing");
+    assert_eq!(m.read_range(key(1, 0), 1000, 25).unwrap_err().kind, ErrorKind::InvalidArgument);
+    assert_eq!(m.write_ranges(key(9, 0), &[(0, b"x")]).unwrap_err().kind, ErrorKind::NotFound);
+}
+
+#[test]
+fn zeroed_chunks_reserve_space_once() {
+    let (_d, m) = open(2 * KIB, 2 * KIB, 10);
+    m.create_zeroed(key(1, 0), KIB, DEFAULT).unwrap();
+    assert_eq!(m.get(key(1, 0)).unwrap(), vec![0u8; KIB as usize]);
+    m.write_ranges(key(1, 0), &[(5, b"kept")]).unwrap();
+    m.create_zeroed(key(1, 0), KIB, DEFAULT).unwrap();
+    assert_eq!(&m.read_range(key(1, 0), 5, 4).unwrap()[..], b"kept", "an existing chunk is left alone");
+    for i in 1..4 {
+        m.create_zeroed(key(1, i), KIB, DEFAULT).unwrap();
+    }
+    let e = m.create_zeroed(key(1, 4), KIB, DEFAULT).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::PoolFull);
+}

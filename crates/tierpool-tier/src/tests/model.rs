@@ -31,6 +31,12 @@ enum Op {
         priority: u8,
         pinned: bool,
     },
+    /// Overwrite `(offset fraction, len)` ranges of a chunk in place.
+    WriteRanges {
+        inode: u64,
+        index: u64,
+        ranges: Vec<(u16, u16, u8)>,
+    },
     /// The worker is killed and restarted: MEM chunks are gone.
     Restart,
 }
@@ -48,6 +54,8 @@ fn op() -> impl Strategy<Value = Op> {
         16 => (0u64..2, 0u64..3).prop_map(|(inode, index)| Op::Get { inode, index }),
         6 => (inode.clone(), index).prop_map(|(inode, index)| Op::Delete { inode, index }),
         3 => (inode.clone(), 1u8..=5, pinned).prop_map(|(inode, priority, pinned)| Op::SetAttrs { inode, priority, pinned }),
+        10 => (0u64..3, 0u64..4, prop::collection::vec((any::<u16>(), 0u16..5000, any::<u8>()), 1..4))
+            .prop_map(|(inode, index, ranges)| Op::WriteRanges { inode, index, ranges }),
         1 => Just(Op::Restart),
         1 => prop::collection::vec(inode, 1..3).prop_map(Op::DeleteInodes),
     ]
@@ -79,6 +87,7 @@ impl Harness {
                 prop_assert_eq!(self.m.delete_inodes(&ids).unwrap(), (before - self.model.len()) as u64);
             }
             Op::SetAttrs { inode, priority, pinned } => self.m.set_attrs(InodeId(inode), attrs(priority, pinned)),
+            Op::WriteRanges { inode, index, ranges } => self.write_ranges(key(inode, index), ranges)?,
             Op::Restart => self.restart(),
         }
         self.check()
@@ -112,6 +121,30 @@ impl Harness {
             (Ok(got), Some(want)) => prop_assert!(got == want[..], "wrong bytes for {}", k),
             (Err(e), None) => prop_assert_eq!(e.kind, ErrorKind::NotFound),
             (got, want) => prop_assert!(false, "{}: got {:?}, model has {:?} bytes", k, got, want.map(|v| v.len())),
+        }
+        Ok(())
+    }
+
+    fn write_ranges(&mut self, k: ChunkKey, ranges: Vec<(u16, u16, u8)>) -> Result<(), TestCaseError> {
+        let len = self.model.get(&k).map_or(16 * KIB, |v| v.len() as u64);
+        // Offsets spread over the chunk; lengths may run past its end.
+        let ranges: Vec<(u64, Vec<u8>)> =
+            ranges.into_iter().map(|(at, n, b)| (u64::from(at) * len / 65536, vec![b; usize::from(n)])).collect();
+        let past_end = ranges.iter().any(|(off, b)| off + b.len() as u64 > len);
+        let refs: Vec<(u64, &[u8])> = ranges.iter().map(|(o, b)| (*o, &b[..])).collect();
+        let s = self.m.stats();
+        match (self.m.write_ranges(k, &refs), self.model.get_mut(&k)) {
+            (Ok(()), Some(v)) => {
+                prop_assert!(!past_end);
+                for (off, b) in &ranges {
+                    v[*off as usize..*off as usize + b.len()].copy_from_slice(b);
+                }
+            }
+            (Err(e), None) => prop_assert_eq!(e.kind, ErrorKind::NotFound),
+            (Err(e), Some(_)) if past_end => prop_assert_eq!(e.kind, ErrorKind::InvalidArgument),
+            // A DISK chunk comes back whole; with both tiers full that can fail.
+            (Err(e), Some(_)) => prop_assert!(e.kind == ErrorKind::PoolFull, "{} ({:?})", e, s),
+            (Ok(()), None) => prop_assert!(false, "wrote into absent chunk {}", k),
         }
         Ok(())
     }
