@@ -223,6 +223,8 @@ impl CacheState {
     pub fn loaded(&mut self, run: PageRun, fetched: bool) {
         if fetched {
             self.stats.bytes_fetched += self.bytes_of(run);
+            let end = self.geom.page_offset(run.chunk, run.first + run.count).min(self.geom.size);
+            self.readahead.fetched_ahead(end);
         }
         let tick = self.next_tick();
         let c = self.chunks.entry(run.chunk).or_insert_with(|| ChunkState { tick, ..Default::default() });

@@ -38,7 +38,19 @@ fn os<E>(what: &str, e: io::Error) -> RegionError<E> {
 struct Inner<B> {
     state: CacheState,
     backend: B,
+    /// Region page just past the last pages let through for writing.
+    write_next: Option<u64>,
+    /// Pages let through ahead of a sequential writer.
+    write_window: u32,
 }
+
+/// After a fault the handler watches for the next one this long before it
+/// sleeps: faults come in bursts, and waking a sleeping thread costs more
+/// than this on some virtual machines.
+const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// At most this many pages are let through ahead of a sequential writer.
+const MAX_WRITE_WINDOW: u32 = 256;
 
 struct Shared<B> {
     uffd: Uffd,
@@ -100,8 +112,12 @@ where
         }
         // SAFETY: `efd` is ours from here on.
         let stop = unsafe { OwnedFd::from_raw_fd(efd) };
-        let shared =
-            Arc::new(Shared { uffd, base, inner: Mutex::new(Inner { state, backend }), failed: Mutex::new(None) });
+        let shared = Arc::new(Shared {
+            uffd,
+            base,
+            inner: Mutex::new(Inner { state, backend, write_next: None, write_window: 0 }),
+            failed: Mutex::new(None),
+        });
         let (s, stop_fd) = (shared.clone(), stop.as_raw_fd());
         let handler = std::thread::Builder::new()
             .name("tierpool-region-faults".into())
@@ -200,10 +216,15 @@ where
             if fds[1].revents != 0 {
                 return;
             }
+            let mut idle_since = std::time::Instant::now();
             loop {
                 match self.uffd.read() {
-                    Ok(Some(m)) if m.event == uffd::EVENT_PAGEFAULT => self.fault(m),
+                    Ok(Some(m)) if m.event == uffd::EVENT_PAGEFAULT => {
+                        self.fault(m);
+                        idle_since = std::time::Instant::now();
+                    }
                     Ok(Some(_)) => {}
+                    Ok(None) if idle_since.elapsed() < SPIN => std::hint::spin_loop(),
                     Ok(None) => break,
                     Err(e) => {
                         tracing::error!("region fault handler: reading faults failed: {e}");
@@ -235,12 +256,7 @@ where
         let (chunk, page) = geom.locate(offset);
         let plen = geom.page_len(chunk, page).max(1);
         if flags & uffd::PAGEFAULT_FLAG_WP != 0 && g.state.is_present(chunk, page) {
-            // First write to a clean page: dirty from now on, then let it write.
-            g.state.accessed(offset, plen, Access::Write, true);
-            return self
-                .uffd
-                .write_protect(self.base + offset as usize, PAGE_SIZE as usize, false)
-                .map_err(|e| os("unprotect", e));
+            return self.let_write(&mut g, offset, true);
         }
         if g.state.is_present(chunk, page) {
             return Ok(()); // placed by read-ahead while this fault was queued
@@ -259,12 +275,32 @@ where
         if flags & uffd::PAGEFAULT_FLAG_WRITE != 0 {
             // A write brought the page in: it is dirty already, spare the
             // thread a second fault.
-            g.state.accessed(offset, plen, Access::Write, plan.is_hit());
-            let addr = self.base + offset as usize;
-            return self.uffd.write_protect(addr, PAGE_SIZE as usize, false).map_err(|e| os("unprotect", e));
+            return self.let_write(&mut g, offset, plan.is_hit());
         }
         g.state.accessed(offset, plen, Access::Read, plan.is_hit());
         Ok(())
+    }
+
+    /// The first write to the (present) page at `offset`: marks it dirty and
+    /// lets writes through. While writes move forward page by page, a growing
+    /// window of the present pages after it is marked and let through as well,
+    /// sparing a sequential writer one fault per page; writes elsewhere are
+    /// tracked page by page, exactly.
+    fn let_write(&self, g: &mut Inner<B>, offset: u64, hit: bool) -> Result<(), RegionError<B::Error>> {
+        let geom = g.state.geometry();
+        let region_page = offset / PAGE_SIZE;
+        g.write_window =
+            if g.write_next == Some(region_page) { (g.write_window * 2).clamp(8, MAX_WRITE_WINDOW) } else { 0 };
+        let (chunk, page) = geom.locate(offset);
+        let mut n = 1u32;
+        while n <= g.write_window && page + n < geom.chunk_pages(chunk) && g.state.is_present(chunk, page + n) {
+            n += 1;
+        }
+        let end = geom.page_offset(chunk, page + n).min(geom.size);
+        g.state.accessed(offset, end - offset, Access::Write, hit);
+        g.write_next = Some(region_page + u64::from(n));
+        let len = n as usize * PAGE_SIZE as usize;
+        self.uffd.write_protect(self.base + offset as usize, len, false).map_err(|e| os("unprotect", e))
     }
 
     fn page_addr(&self, geom: &Geometry, run: PageRun) -> usize {
