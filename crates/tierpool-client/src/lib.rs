@@ -13,10 +13,15 @@
 
 mod client;
 mod read;
+mod region;
+mod region_handle;
 mod write;
 
 pub use client::{Client, ClientConfig};
-pub use read::ChunkStream;
+pub use read::{chunk_count, ChunkStream};
+pub use region::RegionOptions;
+pub use region_handle::{PoolBackend, Region};
+pub use tierpool_cache::CacheStats;
 pub use tierpool_meta::{DirEntry, InodeInfo, InodeKind};
 pub use tierpool_proto::{PoolStatus, WorkerStatus};
 pub use write::{FileWriter, PutOptions};

@@ -13,6 +13,13 @@ use tokio::task::JoinHandle;
 impl Client {
     /// Chunk `index` of the file `info` (found at `path`), verified.
     pub async fn read_chunk(&self, path: &str, info: &InodeInfo, index: u64) -> Result<Bytes> {
+        if info.kind == InodeKind::Region {
+            if index >= chunk_count(info) {
+                return Err(Error::invalid(format!("{path}: chunk {index} is beyond the end of the region")));
+            }
+            let len = (info.size - index * info.chunk_size).min(info.chunk_size);
+            return self.read_region(path, info, index, 0, len).await;
+        }
         let expected_crc = *info
             .checksums
             .get(index as usize)
@@ -140,7 +147,7 @@ pub struct ChunkStream {
 
 impl ChunkStream {
     pub async fn next(&mut self) -> Result<Option<Bytes>> {
-        let total = self.info.checksums.len() as u64;
+        let total = chunk_count(&self.info);
         while self.inflight.len() < self.client.inner.cfg.window && self.next < total {
             let (c, p, i, idx) = (self.client.clone(), self.path.clone(), self.info.clone(), self.next);
             self.inflight.push_back(tokio::spawn(async move { c.read_chunk(&p, &i, idx).await }));
@@ -158,5 +165,14 @@ impl Drop for ChunkStream {
         for h in &self.inflight {
             h.abort();
         }
+    }
+}
+
+/// Chunks of a file or region (none for a directory).
+pub fn chunk_count(info: &InodeInfo) -> u64 {
+    match info.kind {
+        InodeKind::File => info.checksums.len() as u64,
+        InodeKind::Region => info.size.div_ceil(info.chunk_size.max(1)),
+        InodeKind::Dir => 0,
     }
 }

@@ -247,6 +247,9 @@ fn request_name(r: &Request) -> &'static str {
         Request::DeleteInodes { .. } => "DeleteInodes",
         Request::SetAttrs { .. } => "SetAttrs",
         Request::WorkerStats => "WorkerStats",
+        Request::CreateChunk { .. } => "CreateChunk",
+        Request::ReadRange { .. } => "ReadRange",
+        Request::WriteRanges { .. } => "WriteRanges",
         _ => "this request",
     }
 }

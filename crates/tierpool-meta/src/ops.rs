@@ -50,6 +50,11 @@ pub enum MetaOp {
     },
     /// The chunks of these inodes were deleted from every worker: forget them.
     GcDone { inodes: Vec<InodeId> },
+    /// Publish a region of `size` bytes whose chunks (version 1 of each
+    /// index, zero-filled or already written) exist on the workers: its space
+    /// is taken. `inode` must have been reserved and never used; an existing
+    /// entry at `path` is an error. Reply: [`MetaReply::Info`].
+    CommitRegion { path: String, inode: InodeId, size: u64, chunk_size: u64, attrs: ChunkAttrs, mode: u32 },
 }
 
 /// The result of a successful op.
@@ -67,6 +72,8 @@ pub enum MetaReply {
 pub enum InodeKind {
     File,
     Dir,
+    /// Memory allocated from the pool: written in place, page by page.
+    Region,
 }
 
 /// What `stat` shows of an inode.
@@ -74,7 +81,7 @@ pub enum InodeKind {
 pub struct InodeInfo {
     pub id: InodeId,
     pub kind: InodeKind,
-    /// Bytes for a file; number of entries for a directory.
+    /// Bytes for a file or region; number of entries for a directory.
     pub size: u64,
     /// 0 for directories.
     pub chunk_size: u64,
@@ -85,7 +92,8 @@ pub struct InodeInfo {
     pub mtime: u64,
     pub ctime: u64,
     pub attrs: ChunkAttrs,
-    /// One CRC-32C per chunk of a file (`ceil(size / chunk_size)` entries); empty for a directory.
+    /// One CRC-32C per chunk of a file (`ceil(size / chunk_size)` entries); empty for a
+    /// directory and for a region (its chunks change in place; workers check them).
     pub checksums: Vec<Checksum>,
 }
 

@@ -84,8 +84,21 @@ impl MetaState {
                     checksums,
                     attrs: *attrs,
                     mode: *mode,
+                    region: false,
                 };
                 self.commit_file(&normalize(path)?, &file, *overwrite, now)
+            }
+            MetaOp::CommitRegion { path, inode, size, chunk_size, attrs, mode } => {
+                let region = create::NewFile {
+                    inode: *inode,
+                    size: *size,
+                    chunk_size: *chunk_size,
+                    checksums: &[],
+                    attrs: *attrs,
+                    mode: *mode,
+                    region: true,
+                };
+                self.commit_file(&normalize(path)?, &region, false, now)
             }
             MetaOp::Remove { path, recursive } => self.remove(&normalize(path)?, *recursive, now),
             MetaOp::Rename { from, to } => self.rename(&normalize(from)?, &normalize(to)?, now),

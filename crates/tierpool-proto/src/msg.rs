@@ -44,6 +44,25 @@ pub enum Request {
         changes: Vec<(InodeId, ChunkAttrs)>,
     },
     WorkerStats,
+    /// A zero-filled chunk of `len` bytes, unless it exists (a region's space).
+    CreateChunk {
+        key: ChunkKey,
+        len: u64,
+        attrs: ChunkAttrs,
+    },
+    /// `len` bytes of a chunk from `offset`; answered by `Range`.
+    ReadRange {
+        key: ChunkKey,
+        offset: u64,
+        len: u64,
+    },
+    /// Overwrites ranges `(offset, len)` of a chunk in place, all or none.
+    /// Payload: the ranges' bytes, concatenated; `checksum` is their CRC-32C.
+    WriteRanges {
+        key: ChunkKey,
+        ranges: Vec<(u64, u64)>,
+        checksum: Checksum,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,6 +87,10 @@ pub enum Response {
         chunks: u64,
     },
     WorkerStats(WorkerStats),
+    /// Payload: the bytes of a `ReadRange`, whose CRC-32C is `checksum`.
+    Range {
+        checksum: Checksum,
+    },
 }
 
 /// Where chunks live: the partition table and how to reach each worker.

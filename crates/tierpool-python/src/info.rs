@@ -89,6 +89,7 @@ impl FileInfo {
             kind: match i.kind {
                 InodeKind::File => "file",
                 InodeKind::Dir => "directory",
+                InodeKind::Region => "region",
             }
             .to_string(),
             size: i.size,
@@ -99,7 +100,7 @@ impl FileInfo {
             priority: i.attrs.priority.get(),
             pinned: i.attrs.pinned,
             inode: i.id.0,
-            chunks: i.checksums.len() as u64,
+            chunks: tierpool_client::chunk_count(i),
         }
     }
 }

@@ -99,7 +99,7 @@ impl ReaderCore {
         let sequential = idx == 0 || c.last == Some(idx - 1);
         c.last = Some(idx);
         let next = idx + 1;
-        if sequential && next < self.info.checksums.len() as u64 {
+        if sequential && next < tierpool_client::chunk_count(&self.info) {
             let (client, path, info) = (self.client.clone(), self.path.clone(), self.info.clone());
             c.ahead = Some((next, runtime().spawn(async move { client.read_chunk(&path, &info, next).await })));
         }

@@ -72,6 +72,46 @@ impl WorkerService {
                 (Response::Ok, Bytes::new())
             }
             Request::WorkerStats => (Response::WorkerStats(self.stats()), Bytes::new()),
+            Request::CreateChunk { key, len, attrs } => {
+                if len > tierpool_types::MAX_CHUNK_SIZE {
+                    return Err(Error::invalid(format!("chunk {key}: {len} bytes is more than a chunk may hold")));
+                }
+                block_in_place(|| self.tiers.create_zeroed(key, len, attrs))?;
+                (Response::Ok, Bytes::new())
+            }
+            Request::ReadRange { key, offset, len } => {
+                let data = block_in_place(|| self.tiers.read_range(key, offset, len))?;
+                self.bytes_read.fetch_add(data.len() as u64, Ordering::Relaxed);
+                (Response::Range { checksum: crc32c::crc32c(&data) }, data)
+            }
+            Request::WriteRanges { key, ranges, checksum } => {
+                let actual = crc32c::crc32c(&payload);
+                if actual != checksum {
+                    return Err(Error::new(
+                        ErrorKind::Corrupt,
+                        format!("chunk {key}: checksum mismatch in transit ({actual:08x} != {checksum:08x})"),
+                    ));
+                }
+                let total = ranges.iter().try_fold(0u64, |t, (_, n)| t.checked_add(*n));
+                if total != Some(payload.len() as u64) {
+                    return Err(Error::invalid(format!(
+                        "chunk {key}: ranges cover {total:?} bytes but {} were sent",
+                        payload.len()
+                    )));
+                }
+                let mut at = 0usize;
+                let slices: Vec<(u64, &[u8])> = ranges
+                    .iter()
+                    .map(|(off, n)| {
+                        let s = (*off, &payload[at..at + *n as usize]);
+                        at += *n as usize;
+                        s
+                    })
+                    .collect();
+                block_in_place(|| self.tiers.write_ranges(key, &slices))?;
+                self.bytes_written.fetch_add(payload.len() as u64, Ordering::Relaxed);
+                (Response::Ok, Bytes::new())
+            }
             _ => {
                 return Err(Error::new(
                     ErrorKind::InvalidArgument,

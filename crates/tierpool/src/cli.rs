@@ -143,6 +143,30 @@ pub enum Cmd {
     },
     /// Write, read back and verify N files; report throughput and latency.
     Bench(BenchArgs),
+    /// Memory regions: pooled memory with a name, used page by page.
+    #[command(subcommand)]
+    Region(RegionCmd),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RegionCmd {
+    /// Allocate a zero-filled region; its space is reserved now, or the command fails with "pool full".
+    Create {
+        path: String,
+        /// Size, e.g. 2GiB.
+        size: ByteSize,
+        /// Chunk size, e.g. 4MiB.
+        #[arg(long, default_value = "4MiB")]
+        chunk_size: ByteSize,
+        /// Eviction priority 1 (first evicted) .. 5 (last).
+        #[arg(long, default_value_t = 3)]
+        priority: u8,
+        /// Keep the region's chunks in memory as long as possible.
+        #[arg(long)]
+        pin: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
 }
 
 #[derive(Args, Debug)]

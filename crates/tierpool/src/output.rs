@@ -70,6 +70,7 @@ fn kind(k: InodeKind) -> &'static str {
     match k {
         InodeKind::File => "file",
         InodeKind::Dir => "dir",
+        InodeKind::Region => "region",
     }
 }
 
@@ -80,7 +81,7 @@ pub fn info_json(path: &str, i: &InodeInfo) -> Value {
         "kind": kind(i.kind),
         "size": i.size,
         "chunk_size": i.chunk_size,
-        "chunks": i.checksums.len(),
+        "chunks": tierpool_client::chunk_count(i),
         "mode": format!("{:o}", i.mode),
         "nlink": i.nlink,
         "mtime_ns": i.mtime,
@@ -103,7 +104,7 @@ pub fn info_text(path: &str, i: &InodeInfo) -> String {
         i.id,
         i.size,
         ByteSize(i.size),
-        i.checksums.len(),
+        tierpool_client::chunk_count(i),
         ByteSize(i.chunk_size),
         i.mode,
         i.nlink,
@@ -115,7 +116,11 @@ pub fn info_text(path: &str, i: &InodeInfo) -> String {
 
 pub fn long_line(e: &DirEntry) -> String {
     let i = &e.info;
-    let t = if i.kind == InodeKind::Dir { 'd' } else { '-' };
+    let t = match i.kind {
+        InodeKind::Dir => 'd',
+        InodeKind::Region => 'r',
+        InodeKind::File => '-',
+    };
     format!(
         "{t}{:o} {:>12} p{}{} {} {}{}",
         i.mode,

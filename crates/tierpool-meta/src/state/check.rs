@@ -59,6 +59,11 @@ impl MetaState {
                 {
                     return fail(format!("bad entry name {name:?}"));
                 }
+                if let Body::Region { chunk_size, .. } = &n.body {
+                    if *chunk_size == 0 {
+                        return fail(format!("region {c} has chunk size 0"));
+                    }
+                }
                 if let Body::File { size, chunk_size, checksums } = &n.body {
                     if *chunk_size == 0 || checksums.len() as u64 != size.div_ceil(*chunk_size) {
                         return fail(format!("file {c} has {} checksums for {size} bytes", checksums.len()));

@@ -1,4 +1,4 @@
-//! `Mkdir` and `CommitFile`: the ops that add entries to the namespace.
+//! `Mkdir`, `CommitFile` and `CommitRegion`: the ops that add entries to the namespace.
 //!
 //! New directories take ids from `next_inode`; a committed file brings its own
 //! id, which must have been reserved by `AllocInodes` and be neither live nor
@@ -20,6 +20,8 @@ pub(super) struct NewFile<'a> {
     pub(super) checksums: &'a [Checksum],
     pub(super) attrs: ChunkAttrs,
     pub(super) mode: u32,
+    /// A region (no checksums) rather than a file.
+    pub(super) region: bool,
 }
 
 impl MetaState {
@@ -68,7 +70,7 @@ impl MetaState {
         now: Timestamp,
     ) -> Result<MetaReply> {
         validate_chunk_size(file.chunk_size).map_err(|e| e.context(display(comps)))?;
-        let chunks = file.size.div_ceil(file.chunk_size);
+        let chunks = if file.region { 0 } else { file.size.div_ceil(file.chunk_size) };
         if file.checksums.len() as u64 != chunks {
             return Err(Error::invalid(format!(
                 "{}: {} checksums given for {chunks} chunks",
@@ -103,7 +105,11 @@ impl MetaState {
             mtime: now,
             ctime: now,
             attrs: file.attrs,
-            body: Body::File { size: file.size, chunk_size: file.chunk_size, checksums: file.checksums.to_vec() },
+            body: if file.region {
+                Body::Region { size: file.size, chunk_size: file.chunk_size }
+            } else {
+                Body::File { size: file.size, chunk_size: file.chunk_size, checksums: file.checksums.to_vec() }
+            },
         };
         self.inodes.insert(file.inode, inode);
         self.link(parent, name, file.inode);

@@ -30,6 +30,7 @@ pub(super) struct Inode {
 pub(super) enum Body {
     File { size: u64, chunk_size: u64, checksums: Vec<Checksum> },
     Dir { children: BTreeMap<String, InodeId> },
+    Region { size: u64, chunk_size: u64 },
 }
 
 impl Inode {
@@ -56,14 +57,14 @@ impl Inode {
     pub(super) fn children(&self) -> Option<&BTreeMap<String, InodeId>> {
         match &self.body {
             Body::Dir { children } => Some(children),
-            Body::File { .. } => None,
+            Body::File { .. } | Body::Region { .. } => None,
         }
     }
 
     pub(super) fn children_mut(&mut self) -> Option<&mut BTreeMap<String, InodeId>> {
         match &mut self.body {
             Body::Dir { children } => Some(children),
-            Body::File { .. } => None,
+            Body::File { .. } | Body::Region { .. } => None,
         }
     }
 }
@@ -74,6 +75,7 @@ impl MetaState {
         let n = self.node(id);
         let (kind, size, chunk_size, nlink, checksums) = match &n.body {
             Body::File { size, chunk_size, checksums } => (InodeKind::File, *size, *chunk_size, 1, checksums.clone()),
+            Body::Region { size, chunk_size } => (InodeKind::Region, *size, *chunk_size, 1, Vec::new()),
             Body::Dir { children } => {
                 let subdirs = children.values().filter(|c| self.is_dir(**c)).count();
                 let nlink = u32::try_from(subdirs).unwrap_or(u32::MAX).saturating_add(2);

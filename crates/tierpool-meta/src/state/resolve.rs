@@ -111,13 +111,13 @@ impl MetaState {
         out
     }
 
-    /// Forgets an already unlinked `id` and everything beneath it; file inodes
+    /// Forgets an already unlinked `id` and everything beneath it; file and region inodes
     /// are queued for garbage collection. Returns how many inodes went.
     pub(super) fn drop_subtree(&mut self, id: InodeId) -> u64 {
         let ids = self.subtree(id);
         for i in &ids {
             let n = self.inodes.remove(i).expect("subtree inodes are live");
-            if let Body::File { .. } = n.body {
+            if matches!(n.body, Body::File { .. } | Body::Region { .. }) {
                 self.pending_gc.insert(*i);
             }
         }

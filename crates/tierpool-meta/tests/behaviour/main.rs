@@ -8,5 +8,6 @@ mod common;
 mod model;
 mod namespace;
 mod props;
+mod regions;
 mod rename;
 mod setup;

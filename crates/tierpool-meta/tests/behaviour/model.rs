@@ -44,7 +44,7 @@ impl Model {
         for a in ancestors(p) {
             match self.kind(&a) {
                 None => return Err(ErrorKind::NotFound),
-                Some(InodeKind::File) => return Err(ErrorKind::NotADirectory),
+                Some(InodeKind::File | InodeKind::Region) => return Err(ErrorKind::NotADirectory),
                 Some(InodeKind::Dir) => {}
             }
         }
@@ -64,14 +64,14 @@ impl Model {
         if parents {
             for a in ancestors(p) {
                 match self.kind(&a) {
-                    Some(InodeKind::File) => return Err(ErrorKind::NotADirectory),
+                    Some(InodeKind::File | InodeKind::Region) => return Err(ErrorKind::NotADirectory),
                     Some(InodeKind::Dir) => {}
                     None => break,
                 }
             }
             match self.kind(p) {
                 Some(InodeKind::Dir) => return Ok(None),
-                Some(InodeKind::File) => return Err(ErrorKind::AlreadyExists),
+                Some(InodeKind::File | InodeKind::Region) => return Err(ErrorKind::AlreadyExists),
                 None => {}
             }
             for a in ancestors(p) {
@@ -131,11 +131,11 @@ impl Model {
         }
         self.check_ancestors(to)?;
         match (src, self.kind(to)) {
-            (_, None) | (InodeKind::File, Some(InodeKind::File)) => {}
+            (_, None) | (InodeKind::File | InodeKind::Region, Some(InodeKind::File | InodeKind::Region)) => {}
             (InodeKind::Dir, Some(InodeKind::Dir)) if self.beneath(to).is_empty() => {}
             (InodeKind::Dir, Some(InodeKind::Dir)) => return Err(ErrorKind::DirectoryNotEmpty),
-            (InodeKind::File, Some(InodeKind::Dir)) => return Err(ErrorKind::IsADirectory),
-            (InodeKind::Dir, Some(InodeKind::File)) => return Err(ErrorKind::NotADirectory),
+            (InodeKind::File | InodeKind::Region, Some(InodeKind::Dir)) => return Err(ErrorKind::IsADirectory),
+            (InodeKind::Dir, Some(InodeKind::File | InodeKind::Region)) => return Err(ErrorKind::NotADirectory),
         }
         self.0.remove(to);
         let moved: Vec<String> = self.beneath(from).into_iter().chain([from.to_string()]).collect();

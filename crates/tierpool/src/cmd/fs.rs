@@ -1,11 +1,12 @@
-//! Namespace commands: put, get, cat, ls, stat, rm, mv, mkdir, pin, unpin.
+//! Namespace commands: put, get, cat, ls, stat, rm, mv, mkdir, pin, unpin,
+//! region create.
 
-use crate::cli::Cmd;
+use crate::cli::{Cmd, RegionCmd};
 use crate::cmd::connect;
 use crate::output;
 use anyhow::{bail, Context, Result};
-use tierpool_client::{Client, InodeKind, PutOptions};
-use tierpool_types::{validate_chunk_size, ChunkAttrs, Priority};
+use tierpool_client::{Client, InodeKind, PutOptions, RegionOptions};
+use tierpool_types::{validate_chunk_size, ByteSize, ChunkAttrs, Priority};
 use tokio::io::AsyncWriteExt;
 
 pub async fn run(cmd: Cmd) -> Result<()> {
@@ -18,6 +19,20 @@ pub async fn run(cmd: Cmd) -> Result<()> {
                 overwrite: !no_clobber,
             };
             put(&connect(&conn).await?, &local, &remote, &opts).await
+        }
+        Cmd::Region(RegionCmd::Create { path, size, chunk_size, priority, pin, conn }) => {
+            let opts = RegionOptions {
+                chunk_size: validate_chunk_size(chunk_size.0)?,
+                attrs: ChunkAttrs { priority: Priority::new(priority)?, pinned: pin },
+                mode: 0o644,
+            };
+            let info = connect(&conn).await?.alloc_region(&path, size.0, &opts).await?;
+            println!(
+                "{path}: region of {} ({} chunks) reserved",
+                ByteSize(info.size),
+                info.size.div_ceil(info.chunk_size)
+            );
+            Ok(())
         }
         Cmd::Get { remote, local, conn } => get(&connect(&conn).await?, &remote, &local).await,
         Cmd::Cat { paths, conn } => {

@@ -1,0 +1,173 @@
+//! Regions at the pool: allocation with the space taken up front, and
+//! page-range reads and writes of their chunks.
+//!
+//! A region's chunks are created zero-filled on their workers before the
+//! region is published, so allocation fails at once with `PoolFull` when the
+//! pool cannot hold it, and a missing chunk later always means lost data,
+//! never "not written yet". Chunks change in place (version 1); every
+//! transfer carries a CRC-32C of its bytes, checked on arrival.
+
+use crate::client::{unexpected, unexpected_meta, Client};
+use bytes::Bytes;
+use tierpool_meta::{InodeInfo, InodeKind, MetaOp, MetaReply};
+use tierpool_proto::{Request, Response};
+use tierpool_types::{validate_chunk_size, ByteSize, ChunkAttrs, ChunkKey, Error, ErrorKind, Result};
+
+/// Chunk creations in flight during an allocation.
+const CREATE_WINDOW: usize = 16;
+
+/// How a region is laid out and kept.
+#[derive(Clone, Debug)]
+pub struct RegionOptions {
+    pub chunk_size: u64,
+    pub attrs: ChunkAttrs,
+    pub mode: u32,
+}
+
+impl Default for RegionOptions {
+    fn default() -> Self {
+        RegionOptions { chunk_size: tierpool_types::DEFAULT_CHUNK_SIZE, attrs: ChunkAttrs::default(), mode: 0o644 }
+    }
+}
+
+impl Client {
+    /// Allocates a region of `size` bytes at `path`, zero-filled. The space
+    /// is taken now: `PoolFull` (with nothing left behind) if the pool cannot
+    /// hold it, `AlreadyExists` if `path` exists.
+    pub async fn alloc_region(&self, path: &str, size: u64, opts: &RegionOptions) -> Result<InodeInfo> {
+        if size == 0 {
+            return Err(Error::invalid(format!("{path}: a region needs at least one byte")));
+        }
+        validate_chunk_size(opts.chunk_size).map_err(|e| e.context(path.to_string()))?;
+        match self.stat(path).await {
+            Ok(_) => return Err(Error::new(ErrorKind::AlreadyExists, format!("{path}: file exists"))),
+            Err(e) if e.kind == ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        let inode = self.alloc_inode().await?;
+        let chunks = size.div_ceil(opts.chunk_size);
+        // Creations run CREATE_WINDOW at a time; after a failure no new one
+        // starts, and those in flight finish before the cleanup, so none can
+        // land after it.
+        let mut tasks = tokio::task::JoinSet::new();
+        let (mut index, mut failed) = (0, None);
+        loop {
+            while failed.is_none() && index < chunks && tasks.len() < CREATE_WINDOW {
+                let key = ChunkKey { inode, index, version: 1 };
+                let len = (size - index * opts.chunk_size).min(opts.chunk_size);
+                let req = Request::CreateChunk { key, len, attrs: opts.attrs };
+                let c = self.clone();
+                tasks.spawn(async move { c.expect_ok(key, &req, &[]).await });
+                index += 1;
+            }
+            let Some(r) = tasks.join_next().await else { break };
+            if let Err(e) = r.map_err(|e| Error::internal(format!("chunk creation task failed: {e}"))).and_then(|r| r) {
+                failed.get_or_insert(e);
+            }
+        }
+        if let Some(e) = failed {
+            self.discard_inode(inode).await;
+            return Err(match e.kind {
+                ErrorKind::PoolFull => Error::new(
+                    ErrorKind::PoolFull,
+                    format!("{path}: pool full: cannot reserve {}: {}", ByteSize(size), e.message),
+                ),
+                _ => e.context(format!("{path}: allocating")),
+            });
+        }
+        let op = MetaOp::CommitRegion {
+            path: path.to_string(),
+            inode,
+            size,
+            chunk_size: opts.chunk_size,
+            attrs: opts.attrs,
+            mode: opts.mode,
+        };
+        match self.meta(op).await {
+            Ok(MetaReply::Info(info)) => Ok(info),
+            Ok(other) => Err(unexpected_meta(other)),
+            Err(e) => {
+                self.discard_inode(inode).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// The region at `path`; `InvalidArgument` if it is not a region.
+    pub async fn open_region(&self, path: &str) -> Result<InodeInfo> {
+        let info = self.stat(path).await?;
+        match info.kind {
+            InodeKind::Region => Ok(info),
+            InodeKind::Dir => Err(Error::new(ErrorKind::IsADirectory, format!("{path}: is a directory"))),
+            InodeKind::File => Err(Error::invalid(format!("{path}: is a file, not a region"))),
+        }
+    }
+
+    /// `len` bytes of chunk `index` of the region `info` from `offset`, checked.
+    pub async fn read_region(&self, path: &str, info: &InodeInfo, index: u64, offset: u64, len: u64) -> Result<Bytes> {
+        let key = ChunkKey { inode: info.id, index, version: 1 };
+        let req = Request::ReadRange { key, offset, len };
+        let (resp, data) = self.call_owner(key, &req, &[]).await.map_err(|e| region_error(path, index, e))?;
+        match resp {
+            Response::Range { checksum } if crc32c::crc32c(&data) == checksum && data.len() as u64 == len => Ok(data),
+            Response::Range { .. } => Err(Error::new(
+                ErrorKind::Corrupt,
+                format!("{path}: chunk {index}: bytes {offset}..{} arrived damaged", offset + len),
+            )),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Overwrites `ranges` `(offset, bytes)` of chunk `index` of the region
+    /// `info`, in one request: all of them or none.
+    pub async fn write_region(&self, path: &str, info: &InodeInfo, index: u64, ranges: &[(u64, &[u8])]) -> Result<()> {
+        let key = ChunkKey { inode: info.id, index, version: 1 };
+        let total: usize = ranges.iter().map(|(_, b)| b.len()).sum();
+        let mut payload = Vec::with_capacity(total);
+        for (_, b) in ranges {
+            payload.extend_from_slice(b);
+        }
+        let req = Request::WriteRanges {
+            key,
+            ranges: ranges.iter().map(|(o, b)| (*o, b.len() as u64)).collect(),
+            checksum: crc32c::crc32c(&payload),
+        };
+        self.expect_ok(key, &req, &payload).await.map_err(|e| region_error(path, index, e))
+    }
+
+    async fn expect_ok(&self, key: ChunkKey, req: &Request, payload: &[u8]) -> Result<()> {
+        match self.call_owner(key, req, payload).await? {
+            (Response::Ok, _) => Ok(()),
+            (other, _) => Err(unexpected(other)),
+        }
+    }
+
+    /// Sends `req` to the worker owning `key`'s partition.
+    pub(crate) async fn call_owner(&self, key: ChunkKey, req: &Request, payload: &[u8]) -> Result<(Response, Bytes)> {
+        let layout = self.layout().await?;
+        let owner = layout
+            .table
+            .locate(key)
+            .ok_or_else(|| Error::new(ErrorKind::Unavailable, "the pool has no workers yet"))?;
+        let w = layout
+            .worker(owner)
+            .ok_or_else(|| Error::internal(format!("worker {owner} is in the partition table but unknown")))?;
+        match self.worker_pool(w.id, &w.addr).call(req, payload, true).await {
+            Err(e) if e.kind == ErrorKind::Unavailable => Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("worker {owner} at {} is unreachable: {}", w.addr, e.message),
+            )),
+            r => r,
+        }
+    }
+}
+
+fn region_error(path: &str, index: u64, e: Error) -> Error {
+    match e.kind {
+        ErrorKind::NotFound => Error::new(
+            ErrorKind::Lost,
+            format!("{path}: chunk {index} is lost (it was held only in a worker's memory and the worker restarted)"),
+        ),
+        _ => e.context(format!("{path}: chunk {index}")),
+    }
+}

@@ -1,0 +1,213 @@
+//! [`Region`]: a region opened for use, with a local cache of its pages.
+//!
+//! The cache lives in an anonymous mapping paged in through userfaultfd
+//! (`tierpool-region`), so the same bytes serve `read`/`write` calls and
+//! direct memory access (a numpy array, a raw pointer) coherently. Where the
+//! system refuses userfaultfd, the region falls back to a cache of page
+//! buffers (`tierpool-cache`) and serves `read`/`write` only.
+//!
+//! These calls block; call them from outside an async runtime's threads
+//! (or through `spawn_blocking`).
+
+use crate::Client;
+use parking_lot::Mutex;
+use tierpool_cache::{Backend, CacheError, CacheStats, Geometry, PageCache};
+use tierpool_meta::InodeInfo;
+use tierpool_region::{MappedRegion, RegionError};
+use tierpool_types::{Error, ErrorKind, Result};
+use tokio::runtime::Handle;
+
+/// Read-ahead bound for sequential access.
+const READAHEAD: u64 = 1 << 20;
+
+/// Moves pages between the cache and the region's chunks on the workers.
+pub struct PoolBackend {
+    client: Client,
+    handle: Handle,
+    path: String,
+    info: InodeInfo,
+}
+
+/// A pool error as the cache layer carries it.
+#[derive(Debug)]
+pub struct BackendError(pub Error);
+
+impl std::fmt::Display for BackendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl From<CacheError> for BackendError {
+    fn from(e: CacheError) -> Self {
+        BackendError(Error::invalid(e.to_string()))
+    }
+}
+
+impl Backend for PoolBackend {
+    type Error = BackendError;
+
+    fn fetch(&mut self, chunk: u64, offset: u64, len: u64) -> std::result::Result<Vec<u8>, BackendError> {
+        let f = self.client.read_region(&self.path, &self.info, chunk, offset, len);
+        self.handle.block_on(f).map(|b| b.to_vec()).map_err(BackendError)
+    }
+
+    fn write_back(&mut self, chunk: u64, offset: u64, data: &[u8]) -> std::result::Result<(), BackendError> {
+        let ranges = [(offset, data)];
+        let f = self.client.write_region(&self.path, &self.info, chunk, &ranges);
+        self.handle.block_on(f).map_err(BackendError)
+    }
+}
+
+enum Cache {
+    Mapped(MappedRegion<PoolBackend>),
+    Buffered(Box<PageCache<PoolBackend>>),
+}
+
+/// An open region. See the module documentation.
+pub struct Region {
+    path: String,
+    info: InodeInfo,
+    client: Client,
+    handle: Handle,
+    cache: Mutex<Option<Cache>>,
+}
+
+fn region_err(e: RegionError<BackendError>) -> Error {
+    match e {
+        RegionError::Backend(b) => b.0,
+        RegionError::Os(m) | RegionError::Failed(m) => Error::new(ErrorKind::Io, m),
+    }
+}
+
+impl Region {
+    /// Opens the region `info` (at `path`) with a cache of `cache` bytes
+    /// (at least one chunk). `handle` runs the pool transfers.
+    pub fn open(client: Client, handle: Handle, path: &str, info: InodeInfo, cache: u64) -> Result<Region> {
+        let geom = Geometry::new(info.size, info.chunk_size);
+        let cache = cache.max(info.chunk_size);
+        let backend = || PoolBackend {
+            client: client.clone(),
+            handle: handle.clone(),
+            path: path.to_string(),
+            info: info.clone(),
+        };
+        let c = match MappedRegion::new(geom, cache, READAHEAD, backend()) {
+            Ok(m) => Cache::Mapped(m),
+            Err(RegionError::Os(why)) => {
+                tracing::info!("{path}: no page-fault handling ({why}); using a buffer cache");
+                let c = PageCache::new(geom, cache, READAHEAD, backend()).map_err(|e| Error::invalid(e.to_string()))?;
+                Cache::Buffered(Box::new(c))
+            }
+            Err(e) => return Err(region_err(e)),
+        };
+        Ok(Region { path: path.to_string(), info, client, handle, cache: Mutex::new(Some(c)) })
+    }
+
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    pub fn info(&self) -> &InodeInfo {
+        &self.info
+    }
+
+    pub fn size(&self) -> u64 {
+        self.info.size
+    }
+
+    fn check(&self, offset: u64, len: u64) -> Result<()> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.info.size => Ok(()),
+            _ => Err(Error::invalid(format!(
+                "{}: bytes {offset}..{} are outside the region of {} bytes",
+                self.path,
+                offset.saturating_add(len),
+                self.info.size
+            ))),
+        }
+    }
+
+    fn closed(&self) -> Error {
+        Error::invalid(format!("{}: the region is closed", self.path))
+    }
+
+    /// Fills `buf` from `offset`.
+    pub fn read_into(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.check(offset, buf.len() as u64)?;
+        let mut g = self.cache.lock();
+        match g.as_mut().ok_or_else(|| self.closed())? {
+            Cache::Mapped(m) => {
+                // SAFETY: in bounds (checked); pages arrive through faults.
+                let src = unsafe { std::slice::from_raw_parts(m.as_ptr().add(offset as usize), buf.len()) };
+                buf.copy_from_slice(src);
+                Ok(())
+            }
+            Cache::Buffered(c) => c.read(offset, buf).map_err(|e| e.0),
+        }
+    }
+
+    pub fn read(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let mut buf = vec![0; len as usize];
+        self.read_into(offset, &mut buf)?;
+        Ok(buf)
+    }
+
+    /// Writes `data` at `offset`; it reaches the pool on eviction or [`flush`](Self::flush).
+    pub fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
+        self.check(offset, data.len() as u64)?;
+        let mut g = self.cache.lock();
+        match g.as_mut().ok_or_else(|| self.closed())? {
+            Cache::Mapped(m) => {
+                // SAFETY: in bounds (checked); the mapping is writable memory.
+                let dst = unsafe { std::slice::from_raw_parts_mut(m.as_ptr().add(offset as usize), data.len()) };
+                dst.copy_from_slice(data);
+                Ok(())
+            }
+            Cache::Buffered(c) => c.write(offset, data).map_err(|e| e.0),
+        }
+    }
+
+    /// Sends every dirty page to the pool: afterwards, a reader that opens
+    /// the region sees every write made before.
+    pub fn flush(&self) -> Result<()> {
+        let mut g = self.cache.lock();
+        match g.as_mut().ok_or_else(|| self.closed())? {
+            Cache::Mapped(m) => m.flush().map_err(region_err),
+            Cache::Buffered(c) => c.flush().map_err(|e| e.0),
+        }
+    }
+
+    pub fn stats(&self) -> CacheStats {
+        match self.cache.lock().as_ref() {
+            Some(Cache::Mapped(m)) => m.stats(),
+            Some(Cache::Buffered(c)) => c.stats(),
+            None => CacheStats::default(),
+        }
+    }
+
+    /// The region's memory, for direct access: `(address, length)`. `None`
+    /// with the buffer cache (no page-fault handling here) or once closed.
+    /// The memory stays valid until [`close`](Self::close) or drop.
+    pub fn memory(&self) -> Option<(*mut u8, usize)> {
+        match self.cache.lock().as_ref() {
+            Some(Cache::Mapped(m)) => Some((m.as_ptr(), m.len())),
+            _ => None,
+        }
+    }
+
+    /// Flushes and releases the local cache (and the mapping).
+    pub fn close(&self) -> Result<()> {
+        let r = self.flush();
+        if r.is_ok() {
+            self.cache.lock().take();
+        }
+        r
+    }
+
+    /// Closes the region without writing back, and deletes it from the pool.
+    pub fn free(&self) -> Result<()> {
+        self.cache.lock().take();
+        self.handle.block_on(self.client.remove(&self.path, false)).map(|_| ())
+    }
+}
