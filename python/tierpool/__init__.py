@@ -27,6 +27,7 @@ a :class:`TierpoolError` subclass named after the tierpool error kind.
 
 from tierpool._client import Client, connect
 from tierpool._local import local
+from tierpool._region import Region
 from tierpool._native import (
     AlreadyExists,
     Corrupt,
@@ -48,6 +49,7 @@ from tierpool._native import (
 )
 
 Client.__module__ = __name__
+Region.__module__ = __name__
 
 __all__ = [
     "AlreadyExists",
@@ -55,6 +57,7 @@ __all__ = [
     "Corrupt",
     "DirectoryNotEmpty",
     "FileInfo",
+    "Region",
     "Internal",
     "InvalidArgument",
     "Io",

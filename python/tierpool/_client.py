@@ -7,6 +7,10 @@ from typing import IO, Any, BinaryIO, Dict, List, Literal, Optional, Union, over
 from tierpool import _native
 from tierpool._io import DEFAULT_BUFFER_SIZE, RawWriter, TierpoolWriter, open_file
 from tierpool._native import FileInfo
+from tierpool._region import Region
+
+#: Local cache of a region unless given.
+DEFAULT_REGION_CACHE = 64 << 20
 
 #: Where :func:`connect` looks when no address is given.
 DEFAULT_ADDRESS = "127.0.0.1:7700"
@@ -190,6 +194,34 @@ class Client:
                     return n
                 dst.write(block)
                 n += len(block)
+
+    def alloc(
+        self,
+        path: str,
+        size: Size,
+        *,
+        cache: Size = DEFAULT_REGION_CACHE,
+        chunk_size: Optional[Size] = None,
+        priority: int = 3,
+        pin: bool = False,
+    ) -> Region:
+        """Allocates a zero-filled memory region of ``size`` bytes at ``path``
+        and opens it (see :class:`tierpool.Region`).
+
+        The region's space is reserved in the pool now: if the pool cannot hold
+        it, this raises ``OSError`` with ``errno.ENOSPC`` at once, leaving
+        nothing behind. ``cache`` (bytes or a size such as ``"256MiB"``) bounds
+        the local memory the region uses; ``chunk_size`` (default 4 MiB),
+        ``priority`` (1..5) and ``pin`` steer how the pool keeps it.
+        """
+        native = self._native.alloc_region(
+            path, _size(size), _size(cache), _size(chunk_size), priority, pin
+        )
+        return Region(native)
+
+    def region(self, path: str, *, cache: Size = DEFAULT_REGION_CACHE) -> Region:
+        """Opens the existing region at ``path`` with a local cache of ``cache`` bytes."""
+        return Region(self._native.open_region(path, _size(cache)))
 
     def read_range(self, path: str, start: int = 0, end: Optional[int] = None) -> bytes:
         """Bytes ``start:end`` of the file at ``path`` (``end=None``: to its end)."""

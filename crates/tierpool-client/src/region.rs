@@ -68,10 +68,13 @@ impl Client {
         if let Some(e) = failed {
             self.discard_inode(inode).await;
             return Err(match e.kind {
-                ErrorKind::PoolFull => Error::new(
-                    ErrorKind::PoolFull,
-                    format!("{path}: pool full: cannot reserve {}: {}", ByteSize(size), e.message),
-                ),
+                ErrorKind::PoolFull => {
+                    let why = e.message.strip_prefix("pool full: ").unwrap_or(&e.message);
+                    Error::new(
+                        ErrorKind::PoolFull,
+                        format!("{path}: pool full: cannot reserve {}: {why}", ByteSize(size)),
+                    )
+                }
                 _ => e.context(format!("{path}: allocating")),
             });
         }

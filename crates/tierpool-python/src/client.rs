@@ -104,6 +104,35 @@ impl Client {
         wait(py, self.inner.set_attrs(&clean_path(path), priority, pinned))
     }
 
+    /// Allocates a zero-filled region of `size` bytes at `path` (its space is
+    /// reserved now: ENOSPC if the pool cannot hold it) and opens it with a
+    /// local cache of `cache` bytes.
+    #[pyo3(signature = (path, size, cache, chunk_size=None, priority=3, pinned=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn alloc_region(
+        &self,
+        py: Python<'_>,
+        path: &str,
+        size: u64,
+        cache: u64,
+        chunk_size: Option<u64>,
+        priority: u8,
+        pinned: bool,
+    ) -> PyResult<crate::region::Region> {
+        let o = put_options(py, chunk_size, priority, pinned, false)?;
+        let opts = tierpool_client::RegionOptions { chunk_size: o.chunk_size, attrs: o.attrs, mode: 0o644 };
+        let path = clean_path(path);
+        let info = wait(py, self.inner.alloc_region(&path, size, &opts))?;
+        py.detach(|| crate::region::open(&self.inner, &path, info, cache)).map_err(|e| to_py_err(py, e))
+    }
+
+    /// Opens the existing region at `path` with a local cache of `cache` bytes.
+    fn open_region(&self, py: Python<'_>, path: &str, cache: u64) -> PyResult<crate::region::Region> {
+        let path = clean_path(path);
+        let info = wait(py, self.inner.open_region(&path))?;
+        py.detach(|| crate::region::open(&self.inner, &path, info, cache)).map_err(|e| to_py_err(py, e))
+    }
+
     fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = wait(py, self.inner.status())?;
         status_dict(py, &self.address, &s)

@@ -17,6 +17,7 @@ mod client;
 mod error;
 mod info;
 mod reader;
+mod region;
 mod runtime;
 mod serve;
 mod writer;
@@ -33,6 +34,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<info::FileInfo>()?;
     m.add_class::<reader::Reader>()?;
     m.add_class::<writer::Writer>()?;
+    m.add_class::<region::Region>()?;
     m.add_function(wrap_pyfunction!(info::parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(serve::serve_coordinator, m)?)?;
     m.add_function(wrap_pyfunction!(serve::serve_worker, m)?)?;

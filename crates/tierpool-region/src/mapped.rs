@@ -42,12 +42,18 @@ struct Inner<B> {
     write_next: Option<u64>,
     /// Pages let through ahead of a sequential writer.
     write_window: u32,
+    /// First writes in a row, each to the page after the previous one.
+    write_run: u32,
 }
 
 /// After a fault the handler watches for the next one this long before it
 /// sleeps: faults come in bursts, and waking a sleeping thread costs more
 /// than this on some virtual machines.
 const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// Writes are taken as sequential after this many first writes in a row to
+/// consecutive pages (scattered writes rarely line up so).
+const SEQUENTIAL_AFTER: u32 = 4;
 
 /// At most this many pages are let through ahead of a sequential writer.
 const MAX_WRITE_WINDOW: u32 = 256;
@@ -115,7 +121,7 @@ where
         let shared = Arc::new(Shared {
             uffd,
             base,
-            inner: Mutex::new(Inner { state, backend, write_next: None, write_window: 0 }),
+            inner: Mutex::new(Inner { state, backend, write_next: None, write_window: 0, write_run: 0 }),
             failed: Mutex::new(None),
         });
         let (s, stop_fd) = (shared.clone(), stop.as_raw_fd());
@@ -282,15 +288,16 @@ where
     }
 
     /// The first write to the (present) page at `offset`: marks it dirty and
-    /// lets writes through. While writes move forward page by page, a growing
+    /// lets writes through. Once writes move forward page by page, a growing
     /// window of the present pages after it is marked and let through as well,
     /// sparing a sequential writer one fault per page; writes elsewhere are
     /// tracked page by page, exactly.
     fn let_write(&self, g: &mut Inner<B>, offset: u64, hit: bool) -> Result<(), RegionError<B::Error>> {
         let geom = g.state.geometry();
         let region_page = offset / PAGE_SIZE;
+        g.write_run = if g.write_next == Some(region_page) { g.write_run + 1 } else { 0 };
         g.write_window =
-            if g.write_next == Some(region_page) { (g.write_window * 2).clamp(8, MAX_WRITE_WINDOW) } else { 0 };
+            if g.write_run >= SEQUENTIAL_AFTER { (g.write_window * 2).clamp(8, MAX_WRITE_WINDOW) } else { 0 };
         let (chunk, page) = geom.locate(offset);
         let mut n = 1u32;
         while n <= g.write_window && page + n < geom.chunk_pages(chunk) && g.state.is_present(chunk, page + n) {
