@@ -41,7 +41,7 @@ def test_alloc_read_write_flush_and_reopen(client: tierpool.Client, base: str) -
         back = bytearray(size)
         assert r.readinto(0, back) == size
         assert back == model
-        assert set(r.stats()) == {"bytes_fetched", "bytes_written_back", "cache_hits", "cache_misses"}
+        assert set(r.stats()) == {"bytes_fetched", "bytes_written_back", "cache_hits", "cache_misses", "chunks_written_back"}
     assert [e.name for e in client.ls(base, detail=True) if e.kind == "region"] == ["r"]
 
 

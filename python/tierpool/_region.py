@@ -66,7 +66,9 @@ class Region:
         self._native.flush()
 
     def stats(self) -> Dict[str, int]:
-        """``bytes_fetched``, ``bytes_written_back``, ``cache_hits``, ``cache_misses``."""
+        """``bytes_fetched``, ``bytes_written_back``, ``cache_hits``, ``cache_misses``,
+        and ``chunks_written_back`` (times a chunk with dirty pages went back:
+        what whole-chunk write-back would have sent, in chunks)."""
         return self._native.stats()
 
     def as_array(self, dtype: Any = "uint8", shape: Optional[Union[int, Sequence[int]]] = None, offset: int = 0) -> Any:

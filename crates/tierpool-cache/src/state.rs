@@ -24,6 +24,9 @@ pub struct CacheStats {
     pub cache_hits: u64,
     /// Accesses that had to fetch at least one page.
     pub cache_misses: u64,
+    /// Times a chunk with dirty pages was written back (on eviction, or made
+    /// clean by a flush): what a whole-chunk write-back would send, in chunks.
+    pub chunks_written_back: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -212,6 +215,7 @@ impl CacheState {
         for run in &ev.write_back {
             self.stats.bytes_written_back += self.bytes_of(*run);
         }
+        self.stats.chunks_written_back += u64::from(!ev.write_back.is_empty());
         if let Some(c) = self.chunks.remove(&ev.chunk) {
             self.resident_pages -= u64::from(c.present.len());
             self.lru.remove(&c.tick);
@@ -275,10 +279,12 @@ impl CacheState {
         self.stats.bytes_written_back += self.bytes_of(run);
         if let Some(c) = self.chunks.get_mut(&run.chunk) {
             let keep: Vec<u32> = c.dirty.iter().filter(|&p| p < run.first || p >= run.first + run.count).collect();
+            let was_dirty = !c.dirty.is_empty();
             c.dirty.clear();
             for p in keep {
                 c.dirty.insert(p);
             }
+            self.stats.chunks_written_back += u64::from(was_dirty && c.dirty.is_empty());
         }
     }
 

@@ -166,6 +166,9 @@ fn single_byte_writes_send_back_pages_not_chunks() {
     }
     cache.flush().unwrap();
     let st = cache.stats();
+    // Every one of the 16 chunks went back at least once, whole chunks would be 5x more bytes.
+    assert!(st.chunks_written_back >= 16, "{st:?}");
+    assert!(st.bytes_written_back * 5 < st.chunks_written_back * cs, "{st:?}");
     // A page goes back once per time it was dirtied and then evicted or flushed.
     assert_eq!(st.bytes_written_back, cache.backend().written);
     assert!(st.bytes_written_back >= pages.len() as u64 * PAGE_SIZE);

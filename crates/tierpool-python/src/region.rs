@@ -92,6 +92,7 @@ impl Region {
         d.set_item("bytes_written_back", s.bytes_written_back)?;
         d.set_item("cache_hits", s.cache_hits)?;
         d.set_item("cache_misses", s.cache_misses)?;
+        d.set_item("chunks_written_back", s.chunks_written_back)?;
         Ok(d)
     }
 
