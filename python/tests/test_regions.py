@@ -155,3 +155,45 @@ def test_numpy_on_a_region_four_times_the_memory_limit(client: tierpool.Client, 
     with client.region(path, cache="16MiB") as r:
         tail = np.frombuffer(r.read(size - 16, 16), dtype=np.int64)
         assert tail.tolist() == [size // 8 - 2, size // 8 - 1]
+
+
+def test_read_only_openers_on_one_machine_share_pages(client: tierpool.Client, base: str, tmp_path) -> None:
+    path = f"{base}/shared"
+    size = 24 * MIB
+    with client.alloc(path, size, cache="32MiB") as r:
+        r.as_array("uint32")[:] = np.arange(size // 4, dtype=np.uint32)
+    reader = textwrap.dedent(
+        """
+        import os, sys, time, numpy as np, tierpool
+        path, role, sync = sys.argv[1], sys.argv[2], sys.argv[3]
+        r = tierpool.connect().region(path, cache="32MiB", readonly=True)
+        a = r.as_array("uint32")
+        assert not a.flags.writeable and r.readonly
+        assert int(a[::1024].astype(np.int64).sum()) == int(np.arange(0, a.size, 1024, dtype=np.int64).sum())
+        try:
+            r.write(0, b"x")
+            raise SystemExit("a read-only region accepted a write")
+        except ValueError:
+            pass
+        print("fetched", r.stats()["bytes_fetched"], flush=True)
+        if role == "first":
+            open(os.path.join(sync, "ready"), "w").close()
+            while not os.path.exists(os.path.join(sync, "done")):
+                time.sleep(0.01)
+        else:
+            open(os.path.join(sync, "done"), "w").close()
+        """
+    )
+    first = subprocess.Popen([sys.executable, "-c", reader, path, "first", str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    for _ in range(3000):
+        if (tmp_path / "ready").exists() or first.poll() is not None:
+            break
+        import time
+
+        time.sleep(0.01)
+    second = subprocess.run([sys.executable, "-c", reader, path, "second", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    out_first = first.communicate(timeout=120)[0]
+    assert first.returncode == 0 and second.returncode == 0, second.stderr
+    fetched = [int(o.split()[1]) for o in (out_first, second.stdout)]
+    assert fetched[0] >= size // 2, fetched
+    assert fetched[1] == 0, f"the second reader fetched {fetched[1]} bytes the first had already"

@@ -219,9 +219,15 @@ class Client:
         )
         return Region(native)
 
-    def region(self, path: str, *, cache: Size = DEFAULT_REGION_CACHE) -> Region:
-        """Opens the existing region at ``path`` with a local cache of ``cache`` bytes."""
-        return Region(self._native.open_region(path, _size(cache)))
+    def region(self, path: str, *, cache: Size = DEFAULT_REGION_CACHE, readonly: bool = False) -> Region:
+        """Opens the existing region at ``path`` with a local cache of ``cache`` bytes.
+
+        With ``readonly=True`` the processes of this machine that open the
+        region read-only share one copy of its cached pages (in ``/dev/shm``):
+        each fetches only pages none of them has yet. Writes raise, arrays are
+        read-only, and the region should not be written by anyone meanwhile.
+        """
+        return Region(self._native.open_region(path, _size(cache), readonly))
 
     def read_range(self, path: str, start: int = 0, end: Optional[int] = None) -> bytes:
         """Bytes ``start:end`` of the file at ``path`` (``end=None``: to its end)."""

@@ -39,6 +39,11 @@ class Region:
         return self._native.size
 
     @property
+    def readonly(self) -> bool:
+        """Opened with ``readonly=True`` (pages shared with other readers)."""
+        return self._native.readonly
+
+    @property
     def chunk_size(self) -> int:
         return self._native.chunk_size
 
@@ -97,7 +102,10 @@ class Region:
         # the mapping) alive for as long as any array over it exists.
         raw._tierpool_region = self._native
         self._exported = [r for r in self._exported if r() is not None] + [weakref.ref(raw)]
-        return np.frombuffer(raw, dtype=dt, count=count).reshape(shape)
+        arr = np.frombuffer(raw, dtype=dt, count=count).reshape(shape)
+        if self.readonly:
+            arr.flags.writeable = False
+        return arr
 
     def close(self) -> None:
         """Writes back what is dirty and releases the local cache (arrays made by

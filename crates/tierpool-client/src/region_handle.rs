@@ -71,6 +71,7 @@ pub struct Region {
     client: Client,
     handle: Handle,
     cache: Mutex<Option<Cache>>,
+    readonly: bool,
 }
 
 fn region_err(e: RegionError<BackendError>) -> Error {
@@ -101,7 +102,30 @@ impl Region {
             }
             Err(e) => return Err(region_err(e)),
         };
-        Ok(Region { path: path.to_string(), info, client, handle, cache: Mutex::new(Some(c)) })
+        Ok(Region { path: path.to_string(), info, client, handle, cache: Mutex::new(Some(c)), readonly: false })
+    }
+
+    /// Opens the region read-only, sharing one copy of its cached pages with
+    /// the other processes of this node that open it read-only too (through a
+    /// file in `/dev/shm`, removed when the last of them closes it). Each
+    /// process fetches only pages no one has fetched yet. The region should
+    /// not be written while it is shared.
+    pub fn open_shared(client: Client, handle: Handle, path: &str, info: InodeInfo, cache: u64) -> Result<Region> {
+        let geom = Geometry::new(info.size, info.chunk_size);
+        let cache = cache.max(info.chunk_size);
+        let pool: String =
+            client.coordinator_addr().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+        let file = std::path::PathBuf::from(format!("/dev/shm/tierpool-{pool}-{}", info.id.0));
+        let backend =
+            PoolBackend { client: client.clone(), handle: handle.clone(), path: path.to_string(), info: info.clone() };
+        let m = MappedRegion::new_shared(geom, cache, READAHEAD, backend, &file).map_err(region_err)?;
+        let cache = Mutex::new(Some(Cache::Mapped(m)));
+        Ok(Region { path: path.to_string(), info, client, handle, cache, readonly: true })
+    }
+
+    /// Whether this handle was opened read-only (shared).
+    pub fn is_readonly(&self) -> bool {
+        self.readonly
     }
 
     pub fn path(&self) -> &str {
@@ -155,6 +179,9 @@ impl Region {
 
     /// Writes `data` at `offset`; it reaches the pool on eviction or [`flush`](Self::flush).
     pub fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
+        if self.readonly {
+            return Err(Error::invalid(format!("{}: the region is open read-only", self.path)));
+        }
         self.check(offset, data.len() as u64)?;
         let mut g = self.cache.lock();
         match g.as_mut().ok_or_else(|| self.closed())? {

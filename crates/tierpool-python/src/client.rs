@@ -123,14 +123,16 @@ impl Client {
         let opts = tierpool_client::RegionOptions { chunk_size: o.chunk_size, attrs: o.attrs, mode: 0o644 };
         let path = clean_path(path);
         let info = wait(py, self.inner.alloc_region(&path, size, &opts))?;
-        py.detach(|| crate::region::open(&self.inner, &path, info, cache)).map_err(|e| to_py_err(py, e))
+        py.detach(|| crate::region::open(&self.inner, &path, info, cache, false)).map_err(|e| to_py_err(py, e))
     }
 
-    /// Opens the existing region at `path` with a local cache of `cache` bytes.
-    fn open_region(&self, py: Python<'_>, path: &str, cache: u64) -> PyResult<crate::region::Region> {
+    /// Opens the existing region at `path` with a local cache of `cache` bytes;
+    /// `readonly` shares one copy of its pages with this node's other read-only openers.
+    #[pyo3(signature = (path, cache, readonly=false))]
+    fn open_region(&self, py: Python<'_>, path: &str, cache: u64, readonly: bool) -> PyResult<crate::region::Region> {
         let path = clean_path(path);
         let info = wait(py, self.inner.open_region(&path))?;
-        py.detach(|| crate::region::open(&self.inner, &path, info, cache)).map_err(|e| to_py_err(py, e))
+        py.detach(|| crate::region::open(&self.inner, &path, info, cache, readonly)).map_err(|e| to_py_err(py, e))
     }
 
     fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {

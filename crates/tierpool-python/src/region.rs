@@ -41,6 +41,11 @@ impl Region {
     }
 
     #[getter]
+    fn readonly(&self) -> bool {
+        self.inner.is_readonly()
+    }
+
+    #[getter]
     fn chunk_size(&self) -> u64 {
         self.inner.info().chunk_size
     }
@@ -122,13 +127,19 @@ impl Drop for Region {
     }
 }
 
-/// Opens `info` at `path` as a region with a cache of `cache` bytes.
+/// Opens `info` at `path` as a region with a cache of `cache` bytes;
+/// `readonly` shares the cache with the node's other read-only openers.
 pub fn open(
     client: &tierpool_client::Client,
     path: &str,
     info: tierpool_client::InodeInfo,
     cache: u64,
+    readonly: bool,
 ) -> Result<Region> {
     let handle = runtime().handle().clone();
-    tierpool_client::Region::open(client.clone(), handle, path, info, cache).map(Region::new)
+    if readonly {
+        tierpool_client::Region::open_shared(client.clone(), handle, path, info, cache).map(Region::new)
+    } else {
+        tierpool_client::Region::open(client.clone(), handle, path, info, cache).map(Region::new)
+    }
 }

@@ -14,6 +14,7 @@
 //! [`Backend`] that moves bytes.
 
 mod mapped;
+mod shared_file;
 mod uffd;
 
 pub use mapped::{MappedRegion, RegionError};

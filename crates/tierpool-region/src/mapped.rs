@@ -61,6 +61,8 @@ const MAX_WRITE_WINDOW: u32 = 256;
 struct Shared<B> {
     uffd: Uffd,
     base: usize,
+    /// The file behind a read-only mapping shared by the processes of a node.
+    file: Option<crate::shared_file::SharedFile>,
     inner: Mutex<Inner<B>>,
     failed: Mutex<Option<String>>,
 }
@@ -84,20 +86,43 @@ where
     /// Maps a region of shape `geom` with a cache of `cache` bytes (at least
     /// one chunk), reading ahead up to `readahead` bytes on sequential access.
     pub fn new(geom: Geometry, cache: u64, readahead: u64, backend: B) -> Result<Self, RegionError<B::Error>> {
+        Self::build(geom, cache, readahead, backend, None)
+    }
+
+    /// Maps a region read-only through the file `path` (under `/dev/shm`):
+    /// processes of this node that open the same region this way share one
+    /// copy of the pages any of them fetched. The first to open it starts
+    /// from an empty file; the last to close it removes the file. Writing to
+    /// the memory is a fault (SIGSEGV); the region must not change meanwhile.
+    pub fn new_shared(
+        geom: Geometry,
+        cache: u64,
+        readahead: u64,
+        backend: B,
+        path: &std::path::Path,
+    ) -> Result<Self, RegionError<B::Error>> {
+        let len = geom.size.div_ceil(PAGE_SIZE).max(1) * PAGE_SIZE;
+        let file =
+            crate::shared_file::SharedFile::open(path, len).map_err(|e| os(&format!("{}", path.display()), e))?;
+        Self::build(geom, cache, readahead, backend, Some(file))
+    }
+
+    fn build(
+        geom: Geometry,
+        cache: u64,
+        readahead: u64,
+        backend: B,
+        file: Option<crate::shared_file::SharedFile>,
+    ) -> Result<Self, RegionError<B::Error>> {
         let state = CacheState::new(geom, cache, readahead).map_err(|e| RegionError::Os(e.to_string()))?;
         let len = geom.size.div_ceil(PAGE_SIZE).max(1) as usize * PAGE_SIZE as usize;
         let uffd = Uffd::open().map_err(|e| os("cannot open a userfaultfd", e))?;
-        // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
+        let (flags, fd) = match &file {
+            Some(f) => (libc::MAP_SHARED, f.raw()),
+            None => (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE, -1),
         };
+        // SAFETY: a fresh mapping (of our own file, or anonymous); nothing else refers to it.
+        let base = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, fd, 0) };
         if base == libc::MAP_FAILED {
             return Err(os(&format!("cannot map {len} bytes"), io::Error::last_os_error()));
         }
@@ -106,7 +131,12 @@ where
             // SAFETY: the mapping made above, not yet handed out.
             unsafe { libc::munmap(base as *mut libc::c_void, len) };
         };
-        if let Err(e) = uffd.register(base, len, uffd::REGISTER_MODE_MISSING | uffd::REGISTER_MODE_WP) {
+        let mode = if file.is_some() {
+            uffd::REGISTER_MODE_MISSING
+        } else {
+            uffd::REGISTER_MODE_MISSING | uffd::REGISTER_MODE_WP
+        };
+        if let Err(e) = uffd.register(base, len, mode) {
             unmap();
             return Err(os("cannot register the region for page faults", e));
         }
@@ -121,6 +151,7 @@ where
         let shared = Arc::new(Shared {
             uffd,
             base,
+            file,
             inner: Mutex::new(Inner { state, backend, write_next: None, write_window: 0, write_run: 0 }),
             failed: Mutex::new(None),
         });
@@ -197,6 +228,9 @@ where
         }
         // SAFETY: nothing refers to the mapping any more (`&self` borrows ended).
         unsafe { libc::munmap(self.shared.base as *mut libc::c_void, self.len) };
+        if let Some(f) = &self.shared.file {
+            f.release();
+        }
     }
 }
 
@@ -275,10 +309,11 @@ where
             let r = geom.run_bytes(run);
             let mut bytes = g.backend.fetch(run.chunk, r.start, r.end - r.start).map_err(RegionError::Backend)?;
             bytes.resize(run.count as usize * PAGE_SIZE as usize, 0);
-            self.uffd.copy(self.page_addr(&geom, run), &bytes, true).map_err(|e| os("placing fetched pages", e))?;
+            let protect = self.file.is_none();
+            self.uffd.copy(self.page_addr(&geom, run), &bytes, protect).map_err(|e| os("placing fetched pages", e))?;
             g.state.loaded(run, true);
         }
-        if flags & uffd::PAGEFAULT_FLAG_WRITE != 0 {
+        if flags & uffd::PAGEFAULT_FLAG_WRITE != 0 && self.file.is_none() {
             // A write brought the page in: it is dirty already, spare the
             // thread a second fault.
             return self.let_write(&mut g, offset, plan.is_hit());
@@ -335,7 +370,9 @@ where
         let len = geom.chunk_pages(ev.chunk) as usize * PAGE_SIZE as usize;
         // SAFETY: drops the chunk's pages from our own mapping; the next touch
         // faults and fetches them again.
-        if unsafe { libc::madvise(start as *mut libc::c_void, len, libc::MADV_DONTNEED) } != 0 {
+        // A shared file's pages are removed from the file itself.
+        let advice = if self.file.is_some() { libc::MADV_REMOVE } else { libc::MADV_DONTNEED };
+        if unsafe { libc::madvise(start as *mut libc::c_void, len, advice) } != 0 {
             return Err(os("dropping evicted pages", io::Error::last_os_error()));
         }
         g.state.evicted(ev);

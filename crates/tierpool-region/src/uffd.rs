@@ -7,11 +7,14 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 const UFFD_API: u64 = 0xAA;
+const PAGE: usize = 4096;
 const UFFD_USER_MODE_ONLY: libc::c_int = 1;
 
 /// The kernel reports whether a fault was a write to a write-protected page.
 const UFFD_FEATURE_PAGEFAULT_FLAG_WP: u64 = 1 << 0;
 const UFFD_FEATURE_THREAD_ID: u64 = 1 << 8;
+/// Missing-page faults of shared memory (tmpfs files), for shared read-only regions.
+const UFFD_FEATURE_MISSING_SHMEM: u64 = 1 << 5;
 
 pub const REGISTER_MODE_MISSING: u64 = 1;
 pub const REGISTER_MODE_WP: u64 = 2;
@@ -70,6 +73,8 @@ const UFFDIO_API: u64 = iowr(0x3F, size_of::<Api>());
 const UFFDIO_REGISTER: u64 = iowr(0x00, size_of::<Register>());
 const UFFDIO_COPY: u64 = iowr(0x03, size_of::<Copy>());
 const UFFDIO_WRITEPROTECT: u64 = iowr(0x06, size_of::<WriteProtect>());
+/// `_IOR(0xAA, 0x02, struct uffdio_range)`.
+const UFFDIO_WAKE: u64 = (2 << 30) | ((size_of::<Range>() as u64) << 16) | (UFFD_API << 8) | 0x02;
 
 /// One fault as the kernel reports it (`struct uffd_msg`, 32 bytes).
 #[repr(C)]
@@ -114,8 +119,11 @@ impl Uffd {
         check(fd)?;
         // SAFETY: `fd` is a descriptor we own from here on.
         let u = Uffd { fd: unsafe { OwnedFd::from_raw_fd(fd as i32) } };
-        let mut api =
-            Api { api: UFFD_API, features: UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_THREAD_ID, ioctls: 0 };
+        let mut api = Api {
+            api: UFFD_API,
+            features: UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_THREAD_ID | UFFD_FEATURE_MISSING_SHMEM,
+            ioctls: 0,
+        };
         u.ioctl(UFFDIO_API, &mut api)?;
         Ok(u)
     }
@@ -132,9 +140,27 @@ impl Uffd {
 
     /// Fills the missing pages at `dst` with `src` (whole pages) and wakes the
     /// threads waiting on them; with `protect` the pages stay write-protected
-    /// so that the first write to each is reported. `EEXIST` (a page is
-    /// already there) is not an error.
+    /// so that the first write to each is reported. Pages already there (put
+    /// by another process sharing the memory, say) are left as they are.
     pub fn copy(&self, dst: usize, src: &[u8], protect: bool) -> io::Result<()> {
+        match self.copy_once(dst, src, protect) {
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                // Some page exists: place the others one by one, then wake
+                // every thread waiting anywhere in the range.
+                for (i, page) in src.chunks(PAGE).enumerate() {
+                    match self.copy_once(dst + i * PAGE, page, protect) {
+                        Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
+                        r => r?,
+                    }
+                }
+                let mut r = Range { start: dst as u64, len: src.len() as u64 };
+                self.ioctl(UFFDIO_WAKE, &mut r)
+            }
+            r => r,
+        }
+    }
+
+    fn copy_once(&self, dst: usize, src: &[u8], protect: bool) -> io::Result<()> {
         let mut c = Copy {
             dst: dst as u64,
             src: src.as_ptr() as u64,
@@ -142,10 +168,7 @@ impl Uffd {
             mode: if protect { COPY_MODE_WP } else { 0 },
             copy: 0,
         };
-        match self.ioctl(UFFDIO_COPY, &mut c) {
-            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => Ok(()),
-            r => r,
-        }
+        self.ioctl(UFFDIO_COPY, &mut c)
     }
 
     /// Write-protects (or unprotects, waking waiters) `len` bytes at `start`.
