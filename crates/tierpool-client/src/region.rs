@@ -96,6 +96,20 @@ impl Client {
         }
     }
 
+    /// [`alloc_region`](Self::alloc_region), then opens the new region with a
+    /// local cache of `cache` bytes. The [`Region`](crate::Region)'s calls
+    /// block: use it from outside the runtime's threads.
+    pub async fn alloc(&self, path: &str, size: u64, opts: &RegionOptions, cache: u64) -> Result<crate::Region> {
+        let info = self.alloc_region(path, size, opts).await?;
+        crate::Region::open(self.clone(), tokio::runtime::Handle::current(), path, info, cache)
+    }
+
+    /// Opens the existing region at `path` with a local cache of `cache` bytes.
+    pub async fn region(&self, path: &str, cache: u64) -> Result<crate::Region> {
+        let info = self.open_region(path).await?;
+        crate::Region::open(self.clone(), tokio::runtime::Handle::current(), path, info, cache)
+    }
+
     /// The region at `path`; `InvalidArgument` if it is not a region.
     pub async fn open_region(&self, path: &str) -> Result<InodeInfo> {
         let info = self.stat(path).await?;

@@ -68,7 +68,7 @@ fn random_reads_and_writes_across_chunks_match_a_model() {
     }
     r.close().unwrap();
     // Another handle sees every write after close.
-    let r2 = s.open("/r", 2 * MIB);
+    let r2 = s.rt.block_on(s.client.region("/r", 2 * MIB)).unwrap();
     let mut back = vec![0u8; size as usize];
     r2.read_into(0, &mut back).unwrap();
     assert!(back == model, "the region holds exactly what was written");
@@ -131,6 +131,11 @@ fn allocation_fails_at_once_when_the_pool_cannot_hold_it() {
 #[test]
 fn the_cli_shows_and_removes_regions() {
     let pool = Pool::start(1, "16MiB", "16MiB");
+    let s = Session::new(&pool);
+    let r = s.rt.block_on(s.client.alloc("/a", 5 * PAGE, &RegionOptions::default(), 8 * MIB)).unwrap();
+    r.write(PAGE - 1, b"xy").unwrap();
+    r.close().unwrap();
+    assert_eq!(&pool.get("/a")[PAGE as usize - 2..PAGE as usize + 2], b"\0xy\0");
     pool.ok(&["mkdir", "/m"]);
     pool.ok(&["region", "create", "/m/r", "3MiB", "--chunk-size", "1MiB", "--priority", "5"]);
     let st: serde_json::Value = serde_json::from_str(&pool.ok(&["stat", "--json", "/m/r"])).unwrap();
