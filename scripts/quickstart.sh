@@ -5,6 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 command -v cargo >/dev/null || { echo "cargo is required (install Rust first)" >&2; exit 1; }
+if ! command -v fusermount3 >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "== installing fuse3 (for tierpool mount)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fuse3 >/dev/null
+fi
 echo "== building (release)"
 cargo build --release --quiet -p tierpool
 BIN="$PWD/target/release/tierpool"

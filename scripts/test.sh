@@ -9,6 +9,11 @@ if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 
     rustup component add rustfmt clippy
 fi
 
+if ! command -v fusermount3 >/dev/null 2>&1; then
+    echo "== installing fuse3 (for the FUSE mount tests)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fuse3 >/dev/null
+fi
+
 echo "== format"
 cargo fmt --all --check
 

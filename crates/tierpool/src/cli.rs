@@ -143,6 +143,20 @@ pub enum Cmd {
     },
     /// Write, read back and verify N files; report throughput and latency.
     Bench(BenchArgs),
+    /// Mount the pool as a POSIX file system (FUSE); returns once mounted.
+    Mount {
+        mountpoint: PathBuf,
+        /// Bytes of file chunks kept in memory for reads.
+        #[arg(long, default_value = "256MiB")]
+        cache: ByteSize,
+        /// Serve in the foreground until unmounted.
+        #[arg(long)]
+        foreground: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Unmount a mount made by `mount`.
+    Umount { mountpoint: PathBuf },
     /// Memory regions: pooled memory with a name, used page by page.
     #[command(subcommand)]
     Region(RegionCmd),

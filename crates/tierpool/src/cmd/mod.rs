@@ -2,6 +2,7 @@
 
 mod bench;
 mod fs;
+mod mount;
 mod pool;
 mod server;
 
@@ -18,6 +19,13 @@ pub fn run(cli: Cli) -> Result<()> {
     }
     if let Cmd::Down { dir } = &cli.cmd {
         return pool::down(dir);
+    }
+    match &cli.cmd {
+        Cmd::Mount { mountpoint, cache, foreground, conn } => {
+            return mount::mount(mountpoint, *cache, *foreground, conn)
+        }
+        Cmd::Umount { mountpoint } => return mount::umount(mountpoint),
+        _ => {}
     }
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {

@@ -63,7 +63,7 @@ fn default_budgets(a: &UpArgs) -> (u64, u64) {
     (mem, disk)
 }
 
-fn spawn(exe: &Path, args: &[String], log: &Path) -> Result<i32> {
+pub(crate) fn spawn(exe: &Path, args: &[String], log: &Path) -> Result<i32> {
     let out = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
     let err = out.try_clone()?;
     let mut cmd = Command::new(exe);
@@ -79,7 +79,7 @@ fn spawn(exe: &Path, args: &[String], log: &Path) -> Result<i32> {
     Ok(child.id() as i32)
 }
 
-fn log_tail(path: &Path) -> String {
+pub(crate) fn log_tail(path: &Path) -> String {
     let s = std::fs::read_to_string(path).unwrap_or_default();
     s.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string()
 }

@@ -1,0 +1,87 @@
+//! `mount` and `umount`: the pool as a FUSE file system.
+
+use crate::cli::Conn;
+use crate::cmd::pool::{log_tail, spawn};
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tierpool_client::{Client, ClientConfig};
+use tierpool_fuse::{MountOptions, TierpoolFs};
+use tierpool_types::ByteSize;
+
+/// Whether `dir` is a mount point now.
+fn mounted(dir: &Path) -> bool {
+    let target = dir.to_string_lossy().to_string();
+    std::fs::read_to_string("/proc/self/mounts")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.split_whitespace().nth(1) == Some(target.as_str()))
+}
+
+pub fn mount(mountpoint: &Path, cache: ByteSize, foreground: bool, conn: &Conn) -> Result<()> {
+    if !mountpoint.is_dir() {
+        bail!("{}: not a directory", mountpoint.display());
+    }
+    let mp = mountpoint.canonicalize()?;
+    if mounted(&mp) {
+        bail!("{}: something is already mounted there", mp.display());
+    }
+    if !foreground {
+        return mount_in_background(&mp, cache, conn);
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let client = rt
+        .block_on(Client::connect(ClientConfig::new(conn.coordinator.clone())))
+        .with_context(|| format!("cannot reach the coordinator at {}", conn.coordinator))?;
+    let opts = MountOptions { cache: cache.0, staging_dir: std::env::temp_dir() };
+    let fs = TierpoolFs::new(client, rt.handle().clone(), opts);
+    tracing::info!("serving the pool at {} on {}", conn.coordinator, mp.display());
+    tierpool_fuse::run(fs, &mp).with_context(|| format!("mounting at {}", mp.display()))?;
+    Ok(())
+}
+
+fn mount_in_background(mp: &Path, cache: ByteSize, conn: &Conn) -> Result<()> {
+    let exe = std::env::current_exe()?;
+    let log = std::env::temp_dir().join(format!("tierpool-mount-{}.log", std::process::id()));
+    let args: Vec<String> = vec![
+        "mount".into(),
+        mp.to_string_lossy().into(),
+        "--foreground".into(),
+        "--cache".into(),
+        cache.0.to_string(),
+        "--coordinator".into(),
+        conn.coordinator.clone(),
+    ];
+    let pid = spawn(&exe, &args, &log)?;
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(15) {
+        if mounted(mp) {
+            println!("mounted the pool at {} (pid {pid}, log {})", mp.display(), log.display());
+            return Ok(());
+        }
+        // SAFETY: non-blocking check whether the child has exited.
+        let exited = unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) } == pid;
+        if exited {
+            bail!("mount failed: {}", log_tail(&log));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    bail!("mount did not appear at {} within 15s (log {})", mp.display(), log.display())
+}
+
+pub fn umount(mountpoint: &Path) -> Result<()> {
+    let mp: PathBuf = mountpoint.canonicalize().unwrap_or_else(|_| mountpoint.to_path_buf());
+    if !mounted(&mp) {
+        bail!("{}: not mounted", mp.display());
+    }
+    let out = std::process::Command::new("fusermount3")
+        .args(["-u"])
+        .arg(&mp)
+        .output()
+        .context("running fusermount3 (install the fuse3 package)")?;
+    if !out.status.success() {
+        bail!("{}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    println!("unmounted {}", mp.display());
+    Ok(())
+}

@@ -1,0 +1,201 @@
+//! The pool through a real FUSE mount: POSIX calls with exact bytes and exact
+//! errno values, files larger than the pool's memory, shared mmap writes,
+//! capacity in statfs, and a mount daemon killed with -9.
+
+mod common;
+use common::{data, Pool};
+use std::fs;
+use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+const MIB: usize = 1 << 20;
+
+struct Mount<'a> {
+    pool: &'a Pool,
+    dir: PathBuf,
+}
+
+impl<'a> Mount<'a> {
+    fn new(pool: &'a Pool) -> Mount<'a> {
+        let dir = pool.dir().join("mnt");
+        fs::create_dir_all(&dir).unwrap();
+        pool.ok(&["mount", dir.to_str().unwrap()]);
+        Mount { pool, dir }
+    }
+
+    fn p(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+}
+
+impl Drop for Mount<'_> {
+    fn drop(&mut self) {
+        let _ = self.pool.cli(&["umount", self.dir.to_str().unwrap()]);
+    }
+}
+
+fn errno<T: std::fmt::Debug>(r: std::io::Result<T>) -> i32 {
+    r.expect_err("should fail").raw_os_error().unwrap()
+}
+
+#[test]
+fn posix_calls_keep_bytes_and_report_errno() {
+    let pool = Pool::start(2, "16MiB", "256MiB");
+    let m = Mount::new(&pool);
+    // create, write, read back; the CLI sees the same bytes after close
+    fs::write(m.p("a.txt"), b"hello\n").unwrap();
+    assert_eq!(fs::read(m.p("a.txt")).unwrap(), b"hello\n");
+    assert_eq!(pool.ok(&["cat", "/a.txt"]), "hello\n");
+    // append, write at an offset past the end (sparse), truncate
+    fs::OpenOptions::new().append(true).open(m.p("a.txt")).unwrap().write_all(b"more\n").unwrap();
+    assert_eq!(fs::read(m.p("a.txt")).unwrap(), b"hello\nmore\n");
+    {
+        let f = fs::OpenOptions::new().write(true).open(m.p("a.txt")).unwrap();
+        f.write_all_at(b"X", 20).unwrap();
+    }
+    let mut want = b"hello\nmore\n".to_vec();
+    want.resize(20, 0);
+    want.push(b'X');
+    assert_eq!(fs::read(m.p("a.txt")).unwrap(), want);
+    assert_eq!(fs::metadata(m.p("a.txt")).unwrap().len(), 21);
+    fs::OpenOptions::new().write(true).open(m.p("a.txt")).unwrap().set_len(5).unwrap();
+    assert_eq!(fs::read(m.p("a.txt")).unwrap(), b"hello");
+    // O_TRUNC and O_EXCL
+    fs::OpenOptions::new().write(true).truncate(true).open(m.p("a.txt")).unwrap().write_all(b"new").unwrap();
+    assert_eq!(fs::read(m.p("a.txt")).unwrap(), b"new");
+    assert_eq!(errno(fs::OpenOptions::new().write(true).create_new(true).open(m.p("a.txt"))), libc::EEXIST);
+    // directories: mkdir, readdir with link counts, rename (replacing), rmdir
+    fs::create_dir(m.p("d")).unwrap();
+    fs::create_dir(m.p("d/sub")).unwrap();
+    assert_eq!(errno(fs::create_dir(m.p("d"))), libc::EEXIST);
+    fs::write(m.p("d/f"), b"f").unwrap();
+    let mut names: Vec<String> =
+        fs::read_dir(m.p("d")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    assert_eq!(names, ["f", "sub"]);
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(fs::metadata(m.p("d")).unwrap().nlink(), 3);
+    fs::rename(m.p("a.txt"), m.p("d/f")).unwrap();
+    assert_eq!(fs::read(m.p("d/f")).unwrap(), b"new");
+    assert_eq!(errno(fs::metadata(m.p("a.txt"))), libc::ENOENT);
+    fs::rename(m.p("d"), m.p("e")).unwrap();
+    assert_eq!(fs::read(m.p("e/f")).unwrap(), b"new");
+    // errno values
+    assert_eq!(errno(fs::read(m.p("nope"))), libc::ENOENT);
+    assert_eq!(errno(fs::create_dir(m.p("e/f/x"))), libc::ENOTDIR);
+    assert_eq!(errno(fs::read(m.p("e"))), libc::EISDIR);
+    assert_eq!(errno(fs::remove_dir(m.p("e"))), libc::ENOTEMPTY);
+    assert_eq!(errno(fs::remove_dir(m.p("e/f"))), libc::ENOTDIR);
+    assert_eq!(errno(fs::remove_file(m.p("e/sub"))), libc::EISDIR);
+    fs::remove_file(m.p("e/f")).unwrap();
+    fs::remove_dir(m.p("e/sub")).unwrap();
+    fs::remove_dir(m.p("e")).unwrap();
+    assert_eq!(pool.ok(&["ls", "/"]), "");
+}
+
+#[test]
+fn large_files_spill_and_mmap_writes_reach_the_pool() {
+    let pool = Pool::start(2, "8MiB", "256MiB");
+    let m = Mount::new(&pool);
+    // Four times the pool's memory, written in 1 MiB blocks, read back exactly.
+    let big = data(11, 64 * MIB + 123);
+    {
+        let mut f = fs::File::create(m.p("big")).unwrap();
+        for block in big.chunks(MIB) {
+            f.write_all(block).unwrap();
+        }
+    }
+    let st = pool.fresh_status();
+    let disk: u64 = st["workers"].as_array().unwrap().iter().map(|w| w["disk"]["used"].as_u64().unwrap()).sum();
+    assert!(disk >= 48 * MIB as u64, "the overflow is on DISK: {st}");
+    let mut back = Vec::new();
+    fs::File::open(m.p("big")).unwrap().read_to_end(&mut back).unwrap();
+    assert!(back == big, "read back byte-exact");
+    let mut f = fs::File::open(m.p("big")).unwrap();
+    f.seek(SeekFrom::Start(40 * MIB as u64 + 7)).unwrap();
+    let mut part = vec![0; 100];
+    f.read_exact(&mut part).unwrap();
+    assert_eq!(part, big[40 * MIB + 7..40 * MIB + 107]);
+    // A shared writable mapping: the writes are in the pool after munmap and close.
+    {
+        let f = fs::OpenOptions::new().read(true).write(true).open(m.p("big")).unwrap();
+        let len = big.len();
+        // SAFETY: a fresh shared mapping of an open file, unmapped below.
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                std::os::fd::AsRawFd::as_raw_fd(&f),
+                0,
+            );
+            assert_ne!(p, libc::MAP_FAILED);
+            let s = std::slice::from_raw_parts_mut(p as *mut u8, len);
+            assert_eq!(&s[..16], &big[..16]);
+            s[5 * MIB..5 * MIB + 4].copy_from_slice(b"MMAP");
+            assert_eq!(libc::msync(p, len, libc::MS_SYNC), 0);
+            assert_eq!(libc::munmap(p, len), 0);
+        }
+    }
+    let got = pool.get("/big");
+    assert_eq!(&got[5 * MIB..5 * MIB + 4], b"MMAP");
+    assert_eq!(got.len(), big.len());
+    // statfs reports the pool's capacity.
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    let c = std::ffi::CString::new(m.dir.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::statvfs(c.as_ptr(), &mut s) }, 0);
+    assert_eq!(s.f_blocks * s.f_frsize, 2 * (8 + 256) * MIB as u64);
+    assert!(s.f_bfree * s.f_frsize <= 2 * (8 + 256) * MIB as u64 - big.len() as u64);
+}
+
+#[test]
+fn a_full_pool_is_enospc_on_close() {
+    let pool = Pool::start(1, "4MiB", "4MiB");
+    let m = Mount::new(&pool);
+    let mut f = fs::File::create(m.p("x")).unwrap();
+    f.write_all(&vec![1u8; 12 * MIB]).unwrap();
+    let e = f.sync_all().unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ENOSPC));
+    drop(f);
+    // What fits is still written.
+    fs::write(m.p("small"), b"ok").unwrap();
+    assert_eq!(pool.ok(&["cat", "/small"]), "ok");
+}
+
+#[test]
+fn a_killed_mount_can_be_unmounted_and_mounted_again() {
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    let m = Mount::new(&pool);
+    fs::write(m.p("kept"), b"data").unwrap();
+    let pid = mount_pid(&m.dir);
+    // SAFETY: kills the mount daemon started by this test.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(errno(fs::metadata(m.p("kept"))), libc::ENOTCONN);
+    assert_eq!(
+        pool.ok(&["umount", m.dir.to_str().unwrap()]),
+        format!("unmounted {}\n", m.dir.canonicalize().unwrap().display())
+    );
+    pool.ok(&["mount", m.dir.to_str().unwrap()]);
+    assert_eq!(fs::read(m.p("kept")).unwrap(), b"data");
+    assert_eq!(pool.ok(&["cat", "/kept"]), "data");
+    let e = pool.err(&["umount", pool.dir().to_str().unwrap()]);
+    assert!(e.ends_with(": not mounted"), "{e}");
+    assert!(matches!(fs::metadata(Path::new("/nonexistent-mnt")).map_err(|e| e.kind()), Err(ErrorKind::NotFound)));
+}
+
+/// The pid of the process serving the FUSE mount at `dir`.
+fn mount_pid(dir: &Path) -> i32 {
+    let target = dir.canonicalize().unwrap().to_string_lossy().to_string();
+    for e in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let cmd = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let args: Vec<String> = cmd.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).to_string()).collect();
+        if args.iter().any(|a| a == "--foreground") && args.contains(&target) {
+            return pid;
+        }
+    }
+    panic!("no mount process for {target}");
+}
