@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, read-only: format check, lints as errors, the
-# dependency rule of the crate graph, every Rust test, and the Python package's
-# pytest suite. Installs what it needs.
+# dependency rule of the crate graph, every Rust test, pjdfstest on a FUSE
+# mount, and the Python package's pytest suite. Installs what it needs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,6 +30,9 @@ done
 
 echo "== tests"
 cargo test --workspace
+
+echo "== POSIX conformance of the FUSE mount (pjdfstest)"
+./scripts/test-fuse.sh
 
 echo "== python package"
 ./scripts/test-python.sh

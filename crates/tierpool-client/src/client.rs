@@ -135,6 +135,15 @@ impl Client {
         }
     }
 
+    /// Sets the permission bits and/or the modification time (nanoseconds
+    /// since the epoch) of one file or directory; returns what `stat` shows after.
+    pub async fn set_meta(&self, path: &str, mode: Option<u32>, mtime: Option<u64>) -> Result<InodeInfo> {
+        match self.meta(MetaOp::SetMeta { path: path.into(), mode, mtime }).await? {
+            MetaReply::Info(i) => Ok(i),
+            other => Err(unexpected_meta(other)),
+        }
+    }
+
     pub async fn status(&self) -> Result<PoolStatus> {
         match self.coord(Request::Status).await? {
             Response::Status(s) => Ok(s),

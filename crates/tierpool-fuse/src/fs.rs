@@ -3,11 +3,12 @@
 use crate::cache::ChunkCache;
 use crate::errno::{errno, io_errno};
 use crate::names::{join, Names};
+use crate::xattr;
 use bytes::Bytes;
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner, OpenAccMode,
     OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen,
-    ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
+    ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -26,6 +27,8 @@ use tokio::runtime::Handle;
 /// change the namespace too).
 const TTL: Duration = Duration::from_secs(1);
 const BLOCK: u32 = 4096;
+/// Longest name of a directory entry, as `statfs` reports it.
+const NAME_MAX: usize = 255;
 /// Chunks fetched ahead of a reader.
 const READ_AHEAD_CHUNKS: u64 = 2;
 
@@ -96,6 +99,9 @@ impl TierpoolFs {
 
     fn child(&self, parent: INodeNo, name: &OsStr) -> Result<String, Errno> {
         let name = name.to_str().ok_or(Errno::EINVAL)?;
+        if name.len() > NAME_MAX {
+            return Err(Errno::from_i32(libc::ENAMETOOLONG));
+        }
         Ok(join(&self.path(parent)?, name))
     }
 
@@ -136,6 +142,30 @@ impl TierpoolFs {
             Open::Write(s) if s.path == path => s.file.metadata().ok().map(|m| m.len()),
             _ => None,
         })
+    }
+
+    /// `chmod` and `utimens`. A file staged for writing is published first
+    /// (so a later publish does not undo the new time) and keeps the new mode.
+    /// Access times are not kept: `atime` shows `mtime`.
+    fn set_meta(&self, path: &str, mode: Option<u32>, mtime: Option<TimeOrNow>) -> Result<(), Errno> {
+        let open: Vec<_> = self.open.lock().values().cloned().collect();
+        for o in open {
+            if let Open::Write(s) = &mut *o.lock() {
+                if s.path == path {
+                    self.publish(s)?;
+                    if let Some(m) = mode {
+                        s.opts.mode = m;
+                    }
+                }
+            }
+        }
+        let ns = |t: SystemTime| t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        let mtime = mtime.map(|t| match t {
+            TimeOrNow::SpecificTime(t) => ns(t),
+            TimeOrNow::Now => ns(SystemTime::now()),
+        });
+        self.rt.block_on(self.client.set_meta(path, mode, mtime)).map_err(|e| errno(&e))?;
+        Ok(())
     }
 
     fn entry(&self, path: &str, reply: ReplyEntry) {
@@ -308,7 +338,7 @@ impl Filesystem for TierpoolFs {
         gid: Option<u32>,
         size: Option<u64>,
         _atime: Option<TimeOrNow>,
-        _mtime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
         _ctime: Option<SystemTime>,
         fh: Option<FileHandle>,
         _crtime: Option<SystemTime>,
@@ -318,12 +348,16 @@ impl Filesystem for TierpoolFs {
         reply: ReplyAttr,
     ) {
         tracing::debug!("setattr ino {ino:?} size {size:?} fh {fh:?} mode {mode:?}");
-        if mode.is_some() || uid.is_some() || gid.is_some() {
-            // Permission bits and owners are not kept by the pool yet.
-            return reply.error(Errno::from_i32(libc::ENOTSUP));
+        // The pool keeps no owners: every file belongs to the mounting user,
+        // and giving one away is refused as it is to an unprivileged user.
+        if uid.is_some_and(|u| u != self.uid) || gid.is_some_and(|g| g != self.gid) {
+            return reply.error(Errno::EPERM);
         }
         let r = (|| {
             let path = self.path(ino)?;
+            if mode.is_some() || mtime.is_some() {
+                self.set_meta(&path, mode, mtime)?;
+            }
             if let Some(size) = size {
                 // The kernel truncates for O_TRUNC after `open`, without a
                 // handle: apply it to every handle staging this file.
@@ -361,12 +395,21 @@ impl Filesystem for TierpoolFs {
         }
     }
 
-    fn mkdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, _mode: u32, _umask: u32, reply: ReplyEntry) {
+    fn mkdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
         let path = match self.child(parent, name) {
             Ok(p) => p,
             Err(e) => return reply.error(e),
         };
-        match self.rt.block_on(self.client.mkdir(&path, false)) {
+        // Directories are made with 0o755; other permission bits follow at once.
+        let mode = mode & !umask & 0o7777;
+        let made = self.rt.block_on(async {
+            self.client.mkdir(&path, false).await?;
+            if mode != 0o755 {
+                self.client.set_meta(&path, Some(mode), None).await?;
+            }
+            Ok::<_, Error>(())
+        });
+        match made {
             Ok(()) => self.entry(&path, reply),
             Err(e) => reply.error(errno(&e)),
         }
@@ -597,6 +640,54 @@ impl Filesystem for TierpoolFs {
         reply.ok()
     }
 
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        let value =
+            self.path(ino).and_then(|p| self.stat(&p)).and_then(|i| xattr::get(name.to_str().unwrap_or(""), &i.attrs));
+        match value {
+            Ok(v) => xattr::reply(&v, size, reply),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        match self.path(ino).and_then(|p| self.stat(&p)) {
+            Ok(_) => xattr::reply(&xattr::names(), size, reply),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        _flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        let done = self.path(ino).and_then(|p| {
+            let (priority, pinned) = match xattr::parse(name.to_str().unwrap_or(""), value)? {
+                xattr::Change::Priority(p) => (Some(p), None),
+                xattr::Change::Pinned(b) => (None, Some(b)),
+            };
+            self.rt.block_on(self.client.set_attrs(&p, priority, pinned)).map_err(|e| errno(&e))
+        });
+        match done {
+            Ok(_) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let known = [xattr::PRIORITY, xattr::PINNED].contains(&name.to_str().unwrap_or(""));
+        match self.path(ino).and_then(|p| self.stat(&p)) {
+            Ok(_) if known => reply.error(Errno::EPERM),
+            Ok(_) => reply.error(Errno::from_i32(libc::ENODATA)),
+            Err(e) => reply.error(e),
+        }
+    }
+
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
         match self.rt.block_on(self.client.status()) {
             Ok(s) => {
@@ -608,7 +699,7 @@ impl Filesystem for TierpoolFs {
                     }
                 }
                 let (blocks, free) = (cap / u64::from(BLOCK), cap.saturating_sub(used) / u64::from(BLOCK));
-                reply.statfs(blocks, free, free, s.inodes, u64::MAX / 2, BLOCK, 255, BLOCK);
+                reply.statfs(blocks, free, free, s.inodes, u64::MAX / 2, BLOCK, NAME_MAX as u32, BLOCK);
             }
             Err(e) => reply.error(errno(&e)),
         }

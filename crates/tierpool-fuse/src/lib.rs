@@ -10,6 +10,10 @@
 //!   atomically, replacing the old version, on `flush` (close), `fsync` and
 //!   `release`; `close` reports a failed publish (ENOSPC when the pool is full);
 //! - unlink, rename, mkdir and rmdir are the coordinator's atomic operations.
+//! - `chmod` and `utimens` change the inode's mode and mtime in the pool;
+//!   owners and access times are not kept;
+//! - `user.tierpool.priority` and `user.tierpool.pinned` are extended
+//!   attributes over the pool's eviction attributes (see `xattr.rs`).
 //!
 //! Reads are served from a chunk cache shared by all open files (`--cache`),
 //! with the next chunk fetched ahead while a file is read in order.
@@ -18,6 +22,7 @@ mod cache;
 mod errno;
 mod fs;
 mod names;
+mod xattr;
 
 pub use fs::{MountOptions, TierpoolFs};
 

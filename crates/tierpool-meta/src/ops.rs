@@ -2,6 +2,7 @@
 //! These are logged and sent on the wire: extend only by adding variants at
 //! the end, never change a variant in place.
 
+use crate::Timestamp;
 use serde::{Deserialize, Serialize};
 use tierpool_types::{Checksum, ChunkAttrs, InodeId, Priority, WorkerId};
 
@@ -55,6 +56,10 @@ pub enum MetaOp {
     /// is taken. `inode` must have been reserved and never used; an existing
     /// entry at `path` is an error. Reply: [`MetaReply::Info`].
     CommitRegion { path: String, inode: InodeId, size: u64, chunk_size: u64, attrs: ChunkAttrs, mode: u32 },
+    /// Change the permission bits (`chmod`; only the bits of `0o7777` are
+    /// kept) and/or the modification time (`utimens`) of one inode; its
+    /// `ctime` becomes `now`. Reply: [`MetaReply::Info`].
+    SetMeta { path: String, mode: Option<u32>, mtime: Option<Timestamp> },
 }
 
 /// The result of a successful op.

@@ -103,6 +103,7 @@ impl MetaState {
             MetaOp::Remove { path, recursive } => self.remove(&normalize(path)?, *recursive, now),
             MetaOp::Rename { from, to } => self.rename(&normalize(from)?, &normalize(to)?, now),
             MetaOp::SetAttrs { path, priority, pinned } => self.set_attrs(&normalize(path)?, *priority, *pinned, now),
+            MetaOp::SetMeta { path, mode, mtime } => self.set_meta(&normalize(path)?, *mode, *mtime, now),
             MetaOp::RegisterWorker { id, addr, host, rack, mem_capacity, disk_capacity } => {
                 let record = WorkerRecord {
                     id: id.unwrap_or(WorkerId(0)),

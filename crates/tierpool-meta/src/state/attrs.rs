@@ -1,4 +1,5 @@
-//! `SetAttrs`: priority and pinning of a file, or of a whole directory tree.
+//! `SetAttrs`: priority and pinning of a file, or of a whole directory tree;
+//! `SetMeta`: permission bits and modification time of one inode.
 //!
 //! On a directory the new attributes apply to it and to every inode beneath
 //! it (subdirectories included, so `stat` of any directory in the tree agrees
@@ -6,6 +7,7 @@
 //! touched file with its attributes, sorted by inode id, so the shell can push
 //! them to the workers holding the chunks.
 
+use super::inode::MODE_MASK;
 use super::MetaState;
 use crate::{MetaReply, Timestamp};
 use tierpool_types::{Priority, Result};
@@ -35,5 +37,24 @@ impl MetaState {
         }
         changed.sort_by_key(|(i, _)| *i);
         Ok(MetaReply::Attrs { changed })
+    }
+
+    pub(super) fn set_meta(
+        &mut self,
+        comps: &[String],
+        mode: Option<u32>,
+        mtime: Option<Timestamp>,
+        now: Timestamp,
+    ) -> Result<MetaReply> {
+        let id = self.lookup(comps)?;
+        let n = self.node_mut(id);
+        if let Some(m) = mode {
+            n.mode = m & MODE_MASK;
+        }
+        if let Some(t) = mtime {
+            n.mtime = t;
+        }
+        n.ctime = now;
+        Ok(MetaReply::Info(self.info(id)))
     }
 }

@@ -88,6 +88,28 @@ fn set_attrs_on_a_directory_changes_every_file_beneath_it() {
 }
 
 #[test]
+fn set_meta_changes_mode_bits_and_mtime_of_one_inode() {
+    let mut s = ready();
+    let f = commit(&mut s, "/f", 1);
+    let chmod = MetaOp::SetMeta { path: "/f".into(), mode: Some(0o100_4755), mtime: None };
+    let MetaReply::Info(after) = s.execute(&chmod, 50).unwrap() else { panic!("not an Info reply") };
+    assert_eq!((after.id, after.mode, after.mtime, after.ctime, after.size), (f.id, 0o4755, 2, 50, 1));
+    let touch = MetaOp::SetMeta { path: "/f".into(), mode: None, mtime: Some(1_000) };
+    s.execute(&touch, 60).unwrap();
+    let info = s.stat("/f").unwrap();
+    assert_eq!((info.mode, info.mtime, info.ctime, info.checksums), (0o4755, 1_000, 60, f.checksums));
+    // one inode only: a directory's mode changes, not its children's
+    s.execute(&mkdir_op("/d", false), 2).unwrap();
+    commit(&mut s, "/d/a", 1);
+    s.execute(&MetaOp::SetMeta { path: "/d".into(), mode: Some(0o700), mtime: Some(7) }, 70).unwrap();
+    let d = s.stat("/d").unwrap();
+    assert_eq!((d.kind, d.mode, d.mtime, d.ctime, d.nlink), (InodeKind::Dir, 0o700, 7, 70, 2));
+    assert_eq!(s.stat("/d/a").unwrap().mode, 0o644);
+    let e = fails(&mut s, MetaOp::SetMeta { path: "/x".into(), mode: Some(0o600), mtime: None });
+    assert_eq!(e, (ErrorKind::NotFound, "/x: no such file or directory".into()));
+}
+
+#[test]
 fn new_workers_get_increasing_ids_and_a_share_of_partitions() {
     let mut s = ready();
     assert_eq!(register(&mut s, worker(None, 1, 0)), WorkerId(1));

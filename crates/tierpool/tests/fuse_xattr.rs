@@ -1,0 +1,129 @@
+//! tierpool's controls through extended attributes of a real FUSE mount:
+//! `user.tierpool.priority` and `user.tierpool.pinned` read what the pool
+//! keeps, set what `tierpool pin` and `put --priority` set, cannot be
+//! removed, and refuse values and names they do not know with exact errno values.
+
+mod common;
+use common::Pool;
+use serde_json::Value;
+use std::ffi::CString;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+struct Mount<'a> {
+    pool: &'a Pool,
+    dir: PathBuf,
+}
+
+impl<'a> Mount<'a> {
+    fn new(pool: &'a Pool) -> Mount<'a> {
+        let dir = pool.dir().join("mnt");
+        fs::create_dir_all(&dir).unwrap();
+        pool.ok(&["mount", dir.to_str().unwrap()]);
+        Mount { pool, dir }
+    }
+
+    fn p(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+}
+
+impl Drop for Mount<'_> {
+    fn drop(&mut self) {
+        let _ = self.pool.cli(&["umount", self.dir.to_str().unwrap()]);
+    }
+}
+
+fn c(s: &[u8]) -> CString {
+    CString::new(s).unwrap()
+}
+
+/// `getxattr(2)`: the value, or the errno.
+fn get(path: &Path, name: &str) -> Result<Vec<u8>, i32> {
+    let (p, n) = (c(path.as_os_str().as_bytes()), c(name.as_bytes()));
+    let mut buf = vec![0u8; 256];
+    // SAFETY: both strings are NUL-terminated and the buffer is as long as said.
+    let r = unsafe { libc::getxattr(p.as_ptr(), n.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error().raw_os_error().unwrap());
+    }
+    buf.truncate(r as usize);
+    Ok(buf)
+}
+
+/// `setxattr(2)`: Ok, or the errno.
+fn set(path: &Path, name: &str, value: &[u8]) -> Result<(), i32> {
+    let (p, n) = (c(path.as_os_str().as_bytes()), c(name.as_bytes()));
+    // SAFETY: both strings are NUL-terminated and the value is as long as said.
+    let r = unsafe { libc::setxattr(p.as_ptr(), n.as_ptr(), value.as_ptr().cast(), value.len(), 0) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error().raw_os_error().unwrap());
+    }
+    Ok(())
+}
+
+/// `removexattr(2)`: Ok, or the errno.
+fn remove(path: &Path, name: &str) -> Result<(), i32> {
+    let (p, n) = (c(path.as_os_str().as_bytes()), c(name.as_bytes()));
+    // SAFETY: both strings are NUL-terminated.
+    let r = unsafe { libc::removexattr(p.as_ptr(), n.as_ptr()) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error().raw_os_error().unwrap());
+    }
+    Ok(())
+}
+
+/// `listxattr(2)`: the names.
+fn list(path: &Path) -> Vec<String> {
+    let p = c(path.as_os_str().as_bytes());
+    let mut buf = vec![0u8; 256];
+    // SAFETY: the string is NUL-terminated and the buffer is as long as said.
+    let r = unsafe { libc::listxattr(p.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    assert!(r >= 0, "listxattr: {}", std::io::Error::last_os_error());
+    buf.truncate(r as usize);
+    buf.split(|b| *b == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8(s.to_vec()).unwrap()).collect()
+}
+
+fn attrs(pool: &Pool, path: &str) -> (u64, bool) {
+    let v: Value = serde_json::from_str(&pool.ok(&["stat", "--json", path])).unwrap();
+    (v["priority"].as_u64().unwrap(), v["pinned"].as_bool().unwrap())
+}
+
+#[test]
+fn priority_and_pinned_are_extended_attributes() {
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    let m = Mount::new(&pool);
+    fs::write(m.p("f"), b"data").unwrap();
+    // defaults, as the CLI reports them
+    assert_eq!(get(&m.p("f"), "user.tierpool.priority"), Ok(b"3".to_vec()));
+    assert_eq!(get(&m.p("f"), "user.tierpool.pinned"), Ok(b"0".to_vec()));
+    assert_eq!(list(&m.p("f")), ["user.tierpool.priority", "user.tierpool.pinned"]);
+    // setting reaches the pool
+    set(&m.p("f"), "user.tierpool.priority", b"5\n").unwrap();
+    set(&m.p("f"), "user.tierpool.pinned", b"1").unwrap();
+    assert_eq!(attrs(&pool, "/f"), (5, true));
+    assert_eq!(get(&m.p("f"), "user.tierpool.priority"), Ok(b"5".to_vec()));
+    assert_eq!(get(&m.p("f"), "user.tierpool.pinned"), Ok(b"1".to_vec()));
+    // and what the CLI sets shows through the mount
+    pool.ok(&["unpin", "/f"]);
+    assert_eq!(get(&m.p("f"), "user.tierpool.pinned"), Ok(b"0".to_vec()));
+    // on a directory, the attributes apply to the files under it
+    fs::create_dir(m.p("d")).unwrap();
+    fs::write(m.p("d/a"), b"a").unwrap();
+    fs::write(m.p("d/b"), b"b").unwrap();
+    set(&m.p("d"), "user.tierpool.priority", b"1").unwrap();
+    assert_eq!(attrs(&pool, "/d/a").0, 1);
+    assert_eq!(attrs(&pool, "/d/b").0, 1);
+    assert_eq!(fs::read(m.p("d/a")).unwrap(), b"a");
+    // exact errors for bad values, unknown names and missing files
+    assert_eq!(set(&m.p("f"), "user.tierpool.priority", b"9"), Err(libc::EINVAL));
+    assert_eq!(set(&m.p("f"), "user.tierpool.priority", b"high"), Err(libc::EINVAL));
+    assert_eq!(set(&m.p("f"), "user.tierpool.pinned", b"yes"), Err(libc::EINVAL));
+    assert_eq!(set(&m.p("f"), "user.other", b"1"), Err(libc::ENOTSUP));
+    assert_eq!(get(&m.p("f"), "user.other"), Err(libc::ENODATA));
+    assert_eq!(get(&m.p("nope"), "user.tierpool.priority"), Err(libc::ENOENT));
+    assert_eq!(remove(&m.p("f"), "user.tierpool.pinned"), Err(libc::EPERM));
+    assert_eq!(remove(&m.p("f"), "user.other"), Err(libc::ENODATA));
+    assert_eq!(attrs(&pool, "/f"), (5, false));
+}
