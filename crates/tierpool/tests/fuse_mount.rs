@@ -3,37 +3,13 @@
 //! capacity in statfs, and a mount daemon killed with -9.
 
 mod common;
-use common::{data, Pool};
+use common::{data, Mount, Pool};
 use std::fs;
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const MIB: usize = 1 << 20;
-
-struct Mount<'a> {
-    pool: &'a Pool,
-    dir: PathBuf,
-}
-
-impl<'a> Mount<'a> {
-    fn new(pool: &'a Pool) -> Mount<'a> {
-        let dir = pool.dir().join("mnt");
-        fs::create_dir_all(&dir).unwrap();
-        pool.ok(&["mount", dir.to_str().unwrap()]);
-        Mount { pool, dir }
-    }
-
-    fn p(&self, rel: &str) -> PathBuf {
-        self.dir.join(rel)
-    }
-}
-
-impl Drop for Mount<'_> {
-    fn drop(&mut self) {
-        let _ = self.pool.cli(&["umount", self.dir.to_str().unwrap()]);
-    }
-}
 
 fn errno<T: std::fmt::Debug>(r: std::io::Result<T>) -> i32 {
     r.expect_err("should fail").raw_os_error().unwrap()
@@ -42,7 +18,7 @@ fn errno<T: std::fmt::Debug>(r: std::io::Result<T>) -> i32 {
 #[test]
 fn posix_calls_keep_bytes_and_report_errno() {
     let pool = Pool::start(2, "16MiB", "256MiB");
-    let m = Mount::new(&pool);
+    let m = Mount::new(&pool, "mnt");
     // create, write, read back; the CLI sees the same bytes after close
     fs::write(m.p("a.txt"), b"hello\n").unwrap();
     assert_eq!(fs::read(m.p("a.txt")).unwrap(), b"hello\n");
@@ -97,7 +73,7 @@ fn posix_calls_keep_bytes_and_report_errno() {
 #[test]
 fn large_files_spill_and_mmap_writes_reach_the_pool() {
     let pool = Pool::start(2, "8MiB", "256MiB");
-    let m = Mount::new(&pool);
+    let m = Mount::new(&pool, "mnt");
     // Four times the pool's memory, written in 1 MiB blocks, read back exactly.
     let big = data(11, 64 * MIB + 123);
     {
@@ -153,7 +129,7 @@ fn large_files_spill_and_mmap_writes_reach_the_pool() {
 #[test]
 fn a_full_pool_is_enospc_on_close() {
     let pool = Pool::start(1, "4MiB", "4MiB");
-    let m = Mount::new(&pool);
+    let m = Mount::new(&pool, "mnt");
     let mut f = fs::File::create(m.p("x")).unwrap();
     f.write_all(&vec![1u8; 12 * MIB]).unwrap();
     let e = f.sync_all().unwrap_err();
@@ -167,7 +143,7 @@ fn a_full_pool_is_enospc_on_close() {
 #[test]
 fn a_killed_mount_can_be_unmounted_and_mounted_again() {
     let pool = Pool::start(1, "16MiB", "64MiB");
-    let m = Mount::new(&pool);
+    let m = Mount::new(&pool, "mnt");
     fs::write(m.p("kept"), b"data").unwrap();
     let pid = mount_pid(&m.dir);
     // SAFETY: kills the mount daemon started by this test.

@@ -4,37 +4,13 @@
 //! away (the pool keeps none); `mkdir` keeps its mode.
 
 mod common;
-use common::Pool;
+use common::{Mount, Pool};
 use serde_json::Value;
 use std::fs::{self, File, FileTimes, OpenOptions, Permissions};
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
-
-struct Mount<'a> {
-    pool: &'a Pool,
-    dir: PathBuf,
-}
-
-impl<'a> Mount<'a> {
-    fn new(pool: &'a Pool, name: &str) -> Mount<'a> {
-        let dir = pool.dir().join(name);
-        fs::create_dir_all(&dir).unwrap();
-        pool.ok(&["mount", dir.to_str().unwrap()]);
-        Mount { pool, dir }
-    }
-
-    fn p(&self, rel: &str) -> PathBuf {
-        self.dir.join(rel)
-    }
-}
-
-impl Drop for Mount<'_> {
-    fn drop(&mut self) {
-        let _ = self.pool.cli(&["umount", self.dir.to_str().unwrap()]);
-    }
-}
 
 fn stat_json(pool: &Pool, path: &str) -> Value {
     serde_json::from_str(&pool.ok(&["stat", "--json", path])).unwrap()

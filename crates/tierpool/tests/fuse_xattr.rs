@@ -4,36 +4,12 @@
 //! removed, and refuse values and names they do not know with exact errno values.
 
 mod common;
-use common::Pool;
+use common::{Mount, Pool};
 use serde_json::Value;
 use std::ffi::CString;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
-
-struct Mount<'a> {
-    pool: &'a Pool,
-    dir: PathBuf,
-}
-
-impl<'a> Mount<'a> {
-    fn new(pool: &'a Pool) -> Mount<'a> {
-        let dir = pool.dir().join("mnt");
-        fs::create_dir_all(&dir).unwrap();
-        pool.ok(&["mount", dir.to_str().unwrap()]);
-        Mount { pool, dir }
-    }
-
-    fn p(&self, rel: &str) -> PathBuf {
-        self.dir.join(rel)
-    }
-}
-
-impl Drop for Mount<'_> {
-    fn drop(&mut self) {
-        let _ = self.pool.cli(&["umount", self.dir.to_str().unwrap()]);
-    }
-}
+use std::path::Path;
 
 fn c(s: &[u8]) -> CString {
     CString::new(s).unwrap()
@@ -93,7 +69,7 @@ fn attrs(pool: &Pool, path: &str) -> (u64, bool) {
 #[test]
 fn priority_and_pinned_are_extended_attributes() {
     let pool = Pool::start(1, "16MiB", "64MiB");
-    let m = Mount::new(&pool);
+    let m = Mount::new(&pool, "mnt");
     fs::write(m.p("f"), b"data").unwrap();
     // defaults, as the CLI reports them
     assert_eq!(get(&m.p("f"), "user.tierpool.priority"), Ok(b"3".to_vec()));

@@ -4,6 +4,10 @@
 
 #![allow(dead_code)]
 
+mod mount;
+#[allow(unused_imports)]
+pub use mount::Mount;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
