@@ -3,6 +3,7 @@
 //!
 //! Lock order: `layout`, then `workers`, then `ids`; none is held across an await.
 
+use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use std::time::Duration;
 use tierpool_meta::{DirEntry, InodeInfo, MetaOp, MetaReply};
 use tierpool_net::{Pool, PoolConfig};
 use tierpool_proto::{Layout, PoolStatus, Request, Response};
-use tierpool_types::{Error, ErrorKind, InodeId, Priority, Result, WorkerId};
+use tierpool_types::{ChunkKey, Error, ErrorKind, InodeId, Priority, Result, WorkerId};
 
 /// How a client reaches its pool.
 #[derive(Clone, Debug)]
@@ -184,6 +185,25 @@ impl Client {
                 ))
             })
             .clone()
+    }
+
+    /// Sends `req` to the worker owning `key`'s partition.
+    pub(crate) async fn call_owner(&self, key: ChunkKey, req: &Request, payload: &[u8]) -> Result<(Response, Bytes)> {
+        let layout = self.layout().await?;
+        let owner = layout
+            .table
+            .locate(key)
+            .ok_or_else(|| Error::new(ErrorKind::Unavailable, "the pool has no workers yet"))?;
+        let w = layout
+            .worker(owner)
+            .ok_or_else(|| Error::internal(format!("worker {owner} is in the partition table but unknown")))?;
+        match self.worker_pool(w.id, &w.addr).call(req, payload, true).await {
+            Err(e) if e.kind == ErrorKind::Unavailable => Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("worker {owner} at {} is unreachable: {}", w.addr, e.message),
+            )),
+            r => r,
+        }
     }
 
     /// A fresh inode id, from a batch reserved at the coordinator.

@@ -158,25 +158,6 @@ impl Client {
             (other, _) => Err(unexpected(other)),
         }
     }
-
-    /// Sends `req` to the worker owning `key`'s partition.
-    pub(crate) async fn call_owner(&self, key: ChunkKey, req: &Request, payload: &[u8]) -> Result<(Response, Bytes)> {
-        let layout = self.layout().await?;
-        let owner = layout
-            .table
-            .locate(key)
-            .ok_or_else(|| Error::new(ErrorKind::Unavailable, "the pool has no workers yet"))?;
-        let w = layout
-            .worker(owner)
-            .ok_or_else(|| Error::internal(format!("worker {owner} is in the partition table but unknown")))?;
-        match self.worker_pool(w.id, &w.addr).call(req, payload, true).await {
-            Err(e) if e.kind == ErrorKind::Unavailable => Err(Error::new(
-                ErrorKind::Unavailable,
-                format!("worker {owner} at {} is unreachable: {}", w.addr, e.message),
-            )),
-            r => r,
-        }
-    }
 }
 
 fn region_error(path: &str, index: u64, e: Error) -> Error {

@@ -7,7 +7,7 @@ use crate::client::{unexpected, unexpected_meta, Client};
 use bytes::{Bytes, BytesMut};
 use tierpool_meta::{InodeInfo, MetaOp, MetaReply};
 use tierpool_proto::{Request, Response};
-use tierpool_types::{validate_chunk_size, Checksum, ChunkAttrs, ChunkKey, Error, ErrorKind, InodeId, Result};
+use tierpool_types::{validate_chunk_size, Checksum, ChunkAttrs, ChunkKey, Error, InodeId, Result};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::task::JoinSet;
 
@@ -112,23 +112,9 @@ impl Client {
         checksum: Checksum,
         attrs: ChunkAttrs,
     ) -> Result<()> {
-        let layout = self.layout().await?;
-        let owner = layout
-            .table
-            .locate(key)
-            .ok_or_else(|| Error::new(ErrorKind::Unavailable, "the pool has no workers yet"))?;
-        let w = layout
-            .worker(owner)
-            .ok_or_else(|| Error::internal(format!("worker {owner} is in the partition table but unknown")))?;
-        let pool = self.worker_pool(w.id, &w.addr);
-        match pool.call(&Request::PutChunk { key, checksum, attrs }, &data, true).await {
-            Ok((Response::Ok, _)) => Ok(()),
-            Ok((other, _)) => Err(unexpected(other)),
-            Err(e) if e.kind == ErrorKind::Unavailable => Err(Error::new(
-                ErrorKind::Unavailable,
-                format!("worker {owner} at {} is unreachable: {}", w.addr, e.message),
-            )),
-            Err(e) => Err(e),
+        match self.call_owner(key, &Request::PutChunk { key, checksum, attrs }, &data).await? {
+            (Response::Ok, _) => Ok(()),
+            (other, _) => Err(unexpected(other)),
         }
     }
 }
