@@ -11,8 +11,9 @@ mod ops;
 mod path;
 mod state;
 
-pub use ops::{DirEntry, InodeInfo, InodeKind, MetaOp, MetaReply, WorkerRecord};
-pub use path::normalize;
+pub use ops::{DirEntry, DirName, InodeInfo, InodeKind, MetaOp, MetaReply, NewNode, WorkerRecord};
+pub use path::{check_name, normalize};
+pub use state::legacy;
 pub use state::MetaState;
 
 /// Nanoseconds since the Unix epoch, read by the shell and passed in.

@@ -4,7 +4,7 @@
 
 use crate::Timestamp;
 use serde::{Deserialize, Serialize};
-use tierpool_types::{Checksum, ChunkAttrs, InodeId, Priority, WorkerId};
+use tierpool_types::{Checksum, ChunkAttrs, ChunkKey, ChunkRef, InodeId, Priority, WorkerId};
 
 /// A change to the metadata. Paths are as the user typed them; the state
 /// machine normalises them.
@@ -60,6 +60,70 @@ pub enum MetaOp {
     /// kept) and/or the modification time (`utimens`) of one inode; its
     /// `ctime` becomes `now`. Reply: [`MetaReply::Info`].
     SetMeta { path: String, mode: Option<u32>, mtime: Option<Timestamp> },
+    /// Runs `op` on behalf of user `uid` and group `gid`: the inodes it
+    /// creates belong to them (ops outside `AsOwner` create inodes owned by
+    /// 0/0). The reply is `op`'s. An `AsOwner` inside another is refused.
+    AsOwner { uid: u32, gid: u32, op: Box<MetaOp> },
+    /// Creates entry `name` in directory `parent`: an empty file, a
+    /// directory, a symbolic link or a special file, with id taken from
+    /// `next_inode`. An existing entry is `AlreadyExists`. In a directory
+    /// with the set-group-id bit, the new inode takes the directory's group
+    /// (and a new directory the bit). Reply: [`MetaReply::Info`].
+    MakeAt { parent: InodeId, name: String, node: NewNode, mode: u32 },
+    /// Gives the non-directory `inode` another name (a hard link).
+    /// Reply: [`MetaReply::Info`] of the inode.
+    LinkAt { inode: InodeId, parent: InodeId, name: String },
+    /// Removes entry `name` of `parent`: with `dir`, an empty directory
+    /// (`rmdir`), otherwise a non-directory (`unlink`). An inode whose last
+    /// name goes is forgotten and its chunks queued for garbage collection.
+    /// Reply: [`MetaReply::Removed`].
+    RemoveAt { parent: InodeId, name: String, dir: bool },
+    /// Atomic rename with the rules of `Rename`; with `noreplace` an
+    /// existing target is `AlreadyExists`. Reply: [`MetaReply::Done`].
+    RenameAt { parent: InodeId, name: String, new_parent: InodeId, new_name: String, noreplace: bool },
+    /// Changes the owner, permission bits and times of one inode; `ctime`
+    /// becomes `now`. Reply: [`MetaReply::Info`].
+    SetInode {
+        inode: InodeId,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        atime: Option<Timestamp>,
+        mtime: Option<Timestamp>,
+    },
+    /// Publishes new versions of some chunks of a file, whose objects are
+    /// already on the workers, and its new size. Without `truncate` the
+    /// file never shrinks (the size becomes the larger of the two), so
+    /// writers of different chunks do not undo each other. With
+    /// `truncate: Some(t)` (the smallest size the writer cut the file to,
+    /// `t <= size`) the file is first cut to `t` (chunks past it dropped)
+    /// and then takes `size` exactly, any new room being holes. A chunk's
+    /// object must fit its share of the file, so a cut through a chunk must
+    /// come with a shortened version of it. Replaced versions are queued for
+    /// garbage collection; `mtime` and `ctime` become `now`.
+    /// Reply: [`MetaReply::Info`].
+    UpdateFile { inode: InodeId, size: u64, truncate: Option<u64>, chunks: Vec<(u64, ChunkRef)> },
+    /// These replaced chunk versions were deleted from every worker: forget them.
+    GcChunksDone { keys: Vec<ChunkKey> },
+}
+
+/// What `MakeAt` creates.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NewNode {
+    /// An empty file whose chunks will be `chunk_size` bytes.
+    File {
+        chunk_size: u64,
+    },
+    Dir,
+    Symlink {
+        target: String,
+    },
+    /// A named pipe, socket or device node: metadata only, served by the
+    /// kernel of the machine that opens it.
+    Special {
+        kind: InodeKind,
+        rdev: u64,
+    },
 }
 
 /// The result of a successful op.
@@ -79,6 +143,18 @@ pub enum InodeKind {
     Dir,
     /// Memory allocated from the pool: written in place, page by page.
     Region,
+    Symlink,
+    Fifo,
+    Socket,
+    CharDevice,
+    BlockDevice,
+}
+
+impl InodeKind {
+    /// A named pipe, socket or device node.
+    pub fn is_special(self) -> bool {
+        matches!(self, InodeKind::Fifo | InodeKind::Socket | InodeKind::CharDevice | InodeKind::BlockDevice)
+    }
 }
 
 /// What `stat` shows of an inode.
@@ -92,14 +168,37 @@ pub struct InodeInfo {
     pub chunk_size: u64,
     /// Permission bits (e.g. 0o644).
     pub mode: u32,
-    /// 1 for a file, 2 + number of subdirectories for a directory.
+    pub uid: u32,
+    pub gid: u32,
+    /// Names of a non-directory; 2 + number of subdirectories for a directory.
     pub nlink: u32,
+    pub atime: u64,
     pub mtime: u64,
     pub ctime: u64,
     pub attrs: ChunkAttrs,
-    /// One CRC-32C per chunk of a file (`ceil(size / chunk_size)` entries); empty for a
-    /// directory and for a region (its chunks change in place; workers check them).
-    pub checksums: Vec<Checksum>,
+    /// One entry per chunk of a file (`ceil(size / chunk_size)` entries),
+    /// unless the query left them out; empty for every other kind (a
+    /// region's chunks change in place and workers check them).
+    pub chunks: Vec<ChunkRef>,
+    /// Where a symbolic link points; empty for other kinds.
+    pub target: String,
+    /// Device number of a device node, else 0.
+    pub rdev: u64,
+}
+
+impl InodeInfo {
+    /// Whether `chunks` lists every chunk of the file (queries may leave them out).
+    pub fn has_chunks(&self) -> bool {
+        self.kind != InodeKind::File || self.chunks.len() as u64 == self.size.div_ceil(self.chunk_size.max(1))
+    }
+}
+
+/// One directory entry as `readdir` needs it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DirName {
+    pub name: String,
+    pub id: InodeId,
+    pub kind: InodeKind,
 }
 
 /// One directory entry as `ls` shows it.

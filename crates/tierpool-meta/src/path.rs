@@ -30,6 +30,18 @@ pub fn normalize(path: &str) -> Result<Vec<String>> {
     Ok(out)
 }
 
+/// Checks one directory entry name: not empty, `.` or `..`, free of `/`
+/// and NUL, at most [`MAX_NAME_LEN`] bytes.
+pub fn check_name(name: &str) -> Result<()> {
+    if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
+        return Err(Error::invalid(format!("{:?} is not a valid name for a directory entry", name)));
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(Error::invalid(format!("a name is longer than {MAX_NAME_LEN} bytes")));
+    }
+    Ok(())
+}
+
 /// The path as messages show it: with a leading `/`.
 pub(crate) fn display(comps: &[String]) -> String {
     format!("/{}", comps.join("/"))

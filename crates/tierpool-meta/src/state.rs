@@ -4,14 +4,20 @@
 //! counters, the worker records, the partition table and the inodes awaiting
 //! garbage collection. Invariants (see [`MetaState::check_invariants`]):
 //! - before `Init` the state is empty; after it the root directory exists;
-//! - every live inode except the root is the entry of exactly one directory,
-//!   reachable from the root, and its `parent`/`name` match that entry;
+//! - every live directory except the root is the entry of exactly one
+//!   directory, reachable from the root, and its `parent`/`name` match that
+//!   entry; every other live inode is the entry of exactly `links` directories;
 //! - every live or pending id is below `next_inode`; `pending_gc` holds no live inode;
+//! - a file has one chunk entry per chunk, each object no longer than its
+//!   share of the file; `pending_chunks` holds only versions of live files
+//!   that no file entry references;
 //! - `next_worker_id` is above every known worker id; once a worker is known,
 //!   every partition is owned by a known worker.
 //!
 //! The rules of each op live in its submodule (`create`, `remove`, `rename`
-//! for the POSIX rename rules, `attrs`, `workers`).
+//! for the POSIX rename rules, `attrs`, `update` for chunk versions,
+//! `workers`). Namespace ops come in two forms: by path (the CLI's) and by
+//! directory inode and entry name (a file system's); both share one core.
 //!
 //! Every op validates fully before its first mutation, so a failed op leaves the
 //! state untouched, and the result depends only on the state, the op and `now`.
@@ -20,18 +26,21 @@ mod attrs;
 mod check;
 mod create;
 mod inode;
+pub mod legacy;
+mod queries;
 mod remove;
 mod rename;
 mod resolve;
+mod update;
 mod workers;
 
 use crate::path::normalize;
-use crate::{DirEntry, InodeInfo, MetaOp, MetaReply, Timestamp, WorkerRecord};
-use inode::Inode;
+use crate::{MetaOp, MetaReply, Timestamp, WorkerRecord};
+use inode::{Inode, Owner};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use tierpool_placement::PartitionTable;
-use tierpool_types::{Error, InodeId, Result, WorkerId};
+use tierpool_types::{ChunkKey, Error, InodeId, Result, WorkerId};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MetaState {
@@ -45,6 +54,13 @@ pub struct MetaState {
     /// One unowned partition until `Init` fixes the real count.
     table: PartitionTable,
     pending_gc: BTreeSet<InodeId>,
+    /// Replaced versions of live files' chunks, to be deleted from the workers.
+    pending_chunks: BTreeSet<ChunkKey>,
+}
+
+/// Every chunk key of inode `id`, as a range of the ordered keys.
+fn inode_keys(id: InodeId) -> std::ops::RangeInclusive<ChunkKey> {
+    ChunkKey { inode: id, index: 0, version: 0 }..=ChunkKey { inode: id, index: u64::MAX, version: u64::MAX }
 }
 
 impl MetaState {
@@ -58,6 +74,7 @@ impl MetaState {
             next_worker_id: 1,
             table: PartitionTable::new(1),
             pending_gc: BTreeSet::new(),
+            pending_chunks: BTreeSet::new(),
         }
     }
 
@@ -73,8 +90,20 @@ impl MetaState {
         }
         self.ensure_initialised()?;
         match op {
-            MetaOp::Init { .. } => unreachable!("handled above"),
-            MetaOp::Mkdir { path, parents, mode } => self.mkdir(&normalize(path)?, *parents, *mode, now),
+            MetaOp::AsOwner { uid, gid, op } => {
+                if matches!(**op, MetaOp::AsOwner { .. } | MetaOp::Init { .. }) {
+                    return Err(Error::invalid("AsOwner cannot wrap AsOwner or Init"));
+                }
+                self.execute_as(op, Owner { uid: *uid, gid: *gid }, now)
+            }
+            op => self.execute_as(op, Owner::default(), now),
+        }
+    }
+
+    fn execute_as(&mut self, op: &MetaOp, owner: Owner, now: Timestamp) -> Result<MetaReply> {
+        match op {
+            MetaOp::Init { .. } | MetaOp::AsOwner { .. } => Err(Error::invalid("Init and AsOwner cannot be nested")),
+            MetaOp::Mkdir { path, parents, mode } => self.mkdir(&normalize(path)?, *parents, *mode, owner, now),
             MetaOp::AllocInodes { count } => self.alloc_inodes(*count),
             MetaOp::CommitFile { path, inode, size, chunk_size, checksums, attrs, mode, overwrite } => {
                 let file = create::NewFile {
@@ -86,7 +115,7 @@ impl MetaState {
                     mode: *mode,
                     region: false,
                 };
-                self.commit_file(&normalize(path)?, &file, *overwrite, now)
+                self.commit_file(&normalize(path)?, &file, *overwrite, owner, now)
             }
             MetaOp::CommitRegion { path, inode, size, chunk_size, attrs, mode } => {
                 let region = create::NewFile {
@@ -98,7 +127,7 @@ impl MetaState {
                     mode: *mode,
                     region: true,
                 };
-                self.commit_file(&normalize(path)?, &region, false, now)
+                self.commit_file(&normalize(path)?, &region, false, owner, now)
             }
             MetaOp::Remove { path, recursive } => self.remove(&normalize(path)?, *recursive, now),
             MetaOp::Rename { from, to } => self.rename(&normalize(from)?, &normalize(to)?, now),
@@ -121,28 +150,20 @@ impl MetaState {
                 }
                 Ok(MetaReply::Done)
             }
-        }
-    }
-
-    pub fn stat(&self, path: &str) -> Result<InodeInfo> {
-        self.ensure_initialised()?;
-        let comps = normalize(path)?;
-        Ok(self.info(self.lookup(&comps)?))
-    }
-
-    /// Entries of a directory sorted by name; for a file, the file itself as one entry.
-    pub fn list(&self, path: &str) -> Result<Vec<DirEntry>> {
-        self.ensure_initialised()?;
-        let comps = normalize(path)?;
-        let id = self.lookup(&comps)?;
-        match self.children(id) {
-            Some(children) => {
-                Ok(children.iter().map(|(name, c)| DirEntry { name: name.clone(), info: self.info(*c) }).collect())
+            MetaOp::MakeAt { parent, name, node, mode } => self.make_at(*parent, name, node, *mode, owner, now),
+            MetaOp::LinkAt { inode, parent, name } => self.link_at(*inode, *parent, name, now),
+            MetaOp::RemoveAt { parent, name, dir } => self.remove_at(*parent, name, *dir, now),
+            MetaOp::RenameAt { parent, name, new_parent, new_name, noreplace } => {
+                self.rename_at((*parent, name), (*new_parent, new_name), *noreplace, now)
             }
-            None => {
-                let name = comps.last().cloned().unwrap_or_default();
-                Ok(vec![DirEntry { name, info: self.info(id) }])
+            MetaOp::SetInode { inode, mode, uid, gid, atime, mtime } => {
+                let change = attrs::InodeChange { mode: *mode, uid: *uid, gid: *gid, atime: *atime, mtime: *mtime };
+                self.set_inode(*inode, &change, now)
             }
+            MetaOp::UpdateFile { inode, size, truncate, chunks } => {
+                self.update_file(*inode, *size, *truncate, chunks, now)
+            }
+            MetaOp::GcChunksDone { keys } => Ok(self.gc_chunks_done(keys)),
         }
     }
 
@@ -158,6 +179,11 @@ impl MetaState {
     /// Inodes whose chunks must still be deleted from the workers.
     pub fn pending_gc(&self) -> &BTreeSet<InodeId> {
         &self.pending_gc
+    }
+
+    /// Replaced chunk versions whose objects must still be deleted from the workers.
+    pub fn pending_chunks(&self) -> &BTreeSet<ChunkKey> {
+        &self.pending_chunks
     }
 
     /// Number of live inodes (files and directories, root included).

@@ -11,7 +11,7 @@ pub mod msg;
 pub mod record;
 
 pub use frame::{FrameHeader, FRAME_HEADER_LEN, MAX_HEADER_LEN, MAX_PAYLOAD_LEN, PROTOCOL_VERSION};
-pub use msg::{Layout, PoolStatus, Request, Response, WorkerStats, WorkerStatus};
+pub use msg::{ChunkPlace, Layout, PoolStatus, Request, Response, WorkerStats, WorkerStatus};
 
 use tierpool_types::{Error, ErrorKind, Result};
 

@@ -3,7 +3,7 @@
 //! gets a request meant for the other role answers `InvalidArgument`.
 
 use serde::{Deserialize, Serialize};
-use tierpool_meta::{DirEntry, InodeInfo, MetaOp, MetaReply, WorkerRecord};
+use tierpool_meta::{DirEntry, DirName, InodeInfo, MetaOp, MetaReply, WorkerRecord};
 use tierpool_placement::PartitionTable;
 use tierpool_types::{Checksum, ChunkAttrs, ChunkKey, Error, InodeId, WorkerId};
 
@@ -63,6 +63,37 @@ pub enum Request {
         ranges: Vec<(u64, u64)>,
         checksum: Checksum,
     },
+    // ---- control plane, by inode (for file systems) ----
+    /// Entry `name` of directory `parent`, without a file's chunk list.
+    Lookup {
+        parent: InodeId,
+        name: String,
+    },
+    /// The live inode `id`; with `chunks`, a file's chunk list too.
+    StatInode {
+        id: InodeId,
+        chunks: bool,
+    },
+    /// The entries of directory `id`; answered by `Names`.
+    ReadDir {
+        id: InodeId,
+    },
+    /// Client `session` has these inodes open: their chunks must outlive
+    /// their names. Replaces the session's earlier set; lapses unless
+    /// renewed within the hold period (see the coordinator's `gc`).
+    Hold {
+        session: u64,
+        inodes: Vec<InodeId>,
+    },
+    // ---- data plane (worker) ----
+    /// Deletes these chunk versions (replaced versions of live files).
+    DeleteChunks {
+        keys: Vec<ChunkKey>,
+    },
+    /// Which tier holds each of these chunks; answered by `Located`.
+    Locate {
+        keys: Vec<ChunkKey>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,6 +122,22 @@ pub enum Response {
     Range {
         checksum: Checksum,
     },
+    /// A directory's entries and the directory holding it.
+    Names {
+        parent: InodeId,
+        entries: Vec<DirName>,
+    },
+    /// One place per key asked, in order.
+    Located(Vec<ChunkPlace>),
+}
+
+/// Where a worker holds a chunk.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ChunkPlace {
+    Mem,
+    Disk,
+    /// This worker does not hold it.
+    Absent,
 }
 
 /// Where chunks live: the partition table and how to reach each worker.
@@ -138,6 +185,8 @@ pub struct PoolStatus {
     pub inodes: u64,
     pub pending_gc: u64,
     pub workers: Vec<WorkerStatus>,
+    /// Replaced chunk versions awaiting deletion.
+    pub pending_chunks: u64,
 }
 
 #[cfg(test)]

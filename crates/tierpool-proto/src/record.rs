@@ -6,13 +6,19 @@
 //! or CRC and ends the replay there.
 //!
 //! Snapshot file: `magic "TPSNAP" | version u8 | crc32c u32 | len u64 | postcard(Snapshot)`.
+//! Version 2 holds the current [`MetaState`]; version 1 snapshots (no
+//! owners, links or chunk versions) are read and migrated
+//! ([`tierpool_meta::legacy`]). Log records are still version 1: the ops
+//! added since are new variants at the end of [`MetaOp`], so old records
+//! decode unchanged.
 
 use serde::{Deserialize, Serialize};
+use tierpool_meta::legacy::MetaStateV1;
 use tierpool_meta::{MetaOp, MetaState};
 use tierpool_types::{Error, ErrorKind, Result};
 
 pub const LOG_RECORD_VERSION: u8 = 1;
-pub const SNAPSHOT_VERSION: u8 = 1;
+pub const SNAPSHOT_VERSION: u8 = 2;
 const SNAPSHOT_MAGIC: &[u8; 6] = b"TPSNAP";
 const MAX_RECORD_LEN: u32 = 512 << 20;
 
@@ -29,6 +35,13 @@ pub struct LogRecord {
 pub struct Snapshot {
     pub lsn: u64,
     pub state: MetaState,
+}
+
+/// A version 1 snapshot, read only to migrate it.
+#[derive(Deserialize)]
+struct SnapshotV1 {
+    lsn: u64,
+    state: MetaStateV1,
 }
 
 /// Appends the framed record to `out`.
@@ -92,8 +105,9 @@ pub fn decode_snapshot(buf: &[u8]) -> Result<Snapshot> {
     if buf.len() < 19 || &buf[0..6] != SNAPSHOT_MAGIC {
         return Err(corrupt("bad header"));
     }
-    if buf[6] != SNAPSHOT_VERSION {
-        return Err(corrupt(&format!("unsupported version {}", buf[6])));
+    let version = buf[6];
+    if version != SNAPSHOT_VERSION && version != 1 {
+        return Err(corrupt(&format!("unsupported version {version}")));
     }
     let crc = u32::from_le_bytes([buf[7], buf[8], buf[9], buf[10]]);
     let mut lenb = [0u8; 8];
@@ -105,6 +119,10 @@ pub fn decode_snapshot(buf: &[u8]) -> Result<Snapshot> {
     }
     if crc32c::crc32c(body) != crc {
         return Err(corrupt("checksum mismatch"));
+    }
+    if version == 1 {
+        let old: SnapshotV1 = crate::decode(body).map_err(|e| corrupt(&e.message))?;
+        return Ok(Snapshot { lsn: old.lsn, state: MetaState::from(old.state) });
     }
     crate::decode(body).map_err(|e| corrupt(&e.message))
 }
@@ -134,5 +152,100 @@ mod tests {
         let mut bad = buf.clone();
         bad[n1 + 10] ^= 0x40;
         assert!(matches!(decode_record(&bad[n1..]), Decoded::Torn(_)));
+    }
+
+    /// The shape version 1 wrote, spelled out with public types.
+    mod v1 {
+        use serde::Serialize;
+        use std::collections::{BTreeMap, BTreeSet};
+        use tierpool_meta::WorkerRecord;
+        use tierpool_placement::PartitionTable;
+        use tierpool_types::{ChunkAttrs, InodeId, WorkerId};
+
+        #[derive(Serialize)]
+        pub struct Snapshot {
+            pub lsn: u64,
+            pub state: State,
+        }
+        #[derive(Serialize)]
+        pub struct State {
+            pub initialised: bool,
+            pub inodes: BTreeMap<InodeId, Inode>,
+            pub next_inode: u64,
+            pub workers: BTreeMap<WorkerId, WorkerRecord>,
+            pub next_worker_id: u64,
+            pub table: PartitionTable,
+            pub pending_gc: BTreeSet<InodeId>,
+        }
+        #[derive(Serialize)]
+        pub struct Inode {
+            pub parent: InodeId,
+            pub name: String,
+            pub mode: u32,
+            pub mtime: u64,
+            pub ctime: u64,
+            pub attrs: ChunkAttrs,
+            pub body: Body,
+        }
+        #[derive(Serialize)]
+        pub enum Body {
+            File { size: u64, chunk_size: u64, checksums: Vec<u32> },
+            Dir { children: BTreeMap<String, InodeId> },
+        }
+    }
+
+    #[test]
+    fn version_1_snapshots_are_migrated() {
+        use std::collections::{BTreeMap, BTreeSet};
+        use tierpool_types::{ChunkAttrs, ChunkRef, InodeId};
+        let attrs = ChunkAttrs::default();
+        let root = v1::Inode {
+            parent: InodeId(1),
+            name: String::new(),
+            mode: 0o755,
+            mtime: 1,
+            ctime: 1,
+            attrs,
+            body: v1::Body::Dir { children: BTreeMap::from([("f".to_string(), InodeId(2))]) },
+        };
+        let f = v1::Inode {
+            parent: InodeId(1),
+            name: "f".into(),
+            mode: 0o600,
+            mtime: 4,
+            ctime: 4,
+            attrs,
+            body: v1::Body::File { size: 5, chunk_size: 4096, checksums: vec![77] },
+        };
+        let snap = v1::Snapshot {
+            lsn: 42,
+            state: v1::State {
+                initialised: true,
+                inodes: BTreeMap::from([(InodeId(1), root), (InodeId(2), f)]),
+                next_inode: 3,
+                workers: BTreeMap::new(),
+                next_worker_id: 1,
+                table: tierpool_placement::PartitionTable::new(8),
+                pending_gc: BTreeSet::new(),
+            },
+        };
+        let body = crate::encode(&snap);
+        let mut bytes = SNAPSHOT_MAGIC.to_vec();
+        bytes.push(1);
+        bytes.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+        bytes.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(&body);
+        let back = decode_snapshot(&bytes).unwrap();
+        assert_eq!(back.lsn, 42);
+        back.state.check_invariants().unwrap();
+        let info = back.state.stat("/f").unwrap();
+        assert_eq!(
+            (info.mode, info.size, info.chunks.clone()),
+            (0o600, 5, vec![ChunkRef { version: 1, len: 5, checksum: 77 }])
+        );
+        // and it is written back as the current version
+        let again = encode_snapshot(&back);
+        assert_eq!(again[6], SNAPSHOT_VERSION);
+        assert_eq!(decode_snapshot(&again).unwrap(), back);
     }
 }

@@ -45,6 +45,28 @@ impl fmt::Display for ChunkKey {
     }
 }
 
+/// What a file's metadata records of one chunk: which stored version holds
+/// it, how many bytes that object has, and their CRC-32C.
+///
+/// The object may be shorter than the chunk's share of the file: the bytes
+/// after it read as zeros. Version 0 is a hole: nothing is stored, every byte
+/// is zero (and `len` and `checksum` are 0).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ChunkRef {
+    pub version: u64,
+    pub len: u64,
+    pub checksum: crate::Checksum,
+}
+
+impl ChunkRef {
+    /// A chunk of zeros with nothing stored.
+    pub const HOLE: ChunkRef = ChunkRef { version: 0, len: 0, checksum: 0 };
+
+    pub fn is_hole(&self) -> bool {
+        self.version == 0
+    }
+}
+
 /// Eviction priority 1 (evicted first) ..= 5 (evicted last). Default 3.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Priority(u8);

@@ -10,7 +10,7 @@ mod ids;
 mod size;
 
 pub use error::{Error, ErrorKind, Result};
-pub use ids::{ChunkAttrs, ChunkKey, InodeId, Priority, WorkerId};
+pub use ids::{ChunkAttrs, ChunkKey, ChunkRef, InodeId, Priority, WorkerId};
 pub use size::ByteSize;
 
 /// The unit of dirty tracking and of transaction conflict detection.

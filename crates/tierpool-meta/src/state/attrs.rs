@@ -1,5 +1,6 @@
 //! `SetAttrs`: priority and pinning of a file, or of a whole directory tree;
-//! `SetMeta`: permission bits and modification time of one inode.
+//! `SetMeta`: permission bits and modification time of one inode;
+//! `SetInode`: owner, permission bits and times of one inode by id.
 //!
 //! On a directory the new attributes apply to it and to every inode beneath
 //! it (subdirectories included, so `stat` of any directory in the tree agrees
@@ -10,7 +11,7 @@
 use super::inode::MODE_MASK;
 use super::MetaState;
 use crate::{MetaReply, Timestamp};
-use tierpool_types::{Priority, Result};
+use tierpool_types::{InodeId, Priority, Result};
 
 impl MetaState {
     pub(super) fn set_attrs(
@@ -31,7 +32,7 @@ impl MetaState {
                 n.attrs.pinned = p;
             }
             n.ctime = now;
-            if !n.is_dir() {
+            if n.has_data() {
                 changed.push((i, n.attrs));
             }
         }
@@ -57,4 +58,35 @@ impl MetaState {
         n.ctime = now;
         Ok(MetaReply::Info(self.info(id)))
     }
+
+    pub(super) fn set_inode(&mut self, id: InodeId, change: &InodeChange, now: Timestamp) -> Result<MetaReply> {
+        self.live(id)?;
+        let n = self.node_mut(id);
+        if let Some(m) = change.mode {
+            n.mode = m & MODE_MASK;
+        }
+        if let Some(u) = change.uid {
+            n.owner.uid = u;
+        }
+        if let Some(g) = change.gid {
+            n.owner.gid = g;
+        }
+        if let Some(t) = change.atime {
+            n.atime = t;
+        }
+        if let Some(t) = change.mtime {
+            n.mtime = t;
+        }
+        n.ctime = now;
+        Ok(MetaReply::Info(self.info(id)))
+    }
+}
+
+/// The fields of a `SetInode` op.
+pub(super) struct InodeChange {
+    pub(super) mode: Option<u32>,
+    pub(super) uid: Option<u32>,
+    pub(super) gid: Option<u32>,
+    pub(super) atime: Option<Timestamp>,
+    pub(super) mtime: Option<Timestamp>,
 }

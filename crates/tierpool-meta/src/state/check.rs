@@ -4,7 +4,7 @@
 use super::inode::Body;
 use super::MetaState;
 use crate::path::MAX_NAME_LEN;
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use tierpool_types::{Error, InodeId, Result};
 
 fn fail(what: String) -> Result<()> {
@@ -33,47 +33,53 @@ impl MetaState {
         self.check_workers()
     }
 
-    /// Every live inode is reached from the root exactly once, through entries
-    /// that match its back link; files carry one checksum per chunk.
+    /// Every live directory is reached from the root exactly once, through an
+    /// entry that matches its back link; every other inode through exactly
+    /// `links` entries; files carry one fitting chunk entry per chunk.
     fn check_tree(&self) -> Result<()> {
         match self.inodes.get(&InodeId::ROOT) {
-            Some(root) if root.is_dir() && root.parent == InodeId::ROOT => {}
+            Some(root) if root.dir_parent() == Some(InodeId::ROOT) => {}
             _ => return fail("the root is missing or not a directory".into()),
         }
-        let mut seen = BTreeSet::from([InodeId::ROOT]);
+        let mut names: BTreeMap<InodeId, u32> = BTreeMap::from([(InodeId::ROOT, 1)]);
         let mut queue = vec![InodeId::ROOT];
         while let Some(dir) = queue.pop() {
             for (name, c) in self.children(dir).into_iter().flatten() {
                 let Some(n) = self.inodes.get(c) else { return fail(format!("entry {name} names dead inode {c}")) };
-                if !seen.insert(*c) {
-                    return fail(format!("inode {c} is reachable twice"));
-                }
-                if n.parent != dir || n.name != *name {
-                    return fail(format!("inode {c} links back to {}/{}", n.parent, n.name));
-                }
-                if name.is_empty()
-                    || name == "."
-                    || name == ".."
-                    || name.contains(['/', '\0'])
-                    || name.len() > MAX_NAME_LEN
-                {
-                    return fail(format!("bad entry name {name:?}"));
-                }
-                if let Body::Region { chunk_size, .. } = &n.body {
-                    if *chunk_size == 0 {
-                        return fail(format!("region {c} has chunk size 0"));
+                check_entry_name(name)?;
+                let seen = names.entry(*c).or_insert(0);
+                *seen += 1;
+                if let Body::Dir { parent, name: own, .. } = &n.body {
+                    if *seen > 1 || *c == InodeId::ROOT {
+                        return fail(format!("directory {c} is reachable twice"));
                     }
-                }
-                if let Body::File { size, chunk_size, checksums } = &n.body {
-                    if *chunk_size == 0 || checksums.len() as u64 != size.div_ceil(*chunk_size) {
-                        return fail(format!("file {c} has {} checksums for {size} bytes", checksums.len()));
+                    if *parent != dir || own != name {
+                        return fail(format!("directory {c} links back to {parent}/{own}"));
                     }
+                    queue.push(*c);
+                } else if *seen == 1 {
+                    check_body(*c, &n.body)?;
                 }
-                queue.push(*c);
             }
         }
-        if seen.len() != self.inodes.len() {
-            return fail(format!("{} inodes are live but unreachable", self.inodes.len() - seen.len()));
+        for (id, n) in &self.inodes {
+            let seen = names.get(id).copied().unwrap_or(0);
+            if seen == 0 {
+                return fail(format!("inode {id} is live but unreachable"));
+            }
+            if seen != n.links {
+                return fail(format!("inode {id} has {seen} names but counts {} links", n.links));
+            }
+        }
+        for k in &self.pending_chunks {
+            match self.inodes.get(&k.inode).map(|n| &n.body) {
+                Some(Body::File { chunks, .. }) => {
+                    if chunks.get(k.index as usize).is_some_and(|r| r.version == k.version) {
+                        return fail(format!("chunk {k} is in use and pending garbage collection"));
+                    }
+                }
+                _ => return fail(format!("pending chunk {k} is not of a live file")),
+            }
         }
         Ok(())
     }
@@ -92,5 +98,31 @@ impl MetaState {
             }
         }
         Ok(())
+    }
+}
+
+fn check_entry_name(name: &str) -> Result<()> {
+    if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) || name.len() > MAX_NAME_LEN {
+        return fail(format!("bad entry name {name:?}"));
+    }
+    Ok(())
+}
+
+fn check_body(id: InodeId, body: &Body) -> Result<()> {
+    match body {
+        Body::Region { chunk_size, .. } if *chunk_size == 0 => fail(format!("region {id} has chunk size 0")),
+        Body::File { size, chunk_size, chunks } => {
+            if *chunk_size == 0 || chunks.len() as u64 != size.div_ceil(*chunk_size) {
+                return fail(format!("file {id} has {} chunk entries for {size} bytes", chunks.len()));
+            }
+            for (i, r) in chunks.iter().enumerate() {
+                let share = (size - i as u64 * chunk_size).min(*chunk_size);
+                if r.len > share || (r.is_hole() && r.len != 0) {
+                    return fail(format!("file {id}: chunk {i} of {} bytes does not fit its {share}", r.len));
+                }
+            }
+            Ok(())
+        }
+        _ => Ok(()),
     }
 }

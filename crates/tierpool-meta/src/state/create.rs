@@ -1,16 +1,21 @@
-//! `Mkdir`, `CommitFile` and `CommitRegion`: the ops that add entries to the namespace.
+//! The ops that add entries to the namespace: `Mkdir`, `CommitFile`,
+//! `CommitRegion` (by path) and `MakeAt`, `LinkAt` (by directory inode).
 //!
-//! New directories take ids from `next_inode`; a committed file brings its own
-//! id, which must have been reserved by `AllocInodes` and be neither live nor
-//! awaiting garbage collection. Both set the new inode's times and the times of
-//! the directory that gains the entry to `now`.
+//! New directories, empty files, symlinks and special files take ids from
+//! `next_inode`; a committed file or region brings its own id, which must
+//! have been reserved by `AllocInodes` and be neither live nor awaiting garbage
+//! collection. All set the new inode's times and the times of the directory
+//! that gains the entry to `now`. A new inode belongs to the op's owner,
+//! except that in a set-group-id directory it takes the directory's group
+//! (and a new directory inherits the bit), as BSD and Linux do.
 
-use super::inode::{Body, Inode, MODE_MASK};
-use super::resolve::path_error;
+use super::inode::{Body, Inode, Owner, MODE_MASK, SET_GID};
+use super::resolve::{entry_error, path_error};
 use super::MetaState;
-use crate::path::display;
-use crate::{MetaReply, Timestamp};
-use tierpool_types::{validate_chunk_size, Checksum, ChunkAttrs, Error, ErrorKind, InodeId, Result};
+use crate::path::{check_name, display};
+use crate::{InodeKind, MetaReply, NewNode, Timestamp};
+use std::collections::BTreeMap;
+use tierpool_types::{validate_chunk_size, Checksum, ChunkAttrs, ChunkRef, Error, ErrorKind, InodeId, Result};
 
 /// The file half of a `CommitFile` op.
 pub(super) struct NewFile<'a> {
@@ -25,7 +30,14 @@ pub(super) struct NewFile<'a> {
 }
 
 impl MetaState {
-    pub(super) fn mkdir(&mut self, comps: &[String], parents: bool, mode: u32, now: Timestamp) -> Result<MetaReply> {
+    pub(super) fn mkdir(
+        &mut self,
+        comps: &[String],
+        parents: bool,
+        mode: u32,
+        owner: Owner,
+        now: Timestamp,
+    ) -> Result<MetaReply> {
         // Walk down the existing part of the path.
         let mut cur = InodeId::ROOT;
         let mut depth = 0;
@@ -51,12 +63,10 @@ impl MetaState {
         if self.next_inode.checked_add(missing.len() as u64).is_none() {
             return Err(Error::invalid("inode ids are exhausted"));
         }
-        self.touch(cur, now);
         for name in missing {
             let id = InodeId(self.next_inode);
             self.next_inode += 1;
-            self.inodes.insert(id, Inode::dir(cur, name.clone(), mode, now));
-            self.link(cur, name, id);
+            self.add_entry(cur, name, id, Inode::new(mode, owner, now, empty_dir()), now);
             cur = id;
         }
         Ok(MetaReply::Done)
@@ -67,6 +77,7 @@ impl MetaState {
         comps: &[String],
         file: &NewFile<'_>,
         overwrite: bool,
+        owner: Owner,
         now: Timestamp,
     ) -> Result<MetaReply> {
         validate_chunk_size(file.chunk_size).map_err(|e| e.context(display(comps)))?;
@@ -96,25 +107,108 @@ impl MetaState {
         // Validated: mutate.
         if let Some(old) = old {
             self.unlink(parent, name);
-            self.drop_subtree(old);
+            self.release(old);
         }
-        let inode = Inode {
-            parent,
-            name: name.clone(),
-            mode: file.mode & MODE_MASK,
-            mtime: now,
-            ctime: now,
-            attrs: file.attrs,
-            body: if file.region {
-                Body::Region { size: file.size, chunk_size: file.chunk_size }
-            } else {
-                Body::File { size: file.size, chunk_size: file.chunk_size, checksums: file.checksums.to_vec() }
-            },
+        let body = if file.region {
+            Body::Region { size: file.size, chunk_size: file.chunk_size }
+        } else {
+            let refs = (file.checksums.iter().enumerate())
+                .map(|(i, c)| {
+                    let len = (file.size - i as u64 * file.chunk_size).min(file.chunk_size);
+                    ChunkRef { version: 1, len, checksum: *c }
+                })
+                .collect();
+            Body::File { size: file.size, chunk_size: file.chunk_size, chunks: refs }
         };
-        self.inodes.insert(file.inode, inode);
-        self.link(parent, name, file.inode);
-        self.touch(parent, now);
+        let mut inode = Inode::new(file.mode, owner, now, body);
+        inode.attrs = file.attrs;
+        self.add_entry(parent, name, file.inode, inode, now);
         Ok(MetaReply::Info(self.info(file.inode)))
+    }
+
+    pub(super) fn make_at(
+        &mut self,
+        parent: InodeId,
+        name: &str,
+        node: &NewNode,
+        mode: u32,
+        owner: Owner,
+        now: Timestamp,
+    ) -> Result<MetaReply> {
+        check_name(name)?;
+        self.free_entry(parent, name)?;
+        let body = match node {
+            NewNode::File { chunk_size } => {
+                validate_chunk_size(*chunk_size).map_err(|e| e.context(name))?;
+                Body::File { size: 0, chunk_size: *chunk_size, chunks: Vec::new() }
+            }
+            NewNode::Dir => empty_dir(),
+            NewNode::Symlink { target } => {
+                if target.is_empty() || target.len() > 4095 || target.contains('\0') {
+                    return Err(Error::invalid(format!("{name}: a symlink target must have 1 to 4095 bytes, no NUL")));
+                }
+                Body::Symlink { target: target.clone() }
+            }
+            NewNode::Special { kind, rdev } => {
+                if !kind.is_special() {
+                    return Err(Error::invalid(format!("{name}: {kind:?} is not a special file kind")));
+                }
+                let rdev = if matches!(kind, InodeKind::CharDevice | InodeKind::BlockDevice) { *rdev } else { 0 };
+                Body::Special { kind: *kind, rdev }
+            }
+        };
+        if self.next_inode == u64::MAX {
+            return Err(Error::invalid("inode ids are exhausted"));
+        }
+        let id = InodeId(self.next_inode);
+        self.next_inode += 1;
+        self.add_entry(parent, name, id, Inode::new(mode, owner, now, body), now);
+        Ok(MetaReply::Info(self.info(id)))
+    }
+
+    pub(super) fn link_at(&mut self, id: InodeId, parent: InodeId, name: &str, now: Timestamp) -> Result<MetaReply> {
+        check_name(name)?;
+        let n = self.live(id)?;
+        if n.is_dir() {
+            return Err(Error::new(ErrorKind::IsADirectory, format!("inode {id}: a directory cannot be linked")));
+        }
+        if n.links == u32::MAX {
+            return Err(Error::invalid(format!("inode {id} has too many links")));
+        }
+        self.free_entry(parent, name)?;
+        // Validated: mutate.
+        self.link(parent, name, id);
+        self.touch(parent, now);
+        let n = self.node_mut(id);
+        n.links += 1;
+        n.ctime = now;
+        Ok(MetaReply::Info(self.info(id)))
+    }
+
+    /// Checks that `parent` is a live directory without an entry `name`.
+    fn free_entry(&self, parent: InodeId, name: &str) -> Result<()> {
+        let dir = self.live(parent)?;
+        let children = dir.children().ok_or_else(|| entry_error(ErrorKind::NotADirectory, name))?;
+        if children.contains_key(name) {
+            return Err(entry_error(ErrorKind::AlreadyExists, name));
+        }
+        Ok(())
+    }
+
+    /// Adds the new `inode` as entry `name` of `parent`, applying the
+    /// directory's set-group-id rule, and touches the directory.
+    fn add_entry(&mut self, parent: InodeId, name: &str, id: InodeId, mut inode: Inode, now: Timestamp) {
+        let dir = self.node(parent);
+        if dir.mode & SET_GID != 0 {
+            inode.owner.gid = dir.owner.gid;
+            if inode.is_dir() {
+                inode.mode |= SET_GID;
+            }
+        }
+        inode.mode &= MODE_MASK;
+        self.inodes.insert(id, inode);
+        self.link(parent, name, id);
+        self.touch(parent, now);
     }
 
     /// A committed file's id must have been handed out by `AllocInodes` and
@@ -128,4 +222,9 @@ impl MetaState {
         }
         Ok(())
     }
+}
+
+fn empty_dir() -> Body {
+    // `parent` and `name` are set when the directory is linked.
+    Body::Dir { parent: InodeId::ROOT, name: String::new(), children: BTreeMap::new() }
 }

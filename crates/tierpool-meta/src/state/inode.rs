@@ -1,52 +1,91 @@
 //! One inode as the state stores it, and its client view ([`InodeInfo`]).
 //!
-//! A directory keeps its entries sorted by name; an inode keeps a link to the
-//! directory holding it (`parent`, `name`), the root pointing at itself with an
-//! empty name. A file's `checksums` has `ceil(size / chunk_size)` entries.
+//! A directory keeps its entries sorted by name and a link to the directory
+//! holding it (`parent`, `name`; the root points at itself with an empty
+//! name), so it has exactly one name. Other inodes may have several names
+//! (hard links): `links` counts the entries naming them. A file's `chunks`
+//! has `ceil(size / chunk_size)` entries.
 
 use super::MetaState;
 use crate::{InodeInfo, InodeKind, Timestamp};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use tierpool_types::{Checksum, ChunkAttrs, InodeId};
+use tierpool_types::{ChunkAttrs, ChunkRef, InodeId};
 
 /// Permission bits of the root directory.
 pub(super) const ROOT_MODE: u32 = 0o755;
 /// Bits of `mode` that are kept: permissions, setuid, setgid, sticky.
 pub(super) const MODE_MASK: u32 = 0o7777;
+/// The set-group-id bit: on a directory, new entries take its group.
+pub(super) const SET_GID: u32 = 0o2000;
+
+/// Who owns an inode.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Owner {
+    pub(super) uid: u32,
+    pub(super) gid: u32,
+}
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct Inode {
-    pub(super) parent: InodeId,
-    pub(super) name: String,
     pub(super) mode: u32,
+    pub(super) owner: Owner,
+    pub(super) atime: Timestamp,
     pub(super) mtime: Timestamp,
     pub(super) ctime: Timestamp,
     pub(super) attrs: ChunkAttrs,
+    /// Entries naming this inode (always 1 for a directory).
+    pub(super) links: u32,
     pub(super) body: Body,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) enum Body {
-    File { size: u64, chunk_size: u64, checksums: Vec<Checksum> },
-    Dir { children: BTreeMap<String, InodeId> },
-    Region { size: u64, chunk_size: u64 },
+    File {
+        size: u64,
+        chunk_size: u64,
+        chunks: Vec<ChunkRef>,
+    },
+    Dir {
+        parent: InodeId,
+        name: String,
+        children: BTreeMap<String, InodeId>,
+    },
+    Region {
+        size: u64,
+        chunk_size: u64,
+    },
+    Symlink {
+        target: String,
+    },
+    /// A named pipe, socket or device node (`kind` says which).
+    Special {
+        kind: InodeKind,
+        rdev: u64,
+    },
 }
 
 impl Inode {
     pub(super) fn root(now: Timestamp) -> Inode {
-        Inode::dir(InodeId::ROOT, String::new(), ROOT_MODE, now)
+        Inode::new(
+            ROOT_MODE,
+            Owner::default(),
+            now,
+            Body::Dir { parent: InodeId::ROOT, name: String::new(), children: BTreeMap::new() },
+        )
     }
 
-    pub(super) fn dir(parent: InodeId, name: String, mode: u32, now: Timestamp) -> Inode {
+    /// An inode with one name, all times `now` and default attributes.
+    pub(super) fn new(mode: u32, owner: Owner, now: Timestamp, body: Body) -> Inode {
         Inode {
-            parent,
-            name,
             mode: mode & MODE_MASK,
+            owner,
+            atime: now,
             mtime: now,
             ctime: now,
             attrs: ChunkAttrs::default(),
-            body: Body::Dir { children: BTreeMap::new() },
+            links: 1,
+            body,
         }
     }
 
@@ -54,45 +93,89 @@ impl Inode {
         matches!(self.body, Body::Dir { .. })
     }
 
+    /// Whether the inode has chunks on the workers (a file or a region).
+    pub(super) fn has_data(&self) -> bool {
+        matches!(self.body, Body::File { .. } | Body::Region { .. })
+    }
+
     pub(super) fn children(&self) -> Option<&BTreeMap<String, InodeId>> {
         match &self.body {
-            Body::Dir { children } => Some(children),
-            Body::File { .. } | Body::Region { .. } => None,
+            Body::Dir { children, .. } => Some(children),
+            _ => None,
         }
     }
 
     pub(super) fn children_mut(&mut self) -> Option<&mut BTreeMap<String, InodeId>> {
         match &mut self.body {
-            Body::Dir { children } => Some(children),
-            Body::File { .. } | Body::Region { .. } => None,
+            Body::Dir { children, .. } => Some(children),
+            _ => None,
+        }
+    }
+
+    /// The directory holding a directory (itself for the root).
+    pub(super) fn dir_parent(&self) -> Option<InodeId> {
+        match &self.body {
+            Body::Dir { parent, .. } => Some(*parent),
+            _ => None,
+        }
+    }
+
+    pub(super) fn kind(&self) -> InodeKind {
+        match &self.body {
+            Body::File { .. } => InodeKind::File,
+            Body::Dir { .. } => InodeKind::Dir,
+            Body::Region { .. } => InodeKind::Region,
+            Body::Symlink { .. } => InodeKind::Symlink,
+            Body::Special { kind, .. } => *kind,
         }
     }
 }
 
 impl MetaState {
-    /// How `stat` shows a live inode.
+    /// How `stat` shows a live inode, with the chunk list of a file.
     pub(super) fn info(&self, id: InodeId) -> InodeInfo {
+        self.info_with(id, true)
+    }
+
+    /// How `stat` shows a live inode; a file's chunk list only `with_chunks`.
+    pub(super) fn info_with(&self, id: InodeId, with_chunks: bool) -> InodeInfo {
         let n = self.node(id);
-        let (kind, size, chunk_size, nlink, checksums) = match &n.body {
-            Body::File { size, chunk_size, checksums } => (InodeKind::File, *size, *chunk_size, 1, checksums.clone()),
-            Body::Region { size, chunk_size } => (InodeKind::Region, *size, *chunk_size, 1, Vec::new()),
-            Body::Dir { children } => {
-                let subdirs = children.values().filter(|c| self.is_dir(**c)).count();
-                let nlink = u32::try_from(subdirs).unwrap_or(u32::MAX).saturating_add(2);
-                (InodeKind::Dir, children.len() as u64, 0, nlink, Vec::new())
-            }
-        };
-        InodeInfo {
+        let mut info = InodeInfo {
             id,
-            kind,
-            size,
-            chunk_size,
+            kind: n.kind(),
+            size: 0,
+            chunk_size: 0,
             mode: n.mode,
-            nlink,
+            uid: n.owner.uid,
+            gid: n.owner.gid,
+            nlink: n.links,
+            atime: n.atime,
             mtime: n.mtime,
             ctime: n.ctime,
             attrs: n.attrs,
-            checksums,
+            chunks: Vec::new(),
+            target: String::new(),
+            rdev: 0,
+        };
+        match &n.body {
+            Body::File { size, chunk_size, chunks } => {
+                (info.size, info.chunk_size) = (*size, *chunk_size);
+                if with_chunks {
+                    info.chunks = chunks.clone();
+                }
+            }
+            Body::Region { size, chunk_size } => (info.size, info.chunk_size) = (*size, *chunk_size),
+            Body::Dir { children, .. } => {
+                let subdirs = children.values().filter(|c| self.is_dir(**c)).count();
+                info.nlink = u32::try_from(subdirs).unwrap_or(u32::MAX).saturating_add(2);
+                info.size = children.len() as u64;
+            }
+            Body::Symlink { target } => {
+                info.size = target.len() as u64;
+                info.target = target.clone();
+            }
+            Body::Special { rdev, .. } => info.rdev = *rdev,
         }
+        info
     }
 }

@@ -12,20 +12,34 @@ use crate::Timestamp;
 use std::collections::BTreeMap;
 use tierpool_types::{Error, ErrorKind, InodeId};
 
-/// `"{path}: {reason}"` with the fixed reason of a namespace error kind.
-pub(super) fn path_error(kind: ErrorKind, comps: &[String]) -> Error {
-    let reason = match kind {
+/// The fixed reason of a namespace error kind, as messages show it.
+fn reason(kind: ErrorKind) -> &'static str {
+    match kind {
         ErrorKind::NotFound => "no such file or directory",
         ErrorKind::AlreadyExists => "file exists",
         ErrorKind::NotADirectory => "not a directory",
         ErrorKind::IsADirectory => "is a directory",
         ErrorKind::DirectoryNotEmpty => "directory not empty",
         _ => "invalid argument",
-    };
-    Error::new(kind, format!("{}: {reason}", display(comps)))
+    }
+}
+
+/// `"{path}: {reason}"` with the fixed reason of a namespace error kind.
+pub(super) fn path_error(kind: ErrorKind, comps: &[String]) -> Error {
+    Error::new(kind, format!("{}: {}", display(comps), reason(kind)))
+}
+
+/// `"{name}: {reason}"` for an op that names a directory entry directly.
+pub(super) fn entry_error(kind: ErrorKind, name: &str) -> Error {
+    Error::new(kind, format!("{name}: {}", reason(kind)))
 }
 
 impl MetaState {
+    /// The live inode `id`, or `NotFound` (it was removed, or never existed).
+    pub(super) fn live(&self, id: InodeId) -> Result<&Inode, Error> {
+        self.inodes.get(&id).ok_or_else(|| Error::new(ErrorKind::NotFound, format!("inode {id} no longer exists")))
+    }
+
     pub(super) fn node(&self, id: InodeId) -> &Inode {
         self.inodes.get(&id).unwrap_or_else(|| panic!("inode {id} is referenced but not live"))
     }
@@ -82,14 +96,16 @@ impl MetaState {
         n.ctime = now;
     }
 
-    /// Adds entry `name -> id` to `dir` and points `id` back at it.
+    /// Adds entry `name -> id` to `dir`; a directory also points back at it.
+    /// Link counts are the caller's.
     pub(super) fn link(&mut self, dir: InodeId, name: &str, id: InodeId) {
         let children = self.node_mut(dir).children_mut().expect("link into a directory");
         let old = children.insert(name.to_owned(), id);
         debug_assert!(old.is_none(), "link over an existing entry {name}");
-        let n = self.node_mut(id);
-        n.parent = dir;
-        n.name = name.to_owned();
+        if let Body::Dir { parent, name: own, .. } = &mut self.node_mut(id).body {
+            *parent = dir;
+            *own = name.to_owned();
+        }
     }
 
     /// Removes entry `name` from `dir`, returning the inode it named.
@@ -111,16 +127,45 @@ impl MetaState {
         out
     }
 
-    /// Forgets an already unlinked `id` and everything beneath it; file and region inodes
-    /// are queued for garbage collection. Returns how many inodes went.
-    pub(super) fn drop_subtree(&mut self, id: InodeId) -> u64 {
-        let ids = self.subtree(id);
-        for i in &ids {
-            let n = self.inodes.remove(i).expect("subtree inodes are live");
-            if matches!(n.body, Body::File { .. } | Body::Region { .. }) {
-                self.pending_gc.insert(*i);
+    /// Whether directory `dir` is `ancestor` or lies beneath it.
+    pub(super) fn is_within(&self, mut dir: InodeId, ancestor: InodeId) -> bool {
+        loop {
+            if dir == ancestor {
+                return true;
+            }
+            match self.node(dir).dir_parent() {
+                Some(p) if p != dir => dir = p,
+                _ => return false,
             }
         }
-        ids.len() as u64
+    }
+
+    /// An entry naming `id` was just unlinked: a directory goes with
+    /// everything beneath it; another inode loses one link and goes with
+    /// its last. Gone files and regions are queued for garbage collection.
+    /// Returns how many inodes went.
+    pub(super) fn release(&mut self, id: InodeId) -> u64 {
+        let mut gone = 0;
+        let mut stack = vec![id];
+        while let Some(i) = stack.pop() {
+            let n = self.node_mut(i);
+            if !n.is_dir() && n.links > 1 {
+                n.links -= 1;
+                continue;
+            }
+            let n = self.inodes.remove(&i).expect("released inodes are live");
+            gone += 1;
+            if n.has_data() {
+                self.pending_gc.insert(i);
+                let versions: Vec<_> = self.pending_chunks.range(super::inode_keys(i)).copied().collect();
+                for k in versions {
+                    self.pending_chunks.remove(&k);
+                }
+            }
+            if let Body::Dir { children, .. } = n.body {
+                stack.extend(children.into_values());
+            }
+        }
+        gone
     }
 }

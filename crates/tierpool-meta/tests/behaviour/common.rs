@@ -2,8 +2,8 @@
 //! driver that runs generated op sequences the way the coordinator would.
 
 use proptest::prelude::*;
-use tierpool_meta::{InodeInfo, MetaOp, MetaReply, MetaState};
-use tierpool_types::{ChunkAttrs, ErrorKind, InodeId, Priority, Result, WorkerId};
+use tierpool_meta::{InodeInfo, InodeKind, MetaOp, MetaReply, MetaState, NewNode};
+use tierpool_types::{ChunkAttrs, ChunkKey, ChunkRef, ErrorKind, InodeId, Priority, Result, WorkerId};
 
 pub const CHUNK: u64 = 4096;
 
@@ -150,6 +150,53 @@ fn worker_strategy() -> impl Strategy<Value = MetaOp> {
     })
 }
 
+fn small_inode() -> impl Strategy<Value = InodeId> {
+    (0u64..14).prop_map(InodeId)
+}
+
+fn name() -> impl Strategy<Value = String> {
+    prop::sample::select(&["a", "b", "c", "..", ""][..]).prop_map(String::from)
+}
+
+fn new_node() -> impl Strategy<Value = NewNode> {
+    prop_oneof![
+        3 => prop_oneof![Just(4096u64), Just(1000)].prop_map(|chunk_size| NewNode::File { chunk_size }),
+        3 => Just(NewNode::Dir),
+        1 => prop_oneof![Just("t"), Just("")].prop_map(|t| NewNode::Symlink { target: t.into() }),
+        1 => prop::sample::select(&[InodeKind::Fifo, InodeKind::CharDevice, InodeKind::File][..])
+            .prop_map(|kind| NewNode::Special { kind, rdev: 5 }),
+    ]
+}
+
+fn chunk_updates() -> impl Strategy<Value = Vec<(u64, ChunkRef)>> {
+    let r = (1u64..4, prop_oneof![Just(CHUNK), 0..CHUNK + 2]).prop_map(|(version, len)| ChunkRef {
+        version,
+        len,
+        checksum: 1,
+    });
+    prop::collection::btree_map(0u64..5, r, 0..3).prop_map(|m| m.into_iter().collect())
+}
+
+/// The ops addressed by inode id, over the small ids of a short run.
+fn inode_op() -> impl Strategy<Value = MetaOp> {
+    prop_oneof![
+        4 => (small_inode(), name(), new_node(), 0u32..0o10000)
+            .prop_map(|(parent, name, node, mode)| MetaOp::MakeAt { parent, name, node, mode }),
+        2 => (small_inode(), small_inode(), name()).prop_map(|(inode, parent, name)| MetaOp::LinkAt { inode, parent, name }),
+        2 => (small_inode(), name(), any::<bool>()).prop_map(|(parent, name, dir)| MetaOp::RemoveAt { parent, name, dir }),
+        2 => (small_inode(), name(), small_inode(), name(), any::<bool>()).prop_map(|(parent, name, new_parent, new_name, noreplace)| {
+            MetaOp::RenameAt { parent, name, new_parent, new_name, noreplace }
+        }),
+        1 => (small_inode(), prop::option::of(0u32..0o10000), prop::option::of(0u32..3), prop::option::of(0u64..9))
+            .prop_map(|(inode, mode, uid, t)| MetaOp::SetInode { inode, mode, uid, gid: uid, atime: t, mtime: t }),
+        3 => (small_inode(), 0u64..5 * CHUNK, prop::option::of(0u64..5 * CHUNK), chunk_updates())
+            .prop_map(|(inode, size, truncate, chunks)| MetaOp::UpdateFile { inode, size, truncate, chunks }),
+        1 => prop::collection::vec((small_inode(), 0u64..5, 0u64..4), 0..3).prop_map(|ks| MetaOp::GcChunksDone {
+            keys: ks.into_iter().map(|(inode, index, version)| ChunkKey { inode, index, version }).collect(),
+        }),
+    ]
+}
+
 /// Any op, with arguments drawn so that both successes and failures are common.
 pub fn any_op() -> impl Strategy<Value = MetaOp> {
     prop_oneof![
@@ -164,6 +211,8 @@ pub fn any_op() -> impl Strategy<Value = MetaOp> {
         }),
         2 => worker_strategy(),
         1 => prop::collection::vec((0u64..16).prop_map(InodeId), 0..4).prop_map(|inodes| MetaOp::GcDone { inodes }),
+        8 => inode_op(),
+        2 => (0u32..3, inode_op()).prop_map(|(uid, op)| MetaOp::AsOwner { uid, gid: uid, op: Box::new(op) }),
     ]
 }
 

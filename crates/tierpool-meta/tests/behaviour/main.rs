@@ -5,9 +5,11 @@
 //! machine's contract (atomic failures, deterministic replay, invariants).
 
 mod common;
+mod inodes;
 mod model;
 mod namespace;
 mod props;
 mod regions;
 mod rename;
 mod setup;
+mod update;

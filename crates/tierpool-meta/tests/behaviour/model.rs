@@ -44,8 +44,8 @@ impl Model {
         for a in ancestors(p) {
             match self.kind(&a) {
                 None => return Err(ErrorKind::NotFound),
-                Some(InodeKind::File | InodeKind::Region) => return Err(ErrorKind::NotADirectory),
                 Some(InodeKind::Dir) => {}
+                Some(_) => return Err(ErrorKind::NotADirectory),
             }
         }
         Ok(())
@@ -64,14 +64,14 @@ impl Model {
         if parents {
             for a in ancestors(p) {
                 match self.kind(&a) {
-                    Some(InodeKind::File | InodeKind::Region) => return Err(ErrorKind::NotADirectory),
                     Some(InodeKind::Dir) => {}
+                    Some(_) => return Err(ErrorKind::NotADirectory),
                     None => break,
                 }
             }
             match self.kind(p) {
                 Some(InodeKind::Dir) => return Ok(None),
-                Some(InodeKind::File | InodeKind::Region) => return Err(ErrorKind::AlreadyExists),
+                Some(_) => return Err(ErrorKind::AlreadyExists),
                 None => {}
             }
             for a in ancestors(p) {
@@ -131,11 +131,12 @@ impl Model {
         }
         self.check_ancestors(to)?;
         match (src, self.kind(to)) {
-            (_, None) | (InodeKind::File | InodeKind::Region, Some(InodeKind::File | InodeKind::Region)) => {}
+            (_, None) => {}
             (InodeKind::Dir, Some(InodeKind::Dir)) if self.beneath(to).is_empty() => {}
             (InodeKind::Dir, Some(InodeKind::Dir)) => return Err(ErrorKind::DirectoryNotEmpty),
-            (InodeKind::File | InodeKind::Region, Some(InodeKind::Dir)) => return Err(ErrorKind::IsADirectory),
-            (InodeKind::Dir, Some(InodeKind::File | InodeKind::Region)) => return Err(ErrorKind::NotADirectory),
+            (_, Some(InodeKind::Dir)) => return Err(ErrorKind::IsADirectory),
+            (InodeKind::Dir, Some(_)) => return Err(ErrorKind::NotADirectory),
+            (_, Some(_)) => {}
         }
         self.0.remove(to);
         let moved: Vec<String> = self.beneath(from).into_iter().chain([from.to_string()]).collect();

@@ -79,17 +79,18 @@ fn commit_publishes_a_file_with_its_chunks_and_attrs() {
     let MetaReply::Info(info) = s.execute(&op, 42).unwrap() else { panic!("not an Info reply") };
     assert_eq!((info.id, info.kind, info.size, info.chunk_size), (id, InodeKind::File, 8193, 4096));
     assert_eq!((info.mode, info.nlink, info.mtime, info.ctime), (0o640, 1, 42, 42));
-    assert_eq!((info.attrs, info.checksums.clone()), (attrs, vec![7, 8, 9]));
+    let chunks: Vec<_> = info.chunks.iter().map(|c| (c.version, c.len, c.checksum)).collect();
+    assert_eq!((info.attrs, chunks), (attrs, vec![(1, 4096, 7), (1, 4096, 8), (1, 1, 9)]));
     assert_eq!(s.stat("/d/f").unwrap(), info);
     let d = s.stat("/d").unwrap();
     assert_eq!((d.size, d.mtime, d.ctime), (1, 42, 42));
 }
 
 #[test]
-fn an_empty_file_has_no_checksums() {
+fn an_empty_file_has_no_chunks() {
     let mut s = ready();
     let info = commit(&mut s, "/empty", 0);
-    assert_eq!((info.size, info.checksums.len()), (0, 0));
+    assert_eq!((info.size, info.chunks.len()), (0, 0));
     let id = alloc(&mut s);
     let mut op = commit_op("/e2", id, 0, false);
     if let MetaOp::CommitFile { checksums, .. } = &mut op {

@@ -8,13 +8,14 @@ use std::collections::BTreeSet;
 use tierpool_meta::{InodeKind, MetaState};
 use tierpool_types::InodeId;
 
-/// Ids of every inode reachable from the root, failing on one seen twice.
+/// Ids of every inode reachable from the root, failing on a directory seen
+/// twice (other inodes may have several names).
 fn reachable(s: &MetaState) -> Result<BTreeSet<InodeId>, String> {
     let mut seen = BTreeSet::from([InodeId::ROOT]);
     let mut dirs = vec![String::new()];
     while let Some(dir) = dirs.pop() {
         for e in s.list(&format!("{dir}/")).map_err(|e| e.message)? {
-            if !seen.insert(e.info.id) {
+            if !seen.insert(e.info.id) && e.info.kind == InodeKind::Dir {
                 return Err(format!("inode {} is reachable twice", e.info.id));
             }
             if e.info.kind == InodeKind::Dir {

@@ -28,7 +28,7 @@ fn a_region_is_stated_and_listed_with_its_kind() {
     let id = alloc(&mut s);
     let MetaReply::Info(info) = s.execute(&region_op("/m/r", id, 10 * CHUNK + 1), 3).unwrap() else { panic!() };
     assert_eq!(
-        (info.id, info.kind, info.size, info.chunk_size, info.mode, info.nlink, info.checksums.len()),
+        (info.id, info.kind, info.size, info.chunk_size, info.mode, info.nlink, info.chunks.len()),
         (id, InodeKind::Region, 10 * CHUNK + 1, CHUNK, 0o600, 1, 0)
     );
     assert_eq!(info.attrs.priority.get(), 4);

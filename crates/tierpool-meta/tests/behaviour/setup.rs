@@ -29,7 +29,7 @@ fn init_creates_the_root_directory() {
     assert!(s.is_initialised());
     let root = s.stat("/").unwrap();
     assert_eq!((root.id, root.kind, root.mode, root.nlink, root.size), (InodeId::ROOT, InodeKind::Dir, 0o755, 2, 0));
-    assert_eq!((root.mtime, root.chunk_size, root.checksums.len()), (1, 0, 0));
+    assert_eq!((root.mtime, root.chunk_size, root.chunks.len()), (1, 0, 0));
     assert_eq!((s.inode_count(), s.table().partitions()), (1, 16));
 }
 
@@ -97,7 +97,7 @@ fn set_meta_changes_mode_bits_and_mtime_of_one_inode() {
     let touch = MetaOp::SetMeta { path: "/f".into(), mode: None, mtime: Some(1_000) };
     s.execute(&touch, 60).unwrap();
     let info = s.stat("/f").unwrap();
-    assert_eq!((info.mode, info.mtime, info.ctime, info.checksums), (0o4755, 1_000, 60, f.checksums));
+    assert_eq!((info.mode, info.mtime, info.ctime, info.chunks), (0o4755, 1_000, 60, f.chunks));
     // one inode only: a directory's mode changes, not its children's
     s.execute(&mkdir_op("/d", false), 2).unwrap();
     commit(&mut s, "/d/a", 1);
@@ -152,7 +152,7 @@ fn directories_count_entries_and_subdirectory_links() {
     mkdir(&mut s, "/d/y");
     commit(&mut s, "/d/f", 1);
     let d = s.stat("/d").unwrap();
-    assert_eq!((d.size, d.nlink, d.attrs, d.checksums.len()), (3, 4, ChunkAttrs::default(), 0));
+    assert_eq!((d.size, d.nlink, d.attrs, d.chunks.len()), (3, 4, ChunkAttrs::default(), 0));
 }
 
 #[test]

@@ -1,0 +1,65 @@
+//! Read-only queries: by path (the CLI's) and by inode id and entry name (a
+//! file system's). Inode queries leave a file's chunk list out unless asked:
+//! a file system looks inodes up far more often than it reads them.
+
+use super::resolve::entry_error;
+use super::MetaState;
+use crate::path::normalize;
+use crate::{DirEntry, DirName, InodeInfo};
+use tierpool_types::{ErrorKind, InodeId, Result};
+
+impl MetaState {
+    pub fn stat(&self, path: &str) -> Result<InodeInfo> {
+        self.ensure_initialised()?;
+        let comps = normalize(path)?;
+        Ok(self.info(self.lookup(&comps)?))
+    }
+
+    /// Entries of a directory sorted by name; for a file, the file itself as one entry.
+    pub fn list(&self, path: &str) -> Result<Vec<DirEntry>> {
+        self.ensure_initialised()?;
+        let comps = normalize(path)?;
+        let id = self.lookup(&comps)?;
+        match self.children(id) {
+            Some(children) => {
+                Ok(children.iter().map(|(name, c)| DirEntry { name: name.clone(), info: self.info(*c) }).collect())
+            }
+            None => {
+                let name = comps.last().cloned().unwrap_or_default();
+                Ok(vec![DirEntry { name, info: self.info(id) }])
+            }
+        }
+    }
+
+    /// The live inode `id`; `NotFound` once it has no name left.
+    pub fn stat_inode(&self, id: InodeId, with_chunks: bool) -> Result<InodeInfo> {
+        self.ensure_initialised()?;
+        self.live(id)?;
+        Ok(self.info_with(id, with_chunks))
+    }
+
+    /// Entry `name` of directory `parent` (without a file's chunk list).
+    pub fn lookup_at(&self, parent: InodeId, name: &str) -> Result<InodeInfo> {
+        self.ensure_initialised()?;
+        let children = self.live(parent)?.children().ok_or_else(|| entry_error(ErrorKind::NotADirectory, name))?;
+        let id = *children.get(name).ok_or_else(|| entry_error(ErrorKind::NotFound, name))?;
+        Ok(self.info_with(id, false))
+    }
+
+    /// The entries of directory `id`, sorted by name, without `.` and `..`.
+    pub fn read_dir(&self, id: InodeId) -> Result<Vec<DirName>> {
+        self.ensure_initialised()?;
+        let children =
+            self.live(id)?.children().ok_or_else(|| entry_error(ErrorKind::NotADirectory, &format!("inode {id}")))?;
+        Ok(children
+            .iter()
+            .map(|(name, c)| DirName { name: name.clone(), id: *c, kind: self.node(*c).kind() })
+            .collect())
+    }
+
+    /// The directory holding directory `id` (the root holds itself).
+    pub fn parent_of(&self, id: InodeId) -> Result<InodeId> {
+        let n = self.live(id)?;
+        n.dir_parent().ok_or_else(|| entry_error(ErrorKind::NotADirectory, &format!("inode {id}")))
+    }
+}

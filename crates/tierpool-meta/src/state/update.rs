@@ -1,0 +1,100 @@
+//! `UpdateFile`: new versions of some chunks of a file and its new size;
+//! `GcChunksDone`: replaced versions that the workers deleted.
+//!
+//! Invariant kept for every file: chunk `i`'s object is no longer than the
+//! file's bytes in that chunk, `min(chunk_size, size - i * chunk_size)`;
+//! what lies after the object reads as zeros. So growing a file never needs
+//! a chunk rewritten, and a cut through a chunk must bring a shortened
+//! version of it (the state cannot shorten stored objects).
+//!
+//! A version that an update replaces or cuts away goes to `pending_chunks`,
+//! unless the file still references it afterwards (a writer republishing).
+
+use super::inode::Body;
+use super::MetaState;
+use crate::{MetaReply, Timestamp};
+use tierpool_types::{ChunkKey, ChunkRef, Error, ErrorKind, InodeId, Result};
+
+impl MetaState {
+    pub(super) fn update_file(
+        &mut self,
+        id: InodeId,
+        size: u64,
+        truncate: Option<u64>,
+        updates: &[(u64, ChunkRef)],
+        now: Timestamp,
+    ) -> Result<MetaReply> {
+        let n = self.live(id)?;
+        let Body::File { size: old_size, chunk_size, chunks } = &n.body else {
+            let kind = if n.is_dir() { ErrorKind::IsADirectory } else { ErrorKind::InvalidArgument };
+            return Err(Error::new(kind, format!("inode {id} is not a file: only files are updated by chunks")));
+        };
+        let cs = *chunk_size;
+        if truncate.is_some_and(|t| t > size) {
+            return Err(Error::invalid(format!("inode {id}: a file cut to {truncate:?} bytes cannot end at {size}")));
+        }
+        let new_size = if truncate.is_some() { size } else { size.max(*old_size) };
+        // Chunks kept from before: all, or those below the cut.
+        let kept = truncate.map_or(chunks.len() as u64, |t| t.div_ceil(cs).min(chunks.len() as u64));
+        let count = new_size.div_ceil(cs);
+        let share = |i: u64| (new_size - i * cs).min(cs);
+        let mut last = None;
+        for (i, r) in updates {
+            if last.is_some_and(|l| l >= *i) {
+                return Err(Error::invalid(format!("inode {id}: chunk updates must be in increasing index order")));
+            }
+            last = Some(*i);
+            if *i >= count {
+                return Err(Error::invalid(format!("inode {id}: chunk {i} is past the end ({new_size} bytes)")));
+            }
+            if self.pending_chunks.contains(&ChunkKey { inode: id, index: *i, version: r.version }) {
+                return Err(Error::invalid(format!("inode {id}: chunk {i} version {} was replaced before", r.version)));
+            }
+            if r.len > share(*i) || (r.is_hole() && (r.len != 0 || r.checksum != 0)) {
+                return Err(Error::invalid(format!(
+                    "inode {id}: chunk {i} version {} of {} bytes does not fit the chunk's {} bytes",
+                    r.version,
+                    r.len,
+                    share(*i)
+                )));
+            }
+        }
+        // A cut through a kept chunk that the update does not rewrite.
+        if let Some(t) = truncate.filter(|t| t % cs != 0) {
+            let i = t / cs;
+            let rewritten = updates.iter().any(|(j, _)| *j == i);
+            if i < kept && !rewritten && chunks[i as usize].len > t - i * cs {
+                return Err(Error::invalid(format!(
+                    "inode {id}: the cut to {t} bytes goes through chunk {i}; send a shortened version of it"
+                )));
+            }
+        }
+        // Validated: mutate.
+        let Body::File { size: s, chunks, .. } = &mut self.node_mut(id).body else { unreachable!("checked above") };
+        let old = chunks.clone();
+        chunks.truncate(kept as usize);
+        chunks.resize(count as usize, ChunkRef::HOLE);
+        for (i, r) in updates {
+            chunks[*i as usize] = *r;
+        }
+        let replaced: Vec<(u64, u64)> = (old.iter().enumerate())
+            .filter(|(i, r)| !r.is_hole() && chunks.get(*i).is_none_or(|now| now.version != r.version))
+            .map(|(i, r)| (i as u64, r.version))
+            .collect();
+        *s = new_size;
+        let n = self.node_mut(id);
+        n.mtime = now;
+        n.ctime = now;
+        for (index, version) in replaced {
+            self.pending_chunks.insert(ChunkKey { inode: id, index, version });
+        }
+        Ok(MetaReply::Info(self.info(id)))
+    }
+
+    pub(super) fn gc_chunks_done(&mut self, keys: &[ChunkKey]) -> MetaReply {
+        for k in keys {
+            self.pending_chunks.remove(k);
+        }
+        MetaReply::Done
+    }
+}
