@@ -22,6 +22,9 @@ pub struct ClientConfig {
     pub window: usize,
     pub connect_timeout: Duration,
     pub request_timeout: Duration,
+    /// `(uid, gid)` owning the files, directories and regions this client
+    /// creates by path; by default the process's effective ids.
+    pub owner: (u32, u32),
 }
 
 impl ClientConfig {
@@ -31,6 +34,8 @@ impl ClientConfig {
             window: 8,
             connect_timeout: Duration::from_secs(3),
             request_timeout: Duration::from_secs(60),
+            // SAFETY: plain getters without preconditions.
+            owner: unsafe { (libc::geteuid(), libc::getegid()) },
         }
     }
 }
@@ -89,7 +94,15 @@ impl Client {
         Ok(self.inner.coord.call(&req, &[], idempotent).await?.0)
     }
 
+    /// Runs a metadata op; one that creates inodes by path runs as `cfg.owner`.
     pub(crate) async fn meta(&self, op: MetaOp) -> Result<MetaReply> {
+        let op = match op {
+            MetaOp::Mkdir { .. } | MetaOp::CommitFile { .. } | MetaOp::CommitRegion { .. } => {
+                let (uid, gid) = self.inner.cfg.owner;
+                MetaOp::AsOwner { uid, gid, op: Box::new(op) }
+            }
+            op => op,
+        };
         match self.coord(Request::Meta(op)).await? {
             Response::Meta(r) => Ok(r),
             other => Err(unexpected(other)),

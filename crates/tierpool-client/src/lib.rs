@@ -12,16 +12,34 @@
 //! - a chunk that its worker no longer has is reported as `Lost`, naming the file.
 
 mod client;
+mod inode;
 mod read;
 mod region;
 mod region_handle;
 mod write;
 
 pub use client::{Client, ClientConfig};
-pub use read::{chunk_count, ChunkStream};
+pub use inode::{InodeChange, Owner};
+pub use read::{check_readable, chunk_count, ChunkStream};
 pub use region::RegionOptions;
 pub use region_handle::{PoolBackend, Region};
 pub use tierpool_cache::CacheStats;
-pub use tierpool_meta::{DirEntry, InodeInfo, InodeKind};
+pub use tierpool_meta::{DirEntry, DirName, InodeInfo, InodeKind, NewNode};
+pub use tierpool_proto::ChunkPlace;
 pub use tierpool_proto::{PoolStatus, WorkerStatus};
+pub use tierpool_types::ChunkRef;
 pub use write::{FileWriter, PutOptions};
+
+/// How messages name a kind of inode.
+pub fn kind_name(kind: InodeKind) -> &'static str {
+    match kind {
+        InodeKind::File => "file",
+        InodeKind::Dir => "directory",
+        InodeKind::Region => "region",
+        InodeKind::Symlink => "symbolic link",
+        InodeKind::Fifo => "named pipe",
+        InodeKind::Socket => "socket",
+        InodeKind::CharDevice => "character device",
+        InodeKind::BlockDevice => "block device",
+    }
+}

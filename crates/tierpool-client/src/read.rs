@@ -6,12 +6,13 @@ use bytes::Bytes;
 use std::collections::VecDeque;
 use tierpool_meta::{InodeInfo, InodeKind};
 use tierpool_proto::{Request, Response};
-use tierpool_types::{ChunkKey, Error, ErrorKind, Result};
+use tierpool_types::{ChunkKey, ChunkRef, Error, ErrorKind, InodeId, Result};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::task::JoinHandle;
 
 impl Client {
-    /// Chunk `index` of the file `info` (found at `path`), verified.
+    /// Chunk `index` of the file `info` (found at `path`), verified: the
+    /// chunk's whole share of the file, zeros where nothing was stored.
     pub async fn read_chunk(&self, path: &str, info: &InodeInfo, index: u64) -> Result<Bytes> {
         if info.kind == InodeKind::Region {
             if index >= chunk_count(info) {
@@ -20,12 +21,24 @@ impl Client {
             let len = (info.size - index * info.chunk_size).min(info.chunk_size);
             return self.read_region(path, info, index, 0, len).await;
         }
-        let expected_crc = *info
-            .checksums
+        if !info.has_chunks() {
+            return Err(Error::internal(format!("{path}: read without the file's chunk list")));
+        }
+        let r = *info
+            .chunks
             .get(index as usize)
             .ok_or_else(|| Error::invalid(format!("{path}: chunk {index} is beyond the end of the file")))?;
-        let expected_len = (info.size - index * info.chunk_size).min(info.chunk_size);
-        let key = ChunkKey { inode: info.id, index, version: 1 };
+        let share = (info.size - index * info.chunk_size).min(info.chunk_size);
+        self.fetch_chunk(path, info.id, index, r, share).await
+    }
+
+    /// The chunk `index` of inode `inode` that `r` names, verified against
+    /// it and padded with zeros to `share` bytes.
+    pub async fn fetch_chunk(&self, path: &str, inode: InodeId, index: u64, r: ChunkRef, share: u64) -> Result<Bytes> {
+        if r.is_hole() {
+            return Ok(Bytes::from(vec![0u8; share as usize]));
+        }
+        let key = ChunkKey { inode, index, version: r.version };
         let layout = self.layout().await?;
         let owner =
             layout.table.locate(key).ok_or_else(|| Error::new(ErrorKind::Unavailable, "the pool has no workers"))?;
@@ -56,21 +69,25 @@ impl Client {
             }
             Err(e) => return Err(e.context(format!("{path}: chunk {index}"))),
         };
-        if data.len() as u64 != expected_len || crc32c::crc32c(&data) != expected_crc {
+        if data.len() as u64 != r.len || crc32c::crc32c(&data) != r.checksum {
             return Err(Error::new(
                 ErrorKind::Corrupt,
                 format!("{path}: chunk {index} from worker {owner} does not match its checksum"),
             ));
         }
-        Ok(data)
+        if r.len >= share {
+            return Ok(data);
+        }
+        let mut padded = Vec::with_capacity(share as usize);
+        padded.extend_from_slice(&data);
+        padded.resize(share as usize, 0);
+        Ok(Bytes::from(padded))
     }
 
     /// Streams the file at `path` into `writer`; returns the bytes written.
     pub async fn get_writer<W: AsyncWrite + Unpin>(&self, path: &str, writer: &mut W) -> Result<u64> {
         let info = self.stat(path).await?;
-        if info.kind == InodeKind::Dir {
-            return Err(Error::new(ErrorKind::IsADirectory, format!("{path}: is a directory")));
-        }
+        check_readable(path, &info)?;
         let mut n = 0;
         let mut chunks = self.chunk_stream(path, &info);
         while let Some(data) = chunks.next().await? {
@@ -114,9 +131,7 @@ impl Client {
     /// The whole file in memory (for small files and tests).
     pub async fn get_bytes(&self, path: &str) -> Result<Vec<u8>> {
         let info = self.stat(path).await?;
-        if info.kind == InodeKind::Dir {
-            return Err(Error::new(ErrorKind::IsADirectory, format!("{path}: is a directory")));
-        }
+        check_readable(path, &info)?;
         // Sized once and filled in place: no regrowth, one copy per byte.
         let mut out = vec![0u8; info.size as usize];
         let n = self.read_at(path, &info, 0, &mut out).await?;
@@ -168,11 +183,21 @@ impl Drop for ChunkStream {
     }
 }
 
-/// Chunks of a file or region (none for a directory).
+/// Whether `info` has bytes to read: a file or a region.
+pub fn check_readable(path: &str, info: &InodeInfo) -> Result<()> {
+    match info.kind {
+        InodeKind::File | InodeKind::Region => Ok(()),
+        InodeKind::Dir => Err(Error::new(ErrorKind::IsADirectory, format!("{path}: is a directory"))),
+        InodeKind::Symlink => Err(Error::invalid(format!("{path}: is a symbolic link to {}", info.target))),
+        _ => Err(Error::invalid(format!("{path}: is a special file, not a file of the pool"))),
+    }
+}
+
+/// Chunks of a file or region (none for other kinds).
 pub fn chunk_count(info: &InodeInfo) -> u64 {
     match info.kind {
-        InodeKind::File => info.checksums.len() as u64,
+        InodeKind::File => info.chunks.len() as u64,
         InodeKind::Region => info.size.div_ceil(info.chunk_size.max(1)),
-        InodeKind::Dir => 0,
+        _ => 0,
     }
 }

@@ -116,7 +116,7 @@ impl Client {
         match info.kind {
             InodeKind::Region => Ok(info),
             InodeKind::Dir => Err(Error::new(ErrorKind::IsADirectory, format!("{path}: is a directory"))),
-            InodeKind::File => Err(Error::invalid(format!("{path}: is a file, not a region"))),
+            _ => Err(Error::invalid(format!("{path}: is a {}, not a region", crate::kind_name(info.kind)))),
         }
     }
 

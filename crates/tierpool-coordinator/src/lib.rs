@@ -2,7 +2,8 @@
 //!
 //! - [`log`]: the durable metadata log (segments + snapshot, group commit, recovery);
 //! - [`service`]: the request handler around the state machine;
-//! - [`gc`]: deletes the chunks of removed files from the workers.
+//! - [`gc`]: deletes the chunks of removed files, and replaced chunk
+//!   versions, from the workers once no client holds them open.
 //!
 //! A metadata change is acknowledged only after the log record holding it is
 //! on disk; reads wait until everything they may have seen is on disk too.
@@ -32,6 +33,10 @@ pub struct CoordinatorConfig {
     pub gc_grace: Duration,
     /// Take a snapshot after this many log records.
     pub snapshot_every: u64,
+    /// A client's hold on the inodes it has open (so their chunks outlive
+    /// their names) lapses this long after its last renewal. Clients renew
+    /// well within it; it must exceed `gc_grace` less their renewal period.
+    pub hold_period: Duration,
 }
 
 impl CoordinatorConfig {
@@ -43,6 +48,7 @@ impl CoordinatorConfig {
             dead_after: Duration::from_secs(3),
             gc_grace: Duration::from_secs(5),
             snapshot_every: 100_000,
+            hold_period: Duration::from_secs(10),
         }
     }
 }

@@ -8,14 +8,14 @@ use crate::log::LogWriter;
 use crate::CoordinatorConfig;
 use bytes::Bytes;
 use parking_lot::Mutex;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use tierpool_meta::{MetaOp, MetaReply, MetaState};
 use tierpool_net::{Handler, Pool, PoolConfig};
 use tierpool_proto::record::{encode_record, LogRecord};
 use tierpool_proto::{Layout, PoolStatus, Request, Response, WorkerStats, WorkerStatus};
-use tierpool_types::{ChunkAttrs, Error, ErrorKind, InodeId, Result, WorkerId};
+use tierpool_types::{ChunkAttrs, ChunkKey, Error, ErrorKind, InodeId, Result, WorkerId};
 
 /// How long a status waits for a worker's current statistics.
 const STATS_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
@@ -24,6 +24,12 @@ struct Inner {
     state: MetaState,
     lsn: u64,
     since_snapshot: u64,
+}
+
+/// The inodes a client session has open, and when it last said so.
+struct Hold {
+    renewed: Instant,
+    inodes: Vec<InodeId>,
 }
 
 struct Live {
@@ -37,6 +43,7 @@ pub struct Coordinator {
     log: LogWriter,
     live: Mutex<HashMap<WorkerId, Live>>,
     pools: Mutex<HashMap<WorkerId, Arc<Pool>>>,
+    holds: Mutex<HashMap<u64, Hold>>,
 }
 
 pub(crate) fn now_nanos() -> u64 {
@@ -51,6 +58,7 @@ impl Coordinator {
             log,
             live: Mutex::new(HashMap::new()),
             pools: Mutex::new(HashMap::new()),
+            holds: Mutex::new(HashMap::new()),
         }
     }
 
@@ -108,6 +116,18 @@ impl Coordinator {
 
     pub fn pending_gc(&self) -> Vec<InodeId> {
         self.inner.lock().state.pending_gc().iter().copied().collect()
+    }
+
+    /// Replaced chunk versions awaiting deletion from the workers.
+    pub fn pending_chunks(&self) -> Vec<ChunkKey> {
+        self.inner.lock().state.pending_chunks().iter().copied().collect()
+    }
+
+    /// Inodes some client holds open (holds not renewed in time have lapsed).
+    pub fn held(&self) -> BTreeSet<InodeId> {
+        let mut holds = self.holds.lock();
+        holds.retain(|_, h| h.renewed.elapsed() < self.cfg.hold_period);
+        holds.values().flat_map(|h| h.inodes.iter().copied()).collect()
     }
 
     pub fn gc_grace(&self) -> std::time::Duration {
@@ -194,6 +214,7 @@ impl Coordinator {
             inodes: g.state.inode_count(),
             pending_gc: g.state.pending_gc().len() as u64,
             workers,
+            pending_chunks: g.state.pending_chunks().len() as u64,
         }
     }
 
@@ -212,6 +233,21 @@ impl Coordinator {
                 Response::Meta(reply)
             }
             Request::Stat { path } => Response::Info(self.query(|s| s.stat(&path)).await?),
+            Request::Lookup { parent, name } => Response::Info(self.query(|s| s.lookup_at(parent, &name)).await?),
+            Request::StatInode { id, chunks } => Response::Info(self.query(|s| s.stat_inode(id, chunks)).await?),
+            Request::ReadDir { id } => {
+                let (parent, entries) = self.query(|s| Ok((s.parent_of(id)?, s.read_dir(id)?))).await?;
+                Response::Names { parent, entries }
+            }
+            Request::Hold { session, inodes } => {
+                let mut holds = self.holds.lock();
+                if inodes.is_empty() {
+                    holds.remove(&session);
+                } else {
+                    holds.insert(session, Hold { renewed: Instant::now(), inodes });
+                }
+                Response::Ok
+            }
             Request::List { path } => Response::Entries(self.query(|s| s.list(&path)).await?),
             Request::Layout => Response::Layout(
                 self.query(|s| {
@@ -250,6 +286,8 @@ fn request_name(r: &Request) -> &'static str {
         Request::CreateChunk { .. } => "CreateChunk",
         Request::ReadRange { .. } => "ReadRange",
         Request::WriteRanges { .. } => "WriteRanges",
+        Request::DeleteChunks { .. } => "DeleteChunks",
+        Request::Locate { .. } => "Locate",
         _ => "this request",
     }
 }

@@ -90,6 +90,8 @@ impl FileInfo {
                 InodeKind::File => "file",
                 InodeKind::Dir => "directory",
                 InodeKind::Region => "region",
+                InodeKind::Symlink => "link",
+                _ => "other",
             }
             .to_string(),
             size: i.size,

@@ -8,8 +8,8 @@ use bytes::Bytes;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tierpool_net::Handler;
-use tierpool_proto::{Request, Response, WorkerStats};
-use tierpool_tier::TierManager;
+use tierpool_proto::{ChunkPlace, Request, Response, WorkerStats};
+use tierpool_tier::{TierKind, TierManager};
 use tierpool_types::{Error, ErrorKind, Result};
 use tokio::task::block_in_place;
 
@@ -64,6 +64,24 @@ impl WorkerService {
             Request::DeleteInodes { inodes } => {
                 let chunks = block_in_place(|| self.tiers.delete_inodes(&inodes))?;
                 (Response::Deleted { chunks }, Bytes::new())
+            }
+            Request::DeleteChunks { keys } => {
+                let mut chunks = 0;
+                for key in keys {
+                    chunks += u64::from(block_in_place(|| self.tiers.delete(key))?);
+                }
+                (Response::Deleted { chunks }, Bytes::new())
+            }
+            Request::Locate { keys } => {
+                let places = keys
+                    .iter()
+                    .map(|k| match self.tiers.locate(*k) {
+                        Some(TierKind::Mem) => ChunkPlace::Mem,
+                        Some(TierKind::Disk) => ChunkPlace::Disk,
+                        None => ChunkPlace::Absent,
+                    })
+                    .collect();
+                (Response::Located(places), Bytes::new())
             }
             Request::SetAttrs { changes } => {
                 for (inode, attrs) in changes {

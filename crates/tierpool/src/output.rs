@@ -71,6 +71,11 @@ fn kind(k: InodeKind) -> &'static str {
         InodeKind::File => "file",
         InodeKind::Dir => "dir",
         InodeKind::Region => "region",
+        InodeKind::Symlink => "symlink",
+        InodeKind::Fifo => "fifo",
+        InodeKind::Socket => "socket",
+        InodeKind::CharDevice => "char_device",
+        InodeKind::BlockDevice => "block_device",
     }
 }
 
@@ -83,11 +88,15 @@ pub fn info_json(path: &str, i: &InodeInfo) -> Value {
         "chunk_size": i.chunk_size,
         "chunks": tierpool_client::chunk_count(i),
         "mode": format!("{:o}", i.mode),
+        "uid": i.uid,
+        "gid": i.gid,
         "nlink": i.nlink,
+        "atime_ns": i.atime,
         "mtime_ns": i.mtime,
         "ctime_ns": i.ctime,
         "priority": i.attrs.priority.get(),
         "pinned": i.attrs.pinned,
+        "target": (i.kind == InodeKind::Symlink).then_some(&i.target),
     })
 }
 
@@ -120,6 +129,11 @@ pub fn long_line(e: &DirEntry) -> String {
         InodeKind::Dir => 'd',
         InodeKind::Region => 'r',
         InodeKind::File => '-',
+        InodeKind::Symlink => 'l',
+        InodeKind::Fifo => 'p',
+        InodeKind::Socket => 's',
+        InodeKind::CharDevice => 'c',
+        InodeKind::BlockDevice => 'b',
     };
     format!(
         "{t}{:o} {:>12} p{}{} {} {}{}",
@@ -129,7 +143,11 @@ pub fn long_line(e: &DirEntry) -> String {
         if i.attrs.pinned { "*" } else { " " },
         time_text(i.mtime),
         e.name,
-        if i.kind == InodeKind::Dir { "/" } else { "" }
+        match i.kind {
+            InodeKind::Dir => "/".to_string(),
+            InodeKind::Symlink => format!(" -> {}", i.target),
+            _ => String::new(),
+        }
     )
 }
 

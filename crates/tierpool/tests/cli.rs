@@ -102,12 +102,12 @@ fn servers_survive_malformed_messages() {
         // Not our protocol at all: the connection is dropped without a reply.
         assert!(junk(addr, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").is_empty());
         // A well-framed message whose body is garbage: an error reply, then close.
-        let mut frame = vec![b'T', b'P', 1, 0, 4, 0, 0, 0, 0, 0, 0, 0];
+        let mut frame = vec![b'T', b'P', 2, 0, 4, 0, 0, 0, 0, 0, 0, 0];
         frame.extend_from_slice(&[0xff, 0xff, 0xff, 0xff]);
         let reply = junk(addr, &frame);
-        assert!(reply.starts_with(b"TP\x01\x01"), "{reply:?}");
+        assert!(reply.starts_with(b"TP\x02\x01"), "{reply:?}");
         // A frame announcing a giant payload is refused before allocating it.
-        let mut frame = vec![b'T', b'P', 1, 0, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f];
+        let mut frame = vec![b'T', b'P', 2, 0, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f];
         frame.push(0);
         assert!(junk(addr, &frame).is_empty());
     }

@@ -31,7 +31,7 @@ fn streamed_writes_and_random_reads_match_the_model() {
         }
         let info = w.close().await.unwrap();
         assert_eq!(info.size, model.len() as u64);
-        assert_eq!(info.checksums.len(), model.len().div_ceil(64 << 10));
+        assert_eq!(info.chunks.len(), model.len().div_ceil(64 << 10));
         let mut x = 12345u64;
         for _ in 0..200 {
             x ^= x << 13;

@@ -1,0 +1,192 @@
+//! Calls addressed by inode id, as a file system makes them: lookups and
+//! namespace changes by directory inode and entry name, owner and time
+//! changes, chunk-level updates of a file, and holds on open inodes.
+//!
+//! An update writes new chunk versions first (`put_version`, invisible to
+//! readers) and publishes them with one `UpdateFile`, so readers see the
+//! file before or after an update, never half of one.
+
+use crate::client::{unexpected, unexpected_meta, Client};
+use bytes::Bytes;
+use std::collections::BTreeMap;
+use tierpool_meta::{DirName, InodeInfo, MetaOp, MetaReply, NewNode};
+use tierpool_proto::{ChunkPlace, Request, Response};
+use tierpool_types::{ChunkAttrs, ChunkKey, ChunkRef, Error, ErrorKind, InodeId, Result, WorkerId};
+
+/// Who a new inode belongs to: `(uid, gid)`.
+pub type Owner = (u32, u32);
+
+/// Owner, mode and time changes of one inode (`None` keeps the field).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InodeChange {
+    pub mode: Option<u32>,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    pub atime: Option<u64>,
+    pub mtime: Option<u64>,
+}
+
+impl Client {
+    fn info_reply(r: MetaReply) -> Result<InodeInfo> {
+        match r {
+            MetaReply::Info(i) => Ok(i),
+            other => Err(unexpected_meta(other)),
+        }
+    }
+
+    async fn info_request(&self, req: Request) -> Result<InodeInfo> {
+        match self.coord(req).await? {
+            Response::Info(i) => Ok(i),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Entry `name` of directory `parent` (a file's chunk list left out).
+    pub async fn lookup(&self, parent: InodeId, name: &str) -> Result<InodeInfo> {
+        self.info_request(Request::Lookup { parent, name: name.into() }).await
+    }
+
+    /// The live inode `id`, with a file's chunk list if `chunks`.
+    pub async fn stat_inode(&self, id: InodeId, chunks: bool) -> Result<InodeInfo> {
+        self.info_request(Request::StatInode { id, chunks }).await
+    }
+
+    /// The entries of directory `id`, and the directory holding it.
+    pub async fn read_dir(&self, id: InodeId) -> Result<(InodeId, Vec<DirName>)> {
+        match self.coord(Request::ReadDir { id }).await? {
+            Response::Names { parent, entries } => Ok((parent, entries)),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Creates entry `name` in `parent`, owned by `owner`.
+    pub async fn make_at(
+        &self,
+        parent: InodeId,
+        name: &str,
+        node: NewNode,
+        mode: u32,
+        owner: Owner,
+    ) -> Result<InodeInfo> {
+        let op = MetaOp::MakeAt { parent, name: name.into(), node, mode };
+        Self::info_reply(self.meta(MetaOp::AsOwner { uid: owner.0, gid: owner.1, op: Box::new(op) }).await?)
+    }
+
+    /// A new name for the non-directory `inode` (a hard link).
+    pub async fn link_at(&self, inode: InodeId, parent: InodeId, name: &str) -> Result<InodeInfo> {
+        Self::info_reply(self.meta(MetaOp::LinkAt { inode, parent, name: name.into() }).await?)
+    }
+
+    /// `rmdir` with `dir`, `unlink` without.
+    pub async fn remove_at(&self, parent: InodeId, name: &str, dir: bool) -> Result<()> {
+        self.meta(MetaOp::RemoveAt { parent, name: name.into(), dir }).await.map(|_| ())
+    }
+
+    pub async fn rename_at(&self, from: (InodeId, &str), to: (InodeId, &str), noreplace: bool) -> Result<()> {
+        let op = MetaOp::RenameAt {
+            parent: from.0,
+            name: from.1.into(),
+            new_parent: to.0,
+            new_name: to.1.into(),
+            noreplace,
+        };
+        self.meta(op).await.map(|_| ())
+    }
+
+    pub async fn set_inode(&self, inode: InodeId, c: &InodeChange) -> Result<InodeInfo> {
+        let op = MetaOp::SetInode { inode, mode: c.mode, uid: c.uid, gid: c.gid, atime: c.atime, mtime: c.mtime };
+        Self::info_reply(self.meta(op).await?)
+    }
+
+    /// Publishes chunk versions stored with [`Client::put_version`] and the
+    /// file's new size (see `MetaOp::UpdateFile` for `truncate`).
+    pub async fn update_file(
+        &self,
+        inode: InodeId,
+        size: u64,
+        truncate: Option<u64>,
+        chunks: Vec<(u64, ChunkRef)>,
+    ) -> Result<InodeInfo> {
+        Self::info_reply(self.meta(MetaOp::UpdateFile { inode, size, truncate, chunks }).await?)
+    }
+
+    /// Stores `data` as chunk `index` of `inode` at `version`, unpublished;
+    /// returns the reference that publishes it.
+    pub async fn put_version(
+        &self,
+        inode: InodeId,
+        index: u64,
+        version: u64,
+        data: Bytes,
+        attrs: ChunkAttrs,
+    ) -> Result<ChunkRef> {
+        if version == 0 {
+            return Err(Error::invalid("chunk version 0 is the hole; versions start at 1"));
+        }
+        let checksum = crc32c::crc32c(&data);
+        let len = data.len() as u64;
+        self.put_chunk(ChunkKey { inode, index, version }, data, checksum, attrs).await?;
+        Ok(ChunkRef { version, len, checksum })
+    }
+
+    /// A version number no other writer will use: unique in the pool.
+    pub async fn fresh_version(&self) -> Result<u64> {
+        Ok(self.alloc_inode().await?.0)
+    }
+
+    /// Deletes unpublished chunk versions (a writer giving up), best effort.
+    pub async fn discard_versions(&self, keys: Vec<ChunkKey>) {
+        if keys.is_empty() {
+            return;
+        }
+        let Ok(layout) = self.layout().await else { return };
+        let req = Request::DeleteChunks { keys };
+        for w in &layout.workers {
+            let _ = self.worker_pool(w.id, &w.addr).call(&req, &[], true).await;
+        }
+    }
+
+    /// Tells the coordinator that this client (`session`) has `inodes`
+    /// open, so their chunks outlive their names; renew well within the
+    /// coordinator's hold period. An empty list drops the session's holds.
+    pub async fn hold(&self, session: u64, inodes: Vec<InodeId>) -> Result<()> {
+        match self.coord(Request::Hold { session, inodes }).await? {
+            Response::Ok => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Where each chunk of a file is: one place per entry of `info.chunks`
+    /// (a hole is `None`).
+    pub async fn locate_chunks(&self, info: &InodeInfo) -> Result<Vec<Option<ChunkPlace>>> {
+        let layout = self.layout().await?;
+        let mut by_owner: BTreeMap<WorkerId, Vec<(usize, ChunkKey)>> = BTreeMap::new();
+        for (i, r) in info.chunks.iter().enumerate() {
+            if r.is_hole() {
+                continue;
+            }
+            let key = ChunkKey { inode: info.id, index: i as u64, version: r.version };
+            let owner = layout
+                .table
+                .locate(key)
+                .ok_or_else(|| Error::new(ErrorKind::Unavailable, "the pool has no workers yet"))?;
+            by_owner.entry(owner).or_default().push((i, key));
+        }
+        let mut out = vec![None; info.chunks.len()];
+        for (owner, keys) in by_owner {
+            let w = layout
+                .worker(owner)
+                .ok_or_else(|| Error::internal(format!("worker {owner} is in the partition table but unknown")))?;
+            let req = Request::Locate { keys: keys.iter().map(|(_, k)| *k).collect() };
+            match self.worker_pool(w.id, &w.addr).call(&req, &[], true).await?.0 {
+                Response::Located(places) if places.len() == keys.len() => {
+                    for ((i, _), p) in keys.iter().zip(places) {
+                        out[*i] = Some(p);
+                    }
+                }
+                other => return Err(unexpected(other)),
+            }
+        }
+        Ok(out)
+    }
+}
