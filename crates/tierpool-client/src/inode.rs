@@ -11,7 +11,7 @@ use bytes::Bytes;
 use std::collections::BTreeMap;
 use tierpool_meta::{DirName, InodeInfo, MetaOp, MetaReply, NewNode};
 use tierpool_proto::{ChunkPlace, Request, Response};
-use tierpool_types::{ChunkAttrs, ChunkKey, ChunkRef, Error, ErrorKind, InodeId, Result, WorkerId};
+use tierpool_types::{ChunkAttrs, ChunkKey, ChunkRef, Error, ErrorKind, InodeId, Priority, Result, WorkerId};
 
 /// Who a new inode belongs to: `(uid, gid)`.
 pub type Owner = (u32, u32);
@@ -96,6 +96,15 @@ impl Client {
     pub async fn set_inode(&self, inode: InodeId, c: &InodeChange) -> Result<InodeInfo> {
         let op = MetaOp::SetInode { inode, mode: c.mode, uid: c.uid, gid: c.gid, atime: c.atime, mtime: c.mtime };
         Self::info_reply(self.meta(op).await?)
+    }
+
+    /// Sets priority and/or pinning of inode `inode` (of a whole tree, for
+    /// a directory); returns how many files changed.
+    pub async fn set_attrs_at(&self, inode: InodeId, priority: Option<Priority>, pinned: Option<bool>) -> Result<u64> {
+        match self.meta(MetaOp::SetAttrsAt { inode, priority, pinned }).await? {
+            MetaReply::Attrs { changed } => Ok(changed.len() as u64),
+            other => Err(unexpected_meta(other)),
+        }
     }
 
     /// Publishes chunk versions stored with [`Client::put_version`] and the

@@ -1,11 +1,11 @@
-//! Chunks read through the mount, shared by every open file, least recently
-//! used evicted first, bounded in bytes.
+//! Chunk versions read or written through the mount, shared by every open
+//! file, least recently used evicted first, bounded in bytes.
 
 use bytes::Bytes;
 use std::collections::{HashMap, VecDeque};
 
-/// `(pool inode id, chunk index)`.
-pub type Key = (u64, u64);
+/// A chunk version: never overwritten, so a cached copy never goes stale.
+pub type Key = tierpool_types::ChunkKey;
 
 pub struct ChunkCache {
     capacity: u64,
@@ -54,14 +54,15 @@ mod tests {
 
     #[test]
     fn evicts_least_recently_used_within_capacity() {
+        let k = |index| Key { inode: tierpool_types::InodeId(1), index, version: 1 };
         let mut c = ChunkCache::new(10);
-        c.insert((1, 0), Bytes::from(vec![0; 4]));
-        c.insert((1, 1), Bytes::from(vec![1; 4]));
-        c.get((1, 0));
-        c.insert((1, 2), Bytes::from(vec![2; 4]));
-        assert!(c.contains((1, 0)) && !c.contains((1, 1)) && c.contains((1, 2)));
-        c.insert((1, 3), Bytes::from(vec![3; 11]));
-        assert!(!c.contains((1, 3)), "larger than the whole cache");
+        c.insert(k(0), Bytes::from(vec![0; 4]));
+        c.insert(k(1), Bytes::from(vec![1; 4]));
+        c.get(k(0));
+        c.insert(k(2), Bytes::from(vec![2; 4]));
+        assert!(c.contains(k(0)) && !c.contains(k(1)) && c.contains(k(2)));
+        c.insert(k(3), Bytes::from(vec![3; 11]));
+        assert!(!c.contains(k(3)), "larger than the whole cache");
         assert!(c.used <= 10);
     }
 }

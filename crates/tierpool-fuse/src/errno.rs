@@ -20,7 +20,3 @@ pub fn errno(e: &Error) -> Errno {
     }
     Errno::from_i32(code)
 }
-
-pub fn io_errno(e: &std::io::Error) -> Errno {
-    Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO))
-}

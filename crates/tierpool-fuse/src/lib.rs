@@ -1,42 +1,57 @@
 //! The pool as a POSIX file system, through FUSE.
 //!
-//! A thin adapter over [`tierpool_client`]: paths and metadata come from the
+//! A thin adapter over [`tierpool_client`]: metadata comes from the
 //! coordinator, bytes from the workers, through the same client as the CLI.
+//! FUSE inode numbers are the pool's inode ids, and every call names its
+//! inode or its directory and entry name, so nothing here resolves paths.
 //!
-//! Semantics (close-to-open, as the pool's files have):
-//! - a file opened for reading sees the version that existed at `open`;
-//! - a file opened for writing is staged in a local temporary file (so writes
-//!   at any offset, appends, truncation and sparse files work) and published
-//!   atomically, replacing the old version, on `flush` (close), `fsync` and
-//!   `release`; `close` reports a failed publish (ENOSPC when the pool is full);
-//! - unlink, rename, mkdir and rmdir are the coordinator's atomic operations.
-//! - `chmod` and `utimens` change the inode's mode and mtime in the pool;
-//!   owners and access times are not kept;
-//! - `user.tierpool.priority` and `user.tierpool.pinned` are extended
-//!   attributes over the pool's eviction attributes (see `xattr.rs`).
-//!
-//! Reads are served from a chunk cache shared by all open files (`--cache`),
-//! with the next chunk fetched ahead while a file is read in order.
+//! Semantics (close-to-open between clients, POSIX within one mount):
+//! - every handle of the mount on one file shares one [`open_file::OpenFile`]:
+//!   its writes are seen by the mount's readers at once;
+//! - writes are coalesced into chunks in memory; a chunk filled to its end
+//!   is stored on its worker at once, as a new version; `close`, `fsync`
+//!   and `truncate` publish every change with one metadata commit
+//!   (`UpdateFile`), so other clients see the file before or after, never
+//!   in between, and only changed chunks travel;
+//! - a file opened elsewhere sees what was published when it opens;
+//! - a file unlinked while open stays readable and writable through its
+//!   handles: the mount holds its inode at the coordinator, so its chunks
+//!   outlive its names until the last close;
+//! - owners, modes, times, hard links, symlinks and special files are kept
+//!   by the pool; the kernel checks permissions (`default_permissions`);
+//! - `user.tierpool.*` extended attributes read and set tierpool's own
+//!   controls (see `xattr.rs`).
 
+mod attr;
 mod cache;
 mod errno;
+mod file_state;
+mod files;
 mod fs;
-mod names;
+mod namespace;
+mod open_file;
 mod xattr;
 
 pub use fs::{MountOptions, TierpoolFs};
 
 /// Mounts the pool at `mountpoint` and serves it until unmounted.
+///
+/// Mounted by root, the mount serves every user (`allow_other`), and the
+/// kernel checks each caller's permissions against the pool's owners and
+/// modes (`default_permissions`); mounted by another user, it serves that
+/// user only, as FUSE does by default.
 pub fn run(fs: TierpoolFs, mountpoint: &std::path::Path) -> std::io::Result<()> {
     let mut cfg = fuser::Config::default();
     cfg.n_threads = Some(4);
+    cfg.clone_fd = true;
     cfg.mount_options = vec![
         fuser::MountOption::FSName("tierpool".into()),
         fuser::MountOption::Subtype("tierpool".into()),
         fuser::MountOption::DefaultPermissions,
     ];
+    // SAFETY: a plain getter.
     if unsafe { libc::geteuid() } == 0 {
-        cfg.mount_options.push(fuser::MountOption::CUSTOM("allow_other".into()));
+        cfg.acl = fuser::SessionACL::All;
     }
     fuser::mount(fs, mountpoint, &cfg)
 }

@@ -105,6 +105,8 @@ pub enum MetaOp {
     UpdateFile { inode: InodeId, size: u64, truncate: Option<u64>, chunks: Vec<(u64, ChunkRef)> },
     /// These replaced chunk versions were deleted from every worker: forget them.
     GcChunksDone { keys: Vec<ChunkKey> },
+    /// `SetAttrs` of the inode `inode` (and everything beneath it, for a directory).
+    SetAttrsAt { inode: InodeId, priority: Option<Priority>, pinned: Option<bool> },
 }
 
 /// What `MakeAt` creates.

@@ -164,6 +164,10 @@ impl MetaState {
                 self.update_file(*inode, *size, *truncate, chunks, now)
             }
             MetaOp::GcChunksDone { keys } => Ok(self.gc_chunks_done(keys)),
+            MetaOp::SetAttrsAt { inode, priority, pinned } => {
+                self.live(*inode)?;
+                Ok(self.set_attrs_of(*inode, *priority, *pinned, now))
+            }
         }
     }
 

@@ -149,6 +149,10 @@ pub enum Cmd {
         /// Bytes of file chunks kept in memory for reads.
         #[arg(long, default_value = "256MiB")]
         cache: ByteSize,
+        /// Bytes of written, unsent data one open file may hold in memory
+        /// before it sends some to the workers (full chunks go at once).
+        #[arg(long, default_value = "128MiB")]
+        dirty: ByteSize,
         /// Serve in the foreground until unmounted.
         #[arg(long)]
         foreground: bool,

@@ -33,6 +33,7 @@ pub fn status_json(coordinator: &str, s: &PoolStatus) -> Value {
         "table_epoch": s.table_epoch,
         "inodes": s.inodes,
         "pending_gc": s.pending_gc,
+        "pending_chunks": s.pending_chunks,
         "workers": workers,
     })
 }

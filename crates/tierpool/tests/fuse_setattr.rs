@@ -1,7 +1,8 @@
-//! `chmod`, `utimens` and `chown` through a real FUSE mount: permission bits
-//! and modification times are kept by the pool (the CLI and a second mount
-//! see them), writes after `chmod` keep the mode, and owners cannot be given
-//! away (the pool keeps none); `mkdir` keeps its mode.
+//! `chmod`, `utimens` and `chown` through a real FUSE mount: permission bits,
+//! owners and times are kept by the pool (the CLI and a second mount see
+//! them), writes after `chmod` keep the mode, `mkdir` keeps its mode, and
+//! the kernel checks permissions against the pool's owners and modes for
+//! another user.
 
 mod common;
 use common::{Mount, Pool};
@@ -52,11 +53,16 @@ fn chmod_and_utimens_are_kept_by_the_pool() {
     let other = Mount::new(&pool, "mnt2");
     assert_eq!(mode(&other.p("f")), 0o640);
     assert_eq!(fs::metadata(other.p("f")).unwrap().modified().unwrap(), t);
-    // owners: chown to the owner is fine, giving a file away is EPERM
-    let (uid, gid) = (fs::metadata(m.p("f")).unwrap().uid(), fs::metadata(m.p("f")).unwrap().gid());
-    std::os::unix::fs::chown(m.p("f"), Some(uid), Some(gid)).unwrap();
-    let e = std::os::unix::fs::chown(m.p("f"), Some(uid + 1), None).unwrap_err();
-    assert_eq!(e.raw_os_error(), Some(libc::EPERM));
+    // owners are kept: root gives the file away; the CLI and the other mount see it
+    std::os::unix::fs::chown(m.p("f"), Some(4242), Some(4343)).unwrap();
+    let md = fs::metadata(m.p("f")).unwrap();
+    assert_eq!((md.uid(), md.gid()), (4242, 4343));
+    assert_eq!(
+        (stat_json(&pool, "/f")["uid"].as_u64(), stat_json(&pool, "/f")["gid"].as_u64()),
+        (Some(4242), Some(4343))
+    );
+    std::thread::sleep(Duration::from_millis(1100)); // the kernel keeps attributes for 1 s
+    assert_eq!(fs::metadata(other.p("f")).unwrap().uid(), 4242);
     // mkdir keeps the mode it is given; a name longer than 255 bytes is ENAMETOOLONG
     std::os::unix::fs::DirBuilderExt::mode(&mut fs::DirBuilder::new(), 0o700).create(m.p("private")).unwrap();
     assert_eq!(mode(&m.p("private")), 0o700);
@@ -66,4 +72,40 @@ fn chmod_and_utimens_are_kept_by_the_pool() {
     // and a missing file is ENOENT
     let e = fs::set_permissions(m.p("nope"), Permissions::from_mode(0o600)).unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
+}
+
+/// Runs `sh -c script` as user and group `id`; returns whether it succeeded and its stderr.
+fn as_user(id: u32, script: &str) -> (bool, String) {
+    use std::os::unix::process::CommandExt;
+    let out = std::process::Command::new("sh").args(["-c", script]).uid(id).gid(id).output().unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stderr).to_string())
+}
+
+#[test]
+fn permissions_are_checked_against_the_pools_owners() {
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    // The test directory is private; the other user must reach the mount point.
+    fs::set_permissions(pool.dir(), Permissions::from_mode(0o755)).unwrap();
+    let m = Mount::new(&pool, "mnt");
+    let nobody = 65534;
+    fs::write(m.p("root-only"), b"secret").unwrap();
+    fs::set_permissions(m.p("root-only"), Permissions::from_mode(0o600)).unwrap();
+    fs::create_dir(m.p("shared")).unwrap();
+    fs::set_permissions(m.p("shared"), Permissions::from_mode(0o777)).unwrap();
+    let dir = m.dir.to_str().unwrap();
+    // another user cannot read a 0600 file of root's, nor write into root's 0755 root directory
+    let (ok, err) = as_user(nobody, &format!("cat {dir}/root-only"));
+    assert!(!ok && err.contains("Permission denied"), "{err}");
+    let (ok, err) = as_user(nobody, &format!("echo x > {dir}/mine"));
+    assert!(!ok && err.contains("Permission denied"), "{err}");
+    // a file made by that user in a world-writable directory is theirs
+    let (ok, err) = as_user(nobody, &format!("echo hello > {dir}/shared/mine && chmod 640 {dir}/shared/mine"));
+    assert!(ok, "{err}");
+    let md = fs::metadata(m.p("shared/mine")).unwrap();
+    assert_eq!((md.uid(), md.gid(), md.mode() & 0o7777), (nobody, nobody, 0o640));
+    assert_eq!(stat_json(&pool, "/shared/mine")["uid"].as_u64(), Some(u64::from(nobody)));
+    assert_eq!(fs::read(m.p("shared/mine")).unwrap(), b"hello\n");
+    // and they cannot give it away
+    let (ok, err) = as_user(nobody, &format!("chown 0 {dir}/shared/mine"));
+    assert!(!ok && err.contains("not permitted"), "{err}");
 }

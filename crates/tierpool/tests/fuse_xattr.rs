@@ -1,7 +1,8 @@
 //! tierpool's controls through extended attributes of a real FUSE mount:
 //! `user.tierpool.priority` and `user.tierpool.pinned` read what the pool
 //! keeps, set what `tierpool pin` and `put --priority` set, cannot be
-//! removed, and refuse values and names they do not know with exact errno values.
+//! removed, and refuse values and names they do not know with exact errno
+//! values; `user.tierpool.tiers` shows, read-only, the tier of each chunk.
 
 mod common;
 use common::{Mount, Pool};
@@ -74,7 +75,7 @@ fn priority_and_pinned_are_extended_attributes() {
     // defaults, as the CLI reports them
     assert_eq!(get(&m.p("f"), "user.tierpool.priority"), Ok(b"3".to_vec()));
     assert_eq!(get(&m.p("f"), "user.tierpool.pinned"), Ok(b"0".to_vec()));
-    assert_eq!(list(&m.p("f")), ["user.tierpool.priority", "user.tierpool.pinned"]);
+    assert_eq!(list(&m.p("f")), ["user.tierpool.priority", "user.tierpool.pinned", "user.tierpool.tiers"]);
     // setting reaches the pool
     set(&m.p("f"), "user.tierpool.priority", b"5\n").unwrap();
     set(&m.p("f"), "user.tierpool.pinned", b"1").unwrap();
@@ -102,4 +103,26 @@ fn priority_and_pinned_are_extended_attributes() {
     assert_eq!(remove(&m.p("f"), "user.tierpool.pinned"), Err(libc::EPERM));
     assert_eq!(remove(&m.p("f"), "user.other"), Err(libc::ENODATA));
     assert_eq!(attrs(&pool, "/f"), (5, false));
+    assert_eq!(list(&m.p("d")), ["user.tierpool.priority", "user.tierpool.pinned"]);
+}
+
+#[test]
+fn the_tier_of_each_chunk_is_a_read_only_attribute() {
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    let m = Mount::new(&pool, "mnt");
+    // six 4 MiB chunks through 16 MiB of memory: the two written first are demoted to disk
+    fs::write(m.p("big"), vec![7u8; 24 << 20]).unwrap();
+    assert_eq!(get(&m.p("big"), "user.tierpool.tiers"), Ok(b"ddmmmm".to_vec()));
+    // a sparse file: two holes, then one stored chunk
+    let f = fs::File::create(m.p("sparse")).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&f, b"x", 8 << 20).unwrap();
+    drop(f);
+    assert_eq!(get(&m.p("sparse"), "user.tierpool.tiers"), Ok(b"--m".to_vec()));
+    assert_eq!(fs::read(m.p("sparse")).unwrap().len(), (8 << 20) + 1);
+    fs::write(m.p("empty"), b"").unwrap();
+    assert_eq!(get(&m.p("empty"), "user.tierpool.tiers"), Ok(Vec::new()));
+    assert_eq!(set(&m.p("big"), "user.tierpool.tiers", b"mmmmmm"), Err(libc::EPERM));
+    assert_eq!(remove(&m.p("big"), "user.tierpool.tiers"), Err(libc::EPERM));
+    fs::create_dir(m.p("d")).unwrap();
+    assert_eq!(get(&m.p("d"), "user.tierpool.tiers"), Err(libc::ENODATA));
 }

@@ -22,6 +22,17 @@ impl MetaState {
         now: Timestamp,
     ) -> Result<MetaReply> {
         let id = self.lookup(comps)?;
+        Ok(self.set_attrs_of(id, priority, pinned, now))
+    }
+
+    /// Sets the attributes of live inode `id` and of everything beneath it.
+    pub(super) fn set_attrs_of(
+        &mut self,
+        id: InodeId,
+        priority: Option<Priority>,
+        pinned: Option<bool>,
+        now: Timestamp,
+    ) -> MetaReply {
         let mut changed = Vec::new();
         for i in self.subtree(id) {
             let n = self.node_mut(i);
@@ -37,7 +48,7 @@ impl MetaState {
             }
         }
         changed.sort_by_key(|(i, _)| *i);
-        Ok(MetaReply::Attrs { changed })
+        MetaReply::Attrs { changed }
     }
 
     pub(super) fn set_meta(

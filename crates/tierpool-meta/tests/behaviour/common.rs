@@ -191,6 +191,7 @@ fn inode_op() -> impl Strategy<Value = MetaOp> {
             .prop_map(|(inode, mode, uid, t)| MetaOp::SetInode { inode, mode, uid, gid: uid, atime: t, mtime: t }),
         3 => (small_inode(), 0u64..5 * CHUNK, prop::option::of(0u64..5 * CHUNK), chunk_updates())
             .prop_map(|(inode, size, truncate, chunks)| MetaOp::UpdateFile { inode, size, truncate, chunks }),
+        1 => (small_inode(), prop::option::of(any::<bool>())).prop_map(|(inode, pinned)| MetaOp::SetAttrsAt { inode, priority: None, pinned }),
         1 => prop::collection::vec((small_inode(), 0u64..5, 0u64..4), 0..3).prop_map(|ks| MetaOp::GcChunksDone {
             keys: ks.into_iter().map(|(inode, index, version)| ChunkKey { inode, index, version }).collect(),
         }),

@@ -233,3 +233,17 @@ fn inode_queries_leave_chunks_out_unless_asked() {
     assert_eq!(s.read_dir(f.id).unwrap_err().kind, ErrorKind::NotADirectory);
     assert_eq!(s.parent_of(ROOT).unwrap(), ROOT);
 }
+
+#[test]
+fn set_attrs_at_reaches_a_whole_tree_by_inode() {
+    let mut s = ready();
+    let d = make(&mut s, ROOT, "d", NewNode::Dir, 0o755);
+    let f = make(&mut s, d.id, "f", file(), 0o644);
+    let p5 = tierpool_types::Priority::new(5).unwrap();
+    let r = s.execute(&MetaOp::SetAttrsAt { inode: d.id, priority: Some(p5), pinned: Some(true) }, 80).unwrap();
+    let want = tierpool_types::ChunkAttrs { priority: p5, pinned: true };
+    assert_eq!(r, MetaReply::Attrs { changed: vec![(f.id, want)] });
+    assert_eq!((s.stat("/d/f").unwrap().attrs, s.stat("/d").unwrap().ctime), (want, 80));
+    let gone = MetaOp::SetAttrsAt { inode: InodeId(404), priority: None, pinned: Some(false) };
+    assert_eq!(fails(&mut s, gone).0, ErrorKind::NotFound);
+}

@@ -21,8 +21,9 @@ pub fn run(cli: Cli) -> Result<()> {
         return pool::down(dir);
     }
     match &cli.cmd {
-        Cmd::Mount { mountpoint, cache, foreground, conn } => {
-            return mount::mount(mountpoint, *cache, *foreground, conn)
+        Cmd::Mount { mountpoint, cache, dirty, foreground, conn } => {
+            let opts = tierpool_fuse::MountOptions { cache: cache.0, dirty: dirty.0 };
+            return mount::mount(mountpoint, &opts, *foreground, conn);
         }
         Cmd::Umount { mountpoint } => return mount::umount(mountpoint),
         _ => {}

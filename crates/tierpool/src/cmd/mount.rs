@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tierpool_client::{Client, ClientConfig};
 use tierpool_fuse::{MountOptions, TierpoolFs};
-use tierpool_types::ByteSize;
 
 /// Whether `dir` is a mount point now.
 fn mounted(dir: &Path) -> bool {
@@ -18,7 +17,7 @@ fn mounted(dir: &Path) -> bool {
         .any(|l| l.split_whitespace().nth(1) == Some(target.as_str()))
 }
 
-pub fn mount(mountpoint: &Path, cache: ByteSize, foreground: bool, conn: &Conn) -> Result<()> {
+pub fn mount(mountpoint: &Path, opts: &MountOptions, foreground: bool, conn: &Conn) -> Result<()> {
     if !mountpoint.is_dir() {
         bail!("{}: not a directory", mountpoint.display());
     }
@@ -27,20 +26,19 @@ pub fn mount(mountpoint: &Path, cache: ByteSize, foreground: bool, conn: &Conn) 
         bail!("{}: something is already mounted there", mp.display());
     }
     if !foreground {
-        return mount_in_background(&mp, cache, conn);
+        return mount_in_background(&mp, opts, conn);
     }
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let client = rt
         .block_on(Client::connect(ClientConfig::new(conn.coordinator.clone())))
         .with_context(|| format!("cannot reach the coordinator at {}", conn.coordinator))?;
-    let opts = MountOptions { cache: cache.0, staging_dir: std::env::temp_dir() };
-    let fs = TierpoolFs::new(client, rt.handle().clone(), opts);
+    let fs = TierpoolFs::new(client, rt.handle().clone(), opts.clone());
     tracing::info!("serving the pool at {} on {}", conn.coordinator, mp.display());
     tierpool_fuse::run(fs, &mp).with_context(|| format!("mounting at {}", mp.display()))?;
     Ok(())
 }
 
-fn mount_in_background(mp: &Path, cache: ByteSize, conn: &Conn) -> Result<()> {
+fn mount_in_background(mp: &Path, opts: &MountOptions, conn: &Conn) -> Result<()> {
     let exe = std::env::current_exe()?;
     let log = std::env::temp_dir().join(format!("tierpool-mount-{}.log", std::process::id()));
     let args: Vec<String> = vec![
@@ -48,7 +46,9 @@ fn mount_in_background(mp: &Path, cache: ByteSize, conn: &Conn) -> Result<()> {
         mp.to_string_lossy().into(),
         "--foreground".into(),
         "--cache".into(),
-        cache.0.to_string(),
+        opts.cache.to_string(),
+        "--dirty".into(),
+        opts.dirty.to_string(),
         "--coordinator".into(),
         conn.coordinator.clone(),
     ];

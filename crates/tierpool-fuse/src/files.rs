@@ -1,0 +1,160 @@
+//! File handles: open and create attach a handle to the inode's shared
+//! [`OpenFile`]; the last release detaches it. Truncation and attribute
+//! changes go through here too, so an open file's local changes and the
+//! pool's view never disagree.
+
+use crate::fs::{name_of, OpenHandle, TierpoolFs};
+use crate::open_file::OpenFile;
+use fuser::{Errno, FileAttr, FileHandle, Request};
+use std::ffi::OsStr;
+use std::sync::Arc;
+use tierpool_client::{InodeChange, InodeInfo, InodeKind, NewNode};
+use tierpool_types::InodeId;
+
+impl TierpoolFs {
+    /// The open file of `info` (with its chunk list), one more handle on it.
+    /// An existing one without local changes takes the newer contents:
+    /// whoever opens sees what was published before (close-to-open).
+    fn attach(&self, info: InodeInfo) -> Arc<OpenFile> {
+        let mut files = self.files.lock();
+        match files.get_mut(&info.id.0) {
+            Some((f, n)) => {
+                *n += 1;
+                f.refresh(info);
+                f.clone()
+            }
+            None => {
+                let ino = info.id.0;
+                let f = Arc::new(OpenFile::new(info));
+                files.insert(ino, (f.clone(), 1));
+                f
+            }
+        }
+    }
+
+    /// One more handle on the file `ino` if it is open here.
+    fn retain(&self, ino: u64) -> Option<Arc<OpenFile>> {
+        let mut files = self.files.lock();
+        let (f, n) = files.get_mut(&ino)?;
+        *n += 1;
+        Some(f.clone())
+    }
+
+    /// One handle less on `ino`; the last one closes the open file.
+    fn detach(&self, ino: u64) {
+        let closed = {
+            let mut files = self.files.lock();
+            match files.get_mut(&ino) {
+                Some((_, n)) if *n > 1 => {
+                    *n -= 1;
+                    None
+                }
+                Some(_) => files.remove(&ino).map(|(f, _)| f),
+                None => None,
+            }
+        };
+        if let Some(f) = closed {
+            f.close(&self.io);
+        }
+    }
+
+    /// The file `ino` with its chunk list, refusing what cannot be opened.
+    fn openable(&self, ino: u64) -> Result<InodeInfo, Errno> {
+        let info = self.block(self.io.client.stat_inode(InodeId(ino), true))?;
+        match info.kind {
+            InodeKind::File => Ok(info),
+            InodeKind::Dir => Err(Errno::EISDIR),
+            // Regions are memory: they are used through the region API.
+            InodeKind::Region => Err(Errno::from_i32(libc::EOPNOTSUPP)),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
+    fn add_handle(&self, info: InodeInfo, flags: i32) -> u64 {
+        let ino = info.id.0;
+        let file = self.attach(info);
+        let write = flags & libc::O_ACCMODE != libc::O_RDONLY;
+        let append = flags & libc::O_APPEND != 0;
+        let fh = self.new_fh();
+        self.handles.lock().insert(fh, OpenHandle { ino, file, write, append });
+        fh
+    }
+
+    pub(crate) fn open_handle(&self, ino: u64, flags: i32) -> Result<u64, Errno> {
+        let info = match self.openable(ino) {
+            Ok(i) => i,
+            // Unlinked but still open here: a new handle shares the open file.
+            Err(e) if e == Errno::ENOENT => match self.open_file(ino) {
+                Some(f) => InodeInfo { chunks: Vec::new(), ..f.info() },
+                None => return Err(e),
+            },
+            Err(e) => return Err(e),
+        };
+        Ok(self.add_handle(info, flags))
+    }
+
+    pub(crate) fn create_file(
+        &self,
+        req: &Request,
+        parent: u64,
+        name: &OsStr,
+        mode: u32,
+        flags: i32,
+    ) -> Result<(FileAttr, u64), Errno> {
+        let node = NewNode::File { chunk_size: tierpool_types::DEFAULT_CHUNK_SIZE };
+        let info = match self.make(req, parent, name, node, mode) {
+            Ok(i) => i,
+            // Another client made it first: open it, unless O_EXCL.
+            Err(e) if e == Errno::EEXIST && flags & libc::O_EXCL == 0 => {
+                let found = self.block(self.io.client.lookup(InodeId(parent), name_of(name)?))?;
+                self.openable(found.id.0)?
+            }
+            Err(e) => return Err(e),
+        };
+        let fh = self.add_handle(info.clone(), flags);
+        Ok((self.attr_of(&info), fh))
+    }
+
+    /// Publishes what the handle's file holds and detaches the handle.
+    pub(crate) fn close_handle(&self, fh: u64) -> Result<(), Errno> {
+        let Some(h) = self.handles.lock().remove(&fh) else { return Err(Errno::EBADF) };
+        let published = h.file.publish(&self.io);
+        self.detach(h.ino);
+        published.map_err(|e| {
+            tracing::error!("inode {}: could not publish on close: {e}", h.ino);
+            crate::errno::errno(&e)
+        })
+    }
+
+    /// `truncate`/`ftruncate`, `chmod`, `chown` and `utimens`.
+    pub(crate) fn set_attr(
+        &self,
+        _req: &Request,
+        ino: u64,
+        change: &InodeChange,
+        size: Option<u64>,
+        _fh: Option<FileHandle>,
+    ) -> Result<InodeInfo, Errno> {
+        if let Some(size) = size {
+            // Attached for the cut, so a concurrent last close cannot drop it.
+            let file = match self.retain(ino) {
+                Some(f) => f,
+                None => self.attach(self.openable(ino)?),
+            };
+            let cut = file.truncate(&self.io, size).and_then(|()| file.publish(&self.io));
+            self.detach(ino);
+            cut.map_err(|e| crate::errno::errno(&e))?;
+        }
+        if *change != InodeChange::default() {
+            // Published first, so that a later publish does not move the times set now.
+            if let Some(f) = self.open_file(ino) {
+                f.publish(&self.io).map_err(|e| crate::errno::errno(&e))?;
+            }
+            let info = self.block(self.io.client.set_inode(InodeId(ino), change))?;
+            if let Some(f) = self.open_file(ino) {
+                f.refresh(info);
+            }
+        }
+        self.inode(ino)
+    }
+}

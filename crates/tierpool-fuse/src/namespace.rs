@@ -1,0 +1,114 @@
+//! Names: lookups, creation of every kind of inode with the caller as its
+//! owner, unlink/rmdir, rename and directory listings, all addressed by the
+//! parent directory's inode, so no path is ever resolved here.
+
+use crate::attr::{attr, file_type};
+use crate::fs::{name_of, TierpoolFs};
+use fuser::{Errno, FileAttr, FileType, Request};
+use std::ffi::OsStr;
+use tierpool_client::{InodeInfo, InodeKind, NewNode};
+use tierpool_types::InodeId;
+
+impl TierpoolFs {
+    pub(crate) fn lookup_entry(&self, parent: u64, name: &OsStr) -> Result<FileAttr, Errno> {
+        let name = name_of(name)?;
+        let info = self.block(self.io.client.lookup(InodeId(parent), name))?;
+        Ok(self.attr_of(&info))
+    }
+
+    /// Creates `name` in `parent`, owned by the calling user (the pool
+    /// gives it the directory's group in a set-group-id directory).
+    pub(crate) fn make(
+        &self,
+        req: &Request,
+        parent: u64,
+        name: &OsStr,
+        node: NewNode,
+        mode: u32,
+    ) -> Result<InodeInfo, Errno> {
+        let name = name_of(name)?;
+        let owner = (req.uid(), req.gid());
+        self.block(self.io.client.make_at(InodeId(parent), name, node, mode & 0o7777, owner))
+    }
+
+    /// `mknod`: a regular file, a named pipe, a socket or a device node.
+    pub(crate) fn make_node(
+        &self,
+        req: &Request,
+        parent: u64,
+        name: &OsStr,
+        mode: u32,
+        rdev: u32,
+    ) -> Result<FileAttr, Errno> {
+        let kind = match mode & libc::S_IFMT {
+            libc::S_IFREG | 0 => None,
+            libc::S_IFIFO => Some(InodeKind::Fifo),
+            libc::S_IFSOCK => Some(InodeKind::Socket),
+            libc::S_IFCHR => Some(InodeKind::CharDevice),
+            libc::S_IFBLK => Some(InodeKind::BlockDevice),
+            _ => return Err(Errno::EINVAL),
+        };
+        let node = match kind {
+            None => NewNode::File { chunk_size: tierpool_types::DEFAULT_CHUNK_SIZE },
+            Some(kind) => NewNode::Special { kind, rdev: u64::from(rdev) },
+        };
+        self.make(req, parent, name, node, mode).map(|i| attr(&i))
+    }
+
+    /// `unlink` (`dir` false) or `rmdir`. A file open here stays readable
+    /// and writable through its handles (its chunks are held), as POSIX wants.
+    pub(crate) fn remove(&self, parent: u64, name: &OsStr, dir: bool) -> Result<(), Errno> {
+        let name = name_of(name)?;
+        let open = self.open_child(parent, name);
+        self.block(self.io.client.remove_at(InodeId(parent), name, dir))?;
+        self.forget_if_gone(open);
+        Ok(())
+    }
+
+    pub(crate) fn rename_entry(
+        &self,
+        parent: u64,
+        name: &OsStr,
+        new_parent: u64,
+        new_name: &OsStr,
+        flags: u32,
+    ) -> Result<(), Errno> {
+        let (name, new_name) = (name_of(name)?, name_of(new_name)?);
+        let noreplace = match flags {
+            0 => false,
+            f if f == libc::RENAME_NOREPLACE => true,
+            _ => return Err(Errno::EINVAL),
+        };
+        let replaced = self.open_child(new_parent, new_name);
+        let client = &self.io.client;
+        self.block(client.rename_at((InodeId(parent), name), (InodeId(new_parent), new_name), noreplace))?;
+        self.forget_if_gone(replaced);
+        Ok(())
+    }
+
+    /// The inode of `parent/name` if this mount has it open.
+    fn open_child(&self, parent: u64, name: &str) -> Option<u64> {
+        if self.files.lock().is_empty() {
+            return None;
+        }
+        let info = self.io.rt.block_on(self.io.client.lookup(InodeId(parent), name)).ok()?;
+        self.open_file(info.id.0).map(|_| info.id.0)
+    }
+
+    /// After `ino` lost a name: if it has none left, its open file stops publishing.
+    fn forget_if_gone(&self, ino: Option<u64>) {
+        if let Some(ino) = ino {
+            let _ = self.inode(ino);
+        }
+    }
+
+    /// Lists directory `ino` once for a whole `opendir`..`releasedir`.
+    pub(crate) fn open_dir(&self, ino: u64) -> Result<u64, Errno> {
+        let (parent, entries) = self.block(self.io.client.read_dir(InodeId(ino)))?;
+        let mut all = vec![(ino, FileType::Directory, ".".to_string()), (parent.0, FileType::Directory, "..".into())];
+        all.extend(entries.into_iter().map(|e| (e.id.0, file_type(e.kind), e.name)));
+        let fh = self.new_fh();
+        self.dirs.lock().insert(fh, all);
+        Ok(fh)
+    }
+}

@@ -1,0 +1,367 @@
+//! An open file of the mount: the [`FileState`] of its contents plus the
+//! I/O that feeds it: chunks fetched through the shared cache, chunks sent
+//! to their workers as they fill up, and publishing.
+//!
+//! One `OpenFile` per inode is shared by every handle of the mount that has
+//! the file open, so processes on this machine see each other's writes at
+//! once; other clients see them after a publish (`close`, `fsync`). Writes
+//! are coalesced into whole chunks here; a chunk filled to its end is sent
+//! at once (a sequential writer streams to the workers while it writes),
+//! others wait for the publish or for the dirty budget to run out.
+//!
+//! Lock: `inner` is held across the I/O of a write, a cut or a publish (so
+//! these are atomic with respect to each other), but a read holds it only
+//! to find where the bytes are: chunk versions are never overwritten, so
+//! they are fetched without it.
+
+use crate::cache::ChunkCache;
+use crate::file_state::{FileState, Source};
+use bytes::Bytes;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tierpool_client::{Client, InodeInfo};
+use tierpool_types::{ChunkKey, ChunkRef, Error, ErrorKind, Result};
+use tokio::runtime::Handle;
+use tokio::sync::OnceCell;
+use tokio::task::JoinHandle;
+
+/// Chunks stored in parallel by one file.
+const SEND_WINDOW: usize = 8;
+/// Chunks fetched ahead of a reader that reads in order.
+pub const READ_AHEAD_CHUNKS: u64 = 6;
+
+/// What every open file shares: the client, its runtime, the chunk cache.
+pub struct Io {
+    pub client: Client,
+    pub rt: Handle,
+    pub cache: Arc<Mutex<ChunkCache>>,
+    /// Chunks being fetched, so each is fetched once.
+    pub fetching: Arc<Mutex<Fetching>>,
+    /// Bytes of unsent writes an open file may hold before sending some.
+    pub dirty_limit: u64,
+}
+
+type Send = JoinHandle<Result<(ChunkRef, Bytes)>>;
+
+struct Inner {
+    state: FileState,
+    /// The inode as last seen at the coordinator.
+    info: InodeInfo,
+    /// Chunks on their way to a worker: index, version, task.
+    sending: Vec<(u64, u64, Send)>,
+    /// The first failure of a send, reported by the next write or publish.
+    error: Option<Error>,
+    /// When the last local change was made (ns), shown as mtime until published.
+    changed_at: u64,
+    /// The inode has no name left: nothing is published any more.
+    unlinked: bool,
+    /// Where the last read ended, to detect a reader going in order.
+    read_end: u64,
+}
+
+pub struct OpenFile {
+    inner: Mutex<Inner>,
+}
+
+impl OpenFile {
+    /// The file `info` (with its chunk list) as published.
+    pub fn new(info: InodeInfo) -> OpenFile {
+        let state = FileState::new(info.id, info.chunk_size, info.size, info.chunks.clone());
+        let inner =
+            Inner { state, info, sending: Vec::new(), error: None, changed_at: 0, unlinked: false, read_end: 0 };
+        OpenFile { inner: Mutex::new(inner) }
+    }
+
+    /// The inode as this mount shows it: local size and times while
+    /// changes are unpublished, no links once unlinked.
+    pub fn info(&self) -> InodeInfo {
+        let g = self.inner.lock();
+        let mut i = g.info.clone();
+        i.chunks = Vec::new();
+        i.size = g.state.size();
+        if g.state.changed() {
+            (i.mtime, i.ctime) = (g.changed_at, g.changed_at);
+        }
+        if g.unlinked {
+            i.nlink = 0;
+        }
+        i
+    }
+
+    /// A newer view of the inode from the coordinator (`info` with its
+    /// chunk list replaces the contents only if nothing changed here).
+    pub fn refresh(&self, info: InodeInfo) {
+        let mut g = self.inner.lock();
+        if info.has_chunks() {
+            g.state.refresh(info.size, info.chunks.clone());
+        }
+        g.info = InodeInfo { chunks: Vec::new(), ..info };
+    }
+
+    /// The inode lost its last name: nothing is published any more.
+    pub fn mark_unlinked(&self) {
+        self.inner.lock().unlinked = true;
+    }
+
+    /// Up to `size` bytes at `offset`, as pieces in order.
+    pub fn read(&self, io: &Io, offset: u64, size: u32) -> Result<Vec<Bytes>> {
+        let (sources, prefetch) = {
+            let mut g = self.inner.lock();
+            let end = (offset + u64::from(size)).min(g.state.size());
+            let cs = g.state.chunk_size();
+            let mut sources = Vec::new();
+            let mut pos = offset;
+            while pos < end {
+                let index = pos / cs;
+                let from = (pos - index * cs) as usize;
+                let to = ((end - index * cs) as usize).min(cs as usize);
+                sources.push((index, from, to, g.state.source(index, from, to)));
+                pos = index * cs + to as u64;
+            }
+            let in_order = offset == g.read_end || offset == 0;
+            g.read_end = end;
+            let mut prefetch = Vec::new();
+            if in_order && end < g.state.size() {
+                let next = end / cs;
+                let last = (g.state.size() - 1) / cs;
+                for index in next..=last.min(next + READ_AHEAD_CHUNKS) {
+                    if let Source::Stored(r) = g.state.source(index, 0, 0) {
+                        prefetch.push((index, r));
+                    }
+                }
+            }
+            (sources, prefetch)
+        };
+        let inode = self.inode_id();
+        for (index, r) in prefetch {
+            prefetch_chunk(io, ChunkKey { inode, index, version: r.version }, r);
+        }
+        let mut out = Vec::with_capacity(sources.len());
+        for (index, from, to, source) in sources {
+            out.push(match source {
+                Source::Local(b) => Bytes::from(b),
+                Source::Zero => Bytes::from(vec![0u8; to - from]),
+                Source::Stored(r) => {
+                    let data = fetch(io, ChunkKey { inode, index, version: r.version }, r)?;
+                    slice_padded(&data, from, to)
+                }
+            });
+        }
+        Ok(out)
+    }
+
+    fn inode_id(&self) -> tierpool_types::InodeId {
+        self.inner.lock().state.inode()
+    }
+
+    /// Writes `data` at `offset` (or at the end, for `append`); returns the
+    /// offset written at.
+    pub fn write(&self, io: &Io, offset: u64, data: &[u8], append: bool) -> Result<u64> {
+        let mut g = self.inner.lock();
+        collect(io, &mut g, false);
+        if let Some(e) = &g.error {
+            return Err(e.clone());
+        }
+        let offset = if append { g.state.size() } else { offset };
+        for (index, r) in g.state.loads_for_write(offset, data.len() as u64) {
+            let bytes = fetch(io, ChunkKey { inode: g.state.inode(), index, version: r.version }, r)?;
+            g.state.install(index, &bytes);
+        }
+        let full = g.state.write(offset, data);
+        g.changed_at = crate::attr::time_ns();
+        for index in full {
+            send(io, &mut g, index)?;
+        }
+        while g.state.dirty_bytes() > io.dirty_limit {
+            let Some(index) = g.state.oldest_dirty() else { break };
+            send(io, &mut g, index)?;
+        }
+        Ok(offset)
+    }
+
+    /// Cuts or extends the file to `size` (published by the caller).
+    pub fn truncate(&self, io: &Io, size: u64) -> Result<()> {
+        let mut g = self.inner.lock();
+        if let Some((index, r)) = g.state.load_for_cut(size) {
+            let bytes = fetch(io, ChunkKey { inode: g.state.inode(), index, version: r.version }, r)?;
+            g.state.install(index, &bytes);
+        }
+        g.state.truncate(size);
+        g.changed_at = crate::attr::time_ns();
+        Ok(())
+    }
+
+    /// Publishes every local change: sends what is held here, then commits
+    /// the new chunk versions and size at once. A file unlinked meanwhile
+    /// publishes nothing (its data lives on here until the last close).
+    pub fn publish(&self, io: &Io) -> Result<()> {
+        let mut g = self.inner.lock();
+        if g.unlinked || !g.state.changed() {
+            return Ok(());
+        }
+        g.error = None;
+        loop {
+            for index in g.state.dirty_chunks() {
+                send(io, &mut g, index)?;
+            }
+            collect(io, &mut g, true);
+            if let Some(e) = g.error.take() {
+                return Err(e);
+            }
+            if g.state.dirty_chunks().is_empty() {
+                break;
+            }
+        }
+        let c = g.state.commit().ok_or_else(|| Error::internal("chunks are still held after sending them all"))?;
+        let inode = g.state.inode();
+        match io.rt.block_on(io.client.update_file(inode, c.size, c.cut, c.chunks)) {
+            Ok(info) => {
+                g.state.published(info.size, info.chunks.clone());
+                g.info = InodeInfo { chunks: Vec::new(), ..info };
+            }
+            Err(e) if e.kind == ErrorKind::NotFound => {
+                tracing::debug!("inode {inode} was unlinked while open: its changes stay local");
+                g.unlinked = true;
+            }
+            Err(e) => return Err(e),
+        }
+        let garbage = g.state.take_garbage();
+        let client = io.client.clone();
+        io.rt.spawn(async move { client.discard_versions(garbage).await });
+        Ok(())
+    }
+
+    /// The last handle closed: waits for sends in flight and deletes every
+    /// version that will not be published: all of them if the file was
+    /// unlinked, or if its last publish failed (that `close` reported the
+    /// error; the changes are lost, as with any file system whose `close`
+    /// fails).
+    pub fn close(&self, io: &Io) {
+        let mut g = self.inner.lock();
+        collect(io, &mut g, true);
+        let mut keys = g.state.take_garbage();
+        if g.unlinked || g.state.changed() {
+            if !g.unlinked {
+                tracing::warn!("inode {}: unpublished changes dropped at the last close", g.state.inode());
+            }
+            keys.extend(g.state.unpublished());
+        }
+        let client = io.client.clone();
+        io.rt.spawn(async move { client.discard_versions(keys).await });
+    }
+}
+
+/// Hands chunk `index` out to be stored as a fresh version, keeping at
+/// most `SEND_WINDOW` sends in flight.
+fn send(io: &Io, g: &mut Inner, index: u64) -> Result<()> {
+    while g.sending.len() >= SEND_WINDOW {
+        collect_one(io, g);
+    }
+    let version = io.rt.block_on(io.client.fresh_version())?;
+    let Some(data) = g.state.send(index, version) else { return Ok(()) };
+    let (client, inode, attrs) = (io.client.clone(), g.state.inode(), g.info.attrs);
+    let task = io.rt.spawn(async move {
+        let r = client.put_version(inode, index, version, data.clone(), attrs).await?;
+        Ok((r, data))
+    });
+    g.sending.push((index, version, task));
+    Ok(())
+}
+
+/// Takes in the answers of finished sends (all of them, waiting, if `all`).
+fn collect(io: &Io, g: &mut Inner, all: bool) {
+    while !g.sending.is_empty() {
+        if !all && !g.sending[0].2.is_finished() {
+            break;
+        }
+        collect_one(io, g);
+    }
+}
+
+/// Waits for the oldest send and records its outcome.
+fn collect_one(io: &Io, g: &mut Inner) {
+    let (index, version, task) = g.sending.remove(0);
+    let outcome = io.rt.block_on(task).unwrap_or_else(|e| Err(Error::internal(format!("chunk send failed: {e}"))));
+    match outcome {
+        Ok((r, data)) => {
+            io.cache.lock().insert(ChunkKey { inode: g.state.inode(), index, version }, data);
+            g.state.sent(index, r);
+        }
+        Err(e) => {
+            tracing::warn!("storing chunk {index} of inode {}: {e}", g.state.inode());
+            g.state.send_failed(index, version);
+            g.error.get_or_insert(e);
+        }
+    }
+}
+
+/// The bytes of chunk version `key` (`r`), through the cache.
+fn fetch(io: &Io, key: ChunkKey, r: ChunkRef) -> Result<Bytes> {
+    if let Some(d) = io.cache.lock().get(key) {
+        return Ok(d);
+    }
+    io.rt.block_on(io.loader().load(key, r))
+}
+
+/// Starts fetching chunk version `key` into the cache, unless it is there.
+fn prefetch_chunk(io: &Io, key: ChunkKey, r: ChunkRef) {
+    if io.cache.lock().contains(key) || io.fetching.lock().contains_key(&key) {
+        return;
+    }
+    let loader = io.loader();
+    io.rt.spawn(async move {
+        let _ = loader.load(key, r).await;
+    });
+}
+
+/// Fetches chunk versions into the cache, each once however many ask for it.
+#[derive(Clone)]
+pub struct Loader {
+    client: Client,
+    cache: Arc<Mutex<ChunkCache>>,
+    fetching: Arc<Mutex<Fetching>>,
+}
+
+/// Chunk versions being fetched, each with the cell its fetch fills.
+pub type Fetching = HashMap<ChunkKey, Arc<OnceCell<Result<Bytes>>>>;
+
+impl Loader {
+    async fn load(&self, key: ChunkKey, r: ChunkRef) -> Result<Bytes> {
+        let cell = self.fetching.lock().entry(key).or_default().clone();
+        let out = cell
+            .get_or_init(|| async {
+                let path = format!("inode {}", key.inode);
+                let got = self.client.fetch_chunk(&path, key.inode, key.index, r, r.len).await;
+                if let Ok(d) = &got {
+                    self.cache.lock().insert(key, d.clone());
+                }
+                got
+            })
+            .await
+            .clone();
+        let mut f = self.fetching.lock();
+        if f.get(&key).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
+            f.remove(&key);
+        }
+        out
+    }
+}
+
+impl Io {
+    fn loader(&self) -> Loader {
+        Loader { client: self.client.clone(), cache: self.cache.clone(), fetching: self.fetching.clone() }
+    }
+}
+
+/// Bytes `from..to` of a chunk whose stored bytes are `data` (zeros after them).
+fn slice_padded(data: &Bytes, from: usize, to: usize) -> Bytes {
+    if to <= data.len() {
+        return data.slice(from..to);
+    }
+    let mut out = vec![0u8; to - from];
+    if from < data.len() {
+        out[..data.len() - from].copy_from_slice(&data[from..]);
+    }
+    Bytes::from(out)
+}

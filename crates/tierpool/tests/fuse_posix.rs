@@ -1,0 +1,197 @@
+//! POSIX behaviour of a real mount that programs rely on beyond plain
+//! reads and writes: a file unlinked while open, symlinks, hard links,
+//! named pipes, sharing between processes and between mounts, what `fsync`
+//! promises, times, and that a small change sends only its chunk.
+
+mod common;
+use common::{data, Mount, Pool};
+use serde_json::Value;
+use std::fs::{self, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
+use std::time::{Duration, Instant};
+
+const MIB: usize = 1 << 20;
+
+fn errno<T: std::fmt::Debug>(r: std::io::Result<T>) -> i32 {
+    r.expect_err("should fail").raw_os_error().unwrap()
+}
+
+fn written(pool: &Pool) -> u64 {
+    let st = pool.fresh_status();
+    st["workers"].as_array().unwrap().iter().map(|w| w["bytes_written"].as_u64().unwrap()).sum()
+}
+
+fn used(pool: &Pool) -> u64 {
+    let st = pool.fresh_status();
+    (st["workers"].as_array().unwrap().iter())
+        .map(|w| w["mem"]["used"].as_u64().unwrap() + w["disk"]["used"].as_u64().unwrap())
+        .sum()
+}
+
+/// Waits until the pool has nothing left to collect.
+fn wait_collected(pool: &Pool) {
+    let t = Instant::now();
+    loop {
+        let st: Value = pool.status();
+        if st["pending_gc"] == 0 && st["pending_chunks"] == 0 {
+            return;
+        }
+        assert!(t.elapsed() < Duration::from_secs(30), "garbage not collected: {st}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn an_unlinked_open_file_keeps_its_data_until_the_last_close() {
+    let pool = Pool::start(1, "16MiB", "128MiB");
+    let m = Mount::new(&pool, "mnt");
+    let content = data(1, 9 * MIB + 17);
+    fs::write(m.p("f"), &content).unwrap();
+    let mut reader = fs::File::open(m.p("f")).unwrap();
+    let mut writer = OpenOptions::new().read(true).write(true).open(m.p("f")).unwrap();
+    fs::remove_file(m.p("f")).unwrap();
+    assert_eq!(errno(fs::metadata(m.p("f"))), libc::ENOENT);
+    assert_eq!(reader.metadata().unwrap().nlink(), 0);
+    // Longer than the pool's grace period for removed files: the mount's hold keeps the chunks.
+    std::thread::sleep(Duration::from_secs(8));
+    let mut back = Vec::new();
+    reader.read_to_end(&mut back).unwrap();
+    assert!(back == content, "the open handle reads every byte after the unlink");
+    // the other handle still writes, and reads its own writes
+    writer.write_all_at(b"after unlink", 5 * MIB as u64).unwrap();
+    writer.sync_all().unwrap();
+    let mut part = vec![0; 12];
+    writer.read_exact_at(&mut part, 5 * MIB as u64).unwrap();
+    assert_eq!(&part, b"after unlink");
+    // a new file under the old name is another file
+    fs::write(m.p("f"), b"new").unwrap();
+    assert_eq!(fs::read(m.p("f")).unwrap(), b"new");
+    drop(reader);
+    drop(writer);
+    // after the last close the chunks go
+    wait_collected(&pool);
+    assert!(used(&pool) < MIB as u64, "the unlinked file's chunks are deleted");
+}
+
+#[test]
+fn symlinks_hard_links_and_pipes() {
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    let m = Mount::new(&pool, "mnt");
+    fs::create_dir(m.p("d")).unwrap();
+    fs::write(m.p("d/target"), b"through the link").unwrap();
+    // symlinks: relative, followed by open, read by readlink, dangling ones fail with ENOENT
+    std::os::unix::fs::symlink("d/target", m.p("rel")).unwrap();
+    std::os::unix::fs::symlink("/nowhere/at/all", m.p("dangling")).unwrap();
+    assert_eq!(fs::read_link(m.p("rel")).unwrap().to_str(), Some("d/target"));
+    assert_eq!(fs::read(m.p("rel")).unwrap(), b"through the link");
+    let lmd = fs::symlink_metadata(m.p("rel")).unwrap();
+    assert!(lmd.file_type().is_symlink());
+    assert_eq!(lmd.len(), 8);
+    assert_eq!(errno(fs::read(m.p("dangling"))), libc::ENOENT);
+    assert!(pool.ok(&["ls", "-l", "/"]).contains("rel -> d/target"), "the CLI shows the link");
+    let e = pool.err(&["cat", "/rel"]);
+    assert!(e.ends_with("/rel: is a symbolic link to d/target"), "{e}");
+    // hard links: one inode, two names, data shared, survives the loss of one name
+    fs::hard_link(m.p("d/target"), m.p("twin")).unwrap();
+    let (a, b) = (fs::metadata(m.p("d/target")).unwrap(), fs::metadata(m.p("twin")).unwrap());
+    assert_eq!((a.ino(), a.nlink(), b.nlink()), (b.ino(), 2, 2));
+    OpenOptions::new().append(true).open(m.p("twin")).unwrap().write_all(b"!").unwrap();
+    assert_eq!(fs::read(m.p("d/target")).unwrap(), b"through the link!");
+    fs::remove_file(m.p("d/target")).unwrap();
+    assert_eq!(fs::metadata(m.p("twin")).unwrap().nlink(), 1);
+    assert_eq!(pool.ok(&["cat", "/twin"]), "through the link!");
+    assert_eq!(errno(fs::hard_link(m.p("d"), m.p("d2"))), libc::EPERM);
+    // a named pipe carries bytes between two processes through the mount
+    let fifo = m.p("pipe");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    assert!(fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    let fifo2 = fifo.clone();
+    let w = std::thread::spawn(move || fs::write(fifo2, b"piped").unwrap());
+    assert_eq!(fs::read(&fifo).unwrap(), b"piped");
+    w.join().unwrap();
+    // a device node keeps its number
+    let dev = std::ffi::CString::new(m.p("null").to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mknod(dev.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) }, 0);
+    let md = fs::metadata(m.p("null")).unwrap();
+    assert!(md.file_type().is_char_device());
+    assert_eq!(md.rdev(), libc::makedev(1, 3));
+    let e = pool.err(&["get", "/pipe", "-"]);
+    assert!(e.ends_with("/pipe: is a special file, not a file of the pool"), "{e}");
+}
+
+#[test]
+fn processes_share_a_mount_and_mounts_share_at_close_and_fsync() {
+    let pool = Pool::start(2, "32MiB", "128MiB");
+    let (a, b) = (Mount::new(&pool, "a"), Mount::new(&pool, "b"));
+    // two handles in one mount: a write is seen by the other at once, before any close
+    let mut w = fs::File::create(a.p("shared")).unwrap();
+    w.write_all(b"first").unwrap();
+    let mut r = fs::File::open(a.p("shared")).unwrap();
+    let mut s = String::new();
+    r.read_to_string(&mut s).unwrap();
+    assert_eq!(s, "first");
+    // another mount sees it once fsync returns, without a close
+    w.write_all(b" second").unwrap();
+    w.sync_all().unwrap();
+    assert_eq!(fs::read(b.p("shared")).unwrap(), b"first second");
+    assert_eq!(pool.ok(&["cat", "/shared"]), "first second");
+    // a handle opened in the other mount before a change sees it after reopening (close-to-open)
+    let mut old = fs::File::open(b.p("shared")).unwrap();
+    w.write_all(b" third").unwrap();
+    drop(w);
+    let mut s = String::new();
+    old.seek(SeekFrom::Start(0)).unwrap();
+    old.read_to_string(&mut s).unwrap();
+    assert!(s.starts_with("first second"), "{s}");
+    drop(old);
+    assert_eq!(fs::read(b.p("shared")).unwrap(), b"first second third");
+    // writers of different chunks in two mounts do not undo each other
+    let base = data(2, 12 * MIB);
+    fs::write(a.p("big"), &base).unwrap();
+    let wa = OpenOptions::new().write(true).open(a.p("big")).unwrap();
+    let wb = OpenOptions::new().write(true).open(b.p("big")).unwrap();
+    wa.write_all_at(b"AAAA", 100).unwrap();
+    wb.write_all_at(b"BBBB", 9 * MIB as u64).unwrap();
+    drop(wa);
+    drop(wb);
+    let mut want = base.clone();
+    want[100..104].copy_from_slice(b"AAAA");
+    want[9 * MIB..9 * MIB + 4].copy_from_slice(b"BBBB");
+    assert!(pool.get("/big") == want, "both writes are kept");
+}
+
+#[test]
+fn a_small_change_sends_one_chunk_and_times_move() {
+    let pool = Pool::start(1, "64MiB", "256MiB");
+    let m = Mount::new(&pool, "mnt");
+    let content = data(3, 32 * MIB);
+    fs::create_dir(m.p("d")).unwrap();
+    let d_before = fs::metadata(m.p("d")).unwrap().modified().unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    fs::write(m.p("d/f"), &content).unwrap();
+    assert!(
+        fs::metadata(m.p("d")).unwrap().modified().unwrap() > d_before,
+        "creating an entry moves the directory's mtime"
+    );
+    let before = written(&pool);
+    let t0 = fs::metadata(m.p("d/f")).unwrap().modified().unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    {
+        let f = OpenOptions::new().write(true).open(m.p("d/f")).unwrap();
+        f.write_all_at(b"patch", 20 * MIB as u64 + 3).unwrap();
+    }
+    let sent = written(&pool) - before;
+    assert_eq!(sent, 4 * MIB as u64, "only the changed chunk travels");
+    let md = fs::metadata(m.p("d/f")).unwrap();
+    assert!(md.modified().unwrap() > t0 && md.len() == content.len() as u64);
+    let mut want = content.clone();
+    want[20 * MIB + 3..20 * MIB + 8].copy_from_slice(b"patch");
+    assert!(pool.get("/d/f") == want);
+    // the replaced version of that chunk is collected
+    wait_collected(&pool);
+    assert_eq!(used(&pool), content.len() as u64);
+}
