@@ -218,10 +218,18 @@ impl FileState {
             let n = (cs as usize - from).min(data.len() - at);
             let buf = self.dirty_mut(index);
             let before = buf.len();
-            if buf.len() < from + n {
-                buf.resize(from + n, 0);
+            if buf.capacity() == 0 {
+                buf.reserve_exact(cs as usize);
             }
-            buf[from..from + n].copy_from_slice(&data[at..at + n]);
+            if from >= buf.len() {
+                // Appending (the common case): no zeroing of what is copied next.
+                buf.resize(from, 0);
+                buf.extend_from_slice(&data[at..at + n]);
+            } else {
+                let overlap = (buf.len() - from).min(n);
+                buf[from..from + overlap].copy_from_slice(&data[at..at + overlap]);
+                buf.extend_from_slice(&data[at + overlap..at + n]);
+            }
             let after = buf.len();
             self.dirty_bytes += (after - before) as u64;
             if from + n == cs as usize {

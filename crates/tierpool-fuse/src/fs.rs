@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tierpool_client::{Client, InodeInfo};
@@ -64,6 +64,8 @@ pub struct TierpoolFs {
     /// Listings of open directories: (inode, kind, name) from `.` and `..` on.
     pub(crate) dirs: Mutex<HashMap<u64, Listing>>,
     next_fh: AtomicU64,
+    /// The kernel maps files opened with `direct_io` (see `open_flags`).
+    direct_mmap: AtomicBool,
 }
 
 impl TierpoolFs {
@@ -81,6 +83,7 @@ impl TierpoolFs {
             handles: Mutex::new(HashMap::new()),
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
+            direct_mmap: AtomicBool::new(false),
         };
         fs.start_holds();
         fs
@@ -169,6 +172,21 @@ pub(crate) fn ns(t: TimeOrNow) -> u64 {
     t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
 
+/// How the kernel treats a file handle. Reads and writes bypass the
+/// kernel's page cache (`direct_io`): bytes go between the program's memory
+/// and the mount's chunks in one copy, the chunk cache is the only cache (no
+/// double caching), and every read sees the mount's latest state. `mmap`
+/// still works where the kernel allows it on such handles
+/// (`FUSE_DIRECT_IO_ALLOW_MMAP`, Linux 6.6); on older kernels only
+/// write-only handles (which cannot be mapped) bypass the page cache.
+fn open_flags(flags: i32, direct_mmap: bool) -> FopenFlags {
+    if direct_mmap || flags & libc::O_ACCMODE == libc::O_WRONLY {
+        FopenFlags::FOPEN_DIRECT_IO
+    } else {
+        FopenFlags::empty()
+    }
+}
+
 fn reply_entry(r: Result<FileAttr, Errno>, reply: ReplyEntry) {
     match r {
         Ok(a) => reply.entry(&TTL, &a, Generation(0)),
@@ -187,6 +205,8 @@ impl Filesystem for TierpoolFs {
     fn init(&mut self, _req: &Request, config: &mut fuser::KernelConfig) -> std::io::Result<()> {
         // Large requests: writes and reads of up to 1 MiB at a time.
         let _ = config.add_capabilities(fuser::InitFlags::FUSE_BIG_WRITES | fuser::InitFlags::FUSE_MAX_PAGES);
+        let direct_mmap = config.add_capabilities(fuser::InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP).is_ok();
+        self.direct_mmap.store(direct_mmap, Ordering::Relaxed);
         let _ = config.set_max_write(crate::attr::IO_BLOCK).or_else(|max| config.set_max_write(max));
         let _ = config.set_max_readahead(crate::attr::IO_BLOCK).or_else(|max| config.set_max_readahead(max));
         Ok(())
@@ -283,7 +303,7 @@ impl Filesystem for TierpoolFs {
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         match self.open_handle(ino.0, flags.0) {
-            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            Ok(fh) => reply.opened(FileHandle(fh), open_flags(flags.0, self.direct_mmap.load(Ordering::Relaxed))),
             Err(e) => reply.error(e),
         }
     }
@@ -299,7 +319,10 @@ impl Filesystem for TierpoolFs {
         reply: ReplyCreate,
     ) {
         match self.create_file(req, parent.0, name, mode & !umask, flags) {
-            Ok((a, fh)) => reply.created(&TTL, &a, Generation(0), FileHandle(fh), FopenFlags::empty()),
+            Ok((a, fh)) => {
+                let fopen = open_flags(flags, self.direct_mmap.load(Ordering::Relaxed));
+                reply.created(&TTL, &a, Generation(0), FileHandle(fh), fopen)
+            }
             Err(e) => reply.error(e),
         }
     }

@@ -56,7 +56,7 @@ struct Inner {
     changed_at: u64,
     /// The inode has no name left: nothing is published any more.
     unlinked: bool,
-    /// Where the last read ended, to detect a reader going in order.
+    /// How far a reader going in order has read, to fetch ahead of it.
     read_end: u64,
 }
 
@@ -119,8 +119,10 @@ impl OpenFile {
                 sources.push((index, from, to, g.state.source(index, from, to)));
                 pos = index * cs + to as u64;
             }
-            let in_order = offset == g.read_end || offset == 0;
-            g.read_end = end;
+            // The kernel's read-ahead sends neighbouring reads out of order:
+            // a read near the furthest point read so far continues a sequence.
+            let in_order = offset.abs_diff(g.read_end) <= 2 * cs || offset == 0;
+            g.read_end = if in_order { g.read_end.max(end) } else { end };
             let mut prefetch = Vec::new();
             if in_order && end < g.state.size() {
                 let next = end / cs;

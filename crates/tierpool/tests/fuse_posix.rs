@@ -49,7 +49,7 @@ fn an_unlinked_open_file_keeps_its_data_until_the_last_close() {
     let content = data(1, 9 * MIB + 17);
     fs::write(m.p("f"), &content).unwrap();
     let mut reader = fs::File::open(m.p("f")).unwrap();
-    let mut writer = OpenOptions::new().read(true).write(true).open(m.p("f")).unwrap();
+    let writer = OpenOptions::new().read(true).write(true).open(m.p("f")).unwrap();
     fs::remove_file(m.p("f")).unwrap();
     assert_eq!(errno(fs::metadata(m.p("f"))), libc::ENOENT);
     assert_eq!(reader.metadata().unwrap().nlink(), 0);

@@ -82,6 +82,30 @@ pub fn umount(mountpoint: &Path) -> Result<()> {
     if !out.status.success() {
         bail!("{}", String::from_utf8_lossy(&out.stderr).trim());
     }
+    // The serving process finishes its last calls, then exits. Until it has,
+    // a new mount at the same place could be taken down by its exit.
+    let start = Instant::now();
+    while !servers_of(&mp).is_empty() {
+        if start.elapsed() > Duration::from_secs(30) {
+            bail!("{} is unmounted but its serving process has not exited after 30s", mp.display());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     println!("unmounted {}", mp.display());
     Ok(())
+}
+
+/// Processes serving a mount of the pool at `mp` (`tierpool mount MP --foreground`).
+fn servers_of(mp: &Path) -> Vec<u32> {
+    let target = mp.to_string_lossy().to_string();
+    let Ok(procs) = std::fs::read_dir("/proc") else { return Vec::new() };
+    procs
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let args: Vec<&[u8]> = cmd.split(|b| *b == 0).collect();
+            args.contains(&&b"mount"[..]) && args.contains(&&b"--foreground"[..]) && args.contains(&target.as_bytes())
+        })
+        .collect()
 }
