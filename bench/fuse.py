@@ -87,7 +87,8 @@ def warm_memory(limit: int) -> int:
     2 GiB free. On a virtual machine whose host backs guest memory only when
     first touched, the first use of a page costs far more than later uses;
     the page cache of a mount meets that cost, the CLI much less. Touching
-    the memory first measures the paths, not the host. Returns the bytes touched."""
+    the memory first (before every run, as the host takes freed memory back)
+    measures the paths, not the host. Returns the bytes touched."""
     with open("/proc/meminfo") as f:
         info = {l.split(":")[0]: int(l.split()[1]) * 1024 for l in f}
     n = max(0, min(limit, info.get("MemAvailable", 0) - (2 << 30))) // BLOCK * BLOCK
@@ -165,11 +166,12 @@ def main() -> None:
     # Two workers whose memory holds the run's two files twice over: every
     # write and read is served by memory, as the CLI's are.
     mem = max(256 << 20, 2 * size)
-    res["memory_warmed_bytes"] = warm_memory(8 * size + (2 << 30))
     runs = []
     try:
         with tierpool.local(workers=2, mem=mem, disk=2 * mem) as c:
             for _ in range(a.runs):
+                # Before every run: the previous run's freed memory may be back with the host.
+                res["memory_warmed_bytes"] = warm_memory(8 * size + (2 << 30))
                 runs.append(one_run(c.address, mnt, local, shm, size, a.files))
     finally:
         subprocess.run([CLI, "umount", mnt], capture_output=True)

@@ -5,7 +5,7 @@
 
 use crate::fs::{name_of, OpenHandle, TierpoolFs};
 use crate::open_file::OpenFile;
-use fuser::{Errno, FileAttr, FileHandle, Request};
+use fuser::{Errno, FileAttr, Request};
 use std::ffi::OsStr;
 use std::sync::Arc;
 use tierpool_client::{InodeChange, InodeInfo, InodeKind, NewNode};
@@ -127,14 +127,7 @@ impl TierpoolFs {
     }
 
     /// `truncate`/`ftruncate`, `chmod`, `chown` and `utimens`.
-    pub(crate) fn set_attr(
-        &self,
-        _req: &Request,
-        ino: u64,
-        change: &InodeChange,
-        size: Option<u64>,
-        _fh: Option<FileHandle>,
-    ) -> Result<InodeInfo, Errno> {
+    pub(crate) fn set_attr(&self, ino: u64, change: &InodeChange, size: Option<u64>) -> Result<InodeInfo, Errno> {
         if let Some(size) = size {
             // Attached for the cut, so a concurrent last close cannot drop it.
             let file = match self.retain(ino) {

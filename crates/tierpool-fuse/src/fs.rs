@@ -225,7 +225,7 @@ impl Filesystem for TierpoolFs {
 
     fn setattr(
         &self,
-        req: &Request,
+        _req: &Request,
         ino: INodeNo,
         mode: Option<u32>,
         uid: Option<u32>,
@@ -234,7 +234,7 @@ impl Filesystem for TierpoolFs {
         atime: Option<TimeOrNow>,
         mtime: Option<TimeOrNow>,
         _ctime: Option<SystemTime>,
-        fh: Option<FileHandle>,
+        _fh: Option<FileHandle>,
         _crtime: Option<SystemTime>,
         _chgtime: Option<SystemTime>,
         _bkuptime: Option<SystemTime>,
@@ -242,7 +242,7 @@ impl Filesystem for TierpoolFs {
         reply: ReplyAttr,
     ) {
         let change = tierpool_client::InodeChange { mode, uid, gid, atime: atime.map(ns), mtime: mtime.map(ns) };
-        match self.set_attr(req, ino.0, &change, size, fh) {
+        match self.set_attr(ino.0, &change, size) {
             Ok(i) => reply.attr(&TTL, &attr(&i)),
             Err(e) => reply.error(e),
         }
