@@ -21,7 +21,7 @@ use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tierpool_client::{Client, InodeInfo};
-use tierpool_types::{ChunkKey, ChunkRef, Error, ErrorKind, Result};
+use tierpool_types::{ChunkKey, ChunkRef, Error, ErrorKind, InodeId, Result};
 use tokio::runtime::Handle;
 use tokio::sync::OnceCell;
 use tokio::task::JoinHandle;
@@ -61,16 +61,18 @@ struct Inner {
 }
 
 pub struct OpenFile {
+    inode: InodeId,
     inner: Mutex<Inner>,
 }
 
 impl OpenFile {
     /// The file `info` (with its chunk list) as published.
     pub fn new(info: InodeInfo) -> OpenFile {
+        let info_id = info.id;
         let state = FileState::new(info.id, info.chunk_size, info.size, info.chunks.clone());
         let inner =
             Inner { state, info, sending: Vec::new(), error: None, changed_at: 0, unlinked: false, read_end: 0 };
-        OpenFile { inner: Mutex::new(inner) }
+        OpenFile { inode: info_id, inner: Mutex::new(inner) }
     }
 
     /// The inode as this mount shows it: local size and times while
@@ -135,7 +137,7 @@ impl OpenFile {
             }
             (sources, prefetch)
         };
-        let inode = self.inode_id();
+        let inode = self.inode;
         for (index, r) in prefetch {
             prefetch_chunk(io, ChunkKey { inode, index, version: r.version }, r);
         }
@@ -151,10 +153,6 @@ impl OpenFile {
             });
         }
         Ok(out)
-    }
-
-    fn inode_id(&self) -> tierpool_types::InodeId {
-        self.inner.lock().state.inode()
     }
 
     /// Writes `data` at `offset` (or at the end, for `append`); returns the
@@ -249,8 +247,8 @@ impl OpenFile {
             }
             keys.extend(g.state.unpublished());
         }
-        let client = io.client.clone();
-        io.rt.spawn(async move { client.discard_versions(keys).await });
+        // Before the release is answered: the space is free once it is.
+        io.rt.block_on(io.client.discard_versions(keys));
     }
 }
 

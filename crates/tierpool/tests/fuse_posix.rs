@@ -165,7 +165,7 @@ fn processes_share_a_mount_and_mounts_share_at_close_and_fsync() {
 }
 
 #[test]
-fn a_small_change_sends_one_chunk_and_times_move() {
+fn small_changes_send_one_chunk_small_writes_coalesce_and_times_move() {
     let pool = Pool::start(1, "64MiB", "256MiB");
     let m = Mount::new(&pool, "mnt");
     let content = data(3, 32 * MIB);
@@ -194,4 +194,17 @@ fn a_small_change_sends_one_chunk_and_times_move() {
     // the replaced version of that chunk is collected
     wait_collected(&pool);
     assert_eq!(used(&pool), content.len() as u64);
+    // small writes are coalesced: 4096 writes of 1 KiB send one 4 MiB chunk, once
+    let before = written(&pool);
+    {
+        let mut f = fs::File::create(m.p("small-writes")).unwrap();
+        for i in 0..4096u32 {
+            f.write_all(&[(i % 251) as u8; 1024]).unwrap();
+        }
+    }
+    assert_eq!(written(&pool) - before, 4 * MIB as u64);
+    let back = pool.get("/small-writes");
+    assert!(
+        back.len() == 4 * MIB && back.chunks(1024).enumerate().all(|(i, c)| c.iter().all(|b| *b == (i % 251) as u8))
+    );
 }
