@@ -34,8 +34,10 @@ pub enum Source {
 
 #[derive(Debug)]
 enum Local {
-    /// Being written; `touched` orders chunks by their last write.
-    Dirty { data: Vec<u8>, touched: u64 },
+    /// Being written; `touched` orders chunks by their last write; `covered`
+    /// lists the byte ranges known (written, or loaded from the chunk's
+    /// version), sorted and disjoint: the chunk is complete when they cover it.
+    Dirty { data: Vec<u8>, touched: u64, covered: Vec<(u64, u64)> },
     /// Handed out to be stored as `version`.
     Sending { data: Bytes, version: u64 },
 }
@@ -182,30 +184,37 @@ impl FileState {
         let data = data[..data.len().min(share)].to_vec();
         self.clock += 1;
         self.dirty_bytes += data.len() as u64;
-        self.local.insert(index, Local::Dirty { data, touched: self.clock });
+        let covered = vec![(0, data.len() as u64)];
+        self.local.insert(index, Local::Dirty { data, touched: self.clock, covered });
     }
 
     /// The local buffer of chunk `index`, made dirty (a chunk on its way to
     /// a worker is copied back: the copy in flight will be superseded).
-    fn dirty_mut(&mut self, index: u64) -> &mut Vec<u8> {
+    fn dirty_mut(&mut self, index: u64) -> (&mut Vec<u8>, &mut Vec<(u64, u64)>) {
         self.clock += 1;
         let clock = self.clock;
-        let entry = self.local.entry(index).or_insert_with(|| Local::Dirty { data: Vec::new(), touched: clock });
+        let entry = (self.local.entry(index)).or_insert_with(|| Local::Dirty {
+            data: Vec::new(),
+            touched: clock,
+            covered: Vec::new(),
+        });
         if let Local::Sending { data, .. } = entry {
             self.dirty_bytes += data.len() as u64;
-            *entry = Local::Dirty { data: data.to_vec(), touched: clock };
+            let covered = vec![(0, data.len() as u64)];
+            *entry = Local::Dirty { data: data.to_vec(), touched: clock, covered };
         }
         match entry {
-            Local::Dirty { data, touched } => {
+            Local::Dirty { data, touched, covered } => {
                 *touched = clock;
-                data
+                (data, covered)
             }
             Local::Sending { .. } => unreachable!("made dirty above"),
         }
     }
 
     /// Writes `data` at `offset` (needed loads installed first). Returns the
-    /// chunks this write filled up to their end: complete, worth sending now.
+    /// chunks this write completed (every byte known) or rewrote up to their
+    /// end: worth sending now.
     pub fn write(&mut self, offset: u64, data: &[u8]) -> Vec<u64> {
         debug_assert!(self.loads_for_write(offset, data.len() as u64).is_empty(), "loads installed first");
         let cs = self.chunk_size;
@@ -216,7 +225,7 @@ impl FileState {
             let index = pos / cs;
             let from = (pos - index * cs) as usize;
             let n = (cs as usize - from).min(data.len() - at);
-            let buf = self.dirty_mut(index);
+            let (buf, covered) = self.dirty_mut(index);
             let before = buf.len();
             if buf.capacity() == 0 {
                 buf.reserve_exact(cs as usize);
@@ -231,10 +240,13 @@ impl FileState {
                 buf.extend_from_slice(&data[at + overlap..at + n]);
             }
             let after = buf.len();
-            self.dirty_bytes += (after - before) as u64;
-            if from + n == cs as usize {
+            let was_complete = is_complete(covered, cs);
+            cover(covered, from as u64, (from + n) as u64);
+            // Worth sending now: completed by this write, or rewritten up to its end.
+            if is_complete(covered, cs) && (!was_complete || from + n == cs as usize) {
                 full.push(index);
             }
+            self.dirty_bytes += (after - before) as u64;
             at += n;
         }
         self.size = self.size.max(offset + data.len() as u64);
@@ -263,9 +275,13 @@ impl FileState {
             self.base.truncate(count as usize);
             let keep = (size - (size / cs) * cs) as usize;
             if keep > 0 && self.local.get(&(size / cs)).is_some_and(|l| l.len() > keep) {
-                let buf = self.dirty_mut(size / cs);
+                let (buf, covered) = self.dirty_mut(size / cs);
                 let cut_off = buf.len() - keep;
                 buf.truncate(keep);
+                covered.retain(|r| r.0 < keep as u64);
+                if let Some(last) = covered.last_mut() {
+                    last.1 = last.1.min(keep as u64);
+                }
                 self.dirty_bytes -= cut_off as u64;
             }
             self.cut = Some(self.cut.map_or(size, |c| c.min(size)));
@@ -329,7 +345,8 @@ impl FileState {
                 let data = data.to_vec();
                 self.dirty_bytes += data.len() as u64;
                 self.clock += 1;
-                self.local.insert(index, Local::Dirty { data, touched: self.clock });
+                let covered = vec![(0, data.len() as u64)];
+                self.local.insert(index, Local::Dirty { data, touched: self.clock, covered });
             }
         }
     }
@@ -377,6 +394,24 @@ impl FileState {
             .map(|(index, version)| ChunkKey { inode: self.inode, index, version })
             .collect()
     }
+}
+
+/// Adds byte range `a..b` to `ranges` (sorted, disjoint), merging neighbours.
+fn cover(ranges: &mut Vec<(u64, u64)>, a: u64, b: u64) {
+    let (mut a, mut b) = (a, b);
+    ranges.retain(|&(x, y)| {
+        if y < a || x > b {
+            return true;
+        }
+        (a, b) = (a.min(x), b.max(y));
+        false
+    });
+    let at = ranges.partition_point(|r| r.0 < a);
+    ranges.insert(at, (a, b));
+}
+
+fn is_complete(ranges: &[(u64, u64)], chunk_size: u64) -> bool {
+    ranges.first() == Some(&(0, chunk_size))
 }
 
 #[cfg(test)]

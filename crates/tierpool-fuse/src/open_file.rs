@@ -215,6 +215,12 @@ impl OpenFile {
         }
         let c = g.state.commit().ok_or_else(|| Error::internal("chunks are still held after sending them all"))?;
         let inode = g.state.inode();
+        tracing::debug!(
+            "inode {inode}: publishing {} bytes, cut {:?}, {} new chunk versions",
+            c.size,
+            c.cut,
+            c.chunks.len()
+        );
         match io.rt.block_on(io.client.update_file(inode, c.size, c.cut, c.chunks)) {
             Ok(info) => {
                 g.state.published(info.size, info.chunks.clone());
@@ -260,6 +266,7 @@ fn send(io: &Io, g: &mut Inner, index: u64) -> Result<()> {
     }
     let version = io.rt.block_on(io.client.fresh_version())?;
     let Some(data) = g.state.send(index, version) else { return Ok(()) };
+    tracing::debug!("inode {}: sending chunk {index} ({} bytes) as version {version}", g.state.inode(), data.len());
     let (client, inode, attrs) = (io.client.clone(), g.state.inode(), g.info.attrs);
     let task = io.rt.spawn(async move {
         let r = client.put_version(inode, index, version, data.clone(), attrs).await?;

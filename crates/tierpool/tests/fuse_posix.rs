@@ -195,13 +195,19 @@ fn small_changes_send_one_chunk_small_writes_coalesce_and_times_move() {
     wait_collected(&pool);
     assert_eq!(used(&pool), content.len() as u64);
     // small writes are coalesced: 4096 writes of 1 KiB send one 4 MiB chunk, once
+    // (by `dd` in its own process: a child this process forked meanwhile would
+    // close an inherited handle, and that close would publish mid-way)
+    let pattern: Vec<u8> = (0..4096u32).flat_map(|i| [(i % 251) as u8; 1024]).collect();
+    let local = pool.dir().join("pattern");
+    fs::write(&local, &pattern).unwrap();
     let before = written(&pool);
-    {
-        let mut f = fs::File::create(m.p("small-writes")).unwrap();
-        for i in 0..4096u32 {
-            f.write_all(&[(i % 251) as u8; 1024]).unwrap();
-        }
-    }
+    let dd = std::process::Command::new("dd")
+        .arg(format!("if={}", local.display()))
+        .arg(format!("of={}", m.p("small-writes").display()))
+        .args(["bs=1k", "status=none"])
+        .status()
+        .unwrap();
+    assert!(dd.success());
     assert_eq!(written(&pool) - before, 4 * MIB as u64);
     let back = pool.get("/small-writes");
     assert!(

@@ -110,9 +110,19 @@ fn priority_and_pinned_are_extended_attributes() {
 fn the_tier_of_each_chunk_is_a_read_only_attribute() {
     let pool = Pool::start(1, "16MiB", "64MiB");
     let m = Mount::new(&pool, "mnt");
-    // six 4 MiB chunks through 16 MiB of memory: the two written first are demoted to disk
-    fs::write(m.p("big"), vec![7u8; 24 << 20]).unwrap();
-    assert_eq!(get(&m.p("big"), "user.tierpool.tiers"), Ok(b"ddmmmm".to_vec()));
+    // six 4 MiB chunks through 16 MiB of memory: two (the first to arrive) are demoted to disk.
+    // Written by another process: a child this test process forks meanwhile would
+    // inherit and close the file, and each close publishes (a flush in mid-write).
+    let local = pool.dir().join("big.local");
+    fs::write(&local, vec![7u8; 24 << 20]).unwrap();
+    let cp = std::process::Command::new("cp").arg(&local).arg(m.p("big")).status().unwrap();
+    assert!(cp.success());
+    let mut tiers = get(&m.p("big"), "user.tierpool.tiers").unwrap();
+    let st = pool.fresh_status();
+    let w = &st["workers"][0];
+    assert_eq!((w["mem"]["chunks"].as_u64(), w["disk"]["chunks"].as_u64()), (Some(4), Some(2)), "{st}");
+    tiers.sort();
+    assert_eq!(tiers, b"ddmmmm", "one letter per chunk, as many on disk as the worker says");
     // a sparse file: two holes, then one stored chunk
     let f = fs::File::create(m.p("sparse")).unwrap();
     std::os::unix::fs::FileExt::write_all_at(&f, b"x", 8 << 20).unwrap();

@@ -256,3 +256,26 @@ fn a_sequential_writer_fills_and_hands_out_whole_chunks() {
     assert_eq!(s.take_garbage(), vec![ChunkKey { inode: InodeId(5), index: 0, version: 80 }]);
     assert_eq!(s.dirty_chunks(), vec![0]);
 }
+
+#[test]
+fn a_chunk_written_out_of_order_is_sent_once_complete() {
+    let mut s = FileState::new(InodeId(6), CS, 0, Vec::new());
+    assert_eq!(s.write(3000, &[1; 1096]), Vec::<u64>::new(), "reaches the end, but bytes 0..3000 are unknown");
+    assert_eq!(s.write(1000, &[2; 1000]), Vec::<u64>::new());
+    assert_eq!(s.write(0, &[3; 1000]), Vec::<u64>::new(), "2000..3000 still missing");
+    assert_eq!(s.write(2000, &[4; 1000]), vec![0], "now every byte is known");
+    assert_eq!(s.write(100, &[5; 10]), Vec::<u64>::new(), "a rewrite inside a complete chunk waits");
+    assert_eq!(s.write(4000, &[6; 96]), vec![0], "a rewrite up to its end sends it again");
+}
+
+#[test]
+fn covered_ranges_merge() {
+    let mut r = Vec::new();
+    for (a, b) in [(10, 20), (30, 40), (0, 5), (5, 10), (19, 31)] {
+        cover(&mut r, a, b);
+    }
+    assert_eq!(r, vec![(0, 40)]);
+    cover(&mut r, 50, 60);
+    assert_eq!(r, vec![(0, 40), (50, 60)]);
+    assert!(!is_complete(&r, 60) && is_complete(&[(0, 60)], 60));
+}
