@@ -30,7 +30,7 @@ class FileInfo:
 
     path: str
     name: str
-    kind: str
+    kind: str  # "file", "directory", "region", "link" (symlink) or "other" (pipe, socket, device)
     size: int
     chunk_size: int
     mode: int

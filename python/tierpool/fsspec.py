@@ -99,7 +99,8 @@ class TierpoolFileSystem(AbstractFileSystem, metaclass=_ResolveAddress):
         return {
             "name": i.path,
             "size": 0 if is_dir else i.size,
-            "type": "directory" if is_dir else "file",
+            # Symlinks and special files (made through a mount) are not files to read.
+            "type": "directory" if is_dir else {"link": "link", "other": "other"}.get(i.kind, "file"),
             "mtime": i.mtime,
             "created": i.ctime,
             "mode": i.mode,
