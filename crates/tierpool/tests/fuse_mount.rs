@@ -138,7 +138,7 @@ fn a_full_pool_is_enospc_on_close() {
     // The kernel releases the file after `close` returns; its stored chunks
     // are then deleted and the pool has room again.
     let t = std::time::Instant::now();
-    while used(&pool) > 0 {
+    while pool.used() > 0 {
         assert!(t.elapsed() < std::time::Duration::from_secs(10), "the failed file's chunks are not deleted");
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
@@ -167,14 +167,6 @@ fn a_killed_mount_can_be_unmounted_and_mounted_again() {
     let e = pool.err(&["umount", pool.dir().to_str().unwrap()]);
     assert!(e.ends_with(": not mounted"), "{e}");
     assert!(matches!(fs::metadata(Path::new("/nonexistent-mnt")).map_err(|e| e.kind()), Err(ErrorKind::NotFound)));
-}
-
-/// Bytes the workers hold (MEM + DISK), as they report them now.
-fn used(pool: &Pool) -> u64 {
-    let st = pool.status();
-    (st["workers"].as_array().unwrap().iter())
-        .map(|w| w["mem"]["used"].as_u64().unwrap() + w["disk"]["used"].as_u64().unwrap())
-        .sum()
 }
 
 /// The pid of the process serving the FUSE mount at `dir`.

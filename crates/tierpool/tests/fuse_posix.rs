@@ -22,13 +22,6 @@ fn written(pool: &Pool) -> u64 {
     st["workers"].as_array().unwrap().iter().map(|w| w["bytes_written"].as_u64().unwrap()).sum()
 }
 
-fn used(pool: &Pool) -> u64 {
-    let st = pool.fresh_status();
-    (st["workers"].as_array().unwrap().iter())
-        .map(|w| w["mem"]["used"].as_u64().unwrap() + w["disk"]["used"].as_u64().unwrap())
-        .sum()
-}
-
 /// Waits until the pool has nothing left to collect.
 fn wait_collected(pool: &Pool) {
     let t = Instant::now();
@@ -71,7 +64,7 @@ fn an_unlinked_open_file_keeps_its_data_until_the_last_close() {
     drop(writer);
     // after the last close the chunks go
     wait_collected(&pool);
-    assert!(used(&pool) < MIB as u64, "the unlinked file's chunks are deleted");
+    assert!(pool.used() < MIB as u64, "the unlinked file's chunks are deleted");
 }
 
 #[test]
@@ -193,7 +186,7 @@ fn small_changes_send_one_chunk_small_writes_coalesce_and_times_move() {
     assert!(pool.get("/d/f") == want);
     // the replaced version of that chunk is collected
     wait_collected(&pool);
-    assert_eq!(used(&pool), content.len() as u64);
+    assert_eq!(pool.used(), content.len() as u64);
     // small writes are coalesced: 4096 writes of 1 KiB send one 4 MiB chunk, once
     // (by `dd` in its own process: a child this process forked meanwhile would
     // close an inherited handle, and that close would publish mid-way)

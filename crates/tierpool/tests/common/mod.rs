@@ -164,6 +164,14 @@ impl Pool {
         serde_json::from_str(&self.ok(&["status", "--json"])).unwrap()
     }
 
+    /// Bytes the workers hold now, MEM + DISK (a status asks each live worker).
+    pub fn used(&self) -> u64 {
+        let st = self.status();
+        (st["workers"].as_array().unwrap().iter())
+            .map(|w| w["mem"]["used"].as_u64().unwrap() + w["disk"]["used"].as_u64().unwrap())
+            .sum()
+    }
+
     /// Status after every worker has sent a heartbeat with current figures.
     pub fn fresh_status(&self) -> Value {
         std::thread::sleep(Duration::from_millis(1500));
