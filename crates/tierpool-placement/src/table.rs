@@ -3,7 +3,13 @@
 //!
 //! Invariants (checked by property tests):
 //! - with at least one worker, every partition has an owner that is in the table's worker set;
-//! - each worker owns `target_counts(weights)[w]` partitions exactly;
+//! - after `rebalanced`, each worker owns `target_counts(weights)[w]`
+//!   partitions exactly;
+//! - after `joined`, no worker but the newcomer gains any: largest-remainder
+//!   rounding can hand an old worker one more partition as the total weight
+//!   grows (the "new states paradox"), and that partition would have to come
+//!   from another old worker; it goes to the newcomer instead (so an old
+//!   worker may keep one partition above its rounded share);
 //! - a rebalance moves a partition only away from a worker above its target.
 
 use serde::{Deserialize, Serialize};
@@ -86,7 +92,29 @@ impl PartitionTable {
     /// A new table for `weights` that keeps every partition whose owner is
     /// still within its target and hands the others to workers below theirs.
     pub fn rebalanced(&self, weights: &[(WorkerId, u64)]) -> PartitionTable {
-        let targets = target_counts(weights, self.partitions());
+        self.dealt(target_counts(weights, self.partitions()))
+    }
+
+    /// `rebalanced` for worker `newcomer` joining: only it gains partitions,
+    /// so only partitions that move to it move at all.
+    pub fn joined(&self, weights: &[(WorkerId, u64)], newcomer: WorkerId) -> PartitionTable {
+        let mut targets = target_counts(weights, self.partitions());
+        let current = self.shares();
+        let mut excess = 0;
+        for (w, t) in targets.iter_mut().filter(|(w, _)| **w != newcomer) {
+            let owned = current.get(w).copied().unwrap_or(0);
+            excess += t.saturating_sub(owned);
+            *t = (*t).min(owned);
+        }
+        if let Some(t) = targets.get_mut(&newcomer) {
+            *t += excess;
+        }
+        self.dealt(targets)
+    }
+
+    /// A new table meeting `targets`: keeps every partition whose owner is
+    /// still within its target and deals the others to workers below theirs.
+    fn dealt(&self, targets: BTreeMap<WorkerId, u32>) -> PartitionTable {
         if targets.is_empty() {
             return PartitionTable { epoch: self.epoch + 1, owners: vec![None; self.owners.len()] };
         }
@@ -147,6 +175,29 @@ mod tests {
     }
 
     #[test]
+    fn a_rounding_gain_of_an_old_worker_goes_to_the_newcomer() {
+        // Found by `adding_a_worker_moves_partitions_only_to_it`: with plain
+        // largest remainder, worker 5 gains a partition taken from worker 4.
+        let ws: Vec<(WorkerId, u64)> =
+            [862134439145, 617423700838, 474472591511, 1009146581230, 246873857727, 3569238260]
+                .into_iter()
+                .enumerate()
+                .map(|(i, x)| (WorkerId(i as u32), x))
+                .collect();
+        let before = PartitionTable::new(4096).rebalanced(&ws);
+        let mut ws2 = ws.clone();
+        ws2.push((WorkerId(100), 43162994351));
+        let after = before.joined(&ws2, WorkerId(100));
+        let (b, a) = (before.shares(), after.shares());
+        for w in b.keys() {
+            assert!(a[w] <= b[w], "worker {w} gained: {} -> {}", b[w], a[w]);
+        }
+        assert_eq!(a.values().sum::<u32>(), 4096);
+        let exact = 43162994351.0 / ws2.iter().map(|(_, x)| *x as f64).sum::<f64>() * 4096.0;
+        assert!((f64::from(a[&WorkerId(100)]) - exact).abs() < 2.0, "the newcomer gets its share, give or take one");
+    }
+
+    #[test]
     fn shares_follow_weights() {
         let t = PartitionTable::new(4096).rebalanced(&[(WorkerId(1), 1), (WorkerId(2), 3)]);
         assert_eq!(t.shares(), BTreeMap::from([(WorkerId(1), 1024), (WorkerId(2), 3072)]));
@@ -183,7 +234,7 @@ mod tests {
             let before = PartitionTable::new(4096).rebalanced(&ws);
             let mut ws2 = ws.clone();
             ws2.push((WorkerId(extra), wx));
-            let after = before.rebalanced(&ws2);
+            let after = before.joined(&ws2, WorkerId(extra));
             prop_assert_eq!(after.epoch(), before.epoch() + 1);
             for q in 0..4096 {
                 let (a, b) = (before.owner(q).unwrap(), after.owner(q).unwrap());

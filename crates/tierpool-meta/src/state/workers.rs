@@ -2,7 +2,7 @@
 //!
 //! A new worker gets the id it asked for or the next free one, and the
 //! partition table is rebalanced over every known worker, weighted by
-//! `mem_capacity + disk_capacity`. A known worker coming back updates its
+//! `mem_capacity + disk_capacity`, moving partitions only to the newcomer. A known worker coming back updates its
 //! record only: its partitions stay where they are.
 
 use super::MetaState;
@@ -27,7 +27,7 @@ impl MetaState {
         self.next_worker_id = self.next_worker_id.max(u64::from(id.0) + 1);
         let weights: Vec<(WorkerId, u64)> =
             self.workers.values().map(|w| (w.id, w.mem_capacity.saturating_add(w.disk_capacity))).collect();
-        self.table = self.table.rebalanced(&weights);
+        self.table = self.table.joined(&weights, id);
         Ok(MetaReply::Worker { id })
     }
 }
