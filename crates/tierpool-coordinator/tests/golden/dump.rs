@@ -1,0 +1,63 @@
+// A stable text rendering of a metadata state through its public queries, so
+// a golden file's expected state does not depend on how `MetaState` is laid out.
+
+use std::fmt::Write;
+use tierpool_meta::{InodeKind, MetaState};
+use tierpool_types::InodeId;
+
+pub fn dump(s: &MetaState) -> String {
+    let mut out = String::new();
+    writeln!(out, "initialised {}", s.is_initialised()).unwrap();
+    writeln!(out, "next_inode {}", s.next_inode().0).unwrap();
+    for w in s.workers().values() {
+        writeln!(
+            out,
+            "worker {} addr={} host={} rack={} mem={} disk={}",
+            w.id.0, w.addr, w.host, w.rack, w.mem_capacity, w.disk_capacity
+        )
+        .unwrap();
+    }
+    let t = s.table();
+    writeln!(out, "table partitions={} epoch={} shares={:?}", t.partitions(), t.epoch(), t.shares()).unwrap();
+    let owners: Vec<String> = (0..t.partitions()).map(|p| t.owner(p).map_or("-".into(), |w| w.0.to_string())).collect();
+    writeln!(out, "owners {}", owners.join(",")).unwrap();
+    writeln!(out, "pending_gc {:?}", s.pending_gc().iter().map(|i| i.0).collect::<Vec<_>>()).unwrap();
+    let keys: Vec<String> = s.pending_chunks().iter().map(|k| k.to_string()).collect();
+    writeln!(out, "pending_chunks {keys:?}").unwrap();
+    if s.is_initialised() {
+        walk(s, InodeId::ROOT, "/", &mut out);
+    }
+    out
+}
+
+fn walk(s: &MetaState, id: InodeId, path: &str, out: &mut String) {
+    let i = s.stat_inode(id, true).unwrap();
+    let chunks: Vec<String> = i.chunks.iter().map(|c| format!("{}:{}:{:08x}", c.version, c.len, c.checksum)).collect();
+    writeln!(
+        out,
+        "{path} id={} kind={:?} size={} cs={} mode={:o} uid={} gid={} nlink={} a={} m={} c={} prio={} pin={} chunks=[{}] target={:?} rdev={}",
+        i.id.0,
+        i.kind,
+        i.size,
+        i.chunk_size,
+        i.mode,
+        i.uid,
+        i.gid,
+        i.nlink,
+        i.atime,
+        i.mtime,
+        i.ctime,
+        i.attrs.priority.get(),
+        i.attrs.pinned,
+        chunks.join(" "),
+        i.target,
+        i.rdev
+    )
+    .unwrap();
+    if i.kind == InodeKind::Dir {
+        for e in s.read_dir(id).unwrap() {
+            let child = if path == "/" { format!("/{}", e.name) } else { format!("{path}/{}", e.name) };
+            walk(s, e.id, &child, out);
+        }
+    }
+}
