@@ -8,9 +8,11 @@ use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
-use tierpool_meta::{DirEntry, InodeInfo, MetaOp, MetaReply};
+use tierpool_meta::{DirEntry, InodeInfo, MetaOp, MetaReply, Owner};
 use tierpool_net::{Pool, PoolConfig};
-use tierpool_proto::{Layout, PoolStatus, Request, Response};
+use tierpool_proto::{
+    CoordRequest, CoordResponse, Coordinator, Layout, PoolStatus, Worker, WorkerRequest, WorkerResponse,
+};
 use tierpool_types::{ChunkKey, Error, ErrorKind, InodeId, Priority, Result, WorkerId};
 
 /// How a client reaches its pool.
@@ -40,11 +42,14 @@ impl ClientConfig {
     }
 }
 
+/// Connections to one worker, shared by every call to it.
+pub(crate) type WorkerPool = Arc<Pool<Worker>>;
+
 pub(crate) struct Inner {
     pub(crate) cfg: ClientConfig,
-    coord: Pool,
+    coord: Pool<Coordinator>,
     layout: Mutex<Option<Arc<Layout>>>,
-    workers: Mutex<HashMap<(WorkerId, String), Arc<Pool>>>,
+    workers: Mutex<HashMap<(WorkerId, String), WorkerPool>>,
     ids: Mutex<(u64, u64)>,
 }
 
@@ -71,12 +76,15 @@ impl Client {
                 ids: Mutex::new((0, 0)),
             }),
         };
-        match c.coord(Request::Ping).await {
-            Ok(Response::Pong { role }) if role == "coordinator" => Ok(c),
-            Ok(_) => Err(Error::new(
-                ErrorKind::InvalidArgument,
-                format!("{} is a tierpool worker, not the coordinator", c.inner.cfg.coordinator),
-            )),
+        match c.coord(CoordRequest::Ping).await {
+            Ok(CoordResponse::Pong) => Ok(c),
+            Ok(other) => Err(unexpected(other)),
+            Err(e) if e.kind == ErrorKind::InvalidArgument && e.message.starts_with("this is a worker") => {
+                Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("{} is a tierpool worker, not the coordinator", c.inner.cfg.coordinator),
+                ))
+            }
             Err(e) if e.kind == ErrorKind::Unavailable => Err(Error::new(
                 ErrorKind::Unavailable,
                 format!("cannot reach the coordinator at {}: {}", c.inner.cfg.coordinator, e.message),
@@ -89,37 +97,36 @@ impl Client {
         &self.inner.cfg.coordinator
     }
 
-    pub(crate) async fn coord(&self, req: Request) -> Result<Response> {
-        let idempotent = !matches!(req, Request::Meta(_));
+    pub(crate) async fn coord(&self, req: CoordRequest) -> Result<CoordResponse> {
+        let idempotent = !matches!(req, CoordRequest::Meta { .. });
         Ok(self.inner.coord.call(&req, &[], idempotent).await?.0)
     }
 
-    /// Runs a metadata op; one that creates inodes by path runs as `cfg.owner`.
+    /// Runs a metadata op as this client's owner (`cfg.owner`).
     pub(crate) async fn meta(&self, op: MetaOp) -> Result<MetaReply> {
-        let op = match op {
-            MetaOp::Mkdir { .. } | MetaOp::CommitFile { .. } | MetaOp::CommitRegion { .. } => {
-                let (uid, gid) = self.inner.cfg.owner;
-                MetaOp::AsOwner { uid, gid, op: Box::new(op) }
-            }
-            op => op,
-        };
-        match self.coord(Request::Meta(op)).await? {
-            Response::Meta(r) => Ok(r),
+        let (uid, gid) = self.inner.cfg.owner;
+        self.meta_as(op, Owner { uid, gid }).await
+    }
+
+    /// Runs a metadata op as `owner`: the inodes it creates are theirs.
+    pub(crate) async fn meta_as(&self, op: MetaOp, owner: Owner) -> Result<MetaReply> {
+        match self.coord(CoordRequest::Meta { op, owner }).await? {
+            CoordResponse::Meta(r) => Ok(r),
             other => Err(unexpected(other)),
         }
     }
 
     pub async fn stat(&self, path: &str) -> Result<InodeInfo> {
-        match self.coord(Request::Stat { path: path.into() }).await? {
-            Response::Info(i) => Ok(i),
+        match self.coord(CoordRequest::Stat { path: path.into() }).await? {
+            CoordResponse::Info(i) => Ok(i),
             other => Err(unexpected(other)),
         }
     }
 
     /// Entries of a directory, or the file itself.
     pub async fn list(&self, path: &str) -> Result<Vec<DirEntry>> {
-        match self.coord(Request::List { path: path.into() }).await? {
-            Response::Entries(e) => Ok(e),
+        match self.coord(CoordRequest::List { path: path.into() }).await? {
+            CoordResponse::Entries(e) => Ok(e),
             other => Err(unexpected(other)),
         }
     }
@@ -159,8 +166,8 @@ impl Client {
     }
 
     pub async fn status(&self) -> Result<PoolStatus> {
-        match self.coord(Request::Status).await? {
-            Response::Status(s) => Ok(s),
+        match self.coord(CoordRequest::Status).await? {
+            CoordResponse::Status(s) => Ok(s),
             other => Err(unexpected(other)),
         }
     }
@@ -174,8 +181,8 @@ impl Client {
     }
 
     pub async fn refresh_layout(&self) -> Result<Arc<Layout>> {
-        match self.coord(Request::Layout).await? {
-            Response::Layout(l) => {
+        match self.coord(CoordRequest::Layout).await? {
+            CoordResponse::Layout(l) => {
                 let l = Arc::new(l);
                 *self.inner.layout.lock() = Some(l.clone());
                 Ok(l)
@@ -184,7 +191,7 @@ impl Client {
         }
     }
 
-    pub(crate) fn worker_pool(&self, id: WorkerId, addr: &str) -> Arc<Pool> {
+    pub(crate) fn worker_pool(&self, id: WorkerId, addr: &str) -> WorkerPool {
         let mut w = self.inner.workers.lock();
         w.entry((id, addr.to_string()))
             .or_insert_with(|| {
@@ -201,7 +208,12 @@ impl Client {
     }
 
     /// Sends `req` to the worker owning `key`'s partition.
-    pub(crate) async fn call_owner(&self, key: ChunkKey, req: &Request, payload: &[u8]) -> Result<(Response, Bytes)> {
+    pub(crate) async fn call_owner(
+        &self,
+        key: ChunkKey,
+        req: &WorkerRequest,
+        payload: &[u8],
+    ) -> Result<(WorkerResponse, Bytes)> {
         let layout = self.layout().await?;
         let owner = layout
             .table
@@ -242,14 +254,14 @@ impl Client {
     /// (used to clean up after a failed write).
     pub(crate) async fn discard_inode(&self, inode: InodeId) {
         let Ok(layout) = self.layout().await else { return };
-        let req = Request::DeleteInodes { inodes: vec![inode] };
+        let req = WorkerRequest::DeleteInodes { inodes: vec![inode] };
         for w in &layout.workers {
             let _ = self.worker_pool(w.id, &w.addr).call(&req, &[], true).await;
         }
     }
 }
 
-pub(crate) fn unexpected(r: Response) -> Error {
+pub(crate) fn unexpected(r: impl std::fmt::Debug) -> Error {
     Error::new(ErrorKind::Protocol, format!("unexpected response {r:?}"))
 }
 

@@ -10,7 +10,7 @@ use crate::client::{unexpected, unexpected_meta, Client};
 use bytes::Bytes;
 use std::collections::BTreeMap;
 use tierpool_meta::{DirName, InodeInfo, MetaOp, MetaReply, NewNode};
-use tierpool_proto::{ChunkPlace, Request, Response};
+use tierpool_proto::{ChunkPlace, CoordRequest, CoordResponse, WorkerRequest, WorkerResponse};
 use tierpool_types::{ChunkAttrs, ChunkKey, ChunkRef, Error, ErrorKind, InodeId, Priority, Result, WorkerId};
 
 /// Who a new inode belongs to: `(uid, gid)`.
@@ -34,27 +34,27 @@ impl Client {
         }
     }
 
-    async fn info_request(&self, req: Request) -> Result<InodeInfo> {
+    async fn info_request(&self, req: CoordRequest) -> Result<InodeInfo> {
         match self.coord(req).await? {
-            Response::Info(i) => Ok(i),
+            CoordResponse::Info(i) => Ok(i),
             other => Err(unexpected(other)),
         }
     }
 
     /// Entry `name` of directory `parent` (a file's chunk list left out).
     pub async fn lookup(&self, parent: InodeId, name: &str) -> Result<InodeInfo> {
-        self.info_request(Request::Lookup { parent, name: name.into() }).await
+        self.info_request(CoordRequest::Lookup { parent, name: name.into() }).await
     }
 
     /// The live inode `id`, with a file's chunk list if `chunks`.
     pub async fn stat_inode(&self, id: InodeId, chunks: bool) -> Result<InodeInfo> {
-        self.info_request(Request::StatInode { id, chunks }).await
+        self.info_request(CoordRequest::StatInode { id, chunks }).await
     }
 
     /// The entries of directory `id`, and the directory holding it.
     pub async fn read_dir(&self, id: InodeId) -> Result<(InodeId, Vec<DirName>)> {
-        match self.coord(Request::ReadDir { id }).await? {
-            Response::Names { parent, entries } => Ok((parent, entries)),
+        match self.coord(CoordRequest::ReadDir { id }).await? {
+            CoordResponse::Names { parent, entries } => Ok((parent, entries)),
             other => Err(unexpected(other)),
         }
     }
@@ -69,7 +69,7 @@ impl Client {
         owner: Owner,
     ) -> Result<InodeInfo> {
         let op = MetaOp::MakeAt { parent, name: name.into(), node, mode };
-        Self::info_reply(self.meta(MetaOp::AsOwner { uid: owner.0, gid: owner.1, op: Box::new(op) }).await?)
+        Self::info_reply(self.meta_as(op, tierpool_meta::Owner { uid: owner.0, gid: owner.1 }).await?)
     }
 
     /// A new name for the non-directory `inode` (a hard link).
@@ -149,7 +149,7 @@ impl Client {
             return;
         }
         let Ok(layout) = self.layout().await else { return };
-        let req = Request::DeleteChunks { keys };
+        let req = WorkerRequest::DeleteChunks { keys };
         for w in &layout.workers {
             let _ = self.worker_pool(w.id, &w.addr).call(&req, &[], true).await;
         }
@@ -159,8 +159,8 @@ impl Client {
     /// open, so their chunks outlive their names; renew well within the
     /// coordinator's hold period. An empty list drops the session's holds.
     pub async fn hold(&self, session: u64, inodes: Vec<InodeId>) -> Result<()> {
-        match self.coord(Request::Hold { session, inodes }).await? {
-            Response::Ok => Ok(()),
+        match self.coord(CoordRequest::Hold { session, inodes }).await? {
+            CoordResponse::Done => Ok(()),
             other => Err(unexpected(other)),
         }
     }
@@ -186,9 +186,9 @@ impl Client {
             let w = layout
                 .worker(owner)
                 .ok_or_else(|| Error::internal(format!("worker {owner} is in the partition table but unknown")))?;
-            let req = Request::Locate { keys: keys.iter().map(|(_, k)| *k).collect() };
+            let req = WorkerRequest::Locate { keys: keys.iter().map(|(_, k)| *k).collect() };
             match self.worker_pool(w.id, &w.addr).call(&req, &[], true).await?.0 {
-                Response::Located(places) if places.len() == keys.len() => {
+                WorkerResponse::Located(places) if places.len() == keys.len() => {
                     for ((i, _), p) in keys.iter().zip(places) {
                         out[*i] = Some(p);
                     }

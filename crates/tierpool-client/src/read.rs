@@ -5,7 +5,7 @@ use crate::client::{unexpected, Client};
 use bytes::Bytes;
 use std::collections::VecDeque;
 use tierpool_meta::{InodeInfo, InodeKind};
-use tierpool_proto::{Request, Response};
+use tierpool_proto::{WorkerRequest, WorkerResponse};
 use tierpool_types::{ChunkKey, ChunkRef, Error, ErrorKind, InodeId, Result};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::task::JoinHandle;
@@ -45,8 +45,8 @@ impl Client {
         let w = layout
             .worker(owner)
             .ok_or_else(|| Error::internal(format!("worker {owner} is in the partition table but unknown")))?;
-        let data = match self.worker_pool(w.id, &w.addr).call(&Request::GetChunk { key }, &[], true).await {
-            Ok((Response::Chunk, data)) => data,
+        let data = match self.worker_pool(w.id, &w.addr).call(&WorkerRequest::GetChunk { key }, &[], true).await {
+            Ok((WorkerResponse::Chunk, data)) => data,
             Ok((other, _)) => return Err(unexpected(other)),
             Err(e) if e.kind == ErrorKind::NotFound => {
                 return Err(Error::new(

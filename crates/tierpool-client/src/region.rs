@@ -10,7 +10,7 @@
 use crate::client::{unexpected, unexpected_meta, Client};
 use bytes::Bytes;
 use tierpool_meta::{InodeInfo, InodeKind, MetaOp, MetaReply};
-use tierpool_proto::{Request, Response};
+use tierpool_proto::{WorkerRequest, WorkerResponse};
 use tierpool_types::{validate_chunk_size, ByteSize, ChunkAttrs, ChunkKey, Error, ErrorKind, Result};
 
 /// Chunk creations in flight during an allocation.
@@ -55,7 +55,7 @@ impl Client {
             while failed.is_none() && index < chunks && tasks.len() < CREATE_WINDOW {
                 let key = ChunkKey { inode, index, version: 1 };
                 let len = (size - index * opts.chunk_size).min(opts.chunk_size);
-                let req = Request::CreateChunk { key, len, attrs: opts.attrs };
+                let req = WorkerRequest::CreateChunk { key, len, attrs: opts.attrs };
                 let c = self.clone();
                 tasks.spawn(async move { c.expect_ok(key, &req, &[]).await });
                 index += 1;
@@ -123,11 +123,13 @@ impl Client {
     /// `len` bytes of chunk `index` of the region `info` from `offset`, checked.
     pub async fn read_region(&self, path: &str, info: &InodeInfo, index: u64, offset: u64, len: u64) -> Result<Bytes> {
         let key = ChunkKey { inode: info.id, index, version: 1 };
-        let req = Request::ReadRange { key, offset, len };
+        let req = WorkerRequest::ReadRange { key, offset, len };
         let (resp, data) = self.call_owner(key, &req, &[]).await.map_err(|e| region_error(path, index, e))?;
         match resp {
-            Response::Range { checksum } if crc32c::crc32c(&data) == checksum && data.len() as u64 == len => Ok(data),
-            Response::Range { .. } => Err(Error::new(
+            WorkerResponse::Range { checksum } if crc32c::crc32c(&data) == checksum && data.len() as u64 == len => {
+                Ok(data)
+            }
+            WorkerResponse::Range { .. } => Err(Error::new(
                 ErrorKind::Corrupt,
                 format!("{path}: chunk {index}: bytes {offset}..{} arrived damaged", offset + len),
             )),
@@ -144,7 +146,7 @@ impl Client {
         for (_, b) in ranges {
             payload.extend_from_slice(b);
         }
-        let req = Request::WriteRanges {
+        let req = WorkerRequest::WriteRanges {
             key,
             ranges: ranges.iter().map(|(o, b)| (*o, b.len() as u64)).collect(),
             checksum: crc32c::crc32c(&payload),
@@ -152,9 +154,9 @@ impl Client {
         self.expect_ok(key, &req, &payload).await.map_err(|e| region_error(path, index, e))
     }
 
-    async fn expect_ok(&self, key: ChunkKey, req: &Request, payload: &[u8]) -> Result<()> {
+    async fn expect_ok(&self, key: ChunkKey, req: &WorkerRequest, payload: &[u8]) -> Result<()> {
         match self.call_owner(key, req, payload).await? {
-            (Response::Ok, _) => Ok(()),
+            (WorkerResponse::Done, _) => Ok(()),
             (other, _) => Err(unexpected(other)),
         }
     }

@@ -6,7 +6,7 @@
 use crate::client::{unexpected, unexpected_meta, Client};
 use bytes::{Bytes, BytesMut};
 use tierpool_meta::{InodeInfo, MetaOp, MetaReply};
-use tierpool_proto::{Request, Response};
+use tierpool_proto::{WorkerRequest, WorkerResponse};
 use tierpool_types::{validate_chunk_size, Checksum, ChunkAttrs, ChunkKey, Error, InodeId, Result};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::task::JoinSet;
@@ -112,8 +112,8 @@ impl Client {
         checksum: Checksum,
         attrs: ChunkAttrs,
     ) -> Result<()> {
-        match self.call_owner(key, &Request::PutChunk { key, checksum, attrs }, &data).await? {
-            (Response::Ok, _) => Ok(()),
+        match self.call_owner(key, &WorkerRequest::PutChunk { key, checksum, attrs }, &data).await? {
+            (WorkerResponse::Done, _) => Ok(()),
             (other, _) => Err(unexpected(other)),
         }
     }

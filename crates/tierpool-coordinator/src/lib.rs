@@ -1,21 +1,28 @@
 //! The coordinator: owns the metadata, never touches chunk bytes.
 //!
+//! - [`records`]: the versioned bytes of log records and snapshots;
 //! - [`log`]: the durable metadata log (segments + snapshot, group commit, recovery);
-//! - [`service`]: the request handler around the state machine;
-//! - [`gc`]: deletes the chunks of removed files, and replaced chunk
-//!   versions, from the workers once no client holds them open.
+//! - [`service`]: the shell around the pure [`tierpool_meta::engine::Engine`]:
+//!   one handler per request, the clock, the log;
+//! - [`effects`]: carries out what the engine decides (attribute pushes,
+//!   deletion of garbage from the workers).
 //!
 //! A metadata change is acknowledged only after the log record holding it is
 //! on disk; reads wait until everything they may have seen is on disk too.
 
-pub mod gc;
+pub mod effects;
 pub mod log;
+pub mod records;
 pub mod service;
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
+use tierpool_meta::engine::EngineConfig;
+use tierpool_net::Background;
 use tierpool_types::{Error, Result};
+
+/// How often the coordinator lets time act (liveness, garbage due).
+const TICK: Duration = Duration::from_millis(500);
 
 /// How a coordinator runs.
 #[derive(Clone, Debug)]
@@ -51,6 +58,15 @@ impl CoordinatorConfig {
             hold_period: Duration::from_secs(10),
         }
     }
+
+    pub(crate) fn engine(&self) -> EngineConfig {
+        EngineConfig {
+            dead_after: self.dead_after,
+            gc_grace: self.gc_grace,
+            hold_period: self.hold_period,
+            gc_batch: 10_000,
+        }
+    }
 }
 
 /// Recovers the state, binds, writes `DIR/coordinator.addr`, and serves until the process ends.
@@ -59,15 +75,20 @@ pub async fn run(cfg: CoordinatorConfig) -> Result<()> {
     let started = std::time::Instant::now();
     let (state, lsn, writer) = log::open(&cfg.dir.join("meta"))?;
     tracing::info!("recovered metadata at lsn {lsn} ({} inodes) in {:?}", state.inode_count(), started.elapsed());
-    let listener = tokio::net::TcpListener::bind(&cfg.listen)
-        .await
-        .map_err(|e| Error::from(e).context(format!("cannot listen on {}", cfg.listen)))?;
-    let addr = listener.local_addr()?.to_string();
-    let svc = Arc::new(service::Coordinator::new(cfg.clone(), state, lsn, writer));
+    let listener = tierpool_net::bind(&cfg.listen).await?;
+    let addr = listener.local_addr()?;
+    let svc = service::Coordinator::new(cfg.clone(), state, lsn, writer);
     svc.initialise().await?;
     write_addr_file(&cfg.dir.join("coordinator.addr"), &addr)?;
     tracing::info!("coordinator listening on {addr}");
-    tokio::spawn(gc::run(svc.clone()));
+    let ticker = svc.clone();
+    let _tick = Background::every("policy", TICK, move || {
+        let svc = ticker.clone();
+        async move {
+            svc.tick();
+            Ok(tierpool_net::Step::Continue)
+        }
+    });
     tierpool_net::serve(listener, svc).await?;
     Ok(())
 }

@@ -10,17 +10,20 @@
 //! the new durable lsn. Concurrent changes thus share one fsync.
 //!
 //! Recovery: load the snapshot, replay every record with lsn > S; a torn tail
-//! of the last segment is cut off (its records were never acknowledged).
+//! of the last segment is cut off (its records were never acknowledged). A
+//! whole record that cannot be used (a newer version, impossible content)
+//! stops recovery with an error: cutting it off could lose acknowledged
+//! changes. The bytes of records and snapshots are defined in [`crate::records`].
 //! A write or fsync failure stops the process: the log can no longer promise
 //! durability, and acknowledging anyway could lose data.
 
+use crate::records::{decode_record, decode_snapshot, encode_snapshot, Decoded};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use tierpool_meta::MetaState;
-use tierpool_proto::record::{decode_record, decode_snapshot, encode_snapshot, Decoded, Snapshot};
 use tierpool_types::{Error, ErrorKind, Result};
 use tokio::sync::watch;
 
@@ -45,7 +48,7 @@ impl LogWriter {
 
     /// Queues a snapshot of the state after `lsn`; later records go to a new segment.
     pub fn snapshot(&self, lsn: u64, state: &MetaState) {
-        let bytes = encode_snapshot(&Snapshot { lsn, state: state.clone() });
+        let bytes = encode_snapshot(lsn, state);
         let _ = self.tx.send(Item::Snapshot { lsn, bytes });
     }
 
@@ -97,8 +100,8 @@ pub fn open(dir: &Path) -> Result<(MetaState, u64, LogWriter)> {
     std::fs::create_dir_all(dir).map_err(|e| Error::from(e).context(dir.display()))?;
     let (mut state, mut lsn) = match std::fs::read(dir.join("snapshot")) {
         Ok(b) => {
-            let s = decode_snapshot(&b)?;
-            (s.state, s.lsn)
+            let (lsn, state) = decode_snapshot(&b)?;
+            (state, lsn)
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => (MetaState::new(), 0),
         Err(e) => return Err(Error::from(e).context("reading metadata snapshot")),
@@ -111,7 +114,7 @@ pub fn open(dir: &Path) -> Result<(MetaState, u64, LogWriter)> {
     }
     if replayed > 0 || segs.len() > 1 {
         // Compact: everything recovered goes into a fresh snapshot.
-        write_snapshot(dir, lsn, &encode_snapshot(&Snapshot { lsn, state: state.clone() }))
+        write_snapshot(dir, lsn, &encode_snapshot(lsn, &state))
             .map_err(|e| Error::from(e).context("writing metadata snapshot"))?;
         for (_, p) in &segs {
             let _ = std::fs::remove_file(p);
@@ -153,7 +156,7 @@ fn replay_segment(path: &Path, last: bool, state: &mut MetaState, lsn: &mut u64)
                         format!("{}: log jumps from lsn {} to {}", path.display(), lsn, rec.lsn),
                     ));
                 }
-                state.execute(&rec.op, rec.time).map_err(|e| {
+                state.execute_as(&rec.op, rec.owner, rec.time).map_err(|e| {
                     Error::new(
                         ErrorKind::Corrupt,
                         format!("{}: replay of lsn {} failed: {}", path.display(), rec.lsn, e),
@@ -161,6 +164,12 @@ fn replay_segment(path: &Path, last: bool, state: &mut MetaState, lsn: &mut u64)
                 })?;
                 *lsn = rec.lsn;
                 n += 1;
+            }
+            Decoded::Unusable(e) => {
+                return Err(Error::new(
+                    ErrorKind::Corrupt,
+                    format!("{}: record at byte {off}: {}", path.display(), e.message),
+                ))
             }
             Decoded::Torn(why) if last => {
                 tracing::warn!("{}: cutting torn tail at byte {off}: {why}", path.display());

@@ -1,49 +1,44 @@
-//! The coordinator's request handler.
+//! The coordinator's shell: the engine behind a lock, the log, the clock,
+//! and one handler per request.
 //!
-//! Lock order: `inner` before `live`; neither is held across an await.
-//! Invariant: records enter the log in lsn order because they are queued
-//! while `inner` is held, right after the op was applied.
+//! Lock order: `inner`, then `stats`, then `pools`; none is held across an
+//! await. Invariant: records enter the log in lsn order because they are
+//! queued while `inner` is held, right after the op was applied; an op's
+//! effects are carried out only once its record is durable.
 
 use crate::log::LogWriter;
+use crate::records::{encode_record, LogRecord};
 use crate::CoordinatorConfig;
 use bytes::Bytes;
 use parking_lot::Mutex;
-use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
-use tierpool_meta::{MetaOp, MetaReply, MetaState};
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tierpool_meta::engine::{Effect, Engine};
+use tierpool_meta::{MetaOp, MetaReply, MetaState, Owner};
 use tierpool_net::{Handler, Pool, PoolConfig};
-use tierpool_proto::record::{encode_record, LogRecord};
-use tierpool_proto::{Layout, PoolStatus, Request, Response, WorkerStats, WorkerStatus};
-use tierpool_types::{ChunkAttrs, ChunkKey, Error, ErrorKind, InodeId, Result, WorkerId};
+use tierpool_proto::{CoordRequest, CoordResponse, Layout, PoolStatus, WorkerRequest, WorkerResponse, WorkerStats};
+use tierpool_proto::{Worker, WorkerStatus};
+use tierpool_types::{ChunkKey, InodeId, Result, WorkerId};
 
 /// How long a status waits for a worker's current statistics.
-const STATS_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+const STATS_TIMEOUT: Duration = Duration::from_millis(500);
 
 struct Inner {
-    state: MetaState,
+    engine: Engine,
     lsn: u64,
     since_snapshot: u64,
 }
 
-/// The inodes a client session has open, and when it last said so.
-struct Hold {
-    renewed: Instant,
-    inodes: Vec<InodeId>,
-}
-
-struct Live {
-    last_seen: Instant,
-    stats: WorkerStats,
-}
-
 pub struct Coordinator {
-    cfg: CoordinatorConfig,
+    pub(crate) cfg: CoordinatorConfig,
+    me: Weak<Coordinator>,
+    started: Instant,
     inner: Mutex<Inner>,
     log: LogWriter,
-    live: Mutex<HashMap<WorkerId, Live>>,
-    pools: Mutex<HashMap<WorkerId, Arc<Pool>>>,
-    holds: Mutex<HashMap<u64, Hold>>,
+    /// Each worker's last reported figures.
+    stats: Mutex<HashMap<WorkerId, WorkerStats>>,
+    pools: Mutex<HashMap<WorkerId, Arc<Pool<Worker>>>>,
 }
 
 pub(crate) fn now_nanos() -> u64 {
@@ -51,46 +46,55 @@ pub(crate) fn now_nanos() -> u64 {
 }
 
 impl Coordinator {
-    pub fn new(cfg: CoordinatorConfig, state: MetaState, lsn: u64, log: LogWriter) -> Self {
-        Coordinator {
+    pub fn new(cfg: CoordinatorConfig, state: MetaState, lsn: u64, log: LogWriter) -> Arc<Self> {
+        let engine = Engine::new(state, cfg.engine());
+        Arc::new_cyclic(|me| Coordinator {
             cfg,
-            inner: Mutex::new(Inner { state, lsn, since_snapshot: 0 }),
+            me: me.clone(),
+            started: Instant::now(),
+            inner: Mutex::new(Inner { engine, lsn, since_snapshot: 0 }),
             log,
-            live: Mutex::new(HashMap::new()),
+            stats: Mutex::new(HashMap::new()),
             pools: Mutex::new(HashMap::new()),
-            holds: Mutex::new(HashMap::new()),
-        }
+        })
+    }
+
+    /// Time since this coordinator started: the engine's clock.
+    pub(crate) fn now(&self) -> Duration {
+        self.started.elapsed()
     }
 
     /// Creates the pool on first start.
     pub async fn initialise(&self) -> Result<()> {
-        let needed = !self.inner.lock().state.is_initialised();
+        let needed = !self.inner.lock().engine.state().is_initialised();
         if needed {
-            self.execute(MetaOp::Init { partitions: self.cfg.partitions }).await?;
+            self.execute(MetaOp::Init { partitions: self.cfg.partitions }, Owner::default()).await?;
             tracing::info!("created a new pool with {} partitions", self.cfg.partitions);
         }
         Ok(())
     }
 
-    /// Applies `op`, logs it, and returns once the log record is durable.
-    pub async fn execute(&self, op: MetaOp) -> Result<MetaReply> {
-        let (reply, lsn) = {
+    /// Applies `op` as `owner`, logs it, returns once the log record is
+    /// durable, and then carries out its effects.
+    pub async fn execute(&self, op: MetaOp, owner: Owner) -> Result<MetaReply> {
+        let (reply, effects, lsn) = {
             let mut g = self.inner.lock();
-            let now = now_nanos();
-            let reply = g.state.execute(&op, now)?;
+            let time = now_nanos();
+            let (reply, effects) = g.engine.execute(&op, owner, time, self.now())?;
             g.lsn += 1;
             let lsn = g.lsn;
             let mut bytes = Vec::new();
-            encode_record(&LogRecord { lsn, time: now, op }, &mut bytes);
+            encode_record(&LogRecord { lsn, time, owner, op }, &mut bytes);
             self.log.append(bytes, lsn);
             g.since_snapshot += 1;
             if g.since_snapshot >= self.cfg.snapshot_every {
                 g.since_snapshot = 0;
-                self.log.snapshot(lsn, &g.state);
+                self.log.snapshot(lsn, g.engine.state());
             }
-            (reply, lsn)
+            (reply, effects, lsn)
         };
         self.log.wait_durable(lsn).await?;
+        self.carry_out(effects);
         Ok(reply)
     }
 
@@ -98,10 +102,31 @@ impl Coordinator {
     async fn query<T>(&self, f: impl FnOnce(&MetaState) -> Result<T>) -> Result<T> {
         let (r, lsn) = {
             let g = self.inner.lock();
-            (f(&g.state), g.lsn)
+            (f(g.engine.state()), g.lsn)
         };
         self.log.wait_durable(lsn).await?;
         r
+    }
+
+    /// Lets time act: reports workers gone silent, starts due garbage collection.
+    pub fn tick(&self) {
+        let effects = self.inner.lock().engine.tick(self.now());
+        self.carry_out(effects);
+    }
+
+    /// Has the engine act on `f`'s result (a failure report and the like).
+    pub(crate) fn with_engine<T>(&self, f: impl FnOnce(&mut Engine) -> T) -> T {
+        f(&mut self.inner.lock().engine)
+    }
+
+    fn carry_out(&self, effects: Vec<Effect>) {
+        if effects.is_empty() {
+            return;
+        }
+        let Some(me) = self.me.upgrade() else { return };
+        for e in effects {
+            crate::effects::start(&me, e);
+        }
     }
 
     /// fsyncs of the metadata log so far (group commit makes this far fewer than changes).
@@ -111,47 +136,27 @@ impl Coordinator {
 
     /// A copy of the current state (for tests and diagnostics).
     pub fn state(&self) -> MetaState {
-        self.inner.lock().state.clone()
+        self.inner.lock().engine.state().clone()
     }
 
-    pub fn pending_gc(&self) -> Vec<InodeId> {
-        self.inner.lock().state.pending_gc().iter().copied().collect()
-    }
-
-    /// Replaced chunk versions awaiting deletion from the workers.
     pub fn pending_chunks(&self) -> Vec<ChunkKey> {
-        self.inner.lock().state.pending_chunks().iter().copied().collect()
+        self.inner.lock().engine.state().pending_chunks().iter().copied().collect()
     }
 
-    /// Inodes some client holds open (holds not renewed in time have lapsed).
-    pub fn held(&self) -> BTreeSet<InodeId> {
-        let mut holds = self.holds.lock();
-        holds.retain(|_, h| h.renewed.elapsed() < self.cfg.hold_period);
-        holds.values().flat_map(|h| h.inodes.iter().copied()).collect()
-    }
-
-    pub fn gc_grace(&self) -> std::time::Duration {
-        self.cfg.gc_grace
-    }
-
-    /// A connection pool to every registered worker.
-    pub fn worker_pools(&self) -> Vec<(WorkerId, Arc<Pool>)> {
-        let workers: Vec<_> = self.inner.lock().state.workers().values().cloned().collect();
+    /// A connection pool to worker `id`, if it is registered.
+    pub(crate) fn worker_pool(&self, id: WorkerId) -> Option<Arc<Pool<Worker>>> {
+        let addr = self.inner.lock().engine.state().workers().get(&id)?.addr.clone();
         let mut pools = self.pools.lock();
-        workers
-            .into_iter()
-            .map(|w| {
-                let p = pools.entry(w.id).or_insert_with(|| Arc::new(Pool::new(w.addr.clone(), PoolConfig::default())));
-                if p.addr() != w.addr {
-                    *p = Arc::new(Pool::new(w.addr.clone(), PoolConfig::default()));
-                }
-                (w.id, p.clone())
-            })
-            .collect()
+        let p = pools.entry(id).or_insert_with(|| Arc::new(Pool::new(addr.clone(), PoolConfig::default())));
+        if p.addr() != addr {
+            *p = Arc::new(Pool::new(addr, PoolConfig::default()));
+        }
+        Some(p.clone())
     }
 
-    fn is_alive(&self, id: WorkerId) -> bool {
-        self.live.lock().get(&id).is_some_and(|l| l.last_seen.elapsed() < self.cfg.dead_after)
+    /// Every registered worker.
+    pub(crate) fn worker_ids(&self) -> Vec<WorkerId> {
+        self.inner.lock().engine.state().workers().keys().copied().collect()
     }
 
     /// Asks every live worker for its current statistics (in parallel, each
@@ -159,144 +164,110 @@ impl Coordinator {
     /// now rather than as of the last heartbeat. A worker that does not answer
     /// in time keeps its heartbeat figures.
     async fn refresh_stats(&self) {
+        let now = self.now();
+        let live: Vec<WorkerId> = {
+            let g = self.inner.lock();
+            g.engine.state().workers().keys().filter(|w| g.engine.is_alive(**w, now)).copied().collect()
+        };
         let mut asks = tokio::task::JoinSet::new();
-        for (id, pool) in self.worker_pools().into_iter().filter(|(id, _)| self.is_alive(*id)) {
+        for (id, pool) in live.into_iter().filter_map(|id| Some((id, self.worker_pool(id)?))) {
             asks.spawn(async move {
-                let r = tokio::time::timeout(STATS_TIMEOUT, pool.call(&Request::WorkerStats, &[], true)).await;
+                let r = tokio::time::timeout(STATS_TIMEOUT, pool.call(&WorkerRequest::Stats, &[], true)).await;
                 (id, r)
             });
         }
         while let Some(Ok((id, r))) = asks.join_next().await {
-            if let Ok(Ok((Response::WorkerStats(stats), _))) = r {
-                if let Some(l) = self.live.lock().get_mut(&id) {
-                    l.stats = stats;
-                }
-            }
-        }
-    }
-
-    async fn push_attrs(&self, changed: Vec<(InodeId, ChunkAttrs)>) {
-        if changed.is_empty() {
-            return;
-        }
-        let req = Request::SetAttrs { changes: changed };
-        for (id, pool) in self.worker_pools() {
-            if !self.is_alive(id) {
-                continue;
-            }
-            if let Err(e) = pool.call(&req, &[], true).await {
-                tracing::warn!("could not update attributes on worker {id}: {e}");
+            if let Ok(Ok((WorkerResponse::Stats(stats), _))) = r {
+                self.stats.lock().insert(id, stats);
             }
         }
     }
 
     fn status(&self) -> PoolStatus {
+        let now = self.now();
         let g = self.inner.lock();
-        let shares = g.state.table().shares();
-        let live = self.live.lock();
-        let workers = g
-            .state
-            .workers()
-            .values()
-            .map(|w| {
-                let l = live.get(&w.id);
-                WorkerStatus {
-                    record: w.clone(),
-                    alive: l.is_some_and(|l| l.last_seen.elapsed() < self.cfg.dead_after),
-                    partitions: shares.get(&w.id).copied().unwrap_or(0),
-                    stats: l.map(|l| l.stats.clone()),
-                }
+        let s = g.engine.state();
+        let shares = s.table().shares();
+        let stats = self.stats.lock();
+        let workers = (s.workers().values())
+            .map(|w| WorkerStatus {
+                record: w.clone(),
+                alive: g.engine.is_alive(w.id, now),
+                partitions: shares.get(&w.id).copied().unwrap_or(0),
+                stats: stats.get(&w.id).cloned(),
             })
             .collect();
         PoolStatus {
-            partitions: g.state.table().partitions(),
-            table_epoch: g.state.table().epoch(),
-            inodes: g.state.inode_count(),
-            pending_gc: g.state.pending_gc().len() as u64,
+            partitions: s.table().partitions(),
+            table_epoch: s.table().epoch(),
+            inodes: s.inode_count(),
+            pending_gc: s.pending_gc().len() as u64,
             workers,
-            pending_chunks: g.state.pending_chunks().len() as u64,
+            pending_chunks: s.pending_chunks().len() as u64,
         }
     }
 
-    async fn dispatch(&self, req: Request) -> Result<Response> {
-        Ok(match req {
-            Request::Ping => Response::Pong { role: "coordinator".into() },
-            Request::Meta(op) => {
-                let reply = self.execute(op).await?;
-                if let MetaReply::Attrs { changed } = &reply {
-                    self.push_attrs(changed.clone()).await;
-                }
-                if let MetaReply::Worker { id } = &reply {
-                    // Registering is a sign of life; statistics follow with the first heartbeat.
-                    self.live.lock().insert(*id, Live { last_seen: Instant::now(), stats: WorkerStats::default() });
-                }
-                Response::Meta(reply)
-            }
-            Request::Stat { path } => Response::Info(self.query(|s| s.stat(&path)).await?),
-            Request::Lookup { parent, name } => Response::Info(self.query(|s| s.lookup_at(parent, &name)).await?),
-            Request::StatInode { id, chunks } => Response::Info(self.query(|s| s.stat_inode(id, chunks)).await?),
-            Request::ReadDir { id } => {
-                let (parent, entries) = self.query(|s| Ok((s.parent_of(id)?, s.read_dir(id)?))).await?;
-                Response::Names { parent, entries }
-            }
-            Request::Hold { session, inodes } => {
-                let mut holds = self.holds.lock();
-                if inodes.is_empty() {
-                    holds.remove(&session);
-                } else {
-                    holds.insert(session, Hold { renewed: Instant::now(), inodes });
-                }
-                Response::Ok
-            }
-            Request::List { path } => Response::Entries(self.query(|s| s.list(&path)).await?),
-            Request::Layout => Response::Layout(
-                self.query(|s| {
-                    Ok(Layout { table: s.table().clone(), workers: s.workers().values().cloned().collect() })
-                })
-                .await?,
-            ),
-            Request::Status => {
-                self.refresh_stats().await;
-                Response::Status(self.status())
-            }
-            Request::Heartbeat { id, stats } => {
-                let known = self.inner.lock().state.workers().contains_key(&id);
-                if known {
-                    self.live.lock().insert(id, Live { last_seen: Instant::now(), stats });
-                }
-                Response::HeartbeatAck { known }
-            }
-            other => {
-                return Err(Error::new(
-                    ErrorKind::InvalidArgument,
-                    format!("the coordinator does not serve {}", request_name(&other)),
-                ))
-            }
-        })
-    }
-}
+    // ---- one handler per request ----
 
-fn request_name(r: &Request) -> &'static str {
-    match r {
-        Request::PutChunk { .. } => "PutChunk",
-        Request::GetChunk { .. } => "GetChunk",
-        Request::DeleteInodes { .. } => "DeleteInodes",
-        Request::SetAttrs { .. } => "SetAttrs",
-        Request::WorkerStats => "WorkerStats",
-        Request::CreateChunk { .. } => "CreateChunk",
-        Request::ReadRange { .. } => "ReadRange",
-        Request::WriteRanges { .. } => "WriteRanges",
-        Request::DeleteChunks { .. } => "DeleteChunks",
-        Request::Locate { .. } => "Locate",
-        _ => "this request",
+    async fn meta(&self, op: MetaOp, owner: Owner) -> Result<CoordResponse> {
+        Ok(CoordResponse::Meta(self.execute(op, owner).await?))
+    }
+
+    async fn heartbeat(&self, id: WorkerId, stats: WorkerStats) -> Result<CoordResponse> {
+        let (known, effects) = self.inner.lock().engine.heartbeat(id, self.now());
+        if known {
+            self.stats.lock().insert(id, stats);
+        }
+        self.carry_out(effects);
+        Ok(CoordResponse::HeartbeatAck { known })
+    }
+
+    fn hold(&self, session: u64, inodes: Vec<InodeId>) -> Result<CoordResponse> {
+        self.inner.lock().engine.hold(session, inodes, self.now());
+        Ok(CoordResponse::Done)
+    }
+
+    async fn layout(&self) -> Result<CoordResponse> {
+        let layout =
+            self.query(|s| Ok(Layout { table: s.table().clone(), workers: s.workers().values().cloned().collect() }));
+        Ok(CoordResponse::Layout(layout.await?))
+    }
+
+    async fn read_dir(&self, id: InodeId) -> Result<CoordResponse> {
+        let (parent, entries) = self.query(|s| Ok((s.parent_of(id)?, s.read_dir(id)?))).await?;
+        Ok(CoordResponse::Names { parent, entries })
+    }
+
+    async fn status_now(&self) -> Result<CoordResponse> {
+        self.refresh_stats().await;
+        Ok(CoordResponse::Status(self.status()))
+    }
+
+    async fn dispatch(&self, req: CoordRequest) -> Result<CoordResponse> {
+        match req {
+            CoordRequest::Ping => Ok(CoordResponse::Pong),
+            CoordRequest::Meta { op, owner } => self.meta(op, owner).await,
+            CoordRequest::Stat { path } => Ok(CoordResponse::Info(self.query(|s| s.stat(&path)).await?)),
+            CoordRequest::List { path } => Ok(CoordResponse::Entries(self.query(|s| s.list(&path)).await?)),
+            CoordRequest::Layout => self.layout().await,
+            CoordRequest::Status => self.status_now().await,
+            CoordRequest::Heartbeat { id, stats } => self.heartbeat(id, stats).await,
+            CoordRequest::Lookup { parent, name } => {
+                Ok(CoordResponse::Info(self.query(|s| s.lookup_at(parent, &name)).await?))
+            }
+            CoordRequest::StatInode { id, chunks } => {
+                Ok(CoordResponse::Info(self.query(|s| s.stat_inode(id, chunks)).await?))
+            }
+            CoordRequest::ReadDir { id } => self.read_dir(id).await,
+            CoordRequest::Hold { session, inodes } => self.hold(session, inodes),
+        }
     }
 }
 
 impl Handler for Coordinator {
-    async fn handle(&self, req: Request, _payload: Bytes) -> (Response, Bytes) {
-        match self.dispatch(req).await {
-            Ok(r) => (r, Bytes::new()),
-            Err(e) => (Response::Error(e), Bytes::new()),
-        }
+    type Service = tierpool_proto::Coordinator;
+
+    async fn handle(&self, req: CoordRequest, _payload: Bytes) -> (Result<CoordResponse>, Bytes) {
+        (self.dispatch(req).await, Bytes::new())
     }
 }

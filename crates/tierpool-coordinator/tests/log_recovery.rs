@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tierpool_coordinator::log;
 use tierpool_coordinator::service::Coordinator;
 use tierpool_coordinator::CoordinatorConfig;
-use tierpool_meta::{MetaOp, MetaState};
+use tierpool_meta::{MetaOp, MetaState, Owner};
 use tierpool_types::ErrorKind;
 
 fn open(dir: &Path, snapshot_every: u64) -> Arc<Coordinator> {
@@ -14,7 +14,7 @@ fn open(dir: &Path, snapshot_every: u64) -> Arc<Coordinator> {
     cfg.snapshot_every = snapshot_every;
     cfg.partitions = 16;
     let (state, lsn, writer) = log::open(&dir.join("meta")).unwrap();
-    Arc::new(Coordinator::new(cfg, state, lsn, writer))
+    Coordinator::new(cfg, state, lsn, writer)
 }
 
 fn reopened_state(dir: &Path) -> MetaState {
@@ -31,9 +31,9 @@ async fn acknowledged_changes_survive_reopen() {
     let c = open(tmp.path(), 1_000_000);
     c.initialise().await.unwrap();
     for i in 0..20 {
-        c.execute(mkdir(i)).await.unwrap();
+        c.execute(mkdir(i), Owner::default()).await.unwrap();
     }
-    c.execute(MetaOp::Remove { path: "/d3".into(), recursive: false }).await.unwrap();
+    c.execute(MetaOp::Remove { path: "/d3".into(), recursive: false }, Owner::default()).await.unwrap();
     let live = c.state();
     drop(c);
     assert_eq!(reopened_state(tmp.path()), live);
@@ -45,13 +45,13 @@ async fn torn_tail_is_cut_and_earlier_records_kept() {
     let c = open(tmp.path(), 1_000_000);
     c.initialise().await.unwrap();
     for i in 0..5 {
-        c.execute(mkdir(i)).await.unwrap();
+        c.execute(mkdir(i), Owner::default()).await.unwrap();
     }
     let live = c.state();
     drop(c);
     // Reopening compacts into a snapshot; write more, then tear the last record.
     let c = open(tmp.path(), 1_000_000);
-    c.execute(mkdir(100)).await.unwrap();
+    c.execute(mkdir(100), Owner::default()).await.unwrap();
     let with_100 = c.state();
     drop(c);
     let seg = std::fs::read_dir(tmp.path().join("meta"))
@@ -73,7 +73,7 @@ async fn snapshots_compact_the_log() {
     let c = open(tmp.path(), 10);
     c.initialise().await.unwrap();
     for i in 0..35 {
-        c.execute(mkdir(i)).await.unwrap();
+        c.execute(mkdir(i), Owner::default()).await.unwrap();
     }
     let live = c.state();
     drop(c);
@@ -92,7 +92,7 @@ async fn corrupt_snapshot_refuses_to_start() {
     let tmp = tempfile::tempdir().unwrap();
     let c = open(tmp.path(), 1_000_000);
     c.initialise().await.unwrap();
-    c.execute(mkdir(1)).await.unwrap();
+    c.execute(mkdir(1), Owner::default()).await.unwrap();
     drop(c);
     drop(reopened_state(tmp.path())); // compacts into a snapshot
     let snap = tmp.path().join("meta/snapshot");
@@ -114,7 +114,7 @@ async fn concurrent_changes_share_fsyncs() {
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..400 {
         let c = c.clone();
-        tasks.spawn(async move { c.execute(mkdir(i)).await.unwrap() });
+        tasks.spawn(async move { c.execute(mkdir(i), Owner::default()).await.unwrap() });
     }
     while let Some(r) = tasks.join_next().await {
         r.unwrap();

@@ -19,7 +19,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use tierpool_client::{Client, InodeInfo};
+use tierpool_client::{Background, Client, InodeInfo, Step};
 use tierpool_types::InodeId;
 use tokio::runtime::Handle;
 
@@ -66,6 +66,8 @@ pub struct TierpoolFs {
     next_fh: AtomicU64,
     /// The kernel maps files opened with `direct_io` (see `open_flags`).
     direct_mmap: AtomicBool,
+    /// Renews the holds on open inodes while the mount lives.
+    holds: Option<Background>,
 }
 
 impl TierpoolFs {
@@ -77,38 +79,39 @@ impl TierpoolFs {
             fetching: Arc::default(),
             dirty_limit: opts.dirty,
         };
-        let fs = TierpoolFs {
+        let mut fs = TierpoolFs {
             io,
             files: Arc::default(),
             handles: Mutex::new(HashMap::new()),
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             direct_mmap: AtomicBool::new(false),
+            holds: None,
         };
-        fs.start_holds();
+        fs.holds = Some(fs.start_holds());
         fs
     }
 
-    /// Renews this mount's holds on its open inodes every `HOLD_EVERY`.
-    fn start_holds(&self) {
+    /// Renews this mount's holds on its open inodes every `HOLD_EVERY`,
+    /// for as long as the mount lives.
+    fn start_holds(&self) -> Background {
         let (client, files) = (self.io.client.clone(), Arc::downgrade(&self.files));
         let session = std::process::id() as u64 ^ crate::attr::time_ns().rotate_left(17);
-        self.io.rt.spawn(async move {
-            let mut tick = tokio::time::interval(HOLD_EVERY);
-            let mut held = false;
-            loop {
-                tick.tick().await;
-                let Some(files) = files.upgrade() else { return };
+        let held = Arc::new(AtomicBool::new(false));
+        Background::every_on(&self.io.rt, "hold renewal", HOLD_EVERY, move || {
+            let (client, files, held) = (client.clone(), files.clone(), held.clone());
+            async move {
+                let Some(files) = files.upgrade() else { return Ok(Step::Stop) };
                 let inodes: Vec<InodeId> = files.lock().keys().map(|i| InodeId(*i)).collect();
-                if inodes.is_empty() && !held {
-                    continue;
+                if inodes.is_empty() && !held.load(Ordering::Relaxed) {
+                    return Ok(Step::Continue);
                 }
-                held = !inodes.is_empty();
-                if let Err(e) = client.hold(session, inodes).await {
-                    tracing::warn!("could not renew holds on open files: {e}");
-                }
+                let holding = !inodes.is_empty();
+                client.hold(session, inodes).await?;
+                held.store(holding, Ordering::Relaxed);
+                Ok(Step::Continue)
             }
-        });
+        })
     }
 
     pub(crate) fn block<T>(&self, f: impl std::future::Future<Output = tierpool_types::Result<T>>) -> Result<T, Errno> {

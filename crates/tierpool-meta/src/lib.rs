@@ -5,16 +5,21 @@
 //! touching the state, or succeeds and changes it; the coordinator logs every
 //! successful op, so replaying the log on a fresh state rebuilds the same state.
 //!
+//! [`engine::Engine`] wraps the state with the coordinator's other
+//! decisions (liveness, holds, garbage collection, attribute pushes) and
+//! returns the effects its shell must carry out.
+//!
 //! Pure: no I/O, no clock reads, no randomness.
 
+pub mod engine;
 mod ops;
 mod path;
 mod state;
 
 pub use ops::{DirEntry, DirName, InodeInfo, InodeKind, MetaOp, MetaReply, NewNode, WorkerRecord};
 pub use path::{check_name, normalize};
-pub use state::legacy;
-pub use state::MetaState;
+pub use state::inode::{Body, Inode, Owner};
+pub use state::{MetaState, StateParts, StateView};
 
 /// Nanoseconds since the Unix epoch, read by the shell and passed in.
 pub type Timestamp = u64;

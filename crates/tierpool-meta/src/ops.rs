@@ -1,6 +1,10 @@
 //! Operations, replies and the views of inodes handed to clients.
-//! These are logged and sent on the wire: extend only by adding variants at
-//! the end, never change a variant in place.
+//!
+//! These are the state machine's vocabulary and travel on the wire (whose
+//! frames carry a protocol version); the coordinator's log stores its own
+//! versioned record types converted from these, so changing a type here can
+//! never change bytes on disk. An op is executed on behalf of an [`Owner`]
+//! (see `MetaState::execute_as`): the inodes it creates belong to them.
 
 use crate::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -60,13 +64,9 @@ pub enum MetaOp {
     /// kept) and/or the modification time (`utimens`) of one inode; its
     /// `ctime` becomes `now`. Reply: [`MetaReply::Info`].
     SetMeta { path: String, mode: Option<u32>, mtime: Option<Timestamp> },
-    /// Runs `op` on behalf of user `uid` and group `gid`: the inodes it
-    /// creates belong to them (ops outside `AsOwner` create inodes owned by
-    /// 0/0). The reply is `op`'s. An `AsOwner` inside another is refused.
-    AsOwner { uid: u32, gid: u32, op: Box<MetaOp> },
     /// Creates entry `name` in directory `parent`: an empty file, a
     /// directory, a symbolic link or a special file, with id taken from
-    /// `next_inode`. An existing entry is `AlreadyExists`. In a directory
+    /// `next_inode`, owned by the op's owner. An existing entry is `AlreadyExists`. In a directory
     /// with the set-group-id bit, the new inode takes the directory's group
     /// (and a new directory the bit). Reply: [`MetaReply::Info`].
     MakeAt { parent: InodeId, name: String, node: NewNode, mode: u32 },

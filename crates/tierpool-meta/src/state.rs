@@ -21,12 +21,17 @@
 //!
 //! Every op validates fully before its first mutation, so a failed op leaves the
 //! state untouched, and the result depends only on the state, the op and `now`.
+//!
+//! The state is not serialisable: the coordinator's records own the bytes on
+//! disk and convert from a [`StateView`] and to [`StateParts`] (`parts`), so
+//! a change here cannot change a stored format by accident.
 
 mod attrs;
 mod check;
 mod create;
-mod inode;
-pub mod legacy;
+pub(crate) mod inode;
+mod parts;
+pub use parts::{StateParts, StateView};
 mod queries;
 mod remove;
 mod rename;
@@ -37,12 +42,11 @@ mod workers;
 use crate::path::normalize;
 use crate::{MetaOp, MetaReply, Timestamp, WorkerRecord};
 use inode::{Inode, Owner};
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use tierpool_placement::PartitionTable;
 use tierpool_types::{ChunkKey, Error, InodeId, Result, WorkerId};
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MetaState {
     initialised: bool,
     inodes: BTreeMap<InodeId, Inode>,
@@ -83,26 +87,20 @@ impl MetaState {
         self.initialised
     }
 
-    /// Executes `op` at time `now`. On error the state is unchanged.
+    /// Executes `op` at time `now` on behalf of root (0/0). On error the
+    /// state is unchanged.
     pub fn execute(&mut self, op: &MetaOp, now: Timestamp) -> Result<MetaReply> {
-        if let MetaOp::Init { partitions } = op {
-            return self.init(*partitions, now);
-        }
-        self.ensure_initialised()?;
-        match op {
-            MetaOp::AsOwner { uid, gid, op } => {
-                if matches!(**op, MetaOp::AsOwner { .. } | MetaOp::Init { .. }) {
-                    return Err(Error::invalid("AsOwner cannot wrap AsOwner or Init"));
-                }
-                self.execute_as(op, Owner { uid: *uid, gid: *gid }, now)
-            }
-            op => self.execute_as(op, Owner::default(), now),
-        }
+        self.execute_as(op, Owner::default(), now)
     }
 
-    fn execute_as(&mut self, op: &MetaOp, owner: Owner, now: Timestamp) -> Result<MetaReply> {
+    /// Executes `op` at time `now` on behalf of `owner`: the inodes it
+    /// creates belong to them. On error the state is unchanged.
+    pub fn execute_as(&mut self, op: &MetaOp, owner: Owner, now: Timestamp) -> Result<MetaReply> {
+        if !matches!(op, MetaOp::Init { .. }) {
+            self.ensure_initialised()?;
+        }
         match op {
-            MetaOp::Init { .. } | MetaOp::AsOwner { .. } => Err(Error::invalid("Init and AsOwner cannot be nested")),
+            MetaOp::Init { partitions } => self.init(*partitions, now),
             MetaOp::Mkdir { path, parents, mode } => self.mkdir(&normalize(path)?, *parents, *mode, owner, now),
             MetaOp::AllocInodes { count } => self.alloc_inodes(*count),
             MetaOp::CommitFile { path, inode, size, chunk_size, checksums, attrs, mode, overwrite } => {

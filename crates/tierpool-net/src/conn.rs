@@ -2,8 +2,8 @@
 
 use bytes::{Bytes, BytesMut};
 use std::time::Duration;
-use tierpool_proto::frame::{FrameHeader, FRAME_HEADER_LEN, KIND_REQUEST, KIND_RESPONSE};
-use tierpool_proto::{Request, Response};
+use tierpool_proto::frame::{FrameHeader, FRAME_HEADER_LEN, KIND_RESPONSE};
+use tierpool_proto::Service;
 use tierpool_types::{Error, ErrorKind, Result};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -11,6 +11,13 @@ use tokio::net::TcpStream;
 
 /// Payloads smaller than this are sent in the same write as their header.
 const COALESCE_LIMIT: usize = 64 << 10;
+
+/// A frame as read: its kind, message bytes and payload.
+pub struct Frame {
+    pub kind: u8,
+    pub header: Bytes,
+    pub payload: Bytes,
+}
 
 pub struct Connection {
     reader: BufReader<OwnedReadHalf>,
@@ -41,7 +48,7 @@ impl Connection {
         &self.peer
     }
 
-    async fn write_frame(&mut self, kind: u8, msg: Vec<u8>, payload: &[u8]) -> Result<()> {
+    pub(crate) async fn write_frame(&mut self, kind: u8, msg: Vec<u8>, payload: &[u8]) -> Result<()> {
         let fh = FrameHeader { kind, header_len: msg.len() as u32, payload_len: payload.len() as u32 };
         let mut head = Vec::with_capacity(FRAME_HEADER_LEN + msg.len() + payload.len().min(COALESCE_LIMIT));
         head.extend_from_slice(&fh.encode());
@@ -56,8 +63,9 @@ impl Connection {
         Ok(())
     }
 
-    /// Reads one frame. `Ok(None)` on a clean end of stream before a frame starts.
-    async fn read_frame(&mut self, kind: u8) -> Result<Option<(Bytes, Bytes)>> {
+    /// Reads one frame of any kind. `Ok(None)` on a clean end of stream
+    /// before a frame starts.
+    pub(crate) async fn read_frame(&mut self) -> Result<Option<Frame>> {
         let mut fh = [0u8; FRAME_HEADER_LEN];
         match self.reader.read_exact(&mut fh[..1]).await {
             Ok(_) => {}
@@ -66,12 +74,9 @@ impl Connection {
         }
         self.reader.read_exact(&mut fh[1..]).await?;
         let h = FrameHeader::decode(&fh)?;
-        if h.kind != kind {
-            return Err(Error::new(ErrorKind::Protocol, format!("unexpected frame kind {}", h.kind)));
-        }
         let header = self.read_exact_bytes(h.header_len as usize).await?;
         let payload = self.read_exact_bytes(h.payload_len as usize).await?;
-        Ok(Some((header, payload)))
+        Ok(Some(Frame { kind: h.kind, header, payload }))
     }
 
     async fn read_exact_bytes(&mut self, n: usize) -> Result<Bytes> {
@@ -88,23 +93,28 @@ impl Connection {
         Ok(buf.freeze())
     }
 
-    /// Sends a request and waits for its response.
-    pub async fn call(&mut self, req: &Request, payload: &[u8]) -> Result<(Response, Bytes)> {
-        self.write_frame(KIND_REQUEST, tierpool_proto::encode(req), payload).await?;
-        match self.read_frame(KIND_RESPONSE).await? {
-            Some((h, p)) => Ok((tierpool_proto::decode(&h)?, p)),
+    /// Sends a request to service `S` and waits for its response; an error
+    /// answer becomes `Err`.
+    pub async fn call<S: Service>(&mut self, req: &S::Request, payload: &[u8]) -> Result<(S::Response, Bytes)> {
+        self.write_frame(S::KIND, tierpool_proto::encode(req), payload).await?;
+        match self.read_frame().await? {
+            Some(f) if f.kind == KIND_RESPONSE => {
+                let r: std::result::Result<S::Response, Error> = tierpool_proto::decode(&f.header)?;
+                Ok((r?, f.payload))
+            }
+            Some(f) => {
+                Err(Error::new(ErrorKind::Protocol, format!("{} answered with a frame of kind {}", self.peer, f.kind)))
+            }
             None => Err(Error::new(ErrorKind::Unavailable, format!("{} closed the connection", self.peer))),
         }
     }
 
-    /// Server side: the next request, `None` at end of stream.
-    /// A body that does not decode is returned as `Err(Protocol)` after the
-    /// whole frame was consumed.
-    pub async fn next_request(&mut self) -> Result<Option<(Result<Request>, Bytes)>> {
-        Ok(self.read_frame(KIND_REQUEST).await?.map(|(h, p)| (tierpool_proto::decode(&h), p)))
-    }
-
-    pub async fn send_response(&mut self, resp: &Response, payload: &[u8]) -> Result<()> {
+    /// Server side: answers the request just read.
+    pub async fn send_response<T: serde::Serialize>(
+        &mut self,
+        resp: &std::result::Result<T, Error>,
+        payload: &[u8],
+    ) -> Result<()> {
         self.write_frame(KIND_RESPONSE, tierpool_proto::encode(resp), payload).await
     }
 }

@@ -1,10 +1,11 @@
-//! Idle connections to one address, reused across calls.
+//! Idle connections to one server, reused across calls.
 
 use crate::Connection;
 use bytes::Bytes;
 use parking_lot::Mutex;
+use std::marker::PhantomData;
 use std::time::Duration;
-use tierpool_proto::{Request, Response};
+use tierpool_proto::Service;
 use tierpool_types::{Error, ErrorKind, Result};
 
 #[derive(Clone, Debug)]
@@ -20,15 +21,17 @@ impl Default for PoolConfig {
     }
 }
 
-pub struct Pool {
+/// Connections to one server of service `S`.
+pub struct Pool<S: Service> {
     addr: String,
     cfg: PoolConfig,
     idle: Mutex<Vec<Connection>>,
+    _service: PhantomData<S>,
 }
 
-impl Pool {
-    pub fn new(addr: impl Into<String>, cfg: PoolConfig) -> Pool {
-        Pool { addr: addr.into(), cfg, idle: Mutex::new(Vec::new()) }
+impl<S: Service> Pool<S> {
+    pub fn new(addr: impl Into<String>, cfg: PoolConfig) -> Pool<S> {
+        Pool { addr: addr.into(), cfg, idle: Mutex::new(Vec::new()), _service: PhantomData }
     }
 
     pub fn addr(&self) -> &str {
@@ -37,8 +40,8 @@ impl Pool {
 
     /// One request/response. `retry_stale`: if a reused idle connection turns
     /// out dead, try once more on a fresh one (only for idempotent requests).
-    /// A `Response::Error` is turned into `Err`.
-    pub async fn call(&self, req: &Request, payload: &[u8], retry_stale: bool) -> Result<(Response, Bytes)> {
+    /// An error answer is returned as `Err`.
+    pub async fn call(&self, req: &S::Request, payload: &[u8], retry_stale: bool) -> Result<(S::Response, Bytes)> {
         let reused = self.idle.lock().pop();
         let was_reused = reused.is_some();
         let conn = match reused {
@@ -54,25 +57,25 @@ impl Pool {
         }
     }
 
-    async fn call_on(&self, mut conn: Connection, req: &Request, payload: &[u8]) -> Result<(Response, Bytes)> {
-        let r = tokio::time::timeout(self.cfg.request_timeout, conn.call(req, payload)).await;
-        match r {
-            Err(_) => Err(Error::new(
-                ErrorKind::Unavailable,
-                format!("{} did not answer within {:?}", self.addr, self.cfg.request_timeout),
-            )),
-            Ok(Err(e)) => Err(e),
-            Ok(Ok((resp, p))) => {
-                let mut idle = self.idle.lock();
-                if idle.len() < self.cfg.max_idle {
-                    idle.push(conn);
-                }
-                drop(idle);
-                match resp {
-                    Response::Error(e) => Err(e),
-                    other => Ok((other, p)),
-                }
+    async fn call_on(&self, mut conn: Connection, req: &S::Request, payload: &[u8]) -> Result<(S::Response, Bytes)> {
+        let r = tokio::time::timeout(self.cfg.request_timeout, conn.call::<S>(req, payload)).await;
+        let r = match r {
+            Err(_) => {
+                return Err(Error::new(
+                    ErrorKind::Unavailable,
+                    format!("{} did not answer within {:?}", self.addr, self.cfg.request_timeout),
+                ))
+            }
+            Ok(r) => r,
+        };
+        // A connection that carried a whole exchange (an error answer
+        // included) is fit for reuse; one that failed mid-way is dropped.
+        if r.is_ok() || r.as_ref().is_err_and(|e| e.kind != ErrorKind::Unavailable && e.kind != ErrorKind::Protocol) {
+            let mut idle = self.idle.lock();
+            if idle.len() < self.cfg.max_idle {
+                idle.push(conn);
             }
         }
+        r
     }
 }

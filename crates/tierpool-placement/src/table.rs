@@ -62,6 +62,17 @@ impl PartitionTable {
         PartitionTable { epoch: 0, owners: vec![None; partitions as usize] }
     }
 
+    /// A table as stored: its epoch and the owner of each partition.
+    /// `owners` must not be empty.
+    pub fn from_parts(epoch: u64, owners: Vec<Option<WorkerId>>) -> Option<Self> {
+        (!owners.is_empty()).then_some(PartitionTable { epoch, owners })
+    }
+
+    /// The owner of every partition, in partition order.
+    pub fn owners(&self) -> &[Option<WorkerId>] {
+        &self.owners
+    }
+
     pub fn epoch(&self) -> u64 {
         self.epoch
     }

@@ -4,7 +4,10 @@
 //! magic "TP" | version u8 | kind u8 | header_len u32 | payload_len u32 | header | payload
 //! ```
 //!
-//! `header` is a postcard-encoded [`crate::Request`] or [`crate::Response`];
+//! `kind` says what `header` is: a request to the coordinator
+//! ([`crate::CoordRequest`]), a request to a worker
+//! ([`crate::WorkerRequest`]), or a response (`Result<Response, Error>` of
+//! the service asked); `header` is postcard-encoded;
 //! `payload` carries chunk bytes unencoded, so bulk data is never copied by a
 //! serialiser. Both lengths are checked against fixed maxima before any
 //! allocation, so a hostile peer cannot make a server allocate unbounded memory.
@@ -13,15 +16,19 @@ use tierpool_types::{Error, ErrorKind, Result, MAX_CHUNK_SIZE};
 
 pub const MAGIC: [u8; 2] = *b"TP";
 /// Bumped on any incompatible change of frames or messages.
-pub const PROTOCOL_VERSION: u8 = 2;
+pub const PROTOCOL_VERSION: u8 = 3;
 pub const FRAME_HEADER_LEN: usize = 12;
 /// Largest encoded message (a listing of a very large directory fits).
 pub const MAX_HEADER_LEN: u32 = 256 << 20;
 /// Largest payload: one chunk.
 pub const MAX_PAYLOAD_LEN: u32 = MAX_CHUNK_SIZE as u32;
 
-pub const KIND_REQUEST: u8 = 0;
-pub const KIND_RESPONSE: u8 = 1;
+/// A request to the coordinator.
+pub const KIND_COORD_REQUEST: u8 = 1;
+/// A request to a worker.
+pub const KIND_WORKER_REQUEST: u8 = 2;
+/// A response, to either.
+pub const KIND_RESPONSE: u8 = 3;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct FrameHeader {
@@ -50,7 +57,7 @@ impl FrameHeader {
         if b[2] != PROTOCOL_VERSION {
             return bad(format!("protocol version {} is not supported (this build speaks {})", b[2], PROTOCOL_VERSION));
         }
-        if b[3] != KIND_REQUEST && b[3] != KIND_RESPONSE {
+        if !(KIND_COORD_REQUEST..=KIND_RESPONSE).contains(&b[3]) {
             return bad(format!("unknown frame kind {}", b[3]));
         }
         let header_len = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
@@ -79,12 +86,16 @@ mod tests {
     fn rejects_garbage_wrong_version_and_huge_lengths() {
         let e = FrameHeader::decode(b"GET / HTTP/1").unwrap_err();
         assert_eq!(e.kind, ErrorKind::Protocol);
-        let mut b = FrameHeader { kind: 0, header_len: 1, payload_len: 0 }.encode();
+        let mut b = FrameHeader { kind: KIND_COORD_REQUEST, header_len: 1, payload_len: 0 }.encode();
         b[2] = 99;
         assert!(FrameHeader::decode(&b).unwrap_err().message.contains("version 99"));
-        let b = FrameHeader { kind: 0, header_len: 1, payload_len: MAX_PAYLOAD_LEN + 1 }.encode();
+        let b = FrameHeader { kind: KIND_WORKER_REQUEST, header_len: 1, payload_len: MAX_PAYLOAD_LEN + 1 }.encode();
         assert!(FrameHeader::decode(&b).is_err());
-        let b = FrameHeader { kind: 0, header_len: MAX_HEADER_LEN + 1, payload_len: 0 }.encode();
+        let b = FrameHeader { kind: KIND_COORD_REQUEST, header_len: MAX_HEADER_LEN + 1, payload_len: 0 }.encode();
         assert!(FrameHeader::decode(&b).is_err());
+        for kind in [0, 4, 255] {
+            let b = FrameHeader { kind, header_len: 1, payload_len: 0 }.encode();
+            assert!(FrameHeader::decode(&b).unwrap_err().message.contains("unknown frame kind"));
+        }
     }
 }

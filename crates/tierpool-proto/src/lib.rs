@@ -1,22 +1,67 @@
-//! What crosses a socket or lands in the coordinator's log.
+//! What crosses a socket between tierpool processes.
 //!
-//! - [`frame`]: the framing of every message (magic, version, lengths), checked before decoding;
-//! - [`msg`]: requests and responses of the control and data planes;
-//! - [`record`]: the coordinator's log records and snapshots, each with a version and a CRC.
+//! - [`frame`]: the framing of every message (magic, version, kind, lengths), checked before decoding;
+//! - [`coord`]: what clients and workers ask the coordinator, and its answers;
+//! - [`worker`]: what clients and the coordinator ask a worker, and its answers;
+//! - [`status`]: the figures a pool reports.
 //!
-//! Formats are versioned: add variants at the end of enums, never change one in place.
+//! Each server has a request enum of its own, named by a [`Service`]; the
+//! frame's kind byte says which service a request is for, so a server
+//! decodes only requests it serves and the compiler checks that it serves
+//! every one. A response carries `Result<Response, Error>`.
+//!
+//! The protocol is versioned as a whole ([`PROTOCOL_VERSION`], checked on
+//! every frame): both ends of a connection run the same version. Durable
+//! formats are not defined here (see the coordinator's `records` and the
+//! tier's chunk file format).
 
+pub mod coord;
 pub mod frame;
-pub mod msg;
-pub mod record;
+pub mod status;
+pub mod worker;
 
+pub use coord::{CoordRequest, CoordResponse, Layout};
 pub use frame::{FrameHeader, FRAME_HEADER_LEN, MAX_HEADER_LEN, MAX_PAYLOAD_LEN, PROTOCOL_VERSION};
-pub use msg::{ChunkPlace, Layout, PoolStatus, Request, Response, WorkerStats, WorkerStatus};
+pub use status::{PoolStatus, WorkerStats, WorkerStatus};
+pub use worker::{ChunkPlace, WorkerRequest, WorkerResponse};
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::fmt::Debug;
 use tierpool_types::{Error, ErrorKind, Result};
 
+/// A server role: the kind byte of its requests and the messages it speaks.
+pub trait Service: Send + Sync + 'static {
+    /// Frame kind of requests to this service.
+    const KIND: u8;
+    /// How people name it ("coordinator", "worker").
+    const ROLE: &'static str;
+    type Request: Serialize + DeserializeOwned + Debug + Send + Sync + 'static;
+    type Response: Serialize + DeserializeOwned + Debug + Send + Sync + 'static;
+}
+
+/// The coordinator: metadata, membership, layout.
+pub struct Coordinator;
+
+impl Service for Coordinator {
+    const KIND: u8 = frame::KIND_COORD_REQUEST;
+    const ROLE: &'static str = "coordinator";
+    type Request = CoordRequest;
+    type Response = CoordResponse;
+}
+
+/// A worker: chunk bytes.
+pub struct Worker;
+
+impl Service for Worker {
+    const KIND: u8 = frame::KIND_WORKER_REQUEST;
+    const ROLE: &'static str = "worker";
+    type Request = WorkerRequest;
+    type Response = WorkerResponse;
+}
+
 /// Encodes a message body.
-pub fn encode<T: serde::Serialize>(msg: &T) -> Vec<u8> {
+pub fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
     postcard::to_stdvec(msg).expect("in-memory serialisation of tierpool messages cannot fail")
 }
 

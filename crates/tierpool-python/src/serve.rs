@@ -115,8 +115,8 @@ pub fn serve_worker(
         listen: listen.to_string(),
         host: host.to_string(),
         rack: rack.to_string(),
-        mem: size(py, mem)?,
-        disk: size(py, disk)?,
+        mem: ByteSize(size(py, mem)?),
+        disk: ByteSize(size(py, disk)?),
     };
     serve(py, watch_parent, tierpool_worker::run(cfg))
 }

@@ -158,6 +158,12 @@ impl TierManager {
         self.tiers.lock().set_attrs(inode, attrs)
     }
 
+    /// Sets the attributes of every inode at once: the listed ones get
+    /// theirs, every other inode the default (a full sync from the coordinator).
+    pub fn replace_attrs(&self, all: &[(InodeId, ChunkAttrs)]) {
+        self.tiers.lock().replace_attrs(all)
+    }
+
     pub fn stats(&self) -> TierStats {
         self.tiers.lock().stats()
     }

@@ -311,6 +311,18 @@ impl Tiers {
         }
     }
 
+    /// The listed inodes get their attributes, every other inode the default.
+    pub fn replace_attrs(&mut self, all: &[(InodeId, ChunkAttrs)]) {
+        let listed: HashMap<InodeId, ChunkAttrs> = all.iter().copied().collect();
+        let stale: Vec<InodeId> = self.attrs.keys().filter(|i| !listed.contains_key(i)).copied().collect();
+        for inode in stale {
+            self.set_attrs(inode, ChunkAttrs::default());
+        }
+        for (inode, attrs) in listed {
+            self.set_attrs(inode, attrs);
+        }
+    }
+
     pub fn stats(&self) -> TierStats {
         TierStats {
             mem_capacity: self.mem_budget,

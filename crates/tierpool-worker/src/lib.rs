@@ -1,50 +1,50 @@
 //! A storage worker: contributes a MEM budget and a DISK budget to the pool.
 //!
-//! - [`service`]: the data-plane handler over the tier manager;
+//! - [`service`]: the data-plane handler over the tier manager, one
+//!   handler per request;
+//! - [`identity`]: the worker's identity on disk (a versioned file);
 //! - this module: start-up (identity, registration) and the heartbeat loop.
 //!
-//! The worker's identity is kept in `DIR/worker.id`, so a restarted worker
-//! gets its partitions back and serves the DISK chunks it left.
+//! The worker's identity is kept in `DIR/worker.state`, so a restarted
+//! worker gets its partitions back and serves the DISK chunks it left.
 
+pub mod identity;
 pub mod service;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tierpool_meta::{MetaOp, MetaReply};
-use tierpool_net::{Pool, PoolConfig};
-use tierpool_proto::{Request, Response};
+use tierpool_meta::{MetaOp, MetaReply, Owner};
+use tierpool_net::{Background, Pool, PoolConfig, Step};
+use tierpool_proto::{CoordRequest, CoordResponse, Coordinator};
 use tierpool_tier::{TierConfig, TierManager};
-use tierpool_types::{Error, ErrorKind, Result, WorkerId};
+use tierpool_types::{ByteSize, Error, ErrorKind, Result, WorkerId};
+
+/// How often a worker tells the coordinator it is alive, with its figures.
+const HEARTBEAT: Duration = Duration::from_secs(1);
 
 #[derive(Clone, Debug)]
 pub struct WorkerConfig {
+    /// State directory: DISK tier chunks (`chunks/`) and identity.
     pub dir: PathBuf,
+    /// Coordinator address, `host:port`.
     pub coordinator: String,
     /// Address to listen on (port 0 picks a free port).
     pub listen: String,
+    /// Host label used for placement.
     pub host: String,
+    /// Rack label used for placement.
     pub rack: String,
-    pub mem: u64,
-    pub disk: u64,
-}
-
-fn read_id(dir: &std::path::Path) -> Result<Option<WorkerId>> {
-    match std::fs::read_to_string(dir.join("worker.id")) {
-        Ok(s) => s
-            .trim()
-            .parse::<u32>()
-            .map(|n| Some(WorkerId(n)))
-            .map_err(|_| Error::new(ErrorKind::Corrupt, format!("{}/worker.id is not a worker id", dir.display()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e.into()),
-    }
+    /// Bytes of chunk data the MEM tier may hold.
+    pub mem: ByteSize,
+    /// Bytes of chunk data the DISK tier may hold.
+    pub disk: ByteSize,
 }
 
 struct Registration {
     cfg: WorkerConfig,
     addr: String,
-    coordinator: Pool,
+    coordinator: Pool<Coordinator>,
 }
 
 impl Registration {
@@ -55,14 +55,15 @@ impl Registration {
             addr: self.addr.clone(),
             host: self.cfg.host.clone(),
             rack: self.cfg.rack.clone(),
-            mem_capacity: self.cfg.mem,
-            disk_capacity: self.cfg.disk,
+            mem_capacity: self.cfg.mem.0,
+            disk_capacity: self.cfg.disk.0,
         };
+        let req = CoordRequest::Meta { op, owner: Owner::default() };
         let mut warned = false;
         loop {
-            match self.coordinator.call(&Request::Meta(op.clone()), &[], false).await {
-                Ok((Response::Meta(MetaReply::Worker { id }), _)) => {
-                    std::fs::write(self.cfg.dir.join("worker.id"), id.0.to_string())?;
+            match self.coordinator.call(&req, &[], false).await {
+                Ok((CoordResponse::Meta(MetaReply::Worker { id }), _)) => {
+                    identity::store(&self.cfg.dir, &identity::Identity { id })?;
                     tracing::info!("registered as worker {id} at {}", self.addr);
                     return Ok(id);
                 }
@@ -78,6 +79,16 @@ impl Registration {
             }
         }
     }
+
+    /// One heartbeat; registers again if the coordinator does not know this worker.
+    async fn beat(&self, id: &parking_lot::Mutex<WorkerId>, svc: &service::WorkerService) -> Result<Step> {
+        let current = *id.lock();
+        let req = CoordRequest::Heartbeat { id: current, stats: svc.stats() };
+        if let (CoordResponse::HeartbeatAck { known: false }, _) = self.coordinator.call(&req, &[], true).await? {
+            *id.lock() = self.register(Some(current)).await?;
+        }
+        Ok(Step::Continue)
+    }
 }
 
 /// Opens the tiers, binds, registers, and serves until the process ends.
@@ -85,24 +96,27 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
     std::fs::create_dir_all(&cfg.dir).map_err(|e| Error::from(e).context(cfg.dir.display()))?;
     let tiers = Arc::new(tokio::task::block_in_place(|| {
         TierManager::open(TierConfig {
-            mem_budget: cfg.mem,
+            mem_budget: cfg.mem.0,
             disk_dir: cfg.dir.join("chunks"),
-            disk_budget: cfg.disk,
+            disk_budget: cfg.disk.0,
             promote_after_reads: 2,
         })
     })?);
-    let listener = tokio::net::TcpListener::bind(&cfg.listen)
-        .await
-        .map_err(|e| Error::from(e).context(format!("cannot listen on {}", cfg.listen)))?;
-    let addr = listener.local_addr()?.to_string();
-    let reg = Registration {
+    let listener = tierpool_net::bind(&cfg.listen).await?;
+    let addr = listener.local_addr()?;
+    let reg = Arc::new(Registration {
         cfg: cfg.clone(),
         addr: addr.clone(),
         coordinator: Pool::new(cfg.coordinator.clone(), PoolConfig::default()),
-    };
-    let id = reg.register(read_id(&cfg.dir)?).await?;
+    });
+    let known = identity::load(&cfg.dir)?.map(|i| i.id);
+    let id = Arc::new(parking_lot::Mutex::new(reg.register(known).await?));
     let svc = Arc::new(service::WorkerService::new(tiers));
-    tokio::spawn(heartbeat(reg, id, svc.clone()));
+    let beat_svc = svc.clone();
+    let _heartbeat = Background::every("heartbeat", HEARTBEAT, move || {
+        let (reg, id, svc) = (reg.clone(), id.clone(), beat_svc.clone());
+        async move { reg.beat(&id, &svc).await }
+    });
     write_addr_file(&cfg.dir.join("worker.addr"), &addr)?;
     tierpool_net::serve(listener, svc).await?;
     Ok(())
@@ -113,20 +127,4 @@ fn write_addr_file(path: &std::path::Path, addr: &str) -> Result<()> {
     std::fs::write(&tmp, addr)?;
     std::fs::rename(&tmp, path)?;
     Ok(())
-}
-
-async fn heartbeat(reg: Registration, mut id: WorkerId, svc: Arc<service::WorkerService>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    loop {
-        tick.tick().await;
-        let req = Request::Heartbeat { id, stats: svc.stats() };
-        match reg.coordinator.call(&req, &[], true).await {
-            Ok((Response::HeartbeatAck { known: false }, _)) => match reg.register(Some(id)).await {
-                Ok(new_id) => id = new_id,
-                Err(e) => tracing::warn!("re-registration failed: {e}"),
-            },
-            Ok(_) => {}
-            Err(e) => tracing::debug!("heartbeat failed: {e}"),
-        }
-    }
 }

@@ -1,4 +1,5 @@
-//! The worker's request handler: chunk put/get/delete over the tier manager.
+//! The worker's request handler: chunk put/get/delete over the tier
+//! manager, one handler per request.
 //!
 //! Tier calls may touch disk, so they run under `block_in_place`.
 //! A chunk is accepted only if its bytes match the checksum the client
@@ -8,15 +9,32 @@ use bytes::Bytes;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tierpool_net::Handler;
-use tierpool_proto::{ChunkPlace, Request, Response, WorkerStats};
+use tierpool_proto::{ChunkPlace, WorkerRequest, WorkerResponse, WorkerStats};
 use tierpool_tier::{TierKind, TierManager};
-use tierpool_types::{Error, ErrorKind, Result};
+use tierpool_types::{Checksum, ChunkAttrs, ChunkKey, Error, ErrorKind, InodeId, Result};
 use tokio::task::block_in_place;
 
 pub struct WorkerService {
     tiers: Arc<TierManager>,
     bytes_written: AtomicU64,
     bytes_read: AtomicU64,
+}
+
+type Answer = Result<(WorkerResponse, Bytes)>;
+
+fn done() -> Answer {
+    Ok((WorkerResponse::Done, Bytes::new()))
+}
+
+fn check_transit(key: ChunkKey, payload: &[u8], checksum: Checksum) -> Result<()> {
+    let actual = crc32c::crc32c(payload);
+    if actual != checksum {
+        return Err(Error::new(
+            ErrorKind::Corrupt,
+            format!("chunk {key}: checksum mismatch in transit ({actual:08x} != {checksum:08x})"),
+        ));
+    }
+    Ok(())
 }
 
 impl WorkerService {
@@ -40,115 +58,119 @@ impl WorkerService {
         }
     }
 
-    fn dispatch(&self, req: Request, payload: Bytes) -> Result<(Response, Bytes)> {
-        Ok(match req {
-            Request::Ping => (Response::Pong { role: "worker".into() }, Bytes::new()),
-            Request::PutChunk { key, checksum, attrs } => {
-                let actual = crc32c::crc32c(&payload);
-                if actual != checksum {
-                    return Err(Error::new(
-                        ErrorKind::Corrupt,
-                        format!("chunk {key}: checksum mismatch in transit ({actual:08x} != {checksum:08x})"),
-                    ));
-                }
-                let n = payload.len() as u64;
-                block_in_place(|| self.tiers.put(key, payload, checksum, attrs))?;
-                self.bytes_written.fetch_add(n, Ordering::Relaxed);
-                (Response::Ok, Bytes::new())
+    fn put_chunk(&self, key: ChunkKey, checksum: Checksum, attrs: ChunkAttrs, payload: Bytes) -> Answer {
+        check_transit(key, &payload, checksum)?;
+        let n = payload.len() as u64;
+        block_in_place(|| self.tiers.put(key, payload, checksum, attrs))?;
+        self.bytes_written.fetch_add(n, Ordering::Relaxed);
+        done()
+    }
+
+    fn get_chunk(&self, key: ChunkKey) -> Answer {
+        let data = block_in_place(|| self.tiers.get(key))?;
+        self.bytes_read.fetch_add(data.len() as u64, Ordering::Relaxed);
+        Ok((WorkerResponse::Chunk, data))
+    }
+
+    fn delete_inodes(&self, inodes: &[InodeId]) -> Answer {
+        let chunks = block_in_place(|| self.tiers.delete_inodes(inodes))?;
+        Ok((WorkerResponse::Deleted { chunks }, Bytes::new()))
+    }
+
+    fn delete_chunks(&self, keys: &[ChunkKey]) -> Answer {
+        let mut chunks = 0;
+        for key in keys {
+            chunks += u64::from(block_in_place(|| self.tiers.delete(*key))?);
+        }
+        Ok((WorkerResponse::Deleted { chunks }, Bytes::new()))
+    }
+
+    fn locate(&self, keys: &[ChunkKey]) -> Answer {
+        let places = (keys.iter())
+            .map(|k| match self.tiers.locate(*k) {
+                Some(TierKind::Mem) => ChunkPlace::Mem,
+                Some(TierKind::Disk) => ChunkPlace::Disk,
+                None => ChunkPlace::Absent,
+            })
+            .collect();
+        Ok((WorkerResponse::Located(places), Bytes::new()))
+    }
+
+    fn set_attrs(&self, changes: &[(InodeId, ChunkAttrs)], replace: bool) -> Answer {
+        if replace {
+            self.tiers.replace_attrs(changes);
+        } else {
+            for (inode, attrs) in changes {
+                self.tiers.set_attrs(*inode, *attrs);
             }
-            Request::GetChunk { key } => {
-                let data = block_in_place(|| self.tiers.get(key))?;
-                self.bytes_read.fetch_add(data.len() as u64, Ordering::Relaxed);
-                (Response::Chunk, data)
-            }
-            Request::DeleteInodes { inodes } => {
-                let chunks = block_in_place(|| self.tiers.delete_inodes(&inodes))?;
-                (Response::Deleted { chunks }, Bytes::new())
-            }
-            Request::DeleteChunks { keys } => {
-                let mut chunks = 0;
-                for key in keys {
-                    chunks += u64::from(block_in_place(|| self.tiers.delete(key))?);
-                }
-                (Response::Deleted { chunks }, Bytes::new())
-            }
-            Request::Locate { keys } => {
-                let places = keys
-                    .iter()
-                    .map(|k| match self.tiers.locate(*k) {
-                        Some(TierKind::Mem) => ChunkPlace::Mem,
-                        Some(TierKind::Disk) => ChunkPlace::Disk,
-                        None => ChunkPlace::Absent,
-                    })
-                    .collect();
-                (Response::Located(places), Bytes::new())
-            }
-            Request::SetAttrs { changes } => {
-                for (inode, attrs) in changes {
-                    self.tiers.set_attrs(inode, attrs);
-                }
-                (Response::Ok, Bytes::new())
-            }
-            Request::WorkerStats => (Response::WorkerStats(self.stats()), Bytes::new()),
-            Request::CreateChunk { key, len, attrs } => {
-                if len > tierpool_types::MAX_CHUNK_SIZE {
-                    return Err(Error::invalid(format!("chunk {key}: {len} bytes is more than a chunk may hold")));
-                }
-                block_in_place(|| self.tiers.create_zeroed(key, len, attrs))?;
-                (Response::Ok, Bytes::new())
-            }
-            Request::ReadRange { key, offset, len } => {
-                let data = block_in_place(|| self.tiers.read_range(key, offset, len))?;
-                self.bytes_read.fetch_add(data.len() as u64, Ordering::Relaxed);
-                (Response::Range { checksum: crc32c::crc32c(&data) }, data)
-            }
-            Request::WriteRanges { key, ranges, checksum } => {
-                let actual = crc32c::crc32c(&payload);
-                if actual != checksum {
-                    return Err(Error::new(
-                        ErrorKind::Corrupt,
-                        format!("chunk {key}: checksum mismatch in transit ({actual:08x} != {checksum:08x})"),
-                    ));
-                }
-                let total = ranges.iter().try_fold(0u64, |t, (_, n)| t.checked_add(*n));
-                if total != Some(payload.len() as u64) {
-                    return Err(Error::invalid(format!(
-                        "chunk {key}: ranges cover {total:?} bytes but {} were sent",
-                        payload.len()
-                    )));
-                }
-                let mut at = 0usize;
-                let slices: Vec<(u64, &[u8])> = ranges
-                    .iter()
-                    .map(|(off, n)| {
-                        let s = (*off, &payload[at..at + *n as usize]);
-                        at += *n as usize;
-                        s
-                    })
-                    .collect();
-                block_in_place(|| self.tiers.write_ranges(key, &slices))?;
-                self.bytes_written.fetch_add(payload.len() as u64, Ordering::Relaxed);
-                (Response::Ok, Bytes::new())
-            }
-            _ => {
-                return Err(Error::new(
-                    ErrorKind::InvalidArgument,
-                    "workers serve chunk requests only; send metadata requests to the coordinator",
-                ))
-            }
-        })
+        }
+        done()
+    }
+
+    fn create_chunk(&self, key: ChunkKey, len: u64, attrs: ChunkAttrs) -> Answer {
+        if len > tierpool_types::MAX_CHUNK_SIZE {
+            return Err(Error::invalid(format!("chunk {key}: {len} bytes is more than a chunk may hold")));
+        }
+        block_in_place(|| self.tiers.create_zeroed(key, len, attrs))?;
+        done()
+    }
+
+    fn read_range(&self, key: ChunkKey, offset: u64, len: u64) -> Answer {
+        let data = block_in_place(|| self.tiers.read_range(key, offset, len))?;
+        self.bytes_read.fetch_add(data.len() as u64, Ordering::Relaxed);
+        Ok((WorkerResponse::Range { checksum: crc32c::crc32c(&data) }, data))
+    }
+
+    fn write_ranges(&self, key: ChunkKey, ranges: &[(u64, u64)], checksum: Checksum, payload: Bytes) -> Answer {
+        check_transit(key, &payload, checksum)?;
+        let total = ranges.iter().try_fold(0u64, |t, (_, n)| t.checked_add(*n));
+        if total != Some(payload.len() as u64) {
+            return Err(Error::invalid(format!(
+                "chunk {key}: ranges cover {total:?} bytes but {} were sent",
+                payload.len()
+            )));
+        }
+        let mut at = 0usize;
+        let slices: Vec<(u64, &[u8])> = (ranges.iter())
+            .map(|(off, n)| {
+                let s = (*off, &payload[at..at + *n as usize]);
+                at += *n as usize;
+                s
+            })
+            .collect();
+        block_in_place(|| self.tiers.write_ranges(key, &slices))?;
+        self.bytes_written.fetch_add(payload.len() as u64, Ordering::Relaxed);
+        done()
+    }
+
+    fn dispatch(&self, req: WorkerRequest, payload: Bytes) -> Answer {
+        match req {
+            WorkerRequest::Ping => Ok((WorkerResponse::Pong, Bytes::new())),
+            WorkerRequest::PutChunk { key, checksum, attrs } => self.put_chunk(key, checksum, attrs, payload),
+            WorkerRequest::GetChunk { key } => self.get_chunk(key),
+            WorkerRequest::DeleteInodes { inodes } => self.delete_inodes(&inodes),
+            WorkerRequest::DeleteChunks { keys } => self.delete_chunks(&keys),
+            WorkerRequest::SetAttrs { changes, replace } => self.set_attrs(&changes, replace),
+            WorkerRequest::Stats => Ok((WorkerResponse::Stats(self.stats()), Bytes::new())),
+            WorkerRequest::CreateChunk { key, len, attrs } => self.create_chunk(key, len, attrs),
+            WorkerRequest::ReadRange { key, offset, len } => self.read_range(key, offset, len),
+            WorkerRequest::WriteRanges { key, ranges, checksum } => self.write_ranges(key, &ranges, checksum, payload),
+            WorkerRequest::Locate { keys } => self.locate(&keys),
+        }
     }
 }
 
 impl Handler for WorkerService {
-    async fn handle(&self, req: Request, payload: Bytes) -> (Response, Bytes) {
+    type Service = tierpool_proto::Worker;
+
+    async fn handle(&self, req: WorkerRequest, payload: Bytes) -> (Result<WorkerResponse>, Bytes) {
         match self.dispatch(req, payload) {
-            Ok(r) => r,
+            Ok((r, out)) => (Ok(r), out),
             Err(e) => {
                 if e.kind != ErrorKind::NotFound {
                     tracing::debug!("request failed: {e}");
                 }
-                (Response::Error(e), Bytes::new())
+                (Err(e), Bytes::new())
             }
         }
     }

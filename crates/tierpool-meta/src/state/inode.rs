@@ -19,28 +19,28 @@ pub(super) const MODE_MASK: u32 = 0o7777;
 /// The set-group-id bit: on a directory, new entries take its group.
 pub(super) const SET_GID: u32 = 0o2000;
 
-/// Who owns an inode.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(super) struct Owner {
-    pub(super) uid: u32,
-    pub(super) gid: u32,
+/// Who owns an inode; an op runs on behalf of one (root, 0/0, by default).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Owner {
+    pub uid: u32,
+    pub gid: u32,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(super) struct Inode {
-    pub(super) mode: u32,
-    pub(super) owner: Owner,
-    pub(super) atime: Timestamp,
-    pub(super) mtime: Timestamp,
-    pub(super) ctime: Timestamp,
-    pub(super) attrs: ChunkAttrs,
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Inode {
+    pub mode: u32,
+    pub owner: Owner,
+    pub atime: Timestamp,
+    pub mtime: Timestamp,
+    pub ctime: Timestamp,
+    pub attrs: ChunkAttrs,
     /// Entries naming this inode (always 1 for a directory).
-    pub(super) links: u32,
-    pub(super) body: Body,
+    pub links: u32,
+    pub body: Body,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(super) enum Body {
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Body {
     File {
         size: u64,
         chunk_size: u64,

@@ -2,11 +2,12 @@
 //! file system's). Inode queries leave a file's chunk list out unless asked:
 //! a file system looks inodes up far more often than it reads them.
 
+use super::inode::Body;
 use super::resolve::entry_error;
 use super::MetaState;
 use crate::path::normalize;
 use crate::{DirEntry, DirName, InodeInfo};
-use tierpool_types::{ErrorKind, InodeId, Result};
+use tierpool_types::{ChunkAttrs, ErrorKind, InodeId, Result};
 
 impl MetaState {
     pub fn stat(&self, path: &str) -> Result<InodeInfo> {
@@ -61,5 +62,15 @@ impl MetaState {
     pub fn parent_of(&self, id: InodeId) -> Result<InodeId> {
         let n = self.live(id)?;
         n.dir_parent().ok_or_else(|| entry_error(ErrorKind::NotADirectory, &format!("inode {id}")))
+    }
+
+    /// The eviction attributes of every file and region that does not have
+    /// the default ones, by inode id: what a worker needs to know.
+    pub fn data_attrs(&self) -> Vec<(InodeId, ChunkAttrs)> {
+        (self.inodes.iter())
+            .filter(|(_, n)| matches!(n.body, Body::File { .. } | Body::Region { .. }))
+            .filter(|(_, n)| n.attrs != ChunkAttrs::default())
+            .map(|(id, n)| (*id, n.attrs))
+            .collect()
     }
 }

@@ -2,7 +2,7 @@
 //! driver that runs generated op sequences the way the coordinator would.
 
 use proptest::prelude::*;
-use tierpool_meta::{InodeInfo, InodeKind, MetaOp, MetaReply, MetaState, NewNode};
+use tierpool_meta::{InodeInfo, InodeKind, MetaOp, MetaReply, MetaState, NewNode, Owner};
 use tierpool_types::{ChunkAttrs, ChunkKey, ChunkRef, ErrorKind, InodeId, Priority, Result, WorkerId};
 
 pub const CHUNK: u64 = 4096;
@@ -72,12 +72,15 @@ pub fn fails(s: &mut MetaState, op: MetaOp) -> (ErrorKind, String) {
 /// Marks a `CommitFile` whose inode the driver reserves just before it.
 pub const FRESH: InodeId = InodeId(u64::MAX);
 
+/// An op and the owner it runs as.
+pub type OwnedOp = (Owner, MetaOp);
+
 /// Executes generated ops like a coordinator: each at a later time, a
 /// `FRESH` commit preceded by an `AllocInodes` of one id, and every
-/// successful op logged for replay with its time and reply.
+/// successful op logged for replay with its owner, time and reply.
 pub struct Driver {
     pub state: MetaState,
-    pub log: Vec<(MetaOp, u64, MetaReply)>,
+    pub log: Vec<(OwnedOp, u64, MetaReply)>,
     now: u64,
 }
 
@@ -87,31 +90,36 @@ impl Driver {
     }
 
     /// Runs every op of `ops`, whatever their results.
-    pub fn run(ops: Vec<MetaOp>) -> Self {
+    pub fn run(ops: Vec<OwnedOp>) -> Self {
         let mut d = Driver::new();
-        for op in ops {
-            let _ = d.step(op);
+        for (owner, op) in ops {
+            let _ = d.step_as(owner, op);
         }
         d
     }
 
-    /// Runs `op`; returns the op as run, the state before it and the result.
-    pub fn step(&mut self, mut op: MetaOp) -> (MetaOp, MetaState, Result<MetaReply>) {
+    /// Runs `op` as root; see [`Driver::step_as`].
+    pub fn step(&mut self, op: MetaOp) -> (MetaOp, MetaState, Result<MetaReply>) {
+        self.step_as(Owner::default(), op)
+    }
+
+    /// Runs `op` as `owner`; returns the op as run, the state before it and the result.
+    pub fn step_as(&mut self, owner: Owner, mut op: MetaOp) -> (MetaOp, MetaState, Result<MetaReply>) {
         self.now += 1;
         if let MetaOp::CommitFile { inode, .. } = &mut op {
             if *inode == FRESH {
                 *inode = InodeId(0);
                 let a = MetaOp::AllocInodes { count: 1 };
                 if let Ok(reply @ MetaReply::Inodes { first, .. }) = self.state.execute(&a, self.now) {
-                    self.log.push((a, self.now, reply));
+                    self.log.push(((Owner::default(), a), self.now, reply));
                     *inode = first;
                 }
             }
         }
         let before = self.state.clone();
-        let r = self.state.execute(&op, self.now);
+        let r = self.state.execute_as(&op, owner, self.now);
         if let Ok(reply) = &r {
-            self.log.push((op.clone(), self.now, reply.clone()));
+            self.log.push(((owner, op.clone()), self.now, reply.clone()));
         }
         (op, before, r)
     }
@@ -198,8 +206,15 @@ fn inode_op() -> impl Strategy<Value = MetaOp> {
     ]
 }
 
-/// Any op, with arguments drawn so that both successes and failures are common.
-pub fn any_op() -> impl Strategy<Value = MetaOp> {
+/// Any op, with arguments drawn so that both successes and failures are
+/// common, run as root or, for some inode ops, as another owner.
+pub fn any_op() -> impl Strategy<Value = OwnedOp> {
+    let root = any_root_op().prop_map(|op| (Owner::default(), op));
+    let owned = (0u32..3, inode_op()).prop_map(|(uid, op)| (Owner { uid, gid: uid }, op));
+    prop_oneof![8 => root, 1 => owned]
+}
+
+fn any_root_op() -> impl Strategy<Value = MetaOp> {
     prop_oneof![
         1 => (0u32..8).prop_map(|partitions| MetaOp::Init { partitions }),
         4 => (path(), any::<bool>()).prop_map(|(p, parents)| MetaOp::Mkdir { path: p, parents, mode: 0o40755 }),
@@ -213,15 +228,14 @@ pub fn any_op() -> impl Strategy<Value = MetaOp> {
         2 => worker_strategy(),
         1 => prop::collection::vec((0u64..16).prop_map(InodeId), 0..4).prop_map(|inodes| MetaOp::GcDone { inodes }),
         8 => inode_op(),
-        2 => (0u32..3, inode_op()).prop_map(|(uid, op)| MetaOp::AsOwner { uid, gid: uid, op: Box::new(op) }),
     ]
 }
 
 /// A run of ops, usually starting with a valid `Init`.
-pub fn op_sequence() -> impl Strategy<Value = Vec<MetaOp>> {
+pub fn op_sequence() -> impl Strategy<Value = Vec<OwnedOp>> {
     (prop::bool::weighted(0.9), prop::collection::vec(any_op(), 1..60)).prop_map(|(init, mut ops)| {
         if init {
-            ops.insert(0, MetaOp::Init { partitions: 16 });
+            ops.insert(0, (Owner::default(), MetaOp::Init { partitions: 16 }));
         }
         ops
     })

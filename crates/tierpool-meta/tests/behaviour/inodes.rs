@@ -4,7 +4,7 @@
 //! the queries by inode.
 
 use crate::common::*;
-use tierpool_meta::{DirName, InodeInfo, InodeKind, MetaOp, MetaReply, MetaState, NewNode};
+use tierpool_meta::{DirName, InodeInfo, InodeKind, MetaOp, MetaReply, MetaState, NewNode, Owner};
 use tierpool_types::{ErrorKind, InodeId};
 
 const ROOT: InodeId = InodeId::ROOT;
@@ -21,8 +21,8 @@ fn make_as(
     node: NewNode,
     mode: u32,
 ) -> InodeInfo {
-    let op = MetaOp::AsOwner { uid, gid, op: Box::new(MetaOp::MakeAt { parent, name: name.into(), node, mode }) };
-    match s.execute(&op, 10).unwrap() {
+    let op = MetaOp::MakeAt { parent, name: name.into(), node, mode };
+    match s.execute_as(&op, Owner { uid, gid }, 10).unwrap() {
         MetaReply::Info(i) => i,
         r => panic!("unexpected reply {r:?}"),
     }
@@ -57,7 +57,7 @@ fn make_at_creates_every_kind_owned_by_the_caller() {
             ("p".into(), InodeKind::Fifo)
         ]
     );
-    // ops outside AsOwner create inodes owned by root
+    // ops run without an owner create inodes owned by root
     s.execute(&mkdir_op("/r", false), 11).unwrap();
     let r = s.stat("/r").unwrap();
     assert_eq!((r.uid, r.gid), (0, 0));
@@ -91,12 +91,6 @@ fn make_at_refuses_bad_names_targets_and_places() {
         fails(&mut s, MetaOp::MakeAt { parent: ROOT, name: long, node: file(), mode: 0 }).0,
         ErrorKind::InvalidArgument
     );
-    let nested = MetaOp::AsOwner {
-        uid: 1,
-        gid: 1,
-        op: Box::new(MetaOp::AsOwner { uid: 2, gid: 2, op: Box::new(mkdir_op("/x", false)) }),
-    };
-    assert_eq!(fails(&mut s, nested).0, ErrorKind::InvalidArgument);
 }
 
 #[test]

@@ -25,8 +25,8 @@ pub async fn worker(a: WorkerArgs) -> Result<()> {
         listen: a.listen,
         host,
         rack: a.rack,
-        mem: a.mem.0,
-        disk: a.disk.0,
+        mem: a.mem,
+        disk: a.disk,
     };
     tokio::select! {
         r = tierpool_worker::run(cfg) => r?,

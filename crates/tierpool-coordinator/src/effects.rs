@@ -1,0 +1,91 @@
+//! Carrying out the engine's effects, each in a task of its own: attribute
+//! pushes to workers and the deletion of garbage from every worker. Each
+//! reports back to the engine how it went, so nothing it asked for is lost
+//! (a failed push becomes a full sync at the worker's next heartbeat; a
+//! failed deletion is retried).
+
+use crate::service::Coordinator;
+use std::sync::Arc;
+use tierpool_meta::engine::gc::Batch;
+use tierpool_meta::engine::liveness::Standing;
+use tierpool_meta::engine::Effect;
+use tierpool_meta::Owner;
+use tierpool_proto::WorkerRequest;
+use tierpool_types::{ChunkAttrs, InodeId, Result, WorkerId};
+
+/// Attribute changes sent per request.
+const ATTRS_PER_REQUEST: usize = 10_000;
+
+/// Starts carrying out one effect.
+pub(crate) fn start(svc: &Arc<Coordinator>, effect: Effect) {
+    match effect {
+        Effect::PushAttrs { workers, changes, replace } => {
+            let changes = Arc::new(changes);
+            for w in workers {
+                let (svc, changes) = (svc.clone(), changes.clone());
+                tokio::spawn(async move {
+                    if let Err(e) = push_attrs(&svc, w, &changes, replace).await {
+                        tracing::debug!("attributes for worker {w} wait for its next heartbeat: {e}");
+                        svc.with_engine(|en| en.push_failed(w));
+                    }
+                });
+            }
+        }
+        Effect::Collect(batch) => {
+            let svc = svc.clone();
+            tokio::spawn(async move { collect(&svc, batch).await });
+        }
+        Effect::Standing(Standing::Up(id)) => tracing::info!("worker {id} is up"),
+        Effect::Standing(Standing::Down(id)) => {
+            tracing::warn!("worker {id} sent no heartbeat for {:?}: reported dead", svc.cfg.dead_after)
+        }
+    }
+}
+
+async fn push_attrs(svc: &Coordinator, w: WorkerId, changes: &[(InodeId, ChunkAttrs)], replace: bool) -> Result<()> {
+    let Some(pool) = svc.worker_pool(w) else { return Ok(()) };
+    let mut first = true;
+    for part in changes.chunks(ATTRS_PER_REQUEST) {
+        let req = WorkerRequest::SetAttrs { changes: part.to_vec(), replace: replace && first };
+        pool.call(&req, &[], true).await?;
+        first = false;
+    }
+    if first && replace {
+        pool.call(&WorkerRequest::SetAttrs { changes: Vec::new(), replace: true }, &[], true).await?;
+    }
+    Ok(())
+}
+
+/// Deletes the batch from every registered worker; logs it once all
+/// confirmed. An unreachable worker delays the deletion (retried later), so
+/// a worker that comes back never keeps orphans.
+async fn collect(svc: &Coordinator, batch: Batch) {
+    let mut reqs = Vec::new();
+    if !batch.inodes.is_empty() {
+        reqs.push(WorkerRequest::DeleteInodes { inodes: batch.inodes.clone() });
+    }
+    if !batch.keys.is_empty() {
+        reqs.push(WorkerRequest::DeleteChunks { keys: batch.keys.clone() });
+    }
+    let mut all = true;
+    for id in svc.worker_ids() {
+        let Some(pool) = svc.worker_pool(id) else { continue };
+        for req in &reqs {
+            if let Err(e) = pool.call(req, &[], true).await {
+                tracing::debug!("garbage collection waits for worker {id}: {e}");
+                all = false;
+                break;
+            }
+        }
+    }
+    if !all {
+        svc.with_engine(|en| en.batch_failed(&batch));
+        return;
+    }
+    for op in svc.with_engine(|en| en.collected(&batch)) {
+        if let Err(e) = svc.execute(op, Owner::default()).await {
+            tracing::warn!("could not record garbage collection: {e}");
+        }
+    }
+    tracing::debug!("collected {} removed inodes and {} replaced chunk versions", batch.inodes.len(), batch.keys.len());
+}

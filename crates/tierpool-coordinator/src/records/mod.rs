@@ -1,0 +1,158 @@
+//! The coordinator's durable formats: log records and snapshots.
+//!
+//! Every version of a format has record types of its own (`log_v1`,
+//! `snapshot_v1`, `snapshot_v2`): plain structs that exist only to be
+//! stored, with explicit conversions from and to the state machine's types.
+//! So the state machine and the wire can change freely, and a stored byte
+//! changes only by adding a version here, together with a golden file
+//! (`tests/golden/`) and a migration from the versions before it. Released
+//! record types never change: `tests/golden/formats/` holds the traced
+//! shape of each, and a test fails when one differs.
+//!
+//! Log segment: records `len u32 | crc32c u32 | body`, where body =
+//! `version u8 | postcard(record)` and the CRC covers the body. A torn or
+//! corrupt tail is detected by length or CRC and ends the replay there; a
+//! record whose CRC holds but whose version is unknown or whose content is
+//! impossible is an error, never a tail to cut.
+//!
+//! Snapshot: `magic "TPSNAP" | version u8 | crc32c u32 | len u64 | postcard(snapshot)`.
+//!
+//! Writers use the newest version of each format; readers take every
+//! version listed here.
+
+pub mod frozen;
+pub mod log_v1;
+pub mod snapshot_v1;
+pub mod snapshot_v2;
+#[cfg(test)]
+mod tests;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tierpool_meta::{MetaOp, MetaState, Owner};
+use tierpool_types::{Error, ErrorKind, Result};
+
+/// The version new log records are written in.
+pub const LOG_RECORD_VERSION: u8 = 1;
+/// The version new snapshots are written in.
+pub const SNAPSHOT_VERSION: u8 = 2;
+const SNAPSHOT_MAGIC: &[u8; 6] = b"TPSNAP";
+const SNAPSHOT_HEADER: usize = 19;
+const MAX_RECORD_LEN: u32 = 512 << 20;
+
+/// One logged metadata change: the op, the owner it ran as, its sequence
+/// number and the time it ran at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogRecord {
+    pub lsn: u64,
+    pub time: u64,
+    pub owner: Owner,
+    pub op: MetaOp,
+}
+
+fn encode<T: Serialize>(v: &T) -> Vec<u8> {
+    postcard::to_stdvec(v).expect("in-memory serialisation of a record cannot fail")
+}
+
+fn decode<T: DeserializeOwned>(b: &[u8], what: &str) -> Result<T> {
+    postcard::from_bytes(b).map_err(|e| Error::new(ErrorKind::Corrupt, format!("{what} does not decode: {e}")))
+}
+
+/// Appends the framed record to `out`, in the newest version.
+pub fn encode_record(rec: &LogRecord, out: &mut Vec<u8>) {
+    let mut body = vec![LOG_RECORD_VERSION];
+    body.extend_from_slice(&encode(&log_v1::RecordV1::from(rec)));
+    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    out.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+    out.extend_from_slice(&body);
+}
+
+/// Outcome of decoding one record from the front of a buffer.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Decoded {
+    /// A record and the number of bytes it used.
+    Record(LogRecord, usize),
+    /// Clean end of the buffer.
+    End,
+    /// A torn or corrupt record starts here: replay ends, the tail is discarded.
+    Torn(String),
+    /// A whole record (its CRC holds) that cannot be used: a version this
+    /// build does not know, or impossible content. Never cut off.
+    Unusable(Error),
+}
+
+pub fn decode_record(buf: &[u8]) -> Decoded {
+    if buf.is_empty() {
+        return Decoded::End;
+    }
+    if buf.len() < 8 {
+        return Decoded::Torn(format!("{} trailing bytes, shorter than a record header", buf.len()));
+    }
+    let len = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]);
+    let crc = u32::from_le_bytes([buf[4], buf[5], buf[6], buf[7]]);
+    if len == 0 || len > MAX_RECORD_LEN || buf.len() < 8 + len as usize {
+        return Decoded::Torn(format!("record length {len} does not fit the {} remaining bytes", buf.len() - 8));
+    }
+    let body = &buf[8..8 + len as usize];
+    if crc32c::crc32c(body) != crc {
+        return Decoded::Torn("record checksum mismatch".into());
+    }
+    let rec = match body[0] {
+        1 => decode::<log_v1::RecordV1>(&body[1..], "log record").and_then(LogRecord::try_from),
+        v => Err(Error::new(
+            ErrorKind::Corrupt,
+            format!("log record version {v} is not known to this build (it reads up to {LOG_RECORD_VERSION})"),
+        )),
+    };
+    match rec {
+        Ok(r) => Decoded::Record(r, 8 + len as usize),
+        Err(e) => Decoded::Unusable(e),
+    }
+}
+
+/// The snapshot of `state` after record `lsn`, in the newest version.
+pub fn encode_snapshot(lsn: u64, state: &MetaState) -> Vec<u8> {
+    let snap = snapshot_v2::SnapshotV2 { lsn, state: snapshot_v2::StateV2::from_view(&state.view()) };
+    frame_snapshot(SNAPSHOT_VERSION, &encode(&snap))
+}
+
+fn frame_snapshot(version: u8, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len() + SNAPSHOT_HEADER);
+    out.extend_from_slice(SNAPSHOT_MAGIC);
+    out.push(version);
+    out.extend_from_slice(&crc32c::crc32c(body).to_le_bytes());
+    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    out.extend_from_slice(body);
+    out
+}
+
+/// A snapshot of any known version: the lsn it was taken after and the state.
+pub fn decode_snapshot(buf: &[u8]) -> Result<(u64, MetaState)> {
+    let corrupt = |m: &str| Error::new(ErrorKind::Corrupt, format!("metadata snapshot: {m}"));
+    if buf.len() < SNAPSHOT_HEADER || &buf[0..6] != SNAPSHOT_MAGIC {
+        return Err(corrupt("bad header"));
+    }
+    let version = buf[6];
+    let crc = u32::from_le_bytes([buf[7], buf[8], buf[9], buf[10]]);
+    let mut lenb = [0u8; 8];
+    lenb.copy_from_slice(&buf[11..19]);
+    let body = &buf[SNAPSHOT_HEADER..];
+    if body.len() as u64 != u64::from_le_bytes(lenb) {
+        return Err(corrupt("truncated"));
+    }
+    if crc32c::crc32c(body) != crc {
+        return Err(corrupt("checksum mismatch"));
+    }
+    let what = "metadata snapshot";
+    match version {
+        1 => {
+            let s: snapshot_v1::SnapshotV1 = decode(body, what)?;
+            Ok((s.lsn, s.state.migrate().map_err(|e| e.context(what))?))
+        }
+        2 => {
+            let s: snapshot_v2::SnapshotV2 = decode(body, what)?;
+            Ok((s.lsn, s.state.into_state().map_err(|e| e.context(what))?))
+        }
+        v => Err(corrupt(&format!("version {v} is not known to this build (it reads up to {SNAPSHOT_VERSION})"))),
+    }
+}

@@ -1,0 +1,105 @@
+//! When garbage is collected: removed files' inodes and replaced chunk
+//! versions wait out a grace period (readers that resolved the old file
+//! finish), are skipped while a session holds their inode, and are then
+//! deleted from every worker in batches, one batch at a time.
+//!
+//! Invariants (property-tested):
+//! - an item is put in a batch only once it has been pending for the
+//!   grace period, counted from when this schedule first saw it (so after a
+//!   coordinator restart everything pending waits a full period again, while
+//!   clients renew their holds);
+//! - an item whose inode is held when the batch is made is not in it;
+//! - at most one batch is in flight; a failed batch's items are due again.
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::Duration;
+use tierpool_types::{ChunkKey, InodeId};
+
+/// One round of deletions: every worker must delete these, then the
+/// shell logs that they are gone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Batch {
+    pub id: u64,
+    /// Inodes whose chunks all go.
+    pub inodes: Vec<InodeId>,
+    /// Single chunk versions that go.
+    pub keys: Vec<ChunkKey>,
+}
+
+#[derive(Debug)]
+pub struct GcSchedule {
+    grace: Duration,
+    max_batch: usize,
+    inode_ages: HashMap<InodeId, Duration>,
+    key_ages: HashMap<ChunkKey, Duration>,
+    in_flight: Option<u64>,
+    next_id: u64,
+}
+
+impl GcSchedule {
+    pub fn new(grace: Duration, max_batch: usize) -> GcSchedule {
+        GcSchedule {
+            grace,
+            max_batch: max_batch.max(1),
+            inode_ages: HashMap::new(),
+            key_ages: HashMap::new(),
+            in_flight: None,
+            next_id: 1,
+        }
+    }
+
+    /// The next batch, if none is in flight and something pending is due.
+    /// `pending_*` are the state's pending sets, `held` the inodes held now.
+    pub fn due(
+        &mut self,
+        pending_inodes: &BTreeSet<InodeId>,
+        pending_keys: &BTreeSet<ChunkKey>,
+        held: &BTreeSet<InodeId>,
+        now: Duration,
+    ) -> Option<Batch> {
+        age(&mut self.inode_ages, pending_inodes, now);
+        age(&mut self.key_ages, pending_keys, now);
+        if self.in_flight.is_some() {
+            return None;
+        }
+        let ripe = |since: &Duration| now.saturating_sub(*since) >= self.grace;
+        let inodes: Vec<InodeId> = (pending_inodes.iter())
+            .filter(|i| ripe(&self.inode_ages[i]) && !held.contains(i))
+            .take(self.max_batch)
+            .copied()
+            .collect();
+        let room = self.max_batch - inodes.len();
+        let keys: Vec<ChunkKey> = (pending_keys.iter())
+            .filter(|k| ripe(&self.key_ages[k]) && !held.contains(&k.inode))
+            .take(room)
+            .copied()
+            .collect();
+        if inodes.is_empty() && keys.is_empty() {
+            return None;
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        self.in_flight = Some(id);
+        Some(Batch { id, inodes, keys })
+    }
+
+    /// Batch `id` is over (carried out and logged, or failed: then its
+    /// items, still pending in the state, are due again).
+    pub fn finished(&mut self, id: u64) {
+        if self.in_flight == Some(id) {
+            self.in_flight = None;
+        }
+    }
+
+    pub fn in_flight(&self) -> Option<u64> {
+        self.in_flight
+    }
+}
+
+/// Remembers when each pending item was first seen and forgets the rest.
+fn age<K: Copy + Eq + std::hash::Hash + Ord>(ages: &mut HashMap<K, Duration>, pending: &BTreeSet<K>, now: Duration) {
+    ages.retain(|k, _| pending.contains(k));
+    for k in pending {
+        ages.entry(*k).or_insert(now);
+    }
+}

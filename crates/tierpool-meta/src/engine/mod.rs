@@ -1,0 +1,201 @@
+//! The coordinator's decisions, as pure code: the durable metadata state
+//! plus what the coordinator knows only while it runs (which workers are
+//! alive, which inodes clients hold open, when garbage is due, which
+//! workers have the current eviction attributes).
+//!
+//! The shell (the coordinator process) reads the clock and passes `now`
+//! (time since it started) in; the engine answers with the effects the
+//! shell must carry out (pushes to workers, deletions) and is told how they
+//! went. It does no I/O and reads no clock, so every rule here is tested
+//! as plain code (`tests/engine/`).
+//!
+//! Rules that hold across restarts of the coordinator (whose volatile part
+//! starts empty):
+//! - every worker gets the complete eviction attributes of the pool when
+//!   the engine first hears from it and again after any push to it failed,
+//!   so a lost push is made good at the worker's next heartbeat;
+//! - garbage waits a full grace period after the engine starts, while
+//!   clients renew their holds (see [`gc`]).
+
+pub mod gc;
+pub mod leases;
+pub mod liveness;
+
+use crate::{MetaOp, MetaReply, MetaState, Owner, Timestamp};
+use gc::{Batch, GcSchedule};
+use leases::Leases;
+use liveness::{Liveness, Standing};
+use std::collections::BTreeSet;
+use std::time::Duration;
+use tierpool_types::{ChunkAttrs, InodeId, Result, WorkerId};
+
+/// Timing of the coordinator's policies.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// A worker without a sign of life for this long is reported dead.
+    pub dead_after: Duration,
+    /// Garbage waits this long, so readers that resolved an old file finish.
+    pub gc_grace: Duration,
+    /// A hold not renewed for this long lapses.
+    pub hold_period: Duration,
+    /// Most items deleted in one round.
+    pub gc_batch: usize,
+}
+
+/// What the shell must do for the engine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Send these attribute changes to each of `workers`; report a failure
+    /// with [`Engine::push_failed`]. With `replace`, `changes` is the
+    /// complete set of non-default attributes and every other inode goes
+    /// back to the default.
+    PushAttrs { workers: Vec<WorkerId>, changes: Vec<(InodeId, ChunkAttrs)>, replace: bool },
+    /// Delete the batch's chunks from every registered worker, then log
+    /// [`Engine::collected`]'s ops; report with [`Engine::batch_failed`] if
+    /// any worker could not be reached.
+    Collect(Batch),
+    /// A worker's standing changed (to be logged and shown).
+    Standing(Standing),
+}
+
+pub struct Engine {
+    state: MetaState,
+    cfg: EngineConfig,
+    liveness: Liveness,
+    leases: Leases,
+    gc: GcSchedule,
+    /// Workers that have the complete attributes (since their last sync).
+    synced: BTreeSet<WorkerId>,
+}
+
+impl Engine {
+    /// An engine over a recovered state; nothing volatile is known yet.
+    pub fn new(state: MetaState, cfg: EngineConfig) -> Engine {
+        Engine {
+            liveness: Liveness::new(cfg.dead_after),
+            leases: Leases::new(cfg.hold_period),
+            gc: GcSchedule::new(cfg.gc_grace, cfg.gc_batch),
+            synced: BTreeSet::new(),
+            state,
+            cfg,
+        }
+    }
+
+    pub fn state(&self) -> &MetaState {
+        &self.state
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.cfg
+    }
+
+    /// Executes `op` as `owner` at wall-clock time `wall`; on success the
+    /// op must be logged (before its reply is sent) and the effects carried
+    /// out. On error nothing changed.
+    pub fn execute(
+        &mut self,
+        op: &MetaOp,
+        owner: Owner,
+        wall: Timestamp,
+        now: Duration,
+    ) -> Result<(MetaReply, Vec<Effect>)> {
+        let reply = self.state.execute_as(op, owner, wall)?;
+        let mut effects = Vec::new();
+        match &reply {
+            MetaReply::Attrs { changed } if !changed.is_empty() => {
+                let workers = self.live_synced(now);
+                if !workers.is_empty() {
+                    effects.push(Effect::PushAttrs { workers, changes: changed.clone(), replace: false });
+                }
+            }
+            MetaReply::Worker { id } => effects.extend(self.signs_of_life(*id, now)),
+            _ => {}
+        }
+        Ok((reply, effects))
+    }
+
+    /// A heartbeat of worker `id`: `false` if the pool does not know it
+    /// (it must register again).
+    pub fn heartbeat(&mut self, id: WorkerId, now: Duration) -> (bool, Vec<Effect>) {
+        if !self.state.workers().contains_key(&id) {
+            return (false, Vec::new());
+        }
+        (true, self.signs_of_life(id, now))
+    }
+
+    fn signs_of_life(&mut self, id: WorkerId, now: Duration) -> Vec<Effect> {
+        let mut effects: Vec<Effect> = self.liveness.seen(id, now).map(Effect::Standing).into_iter().collect();
+        if self.synced.insert(id) {
+            effects.push(Effect::PushAttrs { workers: vec![id], changes: self.state.data_attrs(), replace: true });
+        }
+        effects
+    }
+
+    /// A push of attributes to `worker` failed: it gets everything again at
+    /// its next sign of life.
+    pub fn push_failed(&mut self, worker: WorkerId) {
+        self.synced.remove(&worker);
+    }
+
+    /// Client `session` holds exactly `inodes` open from `now`.
+    pub fn hold(&mut self, session: u64, inodes: Vec<InodeId>, now: Duration) {
+        self.leases.hold(session, inodes, now);
+    }
+
+    pub fn is_alive(&self, id: WorkerId, now: Duration) -> bool {
+        self.liveness.is_alive(id, now)
+    }
+
+    /// The workers a change is pushed to: the live, synced ones. A synced
+    /// worker that is not alive misses the change, so it is no longer
+    /// synced (it gets everything at its next sign of life); pushes to
+    /// unsynced workers would be superseded by that full sync anyway.
+    fn live_synced(&mut self, now: Duration) -> Vec<WorkerId> {
+        let (live, silent): (Vec<WorkerId>, Vec<WorkerId>) =
+            self.synced.iter().copied().partition(|w| self.liveness.is_alive(*w, now));
+        for w in silent {
+            self.synced.remove(&w);
+        }
+        live
+    }
+
+    /// What time brings: workers reported dead, garbage due for deletion.
+    pub fn tick(&mut self, now: Duration) -> Vec<Effect> {
+        let mut effects: Vec<Effect> = self.liveness.changes(now).into_iter().map(Effect::Standing).collect();
+        for s in &effects {
+            if let Effect::Standing(Standing::Down(id)) = s {
+                // A dead worker may restart empty-handed: sync it when it is back.
+                self.synced.remove(id);
+            }
+        }
+        let held = self.leases.held(now);
+        if let Some(b) = self.gc.due(self.state.pending_gc(), self.state.pending_chunks(), &held, now) {
+            effects.push(Effect::Collect(b));
+        }
+        effects
+    }
+
+    /// Batch `batch` was deleted from every worker: the ops that record it,
+    /// to execute and log like any other. The batch is over.
+    pub fn collected(&mut self, batch: &Batch) -> Vec<MetaOp> {
+        self.gc.finished(batch.id);
+        let mut ops = Vec::new();
+        if !batch.inodes.is_empty() {
+            ops.push(MetaOp::GcDone { inodes: batch.inodes.clone() });
+        }
+        if !batch.keys.is_empty() {
+            ops.push(MetaOp::GcChunksDone { keys: batch.keys.clone() });
+        }
+        ops
+    }
+
+    /// Batch `batch` could not be deleted everywhere: its items are due again.
+    pub fn batch_failed(&mut self, batch: &Batch) {
+        self.gc.finished(batch.id);
+    }
+
+    /// Inodes held open now (for status and tests).
+    pub fn held(&mut self, now: Duration) -> BTreeSet<InodeId> {
+        self.leases.held(now)
+    }
+}

@@ -1,0 +1,89 @@
+//! The state taken apart and put together again, for the records that store
+//! it: a borrowed [`StateView`] to write a snapshot from, and owned
+//! [`StateParts`] that a snapshot decodes into.
+//!
+//! [`MetaState::from_parts`] checks every invariant before it hands out a
+//! state, so a snapshot that decodes but describes an impossible state
+//! (a bug, or a damaged file whose checksum still matched) is refused
+//! instead of served.
+
+use super::inode::Inode;
+use super::MetaState;
+use crate::WorkerRecord;
+use std::collections::{BTreeMap, BTreeSet};
+use tierpool_placement::PartitionTable;
+use tierpool_types::{ChunkKey, InodeId, Result, WorkerId};
+
+/// Every field of a state, borrowed.
+#[derive(Copy, Clone, Debug)]
+pub struct StateView<'a> {
+    pub initialised: bool,
+    pub inodes: &'a BTreeMap<InodeId, Inode>,
+    pub next_inode: u64,
+    pub workers: &'a BTreeMap<WorkerId, WorkerRecord>,
+    pub next_worker_id: u64,
+    pub table: &'a PartitionTable,
+    pub pending_gc: &'a BTreeSet<InodeId>,
+    pub pending_chunks: &'a BTreeSet<ChunkKey>,
+}
+
+/// Every field of a state, owned: what a decoded snapshot holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StateParts {
+    pub initialised: bool,
+    pub inodes: BTreeMap<InodeId, Inode>,
+    pub next_inode: u64,
+    pub workers: BTreeMap<WorkerId, WorkerRecord>,
+    pub next_worker_id: u64,
+    pub table: PartitionTable,
+    pub pending_gc: BTreeSet<InodeId>,
+    pub pending_chunks: BTreeSet<ChunkKey>,
+}
+
+impl MetaState {
+    /// The state's fields, to be stored.
+    pub fn view(&self) -> StateView<'_> {
+        StateView {
+            initialised: self.initialised,
+            inodes: &self.inodes,
+            next_inode: self.next_inode,
+            workers: &self.workers,
+            next_worker_id: self.next_worker_id,
+            table: &self.table,
+            pending_gc: &self.pending_gc,
+            pending_chunks: &self.pending_chunks,
+        }
+    }
+
+    /// A state from stored fields, if they satisfy every invariant.
+    pub fn from_parts(p: StateParts) -> Result<MetaState> {
+        let s = MetaState {
+            initialised: p.initialised,
+            inodes: p.inodes,
+            next_inode: p.next_inode,
+            workers: p.workers,
+            next_worker_id: p.next_worker_id,
+            table: p.table,
+            pending_gc: p.pending_gc,
+            pending_chunks: p.pending_chunks,
+        };
+        s.check_invariants()?;
+        Ok(s)
+    }
+}
+
+impl StateView<'_> {
+    /// An owned copy.
+    pub fn to_parts(&self) -> StateParts {
+        StateParts {
+            initialised: self.initialised,
+            inodes: self.inodes.clone(),
+            next_inode: self.next_inode,
+            workers: self.workers.clone(),
+            next_worker_id: self.next_worker_id,
+            table: self.table.clone(),
+            pending_gc: self.pending_gc.clone(),
+            pending_chunks: self.pending_chunks.clone(),
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! The coordinator's requests and responses: metadata by path and by inode,
+//! membership (heartbeats), the layout clients route chunks by, holds.
+
+use serde::{Deserialize, Serialize};
+use tierpool_meta::{DirEntry, DirName, InodeInfo, MetaOp, MetaReply, Owner, WorkerRecord};
+use tierpool_placement::PartitionTable;
+use tierpool_types::{InodeId, WorkerId};
+
+use crate::status::{PoolStatus, WorkerStats};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CoordRequest {
+    /// Liveness check: `Pong`.
+    Ping,
+    /// A metadata change run as `owner` (who owns the inodes it creates);
+    /// answered once durable.
+    Meta { op: MetaOp, owner: Owner },
+    /// The inode at `path`, with a file's chunk list: `Info`.
+    Stat { path: String },
+    /// A directory's entries, or a file as its own entry: `Entries`.
+    List { path: String },
+    /// The partition table and worker addresses: `Layout`.
+    Layout,
+    /// Workers, tiers, capacity: `Status`.
+    Status,
+    /// A worker's sign of life and current figures: `HeartbeatAck`.
+    Heartbeat { id: WorkerId, stats: WorkerStats },
+    /// Entry `name` of directory `parent`, without a file's chunk list: `Info`.
+    Lookup { parent: InodeId, name: String },
+    /// The live inode `id`; with `chunks`, a file's chunk list too: `Info`.
+    StatInode { id: InodeId, chunks: bool },
+    /// The entries of directory `id` and the directory holding it: `Names`.
+    ReadDir { id: InodeId },
+    /// Client `session` has these inodes open: their chunks must outlive
+    /// their names. Replaces the session's earlier set; lapses unless
+    /// renewed within the hold period. `Done`.
+    Hold { session: u64, inodes: Vec<InodeId> },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CoordResponse {
+    Pong,
+    Done,
+    Meta(MetaReply),
+    Info(InodeInfo),
+    Entries(Vec<DirEntry>),
+    Layout(Layout),
+    Status(PoolStatus),
+    /// `known == false` asks the worker to register again.
+    HeartbeatAck {
+        known: bool,
+    },
+    Names {
+        parent: InodeId,
+        entries: Vec<DirName>,
+    },
+}
+
+/// Where chunks live: the partition table and how to reach each worker.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Layout {
+    pub table: PartitionTable,
+    pub workers: Vec<WorkerRecord>,
+}
+
+impl Layout {
+    pub fn worker(&self, id: WorkerId) -> Option<&WorkerRecord> {
+        self.workers.iter().find(|w| w.id == id)
+    }
+}

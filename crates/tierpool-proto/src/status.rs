@@ -1,0 +1,40 @@
+//! The figures a pool reports: per worker and for the whole pool.
+
+use serde::{Deserialize, Serialize};
+use tierpool_meta::WorkerRecord;
+
+/// What a worker reports with each heartbeat.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerStats {
+    pub mem_capacity: u64,
+    pub mem_used: u64,
+    pub mem_chunks: u64,
+    pub disk_capacity: u64,
+    pub disk_used: u64,
+    pub disk_chunks: u64,
+    pub demotions: u64,
+    pub promotions: u64,
+    pub bytes_written: u64,
+    pub bytes_read: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerStatus {
+    pub record: WorkerRecord,
+    pub alive: bool,
+    /// Partitions this worker owns.
+    pub partitions: u32,
+    /// Last reported statistics; `None` if it has not reported since the coordinator started.
+    pub stats: Option<WorkerStats>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolStatus {
+    pub partitions: u32,
+    pub table_epoch: u64,
+    pub inodes: u64,
+    pub pending_gc: u64,
+    pub workers: Vec<WorkerStatus>,
+    /// Replaced chunk versions awaiting deletion.
+    pub pending_chunks: u64,
+}

@@ -1,0 +1,90 @@
+//! A worker's requests and responses: chunk bytes in and out, deletion,
+//! attributes, where chunks are. Chunk bytes travel as the frame's raw
+//! payload, never through the serialiser.
+
+use serde::{Deserialize, Serialize};
+use tierpool_types::{Checksum, ChunkAttrs, ChunkKey, InodeId};
+
+use crate::status::WorkerStats;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WorkerRequest {
+    /// Liveness check: `Pong`.
+    Ping,
+    /// Stores a chunk version. Payload: its bytes, whose CRC-32C is `checksum`. `Done`.
+    PutChunk { key: ChunkKey, checksum: Checksum, attrs: ChunkAttrs },
+    /// A chunk's bytes: `Chunk` with them as payload.
+    GetChunk { key: ChunkKey },
+    /// Deletes every chunk of these inodes: `Deleted`.
+    DeleteInodes { inodes: Vec<InodeId> },
+    /// Deletes these chunk versions: `Deleted`.
+    DeleteChunks { keys: Vec<ChunkKey> },
+    /// New eviction attributes of every chunk of these inodes. With
+    /// `replace`, every inode not listed goes back to the default ones (the
+    /// first request of a full sync). `Done`.
+    SetAttrs { changes: Vec<(InodeId, ChunkAttrs)>, replace: bool },
+    /// Current figures: `Stats`.
+    Stats,
+    /// A zero-filled chunk of `len` bytes, unless it exists (a region's space). `Done`.
+    CreateChunk { key: ChunkKey, len: u64, attrs: ChunkAttrs },
+    /// `len` bytes of a chunk from `offset`: `Range` with them as payload.
+    ReadRange { key: ChunkKey, offset: u64, len: u64 },
+    /// Overwrites ranges `(offset, len)` of a chunk in place, all or none.
+    /// Payload: the ranges' bytes, concatenated; `checksum` is their CRC-32C. `Done`.
+    WriteRanges { key: ChunkKey, ranges: Vec<(u64, u64)>, checksum: Checksum },
+    /// Which tier holds each of these chunks: `Located`.
+    Locate { keys: Vec<ChunkKey> },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WorkerResponse {
+    Pong,
+    Done,
+    /// Payload: the chunk's bytes.
+    Chunk,
+    Deleted {
+        chunks: u64,
+    },
+    Stats(WorkerStats),
+    /// Payload: the bytes of a `ReadRange`, whose CRC-32C is `checksum`.
+    Range {
+        checksum: Checksum,
+    },
+    /// One place per key asked, in order.
+    Located(Vec<ChunkPlace>),
+}
+
+/// Where a worker holds a chunk.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ChunkPlace {
+    Mem,
+    Disk,
+    /// This worker does not hold it.
+    Absent,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tierpool_types::{Error, ErrorKind, InodeId};
+
+    #[test]
+    fn messages_round_trip() {
+        let r = WorkerRequest::PutChunk {
+            key: ChunkKey { inode: InodeId(7), index: 3, version: 1 },
+            checksum: 0xdead_beef,
+            attrs: ChunkAttrs::default(),
+        };
+        assert_eq!(crate::decode::<WorkerRequest>(&crate::encode(&r)).unwrap(), r);
+        let e: Result<WorkerResponse, Error> = Err(Error::not_found("/x"));
+        assert_eq!(crate::decode::<Result<WorkerResponse, Error>>(&crate::encode(&e)).unwrap(), e);
+    }
+
+    #[test]
+    fn malformed_bodies_are_protocol_errors() {
+        for junk in [&b""[..], b"\xff\xff\xff\xff\xff", b"\x02\x99"] {
+            let e = crate::decode::<WorkerRequest>(junk).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Protocol);
+        }
+    }
+}
