@@ -19,48 +19,16 @@
 //! value other than one the key held during the call. A range write into a
 //! DISK chunk reads the file under the lock: it rewrites the chunk anyway.
 
+use crate::config::{TierConfig, TierKind};
+use crate::stats::TierStats;
 use crate::store::{not_found, DiskStore};
 use crate::tiers::{Lookup, Tiers};
 use bytes::Bytes;
 use parking_lot::Mutex;
-use std::path::PathBuf;
 use tierpool_types::{Checksum, ChunkAttrs, ChunkKey, Error, ErrorKind, InodeId, Result};
 
 /// How many times a get follows a chunk that moves while it reads it.
 const MAX_READ_RACES: usize = 16;
-
-/// Budgets and places of a worker's tiers.
-#[derive(Clone, Debug)]
-pub struct TierConfig {
-    /// Bytes of chunk data the MEM tier may hold.
-    pub mem_budget: u64,
-    /// Directory of the DISK tier (created if missing).
-    pub disk_dir: PathBuf,
-    /// Bytes of chunk data the DISK tier may hold.
-    pub disk_budget: u64,
-    /// A DISK chunk read this many times is promoted back to MEM (0 is taken as 1).
-    pub promote_after_reads: u32,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum TierKind {
-    Mem,
-    Disk,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TierStats {
-    pub mem_capacity: u64,
-    pub mem_used: u64,
-    pub mem_chunks: u64,
-    pub disk_capacity: u64,
-    pub disk_used: u64,
-    pub disk_chunks: u64,
-    /// Chunks moved MEM -> DISK since start.
-    pub demotions: u64,
-    /// Chunks moved DISK -> MEM since start.
-    pub promotions: u64,
-}
 
 /// Thread-safe: every method takes `&self`.
 pub struct TierManager {

@@ -14,8 +14,9 @@
 //! the budget by the files of one change while it is in flight; the accounted
 //! use never does.
 
+use crate::config::{TierConfig, TierKind};
 use crate::eviction::{EvictionIndex, Rank};
-use crate::manager::{TierConfig, TierKind, TierStats};
+use crate::stats::TierStats;
 use crate::store::{ChunkStore, DiskStore, MemStore, ReadTicket, Staged};
 use bytes::{Bytes, BytesMut};
 use std::collections::HashMap;
