@@ -1,8 +1,10 @@
 //! Behaviour tests of the tier manager: named examples, fault injection at
-//! the disk I/O seam, and a property test against a `BTreeMap` model.
+//! the disk I/O seam, golden files of earlier versions, and a property test
+//! against a `BTreeMap` model.
 
 mod behaviour;
 mod faults;
+mod golden;
 mod model;
 
 use crate::{TierConfig, TierManager};
