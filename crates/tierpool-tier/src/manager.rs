@@ -3,8 +3,11 @@
 //! A put goes to MEM, demoting chunks to DISK in eviction order (see
 //! `eviction`) to make room; a chunk that cannot fit in MEM goes straight to
 //! DISK; when neither can hold it the put fails with `PoolFull` and nothing
-//! stored before changes. A failed put (of any kind) leaves the previous value
-//! of its key, if any, intact. DISK chunks read `promote_after_reads` times
+//! stored before changes. Chunk versions are write-once: a put never replaces
+//! a stored value (the same bytes again are a no-op, other bytes are refused
+//! with `AlreadyExists`); only range writes and zeroed chunks of regions
+//! change a stored chunk. A failed call (of any kind) leaves the previous
+//! value of its key, if any, intact. DISK chunks read `promote_after_reads` times
 //! move back to MEM when that needs demoting only chunks ranked below them.
 //!
 //! Locking: one `parking_lot::Mutex` over all state (`Tiers`); there is no
@@ -42,9 +45,25 @@ impl TierManager {
         Ok(TierManager { tiers: Mutex::new(Tiers::open(&cfg)?) })
     }
 
-    /// Stores (or replaces) a chunk in MEM, demoting others to DISK to make room.
-    /// `PoolFull` when neither tier can take it; nothing stored before is lost.
+    /// Stores a chunk version in MEM, demoting others to DISK to make room.
+    ///
+    /// Chunk versions are write-once: a put of a key already stored (in either
+    /// tier) with the same length and checksum succeeds and changes nothing
+    /// (a retried put); with other bytes it is refused with `AlreadyExists`.
+    /// `Corrupt` if `checksum` is not the CRC-32C of `data`: no bytes are ever
+    /// stored under a wrong checksum. `PoolFull` when neither tier can take
+    /// it; nothing stored before is lost.
     pub fn put(&self, key: ChunkKey, data: Bytes, checksum: Checksum, attrs: ChunkAttrs) -> Result<()> {
+        let actual = crc32c::crc32c(&data);
+        if actual != checksum {
+            return Err(Error::new(
+                ErrorKind::Corrupt,
+                format!(
+                    "chunk {key}: checksum mismatch: its {} bytes have crc {actual:08x}, the put says {checksum:08x}",
+                    data.len()
+                ),
+            ));
+        }
         self.tiers.lock().put(key, data, checksum, attrs)
     }
 
@@ -83,7 +102,7 @@ impl TierManager {
         }
         let zeros = Bytes::from(vec![0u8; len as usize]);
         let checksum = crc32c::crc32c(&zeros);
-        t.put(key, zeros, checksum, attrs)
+        t.store(key, zeros, checksum, attrs)
     }
 
     /// `len` bytes of a chunk from `offset` (no copy from MEM).

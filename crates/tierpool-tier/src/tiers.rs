@@ -93,7 +93,35 @@ impl Tiers {
         self.disk.entry(key).map(|e| e.gen)
     }
 
+    /// Stores a new chunk version. Versions are write-once: if the key is
+    /// stored already, the same length and checksum is a success that changes
+    /// nothing, anything else is refused with `AlreadyExists`.
+    /// `checksum` must be the CRC-32C of `data` (the manager checks it).
     pub fn put(&mut self, key: ChunkKey, data: Bytes, checksum: Checksum, attrs: ChunkAttrs) -> Result<()> {
+        match self.stored(key) {
+            None => self.store(key, data, checksum, attrs),
+            Some((len, sum)) if len == data.len() as u64 && sum == checksum => Ok(()),
+            Some((len, sum)) => Err(Error::new(
+                ErrorKind::AlreadyExists,
+                format!(
+                    "chunk {key} is already stored with other bytes ({len} bytes, crc {sum:08x}; this put has {} bytes, crc {checksum:08x}); chunk versions are write-once",
+                    data.len()
+                ),
+            )),
+        }
+    }
+
+    /// Length and checksum of the stored chunk, if any.
+    fn stored(&mut self, key: ChunkKey) -> Option<(u64, Checksum)> {
+        if let Some((data, sum)) = self.mem.peek(key) {
+            return Some((data.len() as u64, sum));
+        }
+        self.disk.entry(key).map(|e| (e.len, e.checksum))
+    }
+
+    /// Stores a chunk, replacing any stored value of the key: the way of
+    /// range writes and zeroed chunks, whose chunks change in place.
+    pub fn store(&mut self, key: ChunkKey, data: Bytes, checksum: Checksum, attrs: ChunkAttrs) -> Result<()> {
         let rank = Rank::new(attrs, self.tick());
         if !self.put_mem(key, &data, checksum, rank)? && !self.put_disk(key, &data, checksum)? {
             return Err(self.pool_full(key, data.len()));
@@ -272,7 +300,7 @@ impl Tiers {
         }
         let data = data.freeze();
         let checksum = crc32c::crc32c(&data);
-        self.put(key, data, checksum, self.attrs_of(key.inode))
+        self.store(key, data, checksum, self.attrs_of(key.inode))
     }
 
     pub fn locate(&self, key: ChunkKey) -> Option<TierKind> {

@@ -1,8 +1,11 @@
-//! The tier manager against a `BTreeMap` model: random puts, gets, deletes,
-//! attribute changes and restarts over small budgets (chunks of 1..16 KiB).
+//! The tier manager against a `BTreeMap` model: random puts (new chunks,
+//! retries and refused overwrites of write-once versions), gets, deletes,
+//! range writes, attribute changes and restarts over small budgets (chunks of
+//! 1..16 KiB).
 
 use super::{attrs, chunk, config, key, put, KIB};
 use crate::{TierKind, TierManager};
+use bytes::Bytes;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use tierpool_types::{ChunkKey, ErrorKind, InodeId};
@@ -16,6 +19,11 @@ enum Op {
         seed: u8,
         priority: u8,
         pinned: bool,
+    },
+    /// Puts the bytes the chunk holds again (a retried put).
+    Reput {
+        inode: u64,
+        index: u64,
     },
     Get {
         inode: u64,
@@ -49,6 +57,7 @@ fn op() -> impl Strategy<Value = Op> {
         40 => (inode.clone(), index.clone(), 1..=16 * KIB, any::<u8>(), 1u8..=5, pinned).prop_map(
             |(inode, index, len, seed, priority, pinned)| Op::Put { inode, index, len, seed, priority, pinned }
         ),
+        4 => (inode.clone(), index.clone()).prop_map(|(inode, index)| Op::Reput { inode, index }),
         16 => (inode.clone(), index.clone()).prop_map(|(inode, index)| Op::Get { inode, index }),
         // A few hot chunks, so that DISK chunks get read again and promoted.
         16 => (0u64..2, 0u64..3).prop_map(|(inode, index)| Op::Get { inode, index }),
@@ -75,6 +84,12 @@ impl Harness {
             Op::Put { inode, index, len, seed, priority, pinned } => {
                 self.put(key(inode, index), len, seed, priority, pinned)?
             }
+            Op::Reput { inode, index } => {
+                let k = key(inode, index);
+                if let Some(v) = self.model.get(&k) {
+                    self.put_data(k, v.clone().into(), 3, false)?
+                }
+            }
             Op::Get { inode, index } => self.get(key(inode, index))?,
             Op::Delete { inode, index } => {
                 let k = key(inode, index);
@@ -94,22 +109,33 @@ impl Harness {
     }
 
     fn put(&mut self, k: ChunkKey, len: u64, seed: u8, priority: u8, pinned: bool) -> Result<(), TestCaseError> {
+        self.put_data(k, chunk(len, seed), priority, pinned)
+    }
+
+    /// A put of a stored key changes nothing: it succeeds if the bytes are
+    /// the same (length and checksum) and is refused otherwise.
+    fn put_data(&mut self, k: ChunkKey, data: Bytes, priority: u8, pinned: bool) -> Result<(), TestCaseError> {
         let s = self.m.stats();
-        let old = self.model.get(&k).map_or(0, |v| v.len() as u64);
-        let (old_mem, old_disk) = match self.m.locate(k) {
-            Some(TierKind::Mem) => (old, 0),
-            Some(TierKind::Disk) => (0, old),
-            None => (0, 0),
-        };
-        let data = chunk(len, seed);
-        match put(&self.m, k, &data, attrs(priority, pinned)) {
+        let (len, tier) = (data.len() as u64, self.m.locate(k));
+        let result = put(&self.m, k, &data, attrs(priority, pinned));
+        if let Some(v) = self.model.get(&k) {
+            let same = v.len() as u64 == len && crc32c::crc32c(v) == crc32c::crc32c(&data);
+            match result {
+                Ok(()) => prop_assert!(same, "put of other bytes over {} accepted", k),
+                Err(e) => prop_assert!(!same && e.kind == ErrorKind::AlreadyExists, "{}", e),
+            }
+            prop_assert_eq!(self.m.stats(), s, "a put of a stored key changed the tiers");
+            prop_assert_eq!(self.m.locate(k), tier);
+            return Ok(());
+        }
+        match result {
             Ok(()) => {
                 self.model.insert(k, data.to_vec());
             }
             Err(e) => {
                 prop_assert_eq!(e.kind, ErrorKind::PoolFull, "{}", e);
-                let fits_mem = len <= self.mem - s.mem_used + old_mem;
-                let fits_disk = len <= self.disk - s.disk_used + old_disk;
+                let fits_mem = len <= self.mem - s.mem_used;
+                let fits_disk = len <= self.disk - s.disk_used;
                 prop_assert!(!fits_mem && !fits_disk, "put of {} bytes refused with room left: {:?}", len, s);
             }
         }
