@@ -10,6 +10,13 @@
 //! value of its key, if any, intact. DISK chunks read `promote_after_reads` times
 //! move back to MEM when that needs demoting only chunks ranked below them.
 //!
+//! Reclaimable chunks (`mark_reclaimable`) are versions the coordinator has
+//! given up but not yet deleted: still readable, still counted as used, but
+//! their space comes back at once. Any change that needs room drops them
+//! first, before demoting a live chunk or answering `PoolFull`; a live chunk
+//! is never dropped. `TierStats::reclaimable_bytes` says how much of `used`
+//! they are.
+//!
 //! Locking: one `parking_lot::Mutex` over all state (`Tiers`); there is no
 //! other lock, so no lock order. Puts, deletes and promotions hold it across
 //! their DISK writes and unlinks: that keeps demotion simple and atomic, at the
@@ -131,13 +138,40 @@ impl TierManager {
         self.tiers.lock().locate(key)
     }
 
+    /// Deletes a chunk (and its reclaimable mark); `false` if it was absent.
     pub fn delete(&self, key: ChunkKey) -> Result<bool> {
         self.tiers.lock().delete(key)
     }
 
-    /// Deletes every chunk of these inodes from both tiers; returns how many.
+    /// Deletes every chunk of these inodes from both tiers (and their
+    /// reclaimable marks); returns how many.
     pub fn delete_inodes(&self, inodes: &[InodeId]) -> Result<u64> {
         self.tiers.lock().delete_inodes(inodes)
+    }
+
+    /// Marks chunks reclaimable: the coordinator gave up these versions
+    /// (replaced, or their file removed) and will delete them after a grace
+    /// period. They stay readable, but whenever a put, a promotion or a
+    /// zeroed chunk needs room in MEM or DISK they are deleted outright
+    /// (oldest mark first, never demoted) before any live chunk is demoted or
+    /// the call fails with `PoolFull`. Only stored chunks are marked: a key
+    /// stored later is live. The mark lasts until the chunk is deleted or
+    /// dropped, or the worker restarts (marks are not persisted). Returns how
+    /// many distinct keys are stored (all of them now reclaimable).
+    pub fn mark_reclaimable(&self, keys: &[ChunkKey]) -> u64 {
+        self.tiers.lock().mark_reclaimable(keys)
+    }
+
+    /// Marks every chunk of these inodes stored now reclaimable, as
+    /// [`TierManager::mark_reclaimable`] does; chunks of them stored later
+    /// are live. Returns how many chunks were found.
+    pub fn mark_reclaimable_inodes(&self, inodes: &[InodeId]) -> u64 {
+        self.tiers.lock().mark_reclaimable_inodes(inodes)
+    }
+
+    /// Whether a chunk is stored and marked reclaimable.
+    pub fn is_reclaimable(&self, key: ChunkKey) -> bool {
+        self.tiers.lock().is_reclaimable(key)
     }
 
     /// Sets the eviction attributes of every chunk of `inode`, present and future.

@@ -2,6 +2,11 @@
 //! `tiers`, depending on neither.
 
 /// A snapshot of both tiers' capacity, use and traffic.
+///
+/// Reclaimable chunks (see `TierManager::mark_reclaimable`) are still stored:
+/// they are counted in `mem_used`/`disk_used` and the chunk counts. What live
+/// data takes is `mem_used + disk_used - reclaimable_bytes`; the rest comes
+/// back as soon as a change needs room.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TierStats {
     pub mem_capacity: u64,
@@ -10,8 +15,14 @@ pub struct TierStats {
     pub disk_capacity: u64,
     pub disk_used: u64,
     pub disk_chunks: u64,
+    /// Bytes of reclaimable chunks, in either tier (part of the `used` figures).
+    pub reclaimable_bytes: u64,
+    /// Reclaimable chunks, in either tier (part of the chunk counts).
+    pub reclaimable_chunks: u64,
     /// Chunks moved MEM -> DISK since start.
     pub demotions: u64,
     /// Chunks moved DISK -> MEM since start.
     pub promotions: u64,
+    /// Reclaimable chunks dropped to make room since start.
+    pub reclaimed: u64,
 }

@@ -6,6 +6,7 @@ mod behaviour;
 mod faults;
 mod golden;
 mod model;
+mod reclaim;
 
 use crate::{TierConfig, TierManager};
 use bytes::Bytes;
