@@ -17,6 +17,7 @@
 //! No async runtime: callers on an async runtime use `spawn_blocking` for calls that may touch disk.
 
 mod config;
+mod disk_full;
 pub mod eviction;
 mod manager;
 mod stats;

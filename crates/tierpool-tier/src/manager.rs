@@ -10,6 +10,11 @@
 //! value of its key, if any, intact. DISK chunks read `promote_after_reads` times
 //! move back to MEM when that needs demoting only chunks ranked below them.
 //!
+//! A DISK write that finds the file system out of space (ENOSPC) fails its
+//! put with `PoolFull` and caps the DISK tier at what it holds, so that later
+//! puts needing DISK room fail at once; deletes of DISK chunks, or 30 s, lift
+//! the cap (see `disk_full`). Reads are not affected.
+//!
 //! Reclaimable chunks (`mark_reclaimable`) are versions the coordinator has
 //! given up but not yet deleted: still readable, still counted as used, but
 //! their space comes back at once. Any change that needs room drops them
@@ -59,7 +64,10 @@ impl TierManager {
     /// (a retried put); with other bytes it is refused with `AlreadyExists`.
     /// `Corrupt` if `checksum` is not the CRC-32C of `data`: no bytes are ever
     /// stored under a wrong checksum. `PoolFull` when neither tier can take
-    /// it; nothing stored before is lost.
+    /// it, or when writing to DISK found its file system out of space (then
+    /// later puts that need DISK room fail at once until chunks are deleted
+    /// or 30 s pass, see `TierStats::disk_full`); nothing stored before is
+    /// lost.
     pub fn put(&self, key: ChunkKey, data: Bytes, checksum: Checksum, attrs: ChunkAttrs) -> Result<()> {
         let actual = crc32c::crc32c(&data);
         if actual != checksum {
@@ -181,6 +189,12 @@ impl TierManager {
 
     pub fn stats(&self) -> TierStats {
         self.tiers.lock().stats()
+    }
+
+    /// How long a full disk is believed full without a delete (tests only).
+    #[cfg(test)]
+    pub(crate) fn set_disk_full_retry(&self, retry: std::time::Duration) {
+        self.tiers.lock().set_disk_full_retry(retry)
     }
 
     /// Panics if an internal invariant is broken (tests only).

@@ -12,9 +12,15 @@ pub struct TierStats {
     pub mem_capacity: u64,
     pub mem_used: u64,
     pub mem_chunks: u64,
+    /// The DISK budget in force: the configured one, or while `disk_full`
+    /// the bytes the tier held when its file system ran out of space.
     pub disk_capacity: u64,
     pub disk_used: u64,
     pub disk_chunks: u64,
+    /// The DISK file system was found out of space (ENOSPC) and no chunk has
+    /// been deleted from it since, nor has the retry interval passed: puts
+    /// that need more DISK room fail with `PoolFull` without trying.
+    pub disk_full: bool,
     /// Bytes of reclaimable chunks, in either tier (part of the `used` figures).
     pub reclaimable_bytes: u64,
     /// Reclaimable chunks, in either tier (part of the chunk counts).

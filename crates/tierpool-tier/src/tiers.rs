@@ -4,7 +4,9 @@
 //!
 //! Invariants (checked by `check_invariants` in tests):
 //! - a key is in at most one tier;
-//! - `mem.used() <= mem_budget` and `disk.used() <= disk_budget`, always;
+//! - `mem.used() <= mem_budget` and `disk.used() <= disk_budget()`, always
+//!   (the DISK budget in force: capped at what the tier held while its file
+//!   system is out of space, see `disk_full`);
 //! - the eviction index holds exactly the live MEM chunks, `reclaim_mem`
 //!   exactly the reclaimable MEM chunks and `reclaim_disk` exactly the
 //!   reclaimable DISK chunks, each with its size: so `mem.used()` is the sum
@@ -23,16 +25,24 @@
 //! waiting for deletion). The budget check counts the space the change frees,
 //! so physical disk use may exceed the budget by the files of one change while
 //! it is in flight; the accounted use never does.
+//!
+//! A chunk file write that fails with ENOSPC fails its change with `PoolFull`
+//! ("pool full: the disk under ... is out of space") and caps the DISK budget
+//! at what the tier holds (`disk_full`): later changes that need more DISK
+//! room fail at once, without writing. Deleting DISK chunks lifts the cap, as
+//! does the passing of `disk_full_retry`.
 
 mod room;
 
 use crate::config::{TierConfig, TierKind};
+use crate::disk_full::{self, DiskFull};
 use crate::eviction::{EvictionIndex, Marked, ReclaimQueue};
 use crate::stats::TierStats;
 use crate::store::{ChunkStore, DiskStore, MemStore, ReadTicket};
 use bytes::Bytes;
 use std::collections::{BTreeSet, HashMap};
-use tierpool_types::{ChunkAttrs, ChunkKey, InodeId, Result};
+use std::time::{Duration, Instant};
+use tierpool_types::{ByteSize, ChunkAttrs, ChunkKey, Error, ErrorKind, InodeId, Result};
 
 /// Where `lookup` found a chunk.
 pub(crate) enum Lookup {
@@ -60,6 +70,10 @@ pub(crate) struct Tiers {
     demotions: u64,
     promotions: u64,
     reclaimed: u64,
+    /// Set while the DISK file system is believed out of space.
+    disk_full: DiskFull,
+    /// How long a full disk is believed full without a delete.
+    disk_full_retry: Duration,
 }
 
 impl Tiers {
@@ -79,6 +93,8 @@ impl Tiers {
             demotions: 0,
             promotions: 0,
             reclaimed: 0,
+            disk_full: DiskFull::default(),
+            disk_full_retry: disk_full::RETRY,
         })
     }
 
@@ -95,8 +111,40 @@ impl Tiers {
         self.mem_budget - self.mem.used()
     }
 
+    /// The DISK budget in force: the configured one, or less while the disk is full.
+    fn disk_budget(&self) -> u64 {
+        self.disk_full.budget(self.disk_budget, Instant::now(), self.disk_full_retry)
+    }
+
+    fn disk_is_full(&self) -> bool {
+        self.disk_full.cap(Instant::now(), self.disk_full_retry).is_some()
+    }
+
     fn disk_free(&self) -> u64 {
-        self.disk_budget - self.disk.used()
+        self.disk_budget().saturating_sub(self.disk.used())
+    }
+
+    /// Turns the error of a failed chunk file write into the caller's: an
+    /// out-of-space error caps the DISK tier at what it holds and says so.
+    fn write_failed(&mut self, e: Error) -> Error {
+        if e.kind != ErrorKind::PoolFull {
+            return e;
+        }
+        let held = self.disk.used();
+        self.disk_full.engage(held, Instant::now());
+        let msg = format!(
+            "pool full: {}; {} of chunks stored, budget {}",
+            e.message,
+            ByteSize(held),
+            ByteSize(self.disk_budget)
+        );
+        tracing::warn!("{msg}; disk tier capped at what it holds until chunks are deleted");
+        Error::new(ErrorKind::PoolFull, msg)
+    }
+
+    #[cfg(test)]
+    pub fn set_disk_full_retry(&mut self, retry: Duration) {
+        self.disk_full_retry = retry;
     }
 
     /// Finds a chunk; a MEM hit counts as a use.
@@ -170,6 +218,9 @@ impl Tiers {
         }
         let found = self.disk.remove(key)?.is_some();
         self.reclaim_disk.remove(key);
+        if found {
+            self.disk_full.lift();
+        }
         Ok(found)
     }
 
@@ -183,8 +234,10 @@ impl Tiers {
                 n += 1;
             }
             for key in self.disk.keys_of(inode) {
-                n += u64::from(self.disk.remove(key)?.is_some());
+                self.disk.remove(key)?;
                 self.reclaim_disk.remove(key);
+                self.disk_full.lift();
+                n += 1;
             }
             self.attrs.remove(&inode);
         }
@@ -203,9 +256,10 @@ impl Tiers {
             mem_capacity: self.mem_budget,
             mem_used: self.mem.used(),
             mem_chunks: self.mem.len(),
-            disk_capacity: self.disk_budget,
+            disk_capacity: self.disk_budget(),
             disk_used: self.disk.used(),
             disk_chunks: self.disk.len(),
+            disk_full: self.disk_is_full(),
             reclaimable_bytes: self.reclaim_mem.total_size() + self.reclaim_disk.total_size(),
             reclaimable_chunks: (self.reclaim_mem.len() + self.reclaim_disk.len()) as u64,
             demotions: self.demotions,
@@ -217,7 +271,7 @@ impl Tiers {
     #[cfg(test)]
     pub fn check_invariants(&self) {
         assert!(self.mem.used() <= self.mem_budget, "mem {} > {}", self.mem.used(), self.mem_budget);
-        assert!(self.disk.used() <= self.disk_budget, "disk {} > {}", self.disk.used(), self.disk_budget);
+        assert!(self.disk.used() <= self.disk_budget(), "disk {} > {}", self.disk.used(), self.disk_budget());
         assert_eq!((self.evict.len() + self.reclaim_mem.len()) as u64, self.mem.len());
         assert_eq!(self.evict.total_size() + self.reclaim_mem.total_size(), self.mem.used());
         for (key, size) in self.evict.victims() {

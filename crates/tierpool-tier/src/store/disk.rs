@@ -17,7 +17,7 @@
 
 use super::disk_scan;
 use super::format::{Header, HEADER_LEN};
-use super::layout::{io_error, path_of};
+use super::layout::{io_error, path_of, write_error};
 use super::{disk_io, inode_range, not_found, ChunkMeta, ChunkStore};
 use bytes::Bytes;
 use std::collections::BTreeMap;
@@ -83,8 +83,14 @@ impl DiskStore {
         path_of(&self.root, key, gen)
     }
 
+    /// The directory the store lives in.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
     /// Writes a new file for the chunk; the index is unchanged until
-    /// [`DiskStore::commit`].
+    /// [`DiskStore::commit`]. `PoolFull` if the file system is out of space
+    /// (ENOSPC), `Io` for other failures; either way no file is left.
     pub fn stage(&mut self, key: ChunkKey, data: &[u8], checksum: Checksum) -> Result<Staged> {
         let gen = self.next_gen;
         self.next_gen += 1;
@@ -94,7 +100,7 @@ impl DiskStore {
         let mut tmp = dest.clone().into_os_string();
         tmp.push(".tmp");
         disk_io::write_atomic(Path::new(&tmp), &dest, &[&header, data])
-            .map_err(|e| io_error(e, &format!("writing chunk {key} to"), &dest))?;
+            .map_err(|e| write_error(e, &self.root, key, &dest))?;
         Ok(Staged { key, entry: DiskEntry { len, checksum, gen, reads: 0 } })
     }
 

@@ -42,10 +42,36 @@ pub(crate) fn io_error(e: io::Error, what: &str, path: &Path) -> Error {
     Error::new(kind, format!("disk tier: {what} {}: {e}", path.display()))
 }
 
+/// Maps an error of writing a chunk file: ENOSPC is `PoolFull`, saying plainly
+/// that the file system under `root` is full (the tier manager adds how much
+/// it holds); anything else is an I/O error naming the chunk and file.
+pub(crate) fn write_error(e: io::Error, root: &Path, key: ChunkKey, dest: &Path) -> Error {
+    if e.kind() != io::ErrorKind::StorageFull {
+        return io_error(e, &format!("writing chunk {key} to"), dest);
+    }
+    // "No space left on device (os error 28)": the errno adds nothing for a person.
+    let text = e.to_string();
+    let cause = text.split(" (os error").next().unwrap_or(&text);
+    Error::new(ErrorKind::PoolFull, format!("the disk under {} is out of space ({cause})", root.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use tierpool_types::InodeId;
+
+    #[test]
+    fn enospc_is_pool_full_in_plain_words() {
+        let key = ChunkKey { inode: InodeId(1), index: 2, version: 3 };
+        let e = write_error(io::Error::from_raw_os_error(28), Path::new("/w/chunks"), key, Path::new("/w/chunks/x"));
+        let want = "the disk under /w/chunks is out of space (No space left on device)";
+        assert_eq!((e.kind, e.message.as_str()), (ErrorKind::PoolFull, want));
+        let e = write_error(io::Error::other("bad sector"), Path::new("/w/chunks"), key, Path::new("/w/chunks/x"));
+        assert_eq!(
+            (e.kind, e.message.as_str()),
+            (ErrorKind::Io, "disk tier: writing chunk 1:2@3 to /w/chunks/x: bad sector")
+        );
+    }
 
     #[test]
     fn names_files_by_bucket_key_and_generation() {

@@ -3,6 +3,7 @@
 //! against a `BTreeMap` model.
 
 mod behaviour;
+mod disk_full;
 mod faults;
 mod golden;
 mod model;

@@ -8,7 +8,9 @@
 //! being written, then change the indexes (drop reclaimable MEM chunks,
 //! commit the demotions, insert the key), which cannot fail. An error before
 //! the last step discards the staged files: the demoted chunks stay in MEM,
-//! the old value of the key stays where it was.
+//! the old value of the key stays where it was. Every chunk file is written
+//! through `DiskStore::stage`, and every write error through
+//! `Tiers::write_failed`, which turns ENOSPC into the disk-full cap.
 
 use super::Tiers;
 use crate::eviction::{plan_mem, Marked, MemRequest, MemRoom, Rank};
@@ -70,7 +72,7 @@ impl Tiers {
         let req = MemRequest {
             need: len,
             mem_free: self.mem_free() + old_mem,
-            disk_free: self.disk_free() + old_disk,
+            disk_free: self.disk_free() + self.freed_after_writes(old_disk),
             exclude: Some(key),
             below: None,
         };
@@ -88,13 +90,14 @@ impl Tiers {
     fn put_disk(&mut self, key: ChunkKey, data: &[u8], checksum: Checksum) -> Result<bool> {
         let len = data.len() as u64;
         let old_disk = self.disk.entry(key).map_or(0, |e| e.len);
-        let Some(drops) = self.reclaim_disk.plan(len, self.disk_free() + old_disk, Some(key)) else {
+        let free = self.disk_free() + self.freed_after_writes(old_disk);
+        let Some(drops) = self.reclaim_disk.plan(len, free, Some(key)) else {
             return Ok(false);
         };
         for k in drops {
             self.drop_disk(k)?;
         }
-        let staged = self.disk.stage(key, data, checksum)?;
+        let staged = self.disk.stage(key, data, checksum).map_err(|e| self.write_failed(e))?;
         if let Err(e) = self.disk.remove(key) {
             self.disk.discard(staged);
             return Err(e);
@@ -126,6 +129,18 @@ impl Tiers {
         Ok(())
     }
 
+    /// The DISK room a change may count on from the old file of its key,
+    /// `len` bytes, unlinked only after the change's writes: all of it
+    /// normally (the budget is an accounting limit), none while the disk is
+    /// full (the writes would need that space before it is freed).
+    fn freed_after_writes(&self, len: u64) -> u64 {
+        if self.disk_is_full() {
+            0
+        } else {
+            len
+        }
+    }
+
     /// Deletes a reclaimable DISK chunk to make room.
     fn drop_disk(&mut self, key: ChunkKey) -> Result<()> {
         self.disk.remove(key)?;
@@ -153,10 +168,15 @@ impl Tiers {
     }
 
     fn pool_full(&self, key: ChunkKey, len: usize) -> Error {
+        let full = if self.disk_is_full() {
+            format!("; the disk under {} is out of space", self.disk.root().display())
+        } else {
+            String::new()
+        };
         Error::new(
             ErrorKind::PoolFull,
             format!(
-                "pool full: worker memory ({} of {} used) and disk ({} of {} used) cannot hold chunk {key} of {len} bytes",
+                "pool full: worker memory ({} of {} used) and disk ({} of {} used{full}) cannot hold chunk {key} of {len} bytes",
                 ByteSize(self.mem.used()),
                 ByteSize(self.mem_budget),
                 ByteSize(self.disk.used()),
@@ -176,6 +196,10 @@ impl Tiers {
             };
             match self.disk.stage(key, &data, checksum) {
                 Ok(s) => staged.push(s),
+                Err(e) if e.kind == ErrorKind::PoolFull => {
+                    self.discard(staged);
+                    return Err(self.write_failed(e));
+                }
                 Err(e) => {
                     self.discard(staged);
                     return Err(e.context(format!("demoting chunk {key} to disk")));
@@ -228,7 +252,7 @@ impl Tiers {
         let req = MemRequest {
             need: entry.len,
             mem_free: self.mem_free(),
-            disk_free: self.disk_free() + entry.len,
+            disk_free: self.disk_free() + self.freed_after_writes(entry.len),
             exclude: Some(key),
             below: Some(rank),
         };
