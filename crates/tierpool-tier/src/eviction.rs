@@ -11,9 +11,21 @@
 //!
 //! The index knows chunk sizes only to answer [`EvictionIndex::plan`]; it never
 //! holds data. Not thread-safe by itself: its owner locks it.
+//!
+//! The index holds the live MEM chunks. Reclaimable chunks (whose versions the
+//! coordinator has given up) are kept apart, per tier, in a [`ReclaimQueue`]
+//! (`reclaim`); [`plan_mem`] (`plan`) combines the three into what a change
+//! must drop and demote to make room, so every choice of a victim is made
+//! here, purely.
 
 use std::collections::{BTreeSet, HashMap};
 use tierpool_types::{ChunkAttrs, ChunkKey, Priority};
+
+mod plan;
+mod reclaim;
+
+pub use plan::{plan_mem, MemRequest, MemRoom};
+pub use reclaim::{Marked, ReclaimQueue};
 
 /// Position of a chunk in eviction order: smaller ranks are evicted first.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -85,6 +97,14 @@ impl EvictionIndex {
 
     pub fn rank(&self, key: ChunkKey) -> Option<Rank> {
         self.entries.get(&key).map(|e| e.rank)
+    }
+
+    pub fn size_of(&self, key: ChunkKey) -> Option<u64> {
+        self.entries.get(&key).map(|e| e.size)
+    }
+
+    pub fn contains(&self, key: ChunkKey) -> bool {
+        self.entries.contains_key(&key)
     }
 
     pub fn len(&self) -> usize {

@@ -3,9 +3,24 @@
 //! A put goes to MEM, demoting chunks to DISK in eviction order (see
 //! `eviction`) to make room; a chunk that cannot fit in MEM goes straight to
 //! DISK; when neither can hold it the put fails with `PoolFull` and nothing
-//! stored before changes. A failed put (of any kind) leaves the previous value
-//! of its key, if any, intact. DISK chunks read `promote_after_reads` times
+//! stored before changes. Chunk versions are write-once: a put never replaces
+//! a stored value (the same bytes again are a no-op, other bytes are refused
+//! with `AlreadyExists`); only range writes and zeroed chunks of regions
+//! change a stored chunk. A failed call (of any kind) leaves the previous
+//! value of its key, if any, intact. DISK chunks read `promote_after_reads` times
 //! move back to MEM when that needs demoting only chunks ranked below them.
+//!
+//! A DISK write that finds the file system out of space (ENOSPC) fails its
+//! put with `PoolFull` and caps the DISK tier at what it holds, so that later
+//! puts needing DISK room fail at once; deletes of DISK chunks, or 30 s, lift
+//! the cap (see `disk_full`). Reads are not affected.
+//!
+//! Reclaimable chunks (`mark_reclaimable`) are versions the coordinator has
+//! given up but not yet deleted: still readable, still counted as used, but
+//! their space comes back at once. Any change that needs room drops them
+//! first, before demoting a live chunk or answering `PoolFull`; a live chunk
+//! is never dropped. `TierStats::reclaimable_bytes` says how much of `used`
+//! they are.
 //!
 //! Locking: one `parking_lot::Mutex` over all state (`Tiers`); there is no
 //! other lock, so no lock order. Puts, deletes and promotions hold it across
@@ -19,48 +34,16 @@
 //! value other than one the key held during the call. A range write into a
 //! DISK chunk reads the file under the lock: it rewrites the chunk anyway.
 
+use crate::config::{TierConfig, TierKind};
+use crate::stats::TierStats;
 use crate::store::{not_found, DiskStore};
 use crate::tiers::{Lookup, Tiers};
 use bytes::Bytes;
 use parking_lot::Mutex;
-use std::path::PathBuf;
 use tierpool_types::{Checksum, ChunkAttrs, ChunkKey, Error, ErrorKind, InodeId, Result};
 
 /// How many times a get follows a chunk that moves while it reads it.
 const MAX_READ_RACES: usize = 16;
-
-/// Budgets and places of a worker's tiers.
-#[derive(Clone, Debug)]
-pub struct TierConfig {
-    /// Bytes of chunk data the MEM tier may hold.
-    pub mem_budget: u64,
-    /// Directory of the DISK tier (created if missing).
-    pub disk_dir: PathBuf,
-    /// Bytes of chunk data the DISK tier may hold.
-    pub disk_budget: u64,
-    /// A DISK chunk read this many times is promoted back to MEM (0 is taken as 1).
-    pub promote_after_reads: u32,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum TierKind {
-    Mem,
-    Disk,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TierStats {
-    pub mem_capacity: u64,
-    pub mem_used: u64,
-    pub mem_chunks: u64,
-    pub disk_capacity: u64,
-    pub disk_used: u64,
-    pub disk_chunks: u64,
-    /// Chunks moved MEM -> DISK since start.
-    pub demotions: u64,
-    /// Chunks moved DISK -> MEM since start.
-    pub promotions: u64,
-}
 
 /// Thread-safe: every method takes `&self`.
 pub struct TierManager {
@@ -74,9 +57,28 @@ impl TierManager {
         Ok(TierManager { tiers: Mutex::new(Tiers::open(&cfg)?) })
     }
 
-    /// Stores (or replaces) a chunk in MEM, demoting others to DISK to make room.
-    /// `PoolFull` when neither tier can take it; nothing stored before is lost.
+    /// Stores a chunk version in MEM, demoting others to DISK to make room.
+    ///
+    /// Chunk versions are write-once: a put of a key already stored (in either
+    /// tier) with the same length and checksum succeeds and changes nothing
+    /// (a retried put); with other bytes it is refused with `AlreadyExists`.
+    /// `Corrupt` if `checksum` is not the CRC-32C of `data`: no bytes are ever
+    /// stored under a wrong checksum. `PoolFull` when neither tier can take
+    /// it, or when writing to DISK found its file system out of space (then
+    /// later puts that need DISK room fail at once until chunks are deleted
+    /// or 30 s pass, see `TierStats::disk_full`); nothing stored before is
+    /// lost.
     pub fn put(&self, key: ChunkKey, data: Bytes, checksum: Checksum, attrs: ChunkAttrs) -> Result<()> {
+        let actual = crc32c::crc32c(&data);
+        if actual != checksum {
+            return Err(Error::new(
+                ErrorKind::Corrupt,
+                format!(
+                    "chunk {key}: checksum mismatch: its {} bytes have crc {actual:08x}, the put says {checksum:08x}",
+                    data.len()
+                ),
+            ));
+        }
         self.tiers.lock().put(key, data, checksum, attrs)
     }
 
@@ -115,7 +117,7 @@ impl TierManager {
         }
         let zeros = Bytes::from(vec![0u8; len as usize]);
         let checksum = crc32c::crc32c(&zeros);
-        t.put(key, zeros, checksum, attrs)
+        t.store(key, zeros, checksum, attrs)
     }
 
     /// `len` bytes of a chunk from `offset` (no copy from MEM).
@@ -144,13 +146,40 @@ impl TierManager {
         self.tiers.lock().locate(key)
     }
 
+    /// Deletes a chunk (and its reclaimable mark); `false` if it was absent.
     pub fn delete(&self, key: ChunkKey) -> Result<bool> {
         self.tiers.lock().delete(key)
     }
 
-    /// Deletes every chunk of these inodes from both tiers; returns how many.
+    /// Deletes every chunk of these inodes from both tiers (and their
+    /// reclaimable marks); returns how many.
     pub fn delete_inodes(&self, inodes: &[InodeId]) -> Result<u64> {
         self.tiers.lock().delete_inodes(inodes)
+    }
+
+    /// Marks chunks reclaimable: the coordinator gave up these versions
+    /// (replaced, or their file removed) and will delete them after a grace
+    /// period. They stay readable, but whenever a put, a promotion or a
+    /// zeroed chunk needs room in MEM or DISK they are deleted outright
+    /// (oldest mark first, never demoted) before any live chunk is demoted or
+    /// the call fails with `PoolFull`. Only stored chunks are marked: a key
+    /// stored later is live. The mark lasts until the chunk is deleted or
+    /// dropped, or the worker restarts (marks are not persisted). Returns how
+    /// many distinct keys are stored (all of them now reclaimable).
+    pub fn mark_reclaimable(&self, keys: &[ChunkKey]) -> u64 {
+        self.tiers.lock().mark_reclaimable(keys)
+    }
+
+    /// Marks every chunk of these inodes stored now reclaimable, as
+    /// [`TierManager::mark_reclaimable`] does; chunks of them stored later
+    /// are live. Returns how many chunks were found.
+    pub fn mark_reclaimable_inodes(&self, inodes: &[InodeId]) -> u64 {
+        self.tiers.lock().mark_reclaimable_inodes(inodes)
+    }
+
+    /// Whether a chunk is stored and marked reclaimable.
+    pub fn is_reclaimable(&self, key: ChunkKey) -> bool {
+        self.tiers.lock().is_reclaimable(key)
     }
 
     /// Sets the eviction attributes of every chunk of `inode`, present and future.
@@ -166,6 +195,12 @@ impl TierManager {
 
     pub fn stats(&self) -> TierStats {
         self.tiers.lock().stats()
+    }
+
+    /// How long a full disk is believed full without a delete (tests only).
+    #[cfg(test)]
+    pub(crate) fn set_disk_full_retry(&self, retry: std::time::Duration) {
+        self.tiers.lock().set_disk_full_retry(retry)
     }
 
     /// Panics if an internal invariant is broken (tests only).

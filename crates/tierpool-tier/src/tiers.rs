@@ -1,25 +1,48 @@
 //! The state behind `TierManager`'s lock: both stores, the eviction index of
-//! MEM, per-inode attributes, and the moves between tiers.
+//! live MEM chunks, the reclaimable queues of both tiers, per-inode
+//! attributes; the moves between tiers are in `room`.
 //!
 //! Invariants (checked by `check_invariants` in tests):
 //! - a key is in at most one tier;
-//! - `mem.used() <= mem_budget` and `disk.used() <= disk_budget`, always;
-//! - the eviction index holds exactly the MEM chunks, with their sizes.
+//! - `mem.used() <= mem_budget` and `disk.used() <= disk_budget()`, always
+//!   (the DISK budget in force: capped at what the tier held while its file
+//!   system is out of space, see `disk_full`);
+//! - the eviction index holds exactly the live MEM chunks, `reclaim_mem`
+//!   exactly the reclaimable MEM chunks and `reclaim_disk` exactly the
+//!   reclaimable DISK chunks, each with its size: so `mem.used()` is the sum
+//!   of the index's and `reclaim_mem`'s sizes.
 //!
-//! Every multi-step change is staged then committed: DISK files are written
-//! first (`stage`), old files unlinked next, and only then are the in-memory
-//! indexes changed, which cannot fail. A failed write or unlink therefore
-//! changes nothing the caller can see (a staged file is discarded). The budget
-//! check counts the space the change frees, so physical disk use may exceed
-//! the budget by the files of one change while it is in flight; the accounted
-//! use never does.
+//! Reclaimable chunks are still stored and counted in `used`; `used` minus
+//! the reclaimable bytes is what live data takes. Marks live in memory only:
+//! after a restart every chunk is live until it is deleted or marked again.
+//!
+//! Every multi-step change is staged then committed (see `room`): DISK files
+//! are written first, old files unlinked next, and only then are the
+//! in-memory indexes changed, which cannot fail. A failed write or unlink
+//! therefore changes nothing the caller can see, except that reclaimable
+//! DISK chunks the change dropped to make room stay dropped (they are unlinked
+//! before the writes, so that their space is really free; they were garbage
+//! waiting for deletion). The budget check counts the space the change frees,
+//! so physical disk use may exceed the budget by the files of one change while
+//! it is in flight; the accounted use never does.
+//!
+//! A chunk file write that fails with ENOSPC fails its change with `PoolFull`
+//! ("pool full: the disk under ... is out of space") and caps the DISK budget
+//! at what the tier holds (`disk_full`): later changes that need more DISK
+//! room fail at once, without writing. Deleting DISK chunks lifts the cap, as
+//! does the passing of `disk_full_retry`.
 
-use crate::eviction::{EvictionIndex, Rank};
-use crate::manager::{TierConfig, TierKind, TierStats};
-use crate::store::{ChunkStore, DiskStore, MemStore, ReadTicket, Staged};
-use bytes::{Bytes, BytesMut};
-use std::collections::HashMap;
-use tierpool_types::{ByteSize, Checksum, ChunkAttrs, ChunkKey, Error, ErrorKind, InodeId, Result};
+mod room;
+
+use crate::config::{TierConfig, TierKind};
+use crate::disk_full::{self, DiskFull};
+use crate::eviction::{EvictionIndex, Marked, ReclaimQueue};
+use crate::stats::TierStats;
+use crate::store::{ChunkStore, DiskStore, MemStore, ReadTicket};
+use bytes::Bytes;
+use std::collections::{BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+use tierpool_types::{ByteSize, ChunkAttrs, ChunkKey, Error, ErrorKind, InodeId, Result};
 
 /// Where `lookup` found a chunk.
 pub(crate) enum Lookup {
@@ -35,12 +58,22 @@ pub(crate) struct Tiers {
     promote_after_reads: u32,
     mem: MemStore,
     disk: DiskStore,
+    /// Live MEM chunks, in eviction order.
     evict: EvictionIndex,
+    /// Reclaimable MEM chunks, in drop order.
+    reclaim_mem: ReclaimQueue,
+    /// Reclaimable DISK chunks, in drop order.
+    reclaim_disk: ReclaimQueue,
     attrs: HashMap<InodeId, ChunkAttrs>,
-    /// Use counter: the `last_use` of eviction ranks.
+    /// Use counter: the `last_use` of eviction ranks and the `seq` of marks.
     clock: u64,
     demotions: u64,
     promotions: u64,
+    reclaimed: u64,
+    /// Set while the DISK file system is believed out of space.
+    disk_full: DiskFull,
+    /// How long a full disk is believed full without a delete.
+    disk_full_retry: Duration,
 }
 
 impl Tiers {
@@ -53,10 +86,15 @@ impl Tiers {
             mem: MemStore::new(),
             disk,
             evict: EvictionIndex::new(),
+            reclaim_mem: ReclaimQueue::new(),
+            reclaim_disk: ReclaimQueue::new(),
             attrs: HashMap::new(),
             clock: 0,
             demotions: 0,
             promotions: 0,
+            reclaimed: 0,
+            disk_full: DiskFull::default(),
+            disk_full_retry: disk_full::RETRY,
         })
     }
 
@@ -73,8 +111,40 @@ impl Tiers {
         self.mem_budget - self.mem.used()
     }
 
+    /// The DISK budget in force: the configured one, or less while the disk is full.
+    fn disk_budget(&self) -> u64 {
+        self.disk_full.budget(self.disk_budget, Instant::now(), self.disk_full_retry)
+    }
+
+    fn disk_is_full(&self) -> bool {
+        self.disk_full.cap(Instant::now(), self.disk_full_retry).is_some()
+    }
+
     fn disk_free(&self) -> u64 {
-        self.disk_budget - self.disk.used()
+        self.disk_budget().saturating_sub(self.disk.used())
+    }
+
+    /// Turns the error of a failed chunk file write into the caller's: an
+    /// out-of-space error caps the DISK tier at what it holds and says so.
+    fn write_failed(&mut self, e: Error) -> Error {
+        if e.kind != ErrorKind::PoolFull {
+            return e;
+        }
+        let held = self.disk.used();
+        self.disk_full.engage(held, Instant::now());
+        let msg = format!(
+            "pool full: {}; {} of chunks stored, budget {}",
+            e.message,
+            ByteSize(held),
+            ByteSize(self.disk_budget)
+        );
+        tracing::warn!("{msg}; disk tier capped at what it holds until chunks are deleted");
+        Error::new(ErrorKind::PoolFull, msg)
+    }
+
+    #[cfg(test)]
+    pub fn set_disk_full_retry(&mut self, retry: Duration) {
+        self.disk_full_retry = retry;
     }
 
     /// Finds a chunk; a MEM hit counts as a use.
@@ -92,188 +162,6 @@ impl Tiers {
         self.disk.entry(key).map(|e| e.gen)
     }
 
-    pub fn put(&mut self, key: ChunkKey, data: Bytes, checksum: Checksum, attrs: ChunkAttrs) -> Result<()> {
-        let rank = Rank::new(attrs, self.tick());
-        if !self.put_mem(key, &data, checksum, rank)? && !self.put_disk(key, &data, checksum)? {
-            return Err(self.pool_full(key, data.len()));
-        }
-        if self.attrs.get(&key.inode) != Some(&attrs) {
-            self.set_attrs(key.inode, attrs);
-        }
-        Ok(())
-    }
-
-    /// Puts the chunk in MEM, demoting victims to DISK; `Ok(false)` if it
-    /// cannot fit (then nothing changed).
-    fn put_mem(&mut self, key: ChunkKey, data: &Bytes, checksum: Checksum, rank: Rank) -> Result<bool> {
-        let len = data.len() as u64;
-        if len > self.mem_budget {
-            return Ok(false);
-        }
-        let old_mem = self.mem.meta_len(key).unwrap_or(0);
-        let old_disk = self.disk.entry(key).map_or(0, |e| e.len);
-        let Some(victims) = self.evict.plan(len, self.mem_free() + old_mem, Some(key), None) else {
-            return Ok(false);
-        };
-        if self.bytes_of(&victims) > self.disk_free() + old_disk {
-            return Ok(false);
-        }
-        let staged = self.stage_victims(&victims)?;
-        if let Err(e) = self.disk.remove(key) {
-            self.discard(staged);
-            return Err(e);
-        }
-        self.commit_victims(staged);
-        self.mem.put(key, data.clone(), checksum)?;
-        self.evict.insert(key, rank, len);
-        Ok(true)
-    }
-
-    /// Writes the chunk straight to DISK; `Ok(false)` if it cannot fit.
-    fn put_disk(&mut self, key: ChunkKey, data: &[u8], checksum: Checksum) -> Result<bool> {
-        let old_disk = self.disk.entry(key).map_or(0, |e| e.len);
-        if data.len() as u64 > self.disk_free() + old_disk {
-            return Ok(false);
-        }
-        let staged = self.disk.stage(key, data, checksum)?;
-        if let Err(e) = self.disk.remove(key) {
-            self.disk.discard(staged);
-            return Err(e);
-        }
-        self.mem.take(key);
-        self.evict.remove(key);
-        self.disk.commit(staged);
-        Ok(true)
-    }
-
-    fn pool_full(&self, key: ChunkKey, len: usize) -> Error {
-        Error::new(
-            ErrorKind::PoolFull,
-            format!(
-                "pool full: worker memory ({} of {} used) and disk ({} of {} used) cannot hold chunk {key} of {len} bytes",
-                ByteSize(self.mem.used()),
-                ByteSize(self.mem_budget),
-                ByteSize(self.disk.used()),
-                ByteSize(self.disk_budget),
-            ),
-        )
-    }
-
-    fn bytes_of(&self, mem_keys: &[ChunkKey]) -> u64 {
-        mem_keys.iter().filter_map(|k| self.mem.meta_len(*k)).sum()
-    }
-
-    /// Writes DISK files for MEM chunks about to be demoted. On error every
-    /// file written so far is discarded and nothing has changed.
-    fn stage_victims(&mut self, victims: &[ChunkKey]) -> Result<Vec<Staged>> {
-        let mut staged = Vec::with_capacity(victims.len());
-        for &key in victims {
-            let Some((data, checksum)) = self.mem.peek(key) else {
-                self.discard(staged);
-                return Err(Error::internal(format!("eviction victim {key} is not in memory")));
-            };
-            match self.disk.stage(key, &data, checksum) {
-                Ok(s) => staged.push(s),
-                Err(e) => {
-                    self.discard(staged);
-                    return Err(e.context(format!("demoting chunk {key} to disk")));
-                }
-            }
-        }
-        Ok(staged)
-    }
-
-    fn discard(&self, staged: Vec<Staged>) {
-        for s in staged {
-            self.disk.discard(s);
-        }
-    }
-
-    /// Moves staged victims from MEM to DISK in the indexes (cannot fail).
-    fn commit_victims(&mut self, staged: Vec<Staged>) {
-        for s in staged {
-            let key = s.key();
-            self.mem.take(key);
-            self.evict.remove(key);
-            self.disk.commit(s);
-            self.demotions += 1;
-            tracing::trace!(chunk = %key, "demoted to disk");
-        }
-    }
-
-    /// Counts a DISK read of generation `gen` and promotes the chunk when it
-    /// has been read often enough and fits. Promotion is opportunistic: a
-    /// failure is logged and the chunk stays on DISK.
-    pub fn after_disk_read(&mut self, key: ChunkKey, gen: u64, data: &Bytes) {
-        let Some(reads) = self.disk.count_read(key, gen) else { return };
-        if reads < self.promote_after_reads {
-            return;
-        }
-        if let Err(e) = self.promote(key, gen, data) {
-            tracing::warn!(chunk = %key, "promotion to memory failed, chunk stays on disk: {e}");
-        }
-    }
-
-    /// Moves a DISK chunk to MEM if room can be made by demoting only chunks
-    /// ranked below it; `Ok(false)` if not.
-    fn promote(&mut self, key: ChunkKey, gen: u64, data: &Bytes) -> Result<bool> {
-        let Some(entry) = self.disk.entry(key).filter(|e| e.gen == gen) else { return Ok(false) };
-        if entry.len > self.mem_budget || data.len() as u64 != entry.len {
-            return Ok(false);
-        }
-        let rank = Rank::new(self.attrs_of(key.inode), self.tick());
-        let Some(victims) = self.evict.plan(entry.len, self.mem_free(), None, Some(rank)) else {
-            return Ok(false);
-        };
-        if self.bytes_of(&victims) > self.disk_free() + entry.len {
-            return Ok(false);
-        }
-        let staged = self.stage_victims(&victims)?;
-        if let Err(e) = self.disk.remove(key) {
-            self.discard(staged);
-            return Err(e);
-        }
-        self.commit_victims(staged);
-        self.mem.put(key, data.clone(), entry.checksum)?;
-        self.evict.insert(key, rank, entry.len);
-        self.promotions += 1;
-        tracing::trace!(chunk = %key, "promoted to memory");
-        Ok(true)
-    }
-
-    /// Overwrites byte ranges of a stored chunk: in place in MEM; a DISK chunk
-    /// is read (and verified), changed and put back as a whole, to MEM if it
-    /// fits there. `NotFound` if absent, `InvalidArgument` past its end.
-    pub fn write_ranges(&mut self, key: ChunkKey, ranges: &[(u64, &[u8])]) -> Result<()> {
-        let len = match (self.mem.meta_len(key), self.disk.entry(key)) {
-            (Some(len), _) => len,
-            (None, Some(e)) => e.len,
-            (None, None) => return Err(crate::store::not_found(key)),
-        };
-        if let Some((off, b)) =
-            ranges.iter().find(|(off, b)| off.checked_add(b.len() as u64).is_none_or(|end| end > len))
-        {
-            return Err(Error::invalid(format!(
-                "chunk {key}: bytes {off}..{} are past its end ({len} bytes)",
-                off + b.len() as u64
-            )));
-        }
-        if self.mem.write_at(key, ranges) {
-            let now = self.tick();
-            self.evict.touch(key, now);
-            return Ok(());
-        }
-        let ticket = self.disk.ticket(key).ok_or_else(|| crate::store::not_found(key))?;
-        let old = DiskStore::read(&ticket)?;
-        let mut data = BytesMut::from(&old[..]);
-        for (off, b) in ranges {
-            data[*off as usize..*off as usize + b.len()].copy_from_slice(b);
-        }
-        let data = data.freeze();
-        let checksum = crc32c::crc32c(&data);
-        self.put(key, data, checksum, self.attrs_of(key.inode))
-    }
-
     pub fn locate(&self, key: ChunkKey) -> Option<TierKind> {
         if self.mem.contains(key) {
             Some(TierKind::Mem)
@@ -282,12 +170,58 @@ impl Tiers {
         }
     }
 
+    pub fn is_reclaimable(&self, key: ChunkKey) -> bool {
+        self.reclaim_mem.contains(key) || self.reclaim_disk.contains(key)
+    }
+
+    /// Marks the stored chunks among `keys` reclaimable; returns how many
+    /// distinct keys are stored (all of them reclaimable now).
+    pub fn mark_reclaimable(&mut self, keys: &[ChunkKey]) -> u64 {
+        let keys: BTreeSet<ChunkKey> = keys.iter().copied().collect();
+        keys.into_iter().map(|k| u64::from(self.mark(k))).sum()
+    }
+
+    /// Marks every chunk of these inodes stored now reclaimable (chunks
+    /// stored later are live); returns how many there are.
+    pub fn mark_reclaimable_inodes(&mut self, inodes: &[InodeId]) -> u64 {
+        let mut keys = BTreeSet::new();
+        for &inode in inodes {
+            keys.extend(self.mem.keys_of(inode));
+            keys.extend(self.disk.keys_of(inode));
+        }
+        keys.into_iter().map(|k| u64::from(self.mark(k))).sum()
+    }
+
+    /// Moves a stored chunk out of eviction order into its tier's reclaim
+    /// queue (a mark keeps its first place); `false` if absent.
+    fn mark(&mut self, key: ChunkKey) -> bool {
+        if self.is_reclaimable(key) {
+            return true;
+        }
+        let seq = self.tick();
+        if let Some(size) = self.mem.meta_len(key) {
+            self.evict.remove(key);
+            self.reclaim_mem.insert(key, Marked { seq, size });
+        } else if let Some(e) = self.disk.entry(key) {
+            self.reclaim_disk.insert(key, Marked { seq, size: e.len });
+        } else {
+            return false;
+        }
+        true
+    }
+
     pub fn delete(&mut self, key: ChunkKey) -> Result<bool> {
         if self.mem.take(key).is_some() {
             self.evict.remove(key);
+            self.reclaim_mem.remove(key);
             return Ok(true);
         }
-        Ok(self.disk.remove(key)?.is_some())
+        let found = self.disk.remove(key)?.is_some();
+        self.reclaim_disk.remove(key);
+        if found {
+            self.disk_full.lift();
+        }
+        Ok(found)
     }
 
     pub fn delete_inodes(&mut self, inodes: &[InodeId]) -> Result<u64> {
@@ -296,9 +230,15 @@ impl Tiers {
             for key in self.mem.keys_of(inode) {
                 self.mem.take(key);
                 self.evict.remove(key);
+                self.reclaim_mem.remove(key);
                 n += 1;
             }
-            n += self.disk.delete_inode(inode)?;
+            for key in self.disk.keys_of(inode) {
+                self.disk.remove(key)?;
+                self.reclaim_disk.remove(key);
+                self.disk_full.lift();
+                n += 1;
+            }
             self.attrs.remove(&inode);
         }
         Ok(n)
@@ -328,22 +268,34 @@ impl Tiers {
             mem_capacity: self.mem_budget,
             mem_used: self.mem.used(),
             mem_chunks: self.mem.len(),
-            disk_capacity: self.disk_budget,
+            disk_capacity: self.disk_budget(),
             disk_used: self.disk.used(),
             disk_chunks: self.disk.len(),
+            disk_full: self.disk_is_full(),
+            reclaimable_bytes: self.reclaim_mem.total_size() + self.reclaim_disk.total_size(),
+            reclaimable_chunks: (self.reclaim_mem.len() + self.reclaim_disk.len()) as u64,
             demotions: self.demotions,
             promotions: self.promotions,
+            reclaimed: self.reclaimed,
         }
     }
 
     #[cfg(test)]
     pub fn check_invariants(&self) {
         assert!(self.mem.used() <= self.mem_budget, "mem {} > {}", self.mem.used(), self.mem_budget);
-        assert!(self.disk.used() <= self.disk_budget, "disk {} > {}", self.disk.used(), self.disk_budget);
-        assert_eq!(self.evict.len() as u64, self.mem.len());
-        assert_eq!(self.evict.total_size(), self.mem.used());
-        for (key, _) in self.evict.victims() {
-            assert!(self.mem.contains(key) && self.disk.entry(key).is_none(), "{key} in both tiers");
+        assert!(self.disk.used() <= self.disk_budget(), "disk {} > {}", self.disk.used(), self.disk_budget());
+        assert_eq!((self.evict.len() + self.reclaim_mem.len()) as u64, self.mem.len());
+        assert_eq!(self.evict.total_size() + self.reclaim_mem.total_size(), self.mem.used());
+        for (key, size) in self.evict.victims() {
+            assert_eq!(self.mem.meta_len(key), Some(size), "live {key} in memory with its size");
+            assert!(self.disk.entry(key).is_none() && !self.is_reclaimable(key), "{key} in two places");
+        }
+        for (key, size) in self.reclaim_mem.iter() {
+            assert_eq!(self.mem.meta_len(key), Some(size), "reclaimable {key} in memory with its size");
+            assert!(self.disk.entry(key).is_none() && !self.reclaim_disk.contains(key), "{key} in two places");
+        }
+        for (key, size) in self.reclaim_disk.iter() {
+            assert_eq!(self.disk.entry(key).map(|e| e.len), Some(size), "reclaimable {key} on disk with its size");
         }
     }
 }

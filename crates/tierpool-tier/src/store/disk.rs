@@ -1,7 +1,8 @@
 //! The DISK store: one file per chunk under `root/<bucket>/`, indexed in
 //! memory by key.
 //!
-//! Files are spread over 256 bucket directories by a hash of the key. Every
+//! Files are spread over 256 bucket directories by a hash of the key (see
+//! `layout`, shared with the start-up scan in `disk_scan`). Every
 //! write gets a fresh generation number, part of the file name and header, so
 //! a file is never rewritten in place: a replace writes a new file and then
 //! unlinks the old one. A reader that captured a path ([`ReadTicket`]) outside
@@ -16,6 +17,7 @@
 
 use super::disk_scan;
 use super::format::{Header, HEADER_LEN};
+use super::layout::{io_error, path_of, write_error};
 use super::{disk_io, inode_range, not_found, ChunkMeta, ChunkStore};
 use bytes::Bytes;
 use std::collections::BTreeMap;
@@ -23,15 +25,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use tierpool_types::{Checksum, ChunkKey, Error, ErrorKind, InodeId, Result};
 
-/// What the index knows of one DISK chunk.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct DiskEntry {
-    pub len: u64,
-    pub checksum: Checksum,
-    pub gen: u64,
-    /// Reads since the chunk came to DISK (drives promotion).
-    pub reads: u32,
-}
+pub use super::layout::DiskEntry;
 
 /// Everything needed to read a chunk without the store: taken under the
 /// owner's lock, used outside it.
@@ -74,12 +68,6 @@ pub struct DiskStore {
     next_gen: u64,
 }
 
-/// Maps an I/O error of the DISK tier to the shared error type.
-pub(crate) fn io_error(e: io::Error, what: &str, path: &Path) -> Error {
-    let kind = if e.kind() == io::ErrorKind::StorageFull { ErrorKind::PoolFull } else { ErrorKind::Io };
-    Error::new(kind, format!("disk tier: {what} {}: {e}", path.display()))
-}
-
 impl DiskStore {
     /// Opens the store at `root`, creating it if needed, indexing the chunk
     /// files found there (at most `budget` bytes of them) and removing
@@ -95,8 +83,14 @@ impl DiskStore {
         path_of(&self.root, key, gen)
     }
 
+    /// The directory the store lives in.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
     /// Writes a new file for the chunk; the index is unchanged until
-    /// [`DiskStore::commit`].
+    /// [`DiskStore::commit`]. `PoolFull` if the file system is out of space
+    /// (ENOSPC), `Io` for other failures; either way no file is left.
     pub fn stage(&mut self, key: ChunkKey, data: &[u8], checksum: Checksum) -> Result<Staged> {
         let gen = self.next_gen;
         self.next_gen += 1;
@@ -106,7 +100,7 @@ impl DiskStore {
         let mut tmp = dest.clone().into_os_string();
         tmp.push(".tmp");
         disk_io::write_atomic(Path::new(&tmp), &dest, &[&header, data])
-            .map_err(|e| io_error(e, &format!("writing chunk {key} to"), &dest))?;
+            .map_err(|e| write_error(e, &self.root, key, &dest))?;
         Ok(Staged { key, entry: DiskEntry { len, checksum, gen, reads: 0 } })
     }
 
@@ -193,17 +187,6 @@ fn verify(t: &ReadTicket, buf: &[u8]) -> Result<()> {
         return Err(corrupt(format!("checksum mismatch: expected {:08x}, data has {crc:08x}", t.checksum)));
     }
     Ok(())
-}
-
-/// `root/<bucket>/<inode>-<index>-<version>-g<gen>.chunk`, bucket = low byte
-/// of the CRC-32C of the key.
-pub(crate) fn path_of(root: &Path, key: ChunkKey, gen: u64) -> PathBuf {
-    let mut b = [0u8; 24];
-    b[0..8].copy_from_slice(&key.inode.0.to_le_bytes());
-    b[8..16].copy_from_slice(&key.index.to_le_bytes());
-    b[16..24].copy_from_slice(&key.version.to_le_bytes());
-    let bucket = crc32c::crc32c(&b) & 0xff;
-    root.join(format!("{bucket:02x}")).join(format!("{}-{}-{}-g{gen}.chunk", key.inode.0, key.index, key.version))
 }
 
 impl ChunkStore for DiskStore {

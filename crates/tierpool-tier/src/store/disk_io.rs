@@ -9,33 +9,49 @@
 //!
 //! Fault injection (tests, or the `fault-injection` feature): [`fail_nth`]
 //! arms a per-thread countdown; the Nth call made afterwards on that thread
-//! fails with an `io::Error` and disarms it.
+//! fails with an `io::Error` and disarms it. [`fail_nth_with`] chooses the
+//! error: [`Fault::NoSpace`] is the `StorageFull` (ENOSPC) of a full disk.
 
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
+/// The error an injected fault raises.
+#[cfg(any(test, feature = "fault-injection"))]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// An I/O error of no particular kind, naming the operation and path.
+    Io,
+    /// The disk is out of space: `io::ErrorKind::StorageFull`, as ENOSPC.
+    NoSpace,
+}
+
 #[cfg(any(test, feature = "fault-injection"))]
 mod fault {
+    use super::Fault;
     use std::cell::Cell;
+    use std::io;
 
     thread_local! {
-        static COUNTDOWN: Cell<u64> = const { Cell::new(0) };
+        static COUNTDOWN: Cell<(u64, Fault)> = const { Cell::new((0, Fault::Io)) };
     }
 
-    pub fn arm(n: u64) {
-        COUNTDOWN.with(|c| c.set(n));
+    pub fn arm(n: u64, fault: Fault) {
+        COUNTDOWN.with(|c| c.set((n, fault)));
     }
 
-    pub fn check(op: &str, path: &std::path::Path) -> std::io::Result<()> {
+    pub fn check(op: &str, path: &std::path::Path) -> io::Result<()> {
         COUNTDOWN.with(|c| match c.get() {
-            0 => Ok(()),
-            1 => {
-                c.set(0);
-                Err(std::io::Error::other(format!("injected fault: {op} {}", path.display())))
+            (0, _) => Ok(()),
+            (1, fault) => {
+                c.set((0, Fault::Io));
+                Err(match fault {
+                    Fault::Io => io::Error::other(format!("injected fault: {op} {}", path.display())),
+                    Fault::NoSpace => io::Error::new(io::ErrorKind::StorageFull, "No space left on device"),
+                })
             }
-            n => {
-                c.set(n - 1);
+            (n, fault) => {
+                c.set((n - 1, fault));
                 Ok(())
             }
         })
@@ -54,7 +70,13 @@ mod fault {
 /// one); 0 disarms.
 #[cfg(any(test, feature = "fault-injection"))]
 pub fn fail_nth(n: u64) {
-    fault::arm(n);
+    fault::arm(n, Fault::Io);
+}
+
+/// As [`fail_nth`], failing with the error of `fault`.
+#[cfg(any(test, feature = "fault-injection"))]
+pub fn fail_nth_with(n: u64, fault: Fault) {
+    fault::arm(n, fault);
 }
 
 pub fn create_dir_all(path: &Path) -> io::Result<()> {

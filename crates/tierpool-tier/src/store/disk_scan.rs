@@ -10,15 +10,16 @@
 //!   unlinking the old file): the higher generation wins, the other is removed.
 //! - Chunks beyond the byte budget (the budget shrank since the last run):
 //!   removed with a warning, so that accounting never exceeds the budget.
+//!
+//! Depends on `layout` for file names and index entries, never on `disk`
+//! (which calls `scan`): the dependency points one way.
 
-use super::disk::{io_error, path_of, DiskEntry};
 use super::disk_io;
 use super::format::{Header, HEADER_LEN};
+use super::layout::{io_error, path_of, DiskEntry, BUCKETS};
 use std::collections::BTreeMap;
 use std::path::Path;
 use tierpool_types::ChunkKey;
-
-pub(crate) const BUCKETS: u32 = 256;
 
 #[derive(Debug, Default)]
 pub(crate) struct Found {

@@ -18,6 +18,12 @@
 //! The header checksum means a garbled key or length is detected instead of
 //! being indexed under a wrong key. A new format gets a new version number and
 //! a decoder of its own here; version 1 files must stay readable.
+//!
+//! Golden files: `tests/golden/chunk-v1.chunk` is a version 1 file written by
+//! this crate, decoded by the tests below and read back whole by
+//! `tests::golden`. It is never edited or regenerated. A new format version
+//! must add a new golden file of its own beside it (with tests decoding it),
+//! and the old ones stay: they are the proof that old files still read.
 
 use tierpool_types::{Checksum, ChunkKey, InodeId};
 
@@ -107,6 +113,26 @@ mod tests {
         let mut b = header().encode();
         b[0] = b'X';
         assert!(Header::decode(&b).unwrap_err().contains("magic"));
+    }
+
+    /// `tests/golden/chunk-v1.chunk`: key 42:3@7, generation 1, 5000 bytes.
+    const GOLDEN_V1: &[u8] = include_bytes!("../../tests/golden/chunk-v1.chunk");
+
+    #[test]
+    fn decodes_the_golden_version_1_header() {
+        let Some(head) = GOLDEN_V1.first_chunk::<HEADER_LEN>() else { panic!("golden file shorter than a header") };
+        let want = Header {
+            key: ChunkKey { inode: InodeId(42), index: 3, version: 7 },
+            gen: 1,
+            len: 5000,
+            checksum: 0x1e33_c15e,
+        };
+        assert_eq!(Header::decode(head), Ok(want));
+        assert_eq!(&head[0..8], b"TPCK\x01\0\0\0", "magic, version 1, reserved zeros");
+        assert_eq!(want.encode(), *head, "encoding version 1 still gives the same bytes");
+        let data: Vec<u8> = (0..5000u32).map(|i| (i * 31 % 251) as u8).collect();
+        assert_eq!(GOLDEN_V1.len(), HEADER_LEN + 5000);
+        assert_eq!(crc32c::crc32c(&data), 0x1e33_c15e, "the header's checksum is that of the data");
     }
 
     proptest! {

@@ -18,6 +18,7 @@ pub mod disk;
 pub mod disk_io;
 mod disk_scan;
 pub mod format;
+mod layout;
 pub mod mem;
 
 pub use disk::{DiskStore, ReadTicket, Staged};

@@ -160,8 +160,8 @@ fn pool_full_keeps_existing_data() {
     assert_eq!(e.kind, ErrorKind::PoolFull);
     assert!(e.message.starts_with("pool full: worker memory (2KiB of 2KiB used) and disk (4KiB of 4KiB used)"), "{e}");
     assert!(e.message.contains("chunk 1:6@0 of 1024 bytes"), "{e}");
-    let e = put(&m, key(1, 0), &chunk(2 * KIB, 7), DEFAULT).unwrap_err();
-    assert_eq!(e.kind, ErrorKind::PoolFull, "a bigger replacement does not fit either");
+    let e = put(&m, key(1, 7), &chunk(2 * KIB, 7), DEFAULT).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::PoolFull, "a bigger chunk does not fit either");
     for i in 0..6 {
         assert_eq!(m.get(key(1, i)).unwrap(), chunk(KIB, i as u8));
     }
@@ -181,28 +181,70 @@ fn chunk_larger_than_memory_goes_straight_to_disk() {
 }
 
 #[test]
-fn replacement_that_fits_only_on_disk_drops_the_memory_copy() {
-    let (_d, m) = open(4 * KIB, 2 * KIB, 10);
-    put(&m, key(1, 0), &chunk(KIB, 0), DEFAULT).unwrap();
-    put(&m, key(1, 1), &chunk(3 * KIB, 1), DEFAULT).unwrap();
-    // Room in MEM would need demoting 3KiB, more than DISK has free.
-    put(&m, key(1, 0), &chunk(2 * KIB, 2), DEFAULT).unwrap();
-    assert_eq!(m.locate(key(1, 0)), Some(TierKind::Disk));
-    assert_eq!(m.get(key(1, 0)).unwrap(), chunk(2 * KIB, 2));
-    let s = m.stats();
-    assert_eq!((s.mem_used, s.disk_used, s.mem_chunks, s.disk_chunks), (3 * KIB, 2 * KIB, 1, 1));
+fn chunk_versions_are_write_once() {
+    let (_d, m) = open(KIB, 100 * KIB, 10);
+    put(&m, key(7, 3), &chunk(KIB, 0), DEFAULT).unwrap();
+    put(&m, key(7, 4), &chunk(KIB, 1), DEFAULT).unwrap();
+    assert_eq!(m.locate(key(7, 3)), Some(TierKind::Disk));
+    let before = m.stats();
+    for (k, tier) in [(key(7, 3), "disk"), (key(7, 4), "memory")] {
+        put(&m, k, &chunk(KIB, k.index as u8 - 3), DEFAULT).unwrap();
+        assert_eq!(m.stats(), before, "putting the same bytes again into {tier} changes nothing");
+        let e = put(&m, k, &chunk(KIB / 2, 9), DEFAULT).unwrap_err();
+        let (was, now) = (crc32c::crc32c(&chunk(KIB, k.index as u8 - 3)), crc32c::crc32c(&chunk(KIB / 2, 9)));
+        let want = format!(
+            "chunk {k} is already stored with other bytes (1024 bytes, crc {was:08x}; this put has 512 bytes, crc {now:08x}); chunk versions are write-once"
+        );
+        assert_eq!((e.kind, e.message), (ErrorKind::AlreadyExists, want), "{tier}");
+        let e = put(&m, k, &chunk(KIB, 9), DEFAULT).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::AlreadyExists, "same length, other bytes, in {tier}");
+        assert_eq!(m.get(k).unwrap(), chunk(KIB, k.index as u8 - 3));
+    }
+    assert_eq!(m.stats(), before);
+    assert_eq!(m.locate(key(7, 3)), Some(TierKind::Disk), "no rewrite, no promotion by a put");
 }
 
 #[test]
-fn replacing_a_chunk_frees_the_old_copy() {
+fn a_region_chunk_written_in_place_is_compared_by_its_new_bytes() {
+    let (_d, m) = open(2 * KIB, 100 * KIB, 10);
+    m.create_zeroed(key(1, 0), KIB, DEFAULT).unwrap();
+    m.write_ranges(key(1, 0), &[(3, b"abc")]).unwrap();
+    let mut now = vec![0u8; KIB as usize];
+    now[3..6].copy_from_slice(b"abc");
+    assert_eq!(
+        put(&m, key(1, 0), &vec![0u8; KIB as usize].into(), DEFAULT).unwrap_err().kind,
+        ErrorKind::AlreadyExists
+    );
+    put(&m, key(1, 0), &now.into(), DEFAULT).unwrap();
+}
+
+#[test]
+fn put_refuses_bytes_that_do_not_match_their_checksum() {
+    let (_d, m) = open(2 * KIB, 100 * KIB, 10);
+    let data = chunk(KIB, 0);
+    let right = crc32c::crc32c(&data);
+    let e = m.put(key(7, 3), data.clone(), right ^ 1, DEFAULT).unwrap_err();
+    let want =
+        format!("chunk 7:3@0: checksum mismatch: its 1024 bytes have crc {right:08x}, the put says {:08x}", right ^ 1);
+    assert_eq!((e.kind, e.message), (ErrorKind::Corrupt, want));
+    assert_eq!(m.locate(key(7, 3)), None, "nothing is stored under a wrong checksum");
+    m.put(key(7, 3), data, right, DEFAULT).unwrap();
+}
+
+#[test]
+fn a_range_write_into_a_disk_chunk_frees_its_old_file() {
     let (dir, m) = open(KIB, 100 * KIB, 10);
     put(&m, key(1, 0), &chunk(KIB, 0), DEFAULT).unwrap();
     put(&m, key(1, 1), &chunk(KIB, 1), DEFAULT).unwrap();
     assert_eq!(m.locate(key(1, 0)), Some(TierKind::Disk));
-    put(&m, key(1, 0), &chunk(KIB / 2, 2), DEFAULT).unwrap();
-    assert_eq!(m.get(key(1, 0)).unwrap(), chunk(KIB / 2, 2));
+    m.write_ranges(key(1, 0), &[(0, b"x")]).unwrap();
+    let mut want = chunk(KIB, 0).to_vec();
+    want[0] = b'x';
+    assert_eq!(m.get(key(1, 0)).unwrap(), want);
+    use TierKind::*;
+    assert_eq!(where_(&m, &[0, 1]), [Some(Mem), Some(Disk)]);
     let s = m.stats();
-    assert_eq!((s.mem_used, s.disk_used, s.mem_chunks, s.disk_chunks), (KIB / 2, KIB, 1, 1));
+    assert_eq!((s.mem_used, s.disk_used, s.mem_chunks, s.disk_chunks), (KIB, KIB, 1, 1));
     assert_eq!(files(dir.path(), ".chunk").len(), 1, "the old file is gone");
 }
 
@@ -251,7 +293,10 @@ fn concurrent_readers_never_see_wrong_bytes() {
                 for round in 0..400u64 {
                     let k = key(round % 3, round % 5);
                     match (round + u64::from(t)) % 5 {
-                        0 => put(m, k, &tagged(k, (round as u8) ^ t), DEFAULT).unwrap(),
+                        0 => match put(m, k, &tagged(k, (round as u8) ^ t), DEFAULT) {
+                            Err(e) if e.kind == ErrorKind::AlreadyExists => {}
+                            r => r.unwrap(),
+                        },
                         1 => drop(m.delete(k).unwrap()),
                         _ => match m.get(k) {
                             Ok(data) => assert_eq!(data, tagged(k, data[2]), "{k}"),

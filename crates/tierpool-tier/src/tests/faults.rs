@@ -40,11 +40,12 @@ fn failed_second_demotion_undoes_the_first() {
 }
 
 #[test]
-fn failed_unlink_on_replace_keeps_the_old_value() {
+fn failed_unlink_on_rewrite_keeps_the_old_value() {
     let (dir, m) = open(0, 100 * KIB, 10);
     put(&m, key(1, 0), &chunk(KIB, 0), ChunkAttrs::default()).unwrap();
-    fail_nth(3); // write, rename of the new file; unlink of the old one fails
-    put(&m, key(1, 0), &chunk(KIB, 1), ChunkAttrs::default()).unwrap_err();
+    fail_nth(4); // read of the old file, write, rename of the new one; unlink of the old one fails
+    m.write_ranges(key(1, 0), &[(0, b"x")]).unwrap_err();
+    m.check_invariants();
     assert_eq!(m.get(key(1, 0)).unwrap(), chunk(KIB, 0));
     assert_eq!(files(dir.path(), ".chunk").len(), 1);
     fail_nth(1);

@@ -1,9 +1,13 @@
 //! Behaviour tests of the tier manager: named examples, fault injection at
-//! the disk I/O seam, and a property test against a `BTreeMap` model.
+//! the disk I/O seam, golden files of earlier versions, and a property test
+//! against a `BTreeMap` model.
 
 mod behaviour;
+mod disk_full;
 mod faults;
+mod golden;
 mod model;
+mod reclaim;
 
 use crate::{TierConfig, TierManager};
 use bytes::Bytes;

@@ -1,10 +1,21 @@
-//! The tier manager against a `BTreeMap` model: random puts, gets, deletes,
-//! attribute changes and restarts over small budgets (chunks of 1..16 KiB).
+//! The tier manager against a `BTreeMap` model: random puts (new chunks,
+//! retries and refused overwrites of write-once versions), gets, deletes,
+//! range writes, reclaimable marks, attribute changes and restarts over small
+//! budgets (chunks of 1..16 KiB).
+//!
+//! Reclaimable chunks may vanish from the manager whenever a change needs
+//! room; the model follows by forgetting the marked chunks the manager no
+//! longer has, and checks that it dropped them by the rules: a live chunk is
+//! never dropped, a reclaimable chunk is never demoted, no live chunk is
+//! demoted while a reclaimable one is left in MEM, and a put fails with
+//! `PoolFull` only if dropping every reclaimable chunk would not make room
+//! (and then nothing changes).
 
 use super::{attrs, chunk, config, key, put, KIB};
-use crate::{TierKind, TierManager};
+use crate::{TierKind, TierManager, TierStats};
+use bytes::Bytes;
 use proptest::prelude::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use tierpool_types::{ChunkKey, ErrorKind, InodeId};
 
 #[derive(Clone, Debug)]
@@ -16,6 +27,11 @@ enum Op {
         seed: u8,
         priority: u8,
         pinned: bool,
+    },
+    /// Puts the bytes the chunk holds again (a retried put).
+    Reput {
+        inode: u64,
+        index: u64,
     },
     Get {
         inode: u64,
@@ -37,7 +53,9 @@ enum Op {
         index: u64,
         ranges: Vec<(u16, u16, u8)>,
     },
-    /// The worker is killed and restarted: MEM chunks are gone.
+    Mark(Vec<(u64, u64)>),
+    MarkInodes(Vec<u64>),
+    /// The worker is killed and restarted: MEM chunks and marks are gone.
     Restart,
 }
 
@@ -49,16 +67,26 @@ fn op() -> impl Strategy<Value = Op> {
         40 => (inode.clone(), index.clone(), 1..=16 * KIB, any::<u8>(), 1u8..=5, pinned).prop_map(
             |(inode, index, len, seed, priority, pinned)| Op::Put { inode, index, len, seed, priority, pinned }
         ),
+        4 => (inode.clone(), index.clone()).prop_map(|(inode, index)| Op::Reput { inode, index }),
         16 => (inode.clone(), index.clone()).prop_map(|(inode, index)| Op::Get { inode, index }),
         // A few hot chunks, so that DISK chunks get read again and promoted.
         16 => (0u64..2, 0u64..3).prop_map(|(inode, index)| Op::Get { inode, index }),
-        6 => (inode.clone(), index).prop_map(|(inode, index)| Op::Delete { inode, index }),
+        6 => (inode.clone(), index.clone()).prop_map(|(inode, index)| Op::Delete { inode, index }),
         3 => (inode.clone(), 1u8..=5, pinned).prop_map(|(inode, priority, pinned)| Op::SetAttrs { inode, priority, pinned }),
         10 => (0u64..3, 0u64..4, prop::collection::vec((any::<u16>(), 0u16..5000, any::<u8>()), 1..4))
             .prop_map(|(inode, index, ranges)| Op::WriteRanges { inode, index, ranges }),
+        6 => prop::collection::vec((inode.clone(), index), 1..4).prop_map(Op::Mark),
+        2 => prop::collection::vec(inode.clone(), 1..3).prop_map(Op::MarkInodes),
         1 => Just(Op::Restart),
         1 => prop::collection::vec(inode, 1..3).prop_map(Op::DeleteInodes),
     ]
+}
+
+/// What the checks after an op compare with.
+struct Before {
+    stats: TierStats,
+    /// Reclaimable chunks in MEM.
+    mem_reclaimable: BTreeSet<ChunkKey>,
 }
 
 struct Harness {
@@ -67,50 +95,127 @@ struct Harness {
     dir: tempfile::TempDir,
     m: TierManager,
     model: BTreeMap<ChunkKey, Vec<u8>>,
+    /// Model keys marked reclaimable.
+    reclaimable: BTreeSet<ChunkKey>,
 }
 
 impl Harness {
     fn apply(&mut self, op: Op) -> Result<(), TestCaseError> {
+        let before = self.before();
         match op {
             Op::Put { inode, index, len, seed, priority, pinned } => {
-                self.put(key(inode, index), len, seed, priority, pinned)?
+                self.put_data(key(inode, index), chunk(len, seed), priority, pinned)?
+            }
+            Op::Reput { inode, index } => {
+                let k = key(inode, index);
+                if let Some(v) = self.model.get(&k) {
+                    self.put_data(k, v.clone().into(), 3, false)?
+                }
             }
             Op::Get { inode, index } => self.get(key(inode, index))?,
             Op::Delete { inode, index } => {
                 let k = key(inode, index);
+                self.reclaimable.remove(&k);
                 prop_assert_eq!(self.m.delete(k).unwrap(), self.model.remove(&k).is_some());
             }
             Op::DeleteInodes(inodes) => {
-                let before = self.model.len();
+                let n = self.model.len();
                 self.model.retain(|k, _| !inodes.contains(&k.inode.0));
+                self.reclaimable.retain(|k| !inodes.contains(&k.inode.0));
                 let ids: Vec<InodeId> = inodes.into_iter().map(InodeId).collect();
-                prop_assert_eq!(self.m.delete_inodes(&ids).unwrap(), (before - self.model.len()) as u64);
+                prop_assert_eq!(self.m.delete_inodes(&ids).unwrap(), (n - self.model.len()) as u64);
             }
             Op::SetAttrs { inode, priority, pinned } => self.m.set_attrs(InodeId(inode), attrs(priority, pinned)),
             Op::WriteRanges { inode, index, ranges } => self.write_ranges(key(inode, index), ranges)?,
+            Op::Mark(keys) => {
+                let keys: Vec<ChunkKey> = keys.into_iter().map(|(inode, index)| key(inode, index)).collect();
+                let stored: BTreeSet<ChunkKey> = keys.iter().filter(|k| self.model.contains_key(k)).copied().collect();
+                prop_assert_eq!(self.m.mark_reclaimable(&keys), stored.len() as u64);
+                self.reclaimable.extend(stored);
+            }
+            Op::MarkInodes(inodes) => {
+                let stored: Vec<ChunkKey> =
+                    self.model.keys().filter(|k| inodes.contains(&k.inode.0)).copied().collect();
+                let ids: Vec<InodeId> = inodes.into_iter().map(InodeId).collect();
+                prop_assert_eq!(self.m.mark_reclaimable_inodes(&ids), stored.len() as u64);
+                self.reclaimable.extend(stored);
+            }
             Op::Restart => self.restart(),
         }
+        self.follow_drops(&before)?;
         self.check()
     }
 
-    fn put(&mut self, k: ChunkKey, len: u64, seed: u8, priority: u8, pinned: bool) -> Result<(), TestCaseError> {
+    fn before(&self) -> Before {
+        let in_mem = |k: &&ChunkKey| self.m.locate(**k) == Some(TierKind::Mem);
+        Before { stats: self.m.stats(), mem_reclaimable: self.reclaimable.iter().filter(in_mem).copied().collect() }
+    }
+
+    /// Bytes of reclaimable chunks in MEM and on DISK.
+    fn reclaimable_bytes(&self) -> (u64, u64) {
+        let mut by_tier = (0, 0);
+        for k in &self.reclaimable {
+            let len = self.model[k].len() as u64;
+            match self.m.locate(*k) {
+                Some(TierKind::Mem) => by_tier.0 += len,
+                Some(TierKind::Disk) => by_tier.1 += len,
+                None => {}
+            }
+        }
+        by_tier
+    }
+
+    /// Forgets the reclaimable chunks the manager dropped, and checks it
+    /// dropped them by the rules.
+    fn follow_drops(&mut self, before: &Before) -> Result<(), TestCaseError> {
+        let gone: Vec<ChunkKey> = self.reclaimable.iter().filter(|k| self.m.locate(**k).is_none()).copied().collect();
+        for k in &gone {
+            self.reclaimable.remove(k);
+            self.model.remove(k);
+        }
         let s = self.m.stats();
-        let old = self.model.get(&k).map_or(0, |v| v.len() as u64);
-        let (old_mem, old_disk) = match self.m.locate(k) {
-            Some(TierKind::Mem) => (old, 0),
-            Some(TierKind::Disk) => (0, old),
-            None => (0, 0),
-        };
-        let data = chunk(len, seed);
-        match put(&self.m, k, &data, attrs(priority, pinned)) {
+        if s.reclaimed >= before.stats.reclaimed {
+            prop_assert_eq!(s.reclaimed - before.stats.reclaimed, gone.len() as u64, "drops are counted");
+        }
+        for k in &before.mem_reclaimable {
+            prop_assert!(self.m.locate(*k) != Some(TierKind::Disk), "reclaimable {} was demoted", k);
+            if s.demotions > before.stats.demotions {
+                prop_assert!(self.m.locate(*k).is_none(), "a live chunk was demoted while reclaimable {} stayed", k);
+            }
+        }
+        for k in self.model.keys().filter(|k| !self.reclaimable.contains(k)) {
+            prop_assert!(self.m.locate(*k).is_some(), "live chunk {} was dropped", k);
+        }
+        Ok(())
+    }
+
+    /// A put of a stored key changes nothing: it succeeds if the bytes are
+    /// the same (length and checksum) and is refused otherwise.
+    fn put_data(&mut self, k: ChunkKey, data: Bytes, priority: u8, pinned: bool) -> Result<(), TestCaseError> {
+        let s = self.m.stats();
+        let (len, tier) = (data.len() as u64, self.m.locate(k));
+        let (reclaimable_mem, reclaimable_disk) = self.reclaimable_bytes();
+        let result = put(&self.m, k, &data, attrs(priority, pinned));
+        if let Some(v) = self.model.get(&k) {
+            let same = v.len() as u64 == len && crc32c::crc32c(v) == crc32c::crc32c(&data);
+            match result {
+                Ok(()) => prop_assert!(same, "put of other bytes over {} accepted", k),
+                Err(e) => prop_assert!(!same && e.kind == ErrorKind::AlreadyExists, "{}", e),
+            }
+            prop_assert_eq!(self.m.stats(), s, "a put of a stored key changed the tiers");
+            prop_assert_eq!(self.m.locate(k), tier);
+            return Ok(());
+        }
+        match result {
             Ok(()) => {
                 self.model.insert(k, data.to_vec());
             }
             Err(e) => {
                 prop_assert_eq!(e.kind, ErrorKind::PoolFull, "{}", e);
-                let fits_mem = len <= self.mem - s.mem_used + old_mem;
-                let fits_disk = len <= self.disk - s.disk_used + old_disk;
+                let fits_mem = len <= self.mem - (s.mem_used - reclaimable_mem);
+                let fits_disk = len <= self.disk - (s.disk_used - reclaimable_disk);
                 prop_assert!(!fits_mem && !fits_disk, "put of {} bytes refused with room left: {:?}", len, s);
+                prop_assert_eq!(self.m.stats(), s, "a refused put changed the tiers");
             }
         }
         Ok(())
@@ -152,6 +257,7 @@ impl Harness {
     fn restart(&mut self) {
         let m = &self.m;
         self.model.retain(|k, _| m.locate(*k) == Some(TierKind::Disk));
+        self.reclaimable.clear();
         let cfg = config(self.dir.path(), self.mem, self.disk, 2);
         self.m = TierManager::open(cfg).unwrap();
     }
@@ -162,6 +268,12 @@ impl Harness {
         prop_assert!(s.mem_used <= self.mem && s.disk_used <= self.disk, "{:?}", s);
         prop_assert_eq!(s.mem_chunks + s.disk_chunks, self.model.len() as u64);
         prop_assert_eq!(s.mem_used + s.disk_used, self.model.values().map(|v| v.len() as u64).sum::<u64>());
+        prop_assert_eq!(s.reclaimable_chunks, self.reclaimable.len() as u64);
+        let (reclaimable_mem, reclaimable_disk) = self.reclaimable_bytes();
+        prop_assert_eq!(s.reclaimable_bytes, reclaimable_mem + reclaimable_disk);
+        for k in self.model.keys() {
+            prop_assert_eq!(self.m.is_reclaimable(*k), self.reclaimable.contains(k), "mark of {}", k);
+        }
         Ok(())
     }
 }
@@ -179,12 +291,15 @@ proptest! {
     ) {
         let dir = tempfile::tempdir().unwrap();
         let m = TierManager::open(config(dir.path(), mem, disk, 2)).unwrap();
-        let mut h = Harness { mem, disk, dir, m, model: BTreeMap::new() };
+        let mut h = Harness { mem, disk, dir, m, model: BTreeMap::new(), reclaimable: BTreeSet::new() };
         for op in ops {
             h.apply(op)?;
         }
+        // Reads may promote, and so drop reclaimable chunks: each is an op.
         for k in h.model.keys().copied().collect::<Vec<_>>() {
-            h.get(k)?;
+            if h.model.contains_key(&k) {
+                h.apply(Op::Get { inode: k.inode.0, index: k.index })?;
+            }
         }
     }
 }

@@ -1,0 +1,24 @@
+//! The manager's public configuration and the names of its tiers: plain data
+//! shared by `manager` and `tiers`, depending on neither.
+
+use std::path::PathBuf;
+
+/// Budgets and places of a worker's tiers.
+#[derive(Clone, Debug)]
+pub struct TierConfig {
+    /// Bytes of chunk data the MEM tier may hold.
+    pub mem_budget: u64,
+    /// Directory of the DISK tier (created if missing).
+    pub disk_dir: PathBuf,
+    /// Bytes of chunk data the DISK tier may hold.
+    pub disk_budget: u64,
+    /// A DISK chunk read this many times is promoted back to MEM (0 is taken as 1).
+    pub promote_after_reads: u32,
+}
+
+/// The tier a chunk is in.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TierKind {
+    Mem,
+    Disk,
+}
