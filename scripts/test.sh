@@ -21,7 +21,7 @@ echo "== lints"
 cargo clippy --workspace --all-targets -- -D warnings
 
 echo "== crate graph: pure crates stay free of the async runtime"
-for crate in tierpool-types tierpool-placement tierpool-meta tierpool-tier tierpool-cache tierpool-region; do
+for crate in tierpool-types tierpool-placement tierpool-meta tierpool-proto tierpool-tier tierpool-cache tierpool-region; do
     if cargo tree -p "$crate" -e normal --prefix none | grep -q '^tokio '; then
         echo "$crate depends on tokio; pure logic must not do I/O through the runtime" >&2
         exit 1

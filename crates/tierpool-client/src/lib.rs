@@ -16,6 +16,7 @@ mod inode;
 mod read;
 mod region;
 mod region_handle;
+pub mod view;
 mod write;
 
 pub use client::{Client, ClientConfig};

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tierpool_client::{Background, Client, InodeInfo, Step};
-use tierpool_types::InodeId;
+use tierpool_types::{ByteSize, InodeId};
 use tokio::runtime::Handle;
 
 /// How long the kernel may keep attributes and names (short: other clients
@@ -37,10 +37,10 @@ const HOLD_EVERY: Duration = Duration::from_secs(2);
 /// Settings of a mount.
 #[derive(Clone, Debug)]
 pub struct MountOptions {
-    /// Bytes of chunk versions kept in memory for reads.
-    pub cache: u64,
-    /// Bytes of unsent writes one open file may hold before it sends some.
-    pub dirty: u64,
+    /// Chunk versions kept in memory for reads.
+    pub cache: ByteSize,
+    /// Unsent writes one open file may hold before it sends some.
+    pub dirty: ByteSize,
 }
 
 /// An open file handle.
@@ -75,9 +75,9 @@ impl TierpoolFs {
         let io = Io {
             client,
             rt,
-            cache: Arc::new(Mutex::new(ChunkCache::new(opts.cache))),
+            cache: Arc::new(Mutex::new(ChunkCache::new(opts.cache.0))),
             fetching: Arc::default(),
-            dirty_limit: opts.dirty,
+            dirty_limit: opts.dirty.0,
         };
         let mut fs = TierpoolFs {
             io,

@@ -24,6 +24,7 @@
 
 mod attr;
 mod cache;
+mod controls;
 mod errno;
 mod file_state;
 mod files;

@@ -11,11 +11,12 @@
 //! No other attribute is stored: reading one is `ENODATA`, setting one is
 //! `ENOTSUP`; `tiers` cannot be set (`EPERM`) and none can be removed
 //! (`EPERM`: they always have a value).
+//!
+//! Pure: names, values and parsing. `controls.rs` asks the pool.
 
-use crate::fs::TierpoolFs;
 use fuser::Errno;
 use tierpool_client::{ChunkPlace, InodeKind};
-use tierpool_types::{ChunkAttrs, InodeId, Priority};
+use tierpool_types::{ChunkAttrs, Priority};
 
 pub const PRIORITY: &str = "user.tierpool.priority";
 pub const PINNED: &str = "user.tierpool.pinned";
@@ -98,27 +99,6 @@ pub fn reply(value: &[u8], size: u32, reply: fuser::ReplyXattr) {
         reply.data(value);
     } else {
         reply.error(Errno::from_i32(libc::ERANGE));
-    }
-}
-
-impl TierpoolFs {
-    pub(crate) fn get_xattr(&self, ino: u64, name: &str) -> Result<Vec<u8>, Errno> {
-        if name != TIERS {
-            return get(name, &self.inode(ino)?.attrs);
-        }
-        let info = self.block(self.io.client.stat_inode(InodeId(ino), true))?;
-        if info.kind != InodeKind::File {
-            return Err(Errno::from_i32(libc::ENODATA));
-        }
-        Ok(tiers(&self.block(self.io.client.locate_chunks(&info))?))
-    }
-
-    pub(crate) fn set_xattr(&self, ino: u64, name: &str, value: &[u8]) -> Result<(), Errno> {
-        let (priority, pinned) = match parse(name, value)? {
-            Change::Priority(p) => (Some(p), None),
-            Change::Pinned(b) => (None, Some(b)),
-        };
-        self.block(self.io.client.set_attrs_at(InodeId(ino), priority, pinned)).map(|_| ())
     }
 }
 

@@ -78,10 +78,10 @@ pub(crate) struct Tiers {
 
 impl Tiers {
     pub fn open(cfg: &TierConfig) -> Result<Tiers> {
-        let disk = DiskStore::open(&cfg.disk_dir, cfg.disk_budget)?;
+        let disk = DiskStore::open(&cfg.disk_dir, cfg.disk_budget.0)?;
         Ok(Tiers {
-            mem_budget: cfg.mem_budget,
-            disk_budget: cfg.disk_budget,
+            mem_budget: cfg.mem_budget.0,
+            disk_budget: cfg.disk_budget.0,
             promote_after_reads: cfg.promote_after_reads.max(1),
             mem: MemStore::new(),
             disk,

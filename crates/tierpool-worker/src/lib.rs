@@ -96,9 +96,9 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
     std::fs::create_dir_all(&cfg.dir).map_err(|e| Error::from(e).context(cfg.dir.display()))?;
     let tiers = Arc::new(tokio::task::block_in_place(|| {
         TierManager::open(TierConfig {
-            mem_budget: cfg.mem.0,
+            mem_budget: cfg.mem,
             disk_dir: cfg.dir.join("chunks"),
-            disk_budget: cfg.disk.0,
+            disk_budget: cfg.disk,
             promote_after_reads: 2,
         })
     })?);

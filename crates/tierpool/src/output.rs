@@ -1,42 +1,8 @@
-//! Human and JSON renderings of what the pool reports. JSON field names are
-//! part of the product: add fields, never rename them.
+//! Human renderings of what the pool reports; JSON is the serialised
+//! views of `tierpool_client::view`, the one shape every surface shows.
 
-use serde_json::{json, Value};
 use tierpool_client::{DirEntry, InodeInfo, InodeKind, PoolStatus};
 use tierpool_types::ByteSize;
-
-pub fn status_json(coordinator: &str, s: &PoolStatus) -> Value {
-    let workers: Vec<Value> = s
-        .workers
-        .iter()
-        .map(|w| {
-            let st = w.stats.clone().unwrap_or_default();
-            json!({
-                "id": w.record.id.0,
-                "address": w.record.addr,
-                "host": w.record.host,
-                "rack": w.record.rack,
-                "alive": w.alive,
-                "partitions": w.partitions,
-                "mem": {"capacity": w.record.mem_capacity, "used": st.mem_used, "chunks": st.mem_chunks},
-                "disk": {"capacity": w.record.disk_capacity, "used": st.disk_used, "chunks": st.disk_chunks},
-                "demotions": st.demotions,
-                "promotions": st.promotions,
-                "bytes_written": st.bytes_written,
-                "bytes_read": st.bytes_read,
-            })
-        })
-        .collect();
-    json!({
-        "coordinator": coordinator,
-        "partitions": s.partitions,
-        "table_epoch": s.table_epoch,
-        "inodes": s.inodes,
-        "pending_gc": s.pending_gc,
-        "pending_chunks": s.pending_chunks,
-        "workers": workers,
-    })
-}
 
 pub fn status_text(coordinator: &str, s: &PoolStatus) -> String {
     let mut out = format!(
@@ -68,43 +34,7 @@ pub fn status_text(coordinator: &str, s: &PoolStatus) -> String {
 }
 
 fn kind(k: InodeKind) -> &'static str {
-    match k {
-        InodeKind::File => "file",
-        InodeKind::Dir => "dir",
-        InodeKind::Region => "region",
-        InodeKind::Symlink => "symlink",
-        InodeKind::Fifo => "fifo",
-        InodeKind::Socket => "socket",
-        InodeKind::CharDevice => "char_device",
-        InodeKind::BlockDevice => "block_device",
-    }
-}
-
-pub fn info_json(path: &str, i: &InodeInfo) -> Value {
-    json!({
-        "path": path,
-        "inode": i.id.0,
-        "kind": kind(i.kind),
-        "size": i.size,
-        "chunk_size": i.chunk_size,
-        "chunks": tierpool_client::chunk_count(i),
-        "mode": format!("{:o}", i.mode),
-        "uid": i.uid,
-        "gid": i.gid,
-        "nlink": i.nlink,
-        "atime_ns": i.atime,
-        "mtime_ns": i.mtime,
-        "ctime_ns": i.ctime,
-        "priority": i.attrs.priority.get(),
-        "pinned": i.attrs.pinned,
-        "target": (i.kind == InodeKind::Symlink).then_some(&i.target),
-    })
-}
-
-pub fn entry_json(e: &DirEntry) -> Value {
-    let mut v = info_json(&e.name, &e.info);
-    v.as_object_mut().map(|o| o.insert("name".into(), json!(e.name)));
-    v
+    tierpool_client::view::kind_id(k)
 }
 
 pub fn info_text(path: &str, i: &InodeInfo) -> String {

@@ -12,7 +12,7 @@ mod reclaim;
 use crate::{TierConfig, TierManager};
 use bytes::Bytes;
 use std::path::{Path, PathBuf};
-use tierpool_types::{ChunkAttrs, ChunkKey, InodeId, Priority, Result};
+use tierpool_types::{ByteSize, ChunkAttrs, ChunkKey, InodeId, Priority, Result};
 
 pub const KIB: u64 = 1024;
 
@@ -30,7 +30,12 @@ pub fn chunk(len: u64, seed: u8) -> Bytes {
 }
 
 pub fn config(dir: &Path, mem: u64, disk: u64, promote_after_reads: u32) -> TierConfig {
-    TierConfig { mem_budget: mem, disk_dir: dir.to_path_buf(), disk_budget: disk, promote_after_reads }
+    TierConfig {
+        mem_budget: ByteSize(mem),
+        disk_dir: dir.to_path_buf(),
+        disk_budget: ByteSize(disk),
+        promote_after_reads,
+    }
 }
 
 /// A manager in a fresh directory.

@@ -5,6 +5,7 @@ use crate::cli::{Cmd, RegionCmd};
 use crate::cmd::connect;
 use crate::output;
 use anyhow::{bail, Context, Result};
+use tierpool_client::view::{EntryView, InfoView};
 use tierpool_client::{Client, InodeKind, PutOptions, RegionOptions};
 use tierpool_types::{validate_chunk_size, ByteSize, ChunkAttrs, Priority};
 use tokio::io::AsyncWriteExt;
@@ -47,7 +48,7 @@ pub async fn run(cmd: Cmd) -> Result<()> {
         Cmd::Stat { path, json, conn } => {
             let i = connect(&conn).await?.stat(&path).await?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&output::info_json(&path, &i))?);
+                println!("{}", serde_json::to_string_pretty(&InfoView::new(&path, &i))?);
             } else {
                 print!("{}", output::info_text(&path, &i));
             }
@@ -136,7 +137,7 @@ async fn get(c: &Client, remote: &str, local: &str) -> Result<()> {
 async fn ls(c: &Client, path: &str, long: bool, json: bool) -> Result<()> {
     let entries = c.list(path).await?;
     if json {
-        let v: Vec<_> = entries.iter().map(output::entry_json).collect();
+        let v: Vec<_> = entries.iter().map(EntryView::new).collect();
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }

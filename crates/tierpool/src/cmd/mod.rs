@@ -22,7 +22,7 @@ pub fn run(cli: Cli) -> Result<()> {
     }
     match &cli.cmd {
         Cmd::Mount { mountpoint, cache, dirty, foreground, conn } => {
-            let opts = tierpool_fuse::MountOptions { cache: cache.0, dirty: dirty.0 };
+            let opts = tierpool_fuse::MountOptions { cache: *cache, dirty: *dirty };
             return mount::mount(mountpoint, &opts, *foreground, conn);
         }
         Cmd::Umount { mountpoint } => return mount::umount(mountpoint),

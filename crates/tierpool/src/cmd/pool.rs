@@ -12,6 +12,7 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use tierpool_client::view::StatusView;
 use tierpool_client::{Client, ClientConfig};
 use tierpool_types::ByteSize;
 
@@ -233,7 +234,7 @@ pub fn down(dir: &Path) -> Result<()> {
 pub async fn status(client: &Client, json: bool) -> Result<()> {
     let s = client.status().await?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&output::status_json(client.coordinator_addr(), &s))?);
+        println!("{}", serde_json::to_string_pretty(&StatusView::new(client.coordinator_addr(), &s))?);
     } else {
         print!("{}", output::status_text(client.coordinator_addr(), &s));
     }

@@ -1,0 +1,159 @@
+//! What a pool reports, in the one shape every surface shows: `status
+//! --json`, `stat --json`, `ls --json` and the dicts of the Python package
+//! are these structures serialised. Field names are part of the product:
+//! add fields, never rename them.
+
+use crate::{chunk_count, InodeInfo, InodeKind, PoolStatus};
+use serde::Serialize;
+
+/// The pool as `status` shows it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StatusView {
+    pub coordinator: String,
+    pub partitions: u32,
+    pub table_epoch: u64,
+    pub inodes: u64,
+    /// Removed files whose chunks are still to be deleted.
+    pub pending_gc: u64,
+    /// Replaced chunk versions still to be deleted.
+    pub pending_chunks: u64,
+    pub workers: Vec<WorkerView>,
+}
+
+/// One worker in a [`StatusView`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WorkerView {
+    pub id: u32,
+    pub address: String,
+    pub host: String,
+    pub rack: String,
+    pub alive: bool,
+    pub partitions: u32,
+    pub mem: TierView,
+    pub disk: TierView,
+    /// Chunks moved from MEM to DISK since the worker started.
+    pub demotions: u64,
+    /// Chunks moved from DISK to MEM since the worker started.
+    pub promotions: u64,
+    pub bytes_written: u64,
+    pub bytes_read: u64,
+}
+
+/// One tier of a worker.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TierView {
+    /// Budget in bytes.
+    pub capacity: u64,
+    /// Bytes of chunks held.
+    pub used: u64,
+    pub chunks: u64,
+}
+
+impl StatusView {
+    pub fn new(coordinator: &str, s: &PoolStatus) -> StatusView {
+        let workers = (s.workers.iter())
+            .map(|w| {
+                let st = w.stats.clone().unwrap_or_default();
+                WorkerView {
+                    id: w.record.id.0,
+                    address: w.record.addr.clone(),
+                    host: w.record.host.clone(),
+                    rack: w.record.rack.clone(),
+                    alive: w.alive,
+                    partitions: w.partitions,
+                    mem: TierView { capacity: w.record.mem_capacity, used: st.mem_used, chunks: st.mem_chunks },
+                    disk: TierView { capacity: w.record.disk_capacity, used: st.disk_used, chunks: st.disk_chunks },
+                    demotions: st.demotions,
+                    promotions: st.promotions,
+                    bytes_written: st.bytes_written,
+                    bytes_read: st.bytes_read,
+                }
+            })
+            .collect();
+        StatusView {
+            coordinator: coordinator.to_string(),
+            partitions: s.partitions,
+            table_epoch: s.table_epoch,
+            inodes: s.inodes,
+            pending_gc: s.pending_gc,
+            pending_chunks: s.pending_chunks,
+            workers,
+        }
+    }
+}
+
+/// A file, directory, region or link as `stat` shows it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct InfoView {
+    pub path: String,
+    pub inode: u64,
+    /// `file`, `dir`, `region`, `symlink`, `fifo`, `socket`, `char_device` or `block_device`.
+    pub kind: &'static str,
+    pub size: u64,
+    pub chunk_size: u64,
+    pub chunks: u64,
+    /// Permission bits in octal, e.g. `"644"`.
+    pub mode: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub nlink: u32,
+    pub atime_ns: u64,
+    pub mtime_ns: u64,
+    pub ctime_ns: u64,
+    pub priority: u8,
+    pub pinned: bool,
+    /// Where a symbolic link points (`null` for other kinds).
+    pub target: Option<String>,
+}
+
+/// A directory entry as `ls --json` shows it: the entry's [`InfoView`]
+/// (with its name as `path`) and its name.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EntryView {
+    #[serde(flatten)]
+    pub info: InfoView,
+    pub name: String,
+}
+
+/// The stable name of a kind in [`InfoView::kind`].
+pub fn kind_id(k: InodeKind) -> &'static str {
+    match k {
+        InodeKind::File => "file",
+        InodeKind::Dir => "dir",
+        InodeKind::Region => "region",
+        InodeKind::Symlink => "symlink",
+        InodeKind::Fifo => "fifo",
+        InodeKind::Socket => "socket",
+        InodeKind::CharDevice => "char_device",
+        InodeKind::BlockDevice => "block_device",
+    }
+}
+
+impl InfoView {
+    pub fn new(path: &str, i: &InodeInfo) -> InfoView {
+        InfoView {
+            path: path.to_string(),
+            inode: i.id.0,
+            kind: kind_id(i.kind),
+            size: i.size,
+            chunk_size: i.chunk_size,
+            chunks: chunk_count(i),
+            mode: format!("{:o}", i.mode),
+            uid: i.uid,
+            gid: i.gid,
+            nlink: i.nlink,
+            atime_ns: i.atime,
+            mtime_ns: i.mtime,
+            ctime_ns: i.ctime,
+            priority: i.attrs.priority.get(),
+            pinned: i.attrs.pinned,
+            target: (i.kind == InodeKind::Symlink).then(|| i.target.clone()),
+        }
+    }
+}
+
+impl EntryView {
+    pub fn new(e: &crate::DirEntry) -> EntryView {
+        EntryView { info: InfoView::new(&e.name, &e.info), name: e.name.clone() }
+    }
+}
