@@ -52,9 +52,8 @@ impl Client {
                 return Err(Error::new(
                     ErrorKind::Lost,
                     format!(
-                        "{path}: chunk {index} is lost: worker {owner} at {} no longer holds it \
-                         (it was held only in that worker's memory and the worker restarted)",
-                        w.addr
+                        "{path}: chunk {index} is lost: worker {owner} at {} does not have its version {}",
+                        w.addr, r.version
                     ),
                 ))
             }

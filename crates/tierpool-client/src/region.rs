@@ -166,7 +166,7 @@ fn region_error(path: &str, index: u64, e: Error) -> Error {
     match e.kind {
         ErrorKind::NotFound => Error::new(
             ErrorKind::Lost,
-            format!("{path}: chunk {index} is lost (it was held only in a worker's memory and the worker restarted)"),
+            format!("{path}: chunk {index} is lost: the worker that owns it does not have it"),
         ),
         _ => e.context(format!("{path}: chunk {index}")),
     }

@@ -31,6 +31,15 @@ pub struct WorkerView {
     pub partitions: u32,
     pub mem: TierView,
     pub disk: TierView,
+    /// The worker's disk was found out of space: writes that need it fail
+    /// with "pool full" until space comes back.
+    pub disk_full: bool,
+    /// Bytes of garbage still stored (replaced versions, removed files),
+    /// part of `used`: dropped first whenever room is needed.
+    pub reclaimable: u64,
+    pub reclaimable_chunks: u64,
+    /// Garbage chunks dropped to make room since the worker started.
+    pub reclaimed: u64,
     /// Chunks moved from MEM to DISK since the worker started.
     pub demotions: u64,
     /// Chunks moved from DISK to MEM since the worker started.
@@ -53,7 +62,8 @@ impl StatusView {
     pub fn new(coordinator: &str, s: &PoolStatus) -> StatusView {
         let workers = (s.workers.iter())
             .map(|w| {
-                let st = w.stats.clone().unwrap_or_default();
+                let stats = w.stats.clone().unwrap_or_default();
+                let st = &stats.tiers;
                 WorkerView {
                     id: w.record.id.0,
                     address: w.record.addr.clone(),
@@ -63,10 +73,14 @@ impl StatusView {
                     partitions: w.partitions,
                     mem: TierView { capacity: w.record.mem_capacity, used: st.mem_used, chunks: st.mem_chunks },
                     disk: TierView { capacity: w.record.disk_capacity, used: st.disk_used, chunks: st.disk_chunks },
+                    disk_full: st.disk_full,
+                    reclaimable: st.reclaimable_bytes,
+                    reclaimable_chunks: st.reclaimable_chunks,
+                    reclaimed: st.reclaimed,
                     demotions: st.demotions,
                     promotions: st.promotions,
-                    bytes_written: st.bytes_written,
-                    bytes_read: st.bytes_read,
+                    bytes_written: stats.bytes_written,
+                    bytes_read: stats.bytes_read,
                 }
             })
             .collect();

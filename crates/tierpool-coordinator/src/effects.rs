@@ -5,13 +5,14 @@
 //! failed deletion is retried).
 
 use crate::service::Coordinator;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use tierpool_meta::engine::gc::Batch;
 use tierpool_meta::engine::liveness::Standing;
 use tierpool_meta::engine::Effect;
-use tierpool_meta::Owner;
+use tierpool_meta::{Garbage, Owner};
 use tierpool_proto::WorkerRequest;
-use tierpool_types::{ChunkAttrs, InodeId, Result, WorkerId};
+use tierpool_types::{ChunkAttrs, ChunkKey, InodeId, Result, WorkerId};
 
 /// Attribute changes sent per request.
 const ATTRS_PER_REQUEST: usize = 10_000;
@@ -35,6 +36,10 @@ pub(crate) fn start(svc: &Arc<Coordinator>, effect: Effect) {
             let svc = svc.clone();
             tokio::spawn(async move { collect(&svc, batch).await });
         }
+        Effect::Reclaim(garbage) => {
+            let svc = svc.clone();
+            tokio::spawn(async move { reclaim(&svc, garbage).await });
+        }
         Effect::Standing(Standing::Up(id)) => tracing::info!("worker {id} is up"),
         Effect::Standing(Standing::Down(id)) => {
             tracing::warn!("worker {id} sent no heartbeat for {:?}: reported dead", svc.cfg.dead_after)
@@ -54,6 +59,33 @@ async fn push_attrs(svc: &Coordinator, w: WorkerId, changes: &[(InodeId, ChunkAt
         pool.call(&WorkerRequest::SetAttrs { changes: Vec::new(), replace: true }, &[], true).await?;
     }
     Ok(())
+}
+
+/// Tells the workers that garbage may be dropped at once: each replaced
+/// version to the worker owning it, removed inodes to every worker. Best
+/// effort (collection deletes it all later anyway).
+pub(crate) async fn reclaim(svc: &Coordinator, garbage: Garbage) {
+    let mut keys: BTreeMap<WorkerId, Vec<ChunkKey>> = BTreeMap::new();
+    for k in garbage.keys {
+        if let Some(w) = svc.owner_of(k) {
+            keys.entry(w).or_default().push(k);
+        }
+    }
+    let mut calls = tokio::task::JoinSet::new();
+    for id in svc.worker_ids() {
+        let keys = keys.remove(&id).unwrap_or_default();
+        if keys.is_empty() && garbage.inodes.is_empty() {
+            continue;
+        }
+        let Some(pool) = svc.worker_pool(id) else { continue };
+        let req = WorkerRequest::Reclaim { inodes: garbage.inodes.clone(), keys };
+        calls.spawn(async move {
+            if let Err(e) = pool.call(&req, &[], true).await {
+                tracing::debug!("worker {id} keeps garbage until it is collected: {e}");
+            }
+        });
+    }
+    while calls.join_next().await.is_some() {}
 }
 
 /// Deletes the batch from every registered worker; logs it once all

@@ -23,6 +23,8 @@ use tierpool_types::{ChunkKey, InodeId, Result, WorkerId};
 
 /// How long a status waits for a worker's current statistics.
 const STATS_TIMEOUT: Duration = Duration::from_millis(500);
+/// How long a change waits for the workers to mark its garbage reclaimable.
+const RECLAIM_WAIT: Duration = Duration::from_millis(500);
 
 struct Inner {
     engine: Engine,
@@ -94,7 +96,16 @@ impl Coordinator {
             (reply, effects, lsn)
         };
         self.log.wait_durable(lsn).await?;
-        self.carry_out(effects);
+        // Garbage is marked reclaimable before the reply, so the space it
+        // frees is there for the caller's next write.
+        let (now, later): (Vec<Effect>, Vec<Effect>) =
+            effects.into_iter().partition(|e| matches!(e, Effect::Reclaim(_)));
+        for e in now {
+            if let Effect::Reclaim(g) = e {
+                let _ = tokio::time::timeout(RECLAIM_WAIT, crate::effects::reclaim(self, g)).await;
+            }
+        }
+        self.carry_out(later);
         Ok(reply)
     }
 
@@ -152,6 +163,11 @@ impl Coordinator {
             *p = Arc::new(Pool::new(addr, PoolConfig::default()));
         }
         Some(p.clone())
+    }
+
+    /// The worker owning `key`'s partition now.
+    pub(crate) fn owner_of(&self, key: ChunkKey) -> Option<WorkerId> {
+        self.inner.lock().engine.state().table().locate(key)
     }
 
     /// Every registered worker.

@@ -458,7 +458,9 @@ impl Filesystem for TierpoolFs {
                 for w in &s.workers {
                     cap += w.record.mem_capacity + w.record.disk_capacity;
                     if let Some(st) = &w.stats {
-                        used += st.mem_used + st.disk_used;
+                        // Garbage is handed back as soon as room is needed: it is free space.
+                        let t = &st.tiers;
+                        used += (t.mem_used + t.disk_used).saturating_sub(t.reclaimable_bytes);
                     }
                 }
                 let (blocks, free) = (cap / u64::from(BLOCK), cap.saturating_sub(used) / u64::from(BLOCK));

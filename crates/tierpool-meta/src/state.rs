@@ -60,7 +60,37 @@ pub struct MetaState {
     pending_gc: BTreeSet<InodeId>,
     /// Replaced versions of live files' chunks, to be deleted from the workers.
     pending_chunks: BTreeSet<ChunkKey>,
+    /// What the ops run since the last [`MetaState::take_garbage`] queued
+    /// for collection; not part of the state proper (see [`Fresh`]).
+    fresh: Fresh,
 }
+
+/// Garbage just made: removed files' inodes and replaced chunk versions.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Garbage {
+    pub inodes: Vec<InodeId>,
+    pub keys: Vec<ChunkKey>,
+}
+
+impl Garbage {
+    pub fn is_empty(&self) -> bool {
+        self.inodes.is_empty() && self.keys.is_empty()
+    }
+}
+
+/// A note of the garbage made since it was last taken: it says what just
+/// happened, not what the state is, so two states compare equal whatever
+/// their notes hold.
+#[derive(Clone, Debug, Default)]
+struct Fresh(Garbage);
+
+impl PartialEq for Fresh {
+    fn eq(&self, _: &Fresh) -> bool {
+        true
+    }
+}
+
+impl Eq for Fresh {}
 
 /// Every chunk key of inode `id`, as a range of the ordered keys.
 fn inode_keys(id: InodeId) -> std::ops::RangeInclusive<ChunkKey> {
@@ -79,7 +109,14 @@ impl MetaState {
             table: PartitionTable::new(1),
             pending_gc: BTreeSet::new(),
             pending_chunks: BTreeSet::new(),
+            fresh: Fresh::default(),
         }
+    }
+
+    /// The garbage queued by the ops run since the last call: what can be
+    /// handed back to the workers' free space at once.
+    pub fn take_garbage(&mut self) -> Garbage {
+        std::mem::take(&mut self.fresh.0)
     }
 
     /// Whether `Init` has run.

@@ -2,19 +2,15 @@
 
 use serde::{Deserialize, Serialize};
 use tierpool_meta::WorkerRecord;
+use tierpool_types::TierStats;
 
-/// What a worker reports with each heartbeat.
+/// What a worker reports with each heartbeat: its tiers and its traffic.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkerStats {
-    pub mem_capacity: u64,
-    pub mem_used: u64,
-    pub mem_chunks: u64,
-    pub disk_capacity: u64,
-    pub disk_used: u64,
-    pub disk_chunks: u64,
-    pub demotions: u64,
-    pub promotions: u64,
+    pub tiers: TierStats,
+    /// Chunk bytes stored since the worker started.
     pub bytes_written: u64,
+    /// Chunk bytes served since the worker started.
     pub bytes_read: u64,
 }
 

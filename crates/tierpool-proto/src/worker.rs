@@ -34,6 +34,9 @@ pub enum WorkerRequest {
     WriteRanges { key: ChunkKey, ranges: Vec<(u64, u64)>, checksum: Checksum },
     /// Which tier holds each of these chunks: `Located`.
     Locate { keys: Vec<ChunkKey> },
+    /// These chunks (of these inodes, as stored now) are garbage: still
+    /// readable, but dropped first whenever room is needed. `Done`.
+    Reclaim { inodes: Vec<InodeId>, keys: Vec<ChunkKey> },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,6 +81,24 @@ mod tests {
         assert_eq!(crate::decode::<WorkerRequest>(&crate::encode(&r)).unwrap(), r);
         let e: Result<WorkerResponse, Error> = Err(Error::not_found("/x"));
         assert_eq!(crate::decode::<Result<WorkerResponse, Error>>(&crate::encode(&e)).unwrap(), e);
+    }
+
+    /// Priorities outside 1..=5 do not decode: no worker ever sees one.
+    #[test]
+    fn out_of_range_priorities_are_refused_on_decode() {
+        #[derive(serde::Serialize)]
+        enum Mirror {
+            _Ping,
+            PutChunk { key: ChunkKey, checksum: u32, attrs: (u8, bool) },
+        }
+        let key = ChunkKey { inode: InodeId(7), index: 0, version: 1 };
+        for p in [0u8, 6, 255] {
+            let bytes = crate::encode(&Mirror::PutChunk { key, checksum: 1, attrs: (p, false) });
+            let e = crate::decode::<WorkerRequest>(&bytes).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Protocol, "priority {p}");
+        }
+        let ok = crate::encode(&Mirror::PutChunk { key, checksum: 1, attrs: (5, true) });
+        assert!(crate::decode::<WorkerRequest>(&ok).is_ok());
     }
 
     #[test]

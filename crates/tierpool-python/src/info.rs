@@ -151,12 +151,12 @@ pub fn status_dict<'py>(py: Python<'py>, address: &str, s: &PoolStatus) -> PyRes
         d.set_item("mem_capacity", w.record.mem_capacity)?;
         d.set_item("disk_capacity", w.record.disk_capacity)?;
         if let Some(st) = &w.stats {
-            d.set_item("mem_used", st.mem_used)?;
-            d.set_item("mem_chunks", st.mem_chunks)?;
-            d.set_item("disk_used", st.disk_used)?;
-            d.set_item("disk_chunks", st.disk_chunks)?;
-            d.set_item("demotions", st.demotions)?;
-            d.set_item("promotions", st.promotions)?;
+            d.set_item("mem_used", st.tiers.mem_used)?;
+            d.set_item("mem_chunks", st.tiers.mem_chunks)?;
+            d.set_item("disk_used", st.tiers.disk_used)?;
+            d.set_item("disk_chunks", st.tiers.disk_chunks)?;
+            d.set_item("demotions", st.tiers.demotions)?;
+            d.set_item("promotions", st.tiers.promotions)?;
             d.set_item("bytes_written", st.bytes_written)?;
             d.set_item("bytes_read", st.bytes_read)?;
         }

@@ -23,7 +23,8 @@ pub enum ErrorKind {
     Unavailable,
     /// Stored bytes do not match their checksum.
     Corrupt,
-    /// Data that was acknowledged is gone (held only in the memory of a worker that restarted).
+    /// Data that was acknowledged is gone: the worker that should hold it
+    /// does not (held only in the memory of a worker that restarted, or on a worker that left).
     Lost,
     /// The request itself is wrong: bad size, bad path, bad value.
     InvalidArgument,

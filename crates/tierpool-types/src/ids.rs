@@ -68,8 +68,23 @@ impl ChunkRef {
 }
 
 /// Eviction priority 1 (evicted first) ..= 5 (evicted last). Default 3.
+/// Decoding checks the range too, so no other value crosses the wire.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "u8", into = "u8")]
 pub struct Priority(u8);
+
+impl TryFrom<u8> for Priority {
+    type Error = crate::Error;
+    fn try_from(p: u8) -> crate::Result<Priority> {
+        Priority::new(p)
+    }
+}
+
+impl From<Priority> for u8 {
+    fn from(p: Priority) -> u8 {
+        p.0
+    }
+}
 
 impl Priority {
     pub const MIN: Priority = Priority(1);

@@ -8,10 +8,12 @@
 mod error;
 mod ids;
 mod size;
+mod stats;
 
 pub use error::{Error, ErrorKind, Result};
 pub use ids::{ChunkAttrs, ChunkKey, ChunkRef, InodeId, Priority, WorkerId};
 pub use size::ByteSize;
+pub use stats::TierStats;
 
 /// The unit of dirty tracking and of transaction conflict detection.
 pub const PAGE_SIZE: u64 = 4096;

@@ -26,6 +26,14 @@ fn done() -> Answer {
     Ok((WorkerResponse::Done, Bytes::new()))
 }
 
+/// Version 0 names a hole (nothing stored): no chunk may be stored under it.
+fn check_version(key: ChunkKey) -> Result<()> {
+    if key.version == 0 {
+        return Err(Error::invalid(format!("chunk {key}: version 0 is a hole and cannot be stored")));
+    }
+    Ok(())
+}
+
 fn check_transit(key: ChunkKey, payload: &[u8], checksum: Checksum) -> Result<()> {
     let actual = crc32c::crc32c(payload);
     if actual != checksum {
@@ -43,22 +51,15 @@ impl WorkerService {
     }
 
     pub fn stats(&self) -> WorkerStats {
-        let t = self.tiers.stats();
         WorkerStats {
-            mem_capacity: t.mem_capacity,
-            mem_used: t.mem_used,
-            mem_chunks: t.mem_chunks,
-            disk_capacity: t.disk_capacity,
-            disk_used: t.disk_used,
-            disk_chunks: t.disk_chunks,
-            demotions: t.demotions,
-            promotions: t.promotions,
+            tiers: self.tiers.stats(),
             bytes_written: self.bytes_written.load(Ordering::Relaxed),
             bytes_read: self.bytes_read.load(Ordering::Relaxed),
         }
     }
 
     fn put_chunk(&self, key: ChunkKey, checksum: Checksum, attrs: ChunkAttrs, payload: Bytes) -> Answer {
+        check_version(key)?;
         check_transit(key, &payload, checksum)?;
         let n = payload.len() as u64;
         block_in_place(|| self.tiers.put(key, payload, checksum, attrs))?;
@@ -108,6 +109,7 @@ impl WorkerService {
     }
 
     fn create_chunk(&self, key: ChunkKey, len: u64, attrs: ChunkAttrs) -> Answer {
+        check_version(key)?;
         if len > tierpool_types::MAX_CHUNK_SIZE {
             return Err(Error::invalid(format!("chunk {key}: {len} bytes is more than a chunk may hold")));
         }
@@ -156,6 +158,11 @@ impl WorkerService {
             WorkerRequest::ReadRange { key, offset, len } => self.read_range(key, offset, len),
             WorkerRequest::WriteRanges { key, ranges, checksum } => self.write_ranges(key, &ranges, checksum, payload),
             WorkerRequest::Locate { keys } => self.locate(&keys),
+            WorkerRequest::Reclaim { inodes, keys } => {
+                self.tiers.mark_reclaimable_inodes(&inodes);
+                self.tiers.mark_reclaimable(&keys);
+                done()
+            }
         }
     }
 }

@@ -1,33 +1,44 @@
 //! Human renderings of what the pool reports; JSON is the serialised
 //! views of `tierpool_client::view`, the one shape every surface shows.
 
-use tierpool_client::{DirEntry, InodeInfo, InodeKind, PoolStatus};
+use tierpool_client::view::{StatusView, TierView};
+use tierpool_client::{DirEntry, InodeInfo, InodeKind};
 use tierpool_types::ByteSize;
 
-pub fn status_text(coordinator: &str, s: &PoolStatus) -> String {
+pub fn status_text(v: &StatusView) -> String {
     let mut out = format!(
-        "coordinator {coordinator}  partitions {}  inodes {}  workers {}\n",
-        s.partitions,
-        s.inodes,
-        s.workers.len()
+        "coordinator {}  partitions {}  inodes {}  workers {}\n",
+        v.coordinator,
+        v.partitions,
+        v.inodes,
+        v.workers.len()
     );
     out += &format!(
-        "{:<5} {:<22} {:<12} {:<8} {:<5} {:>5}  {:<28} {:<28}\n",
-        "ID", "ADDRESS", "HOST", "RACK", "ALIVE", "PARTS", "MEM used/capacity (chunks)", "DISK used/capacity (chunks)"
+        "{:<5} {:<22} {:<12} {:<8} {:<5} {:>5}  {:<28} {:<28} {}\n",
+        "ID",
+        "ADDRESS",
+        "HOST",
+        "RACK",
+        "ALIVE",
+        "PARTS",
+        "MEM used/capacity (chunks)",
+        "DISK used/capacity (chunks)",
+        "GARBAGE"
     );
-    for w in &s.workers {
-        let st = w.stats.clone().unwrap_or_default();
-        let tier = |used: u64, cap: u64, n: u64| format!("{}/{} ({n})", ByteSize(used), ByteSize(cap));
+    for w in &v.workers {
+        let tier = |t: &TierView| format!("{}/{} ({})", ByteSize(t.used), ByteSize(t.capacity), t.chunks);
+        let disk = if w.disk_full { format!("{} FULL", tier(&w.disk)) } else { tier(&w.disk) };
         out += &format!(
-            "{:<5} {:<22} {:<12} {:<8} {:<5} {:>5}  {:<28} {:<28}\n",
-            w.record.id.to_string(),
-            w.record.addr,
-            w.record.host,
-            w.record.rack,
+            "{:<5} {:<22} {:<12} {:<8} {:<5} {:>5}  {:<28} {:<28} {}\n",
+            format!("w{}", w.id),
+            w.address,
+            w.host,
+            w.rack,
             if w.alive { "yes" } else { "NO" },
             w.partitions,
-            tier(st.mem_used, w.record.mem_capacity, st.mem_chunks),
-            tier(st.disk_used, w.record.disk_capacity, st.disk_chunks),
+            tier(&w.mem),
+            disk,
+            ByteSize(w.reclaimable),
         );
     }
     out

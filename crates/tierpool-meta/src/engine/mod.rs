@@ -21,7 +21,7 @@ pub mod gc;
 pub mod leases;
 pub mod liveness;
 
-use crate::{MetaOp, MetaReply, MetaState, Owner, Timestamp};
+use crate::{Garbage, MetaOp, MetaReply, MetaState, Owner, Timestamp};
 use gc::{Batch, GcSchedule};
 use leases::Leases;
 use liveness::{Liveness, Standing};
@@ -56,6 +56,10 @@ pub enum Effect {
     Collect(Batch),
     /// A worker's standing changed (to be logged and shown).
     Standing(Standing),
+    /// Garbage just made that no hold protects: the workers may drop it
+    /// whenever they need room (it is deleted for good by a later
+    /// `Collect`). Best effort: a lost mark only delays the space.
+    Reclaim(Garbage),
 }
 
 pub struct Engine {
@@ -70,7 +74,9 @@ pub struct Engine {
 
 impl Engine {
     /// An engine over a recovered state; nothing volatile is known yet.
-    pub fn new(state: MetaState, cfg: EngineConfig) -> Engine {
+    pub fn new(mut state: MetaState, cfg: EngineConfig) -> Engine {
+        // What replay queued was garbage long ago: collection will see to it.
+        state.take_garbage();
         Engine {
             liveness: Liveness::new(cfg.dead_after),
             leases: Leases::new(cfg.hold_period),
@@ -101,6 +107,16 @@ impl Engine {
     ) -> Result<(MetaReply, Vec<Effect>)> {
         let reply = self.state.execute_as(op, owner, wall)?;
         let mut effects = Vec::new();
+        let mut garbage = self.state.take_garbage();
+        if !garbage.is_empty() {
+            // A removed file held open keeps its chunks; a replaced version
+            // does not (a reader that finds it gone reads the current one).
+            let held = self.leases.held(now);
+            garbage.inodes.retain(|i| !held.contains(i));
+            if !garbage.is_empty() {
+                effects.push(Effect::Reclaim(garbage));
+            }
+        }
         match &reply {
             MetaReply::Attrs { changed } if !changed.is_empty() => {
                 let workers = self.live_synced(now);

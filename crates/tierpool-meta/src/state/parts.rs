@@ -66,6 +66,7 @@ impl MetaState {
             table: p.table,
             pending_gc: p.pending_gc,
             pending_chunks: p.pending_chunks,
+            fresh: Default::default(),
         };
         s.check_invariants()?;
         Ok(s)

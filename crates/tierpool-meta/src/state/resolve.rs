@@ -157,6 +157,7 @@ impl MetaState {
             gone += 1;
             if n.has_data() {
                 self.pending_gc.insert(i);
+                self.fresh.0.inodes.push(i);
                 let versions: Vec<_> = self.pending_chunks.range(super::inode_keys(i)).copied().collect();
                 for k in versions {
                     self.pending_chunks.remove(&k);

@@ -86,7 +86,9 @@ impl MetaState {
         n.mtime = now;
         n.ctime = now;
         for (index, version) in replaced {
-            self.pending_chunks.insert(ChunkKey { inode: id, index, version });
+            let key = ChunkKey { inode: id, index, version };
+            self.pending_chunks.insert(key);
+            self.fresh.0.keys.push(key);
         }
         Ok(MetaReply::Info(self.info(id)))
     }

@@ -236,7 +236,7 @@ pub async fn status(client: &Client, json: bool) -> Result<()> {
     if json {
         println!("{}", serde_json::to_string_pretty(&StatusView::new(client.coordinator_addr(), &s))?);
     } else {
-        print!("{}", output::status_text(client.coordinator_addr(), &s));
+        print!("{}", output::status_text(&StatusView::new(client.coordinator_addr(), &s)));
     }
     Ok(())
 }

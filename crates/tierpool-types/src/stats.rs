@@ -1,0 +1,36 @@
+//! What a worker's tiers report: capacity, use and traffic. Plain data
+//! shared by the tier manager that fills it and every surface that shows it.
+
+use serde::{Deserialize, Serialize};
+
+/// A snapshot of both tiers' capacity, use and traffic.
+///
+/// Reclaimable chunks (marked by the coordinator the moment they become garbage) are still stored:
+/// they are counted in `mem_used`/`disk_used` and the chunk counts. What live
+/// data takes is `mem_used + disk_used - reclaimable_bytes`; the rest comes
+/// back as soon as a change needs room.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TierStats {
+    pub mem_capacity: u64,
+    pub mem_used: u64,
+    pub mem_chunks: u64,
+    /// The DISK budget in force: the configured one, or while `disk_full`
+    /// the bytes the tier held when its file system ran out of space.
+    pub disk_capacity: u64,
+    pub disk_used: u64,
+    pub disk_chunks: u64,
+    /// The DISK file system was found out of space (ENOSPC) and no chunk has
+    /// been deleted from it since, nor has the retry interval passed: puts
+    /// that need more DISK room fail with `PoolFull` without trying.
+    pub disk_full: bool,
+    /// Bytes of reclaimable chunks, in either tier (part of the `used` figures).
+    pub reclaimable_bytes: u64,
+    /// Reclaimable chunks, in either tier (part of the chunk counts).
+    pub reclaimable_chunks: u64,
+    /// Chunks moved MEM -> DISK since start.
+    pub demotions: u64,
+    /// Chunks moved DISK -> MEM since start.
+    pub promotions: u64,
+    /// Reclaimable chunks dropped to make room since start.
+    pub reclaimed: u64,
+}
