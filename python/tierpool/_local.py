@@ -55,6 +55,7 @@ class LocalPool:
         self._procs: List[subprocess.Popen[bytes]] = []
         self._logs: List[IO[bytes]] = []
         self._old_env: Optional[str] = None
+        self._owner = os.getpid()
 
     @property
     def address(self) -> str:
@@ -107,6 +108,7 @@ class LocalPool:
         """Starts the pool and returns a connected client."""
         if self.client is not None:
             return self.client
+        self._owner = os.getpid()
         self.dir = tempfile.mkdtemp(prefix="tierpool-local-")
         try:
             return self._start()
@@ -153,7 +155,12 @@ class LocalPool:
         return client
 
     def stop(self) -> None:
-        """Stops every process of the pool and deletes its directory."""
+        """Stops every process of the pool and deletes its directory.
+
+        Only the process that started the pool stops it: in a child forked
+        from it (which inherits this object), this does nothing."""
+        if os.getpid() != self._owner:
+            return
         if self.set_env and self.client is not None:
             if os.environ.get(ADDRESS_ENV) == self.client.address:
                 if self._old_env is None:

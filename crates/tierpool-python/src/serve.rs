@@ -8,7 +8,7 @@
 //! that started it is gone, so an embedded pool never outlives its user.
 
 use crate::error::to_py_err;
-use crate::runtime::wait_on;
+use crate::runtime::blocking;
 use pyo3::prelude::*;
 use std::future::Future;
 use std::path::PathBuf;
@@ -42,22 +42,24 @@ fn serve(py: Python<'_>, watch_parent: bool, server: impl Future<Output = Result
         .thread_name("tierpool-server")
         .build()
         .map_err(|e| to_py_err(py, e.into()))?;
-    let stop = wait_on(py, &rt, async {
-        tokio::pin!(server);
-        let mut tick = tokio::time::interval(Duration::from_millis(200));
-        loop {
-            tokio::select! {
-                r = &mut server => return r.map(|()| Stop::Ended),
-                _ = tick.tick() => {
-                    if watch_parent && std::os::unix::process::parent_id() != parent {
-                        return Ok(Stop::Orphaned);
-                    }
-                    if let Err(e) = Python::attach(|py| py.check_signals()) {
-                        return Ok(Stop::Signal(e));
+    let stop = blocking(py, || {
+        rt.block_on(async {
+            tokio::pin!(server);
+            let mut tick = tokio::time::interval(Duration::from_millis(200));
+            loop {
+                tokio::select! {
+                    r = &mut server => return r.map(|()| Stop::Ended),
+                    _ = tick.tick() => {
+                        if watch_parent && std::os::unix::process::parent_id() != parent {
+                            return Ok(Stop::Orphaned);
+                        }
+                        if let Err(e) = Python::attach(|py| py.check_signals()) {
+                            return Ok(Stop::Signal(e));
+                        }
                     }
                 }
             }
-        }
+        })
     });
     rt.shutdown_timeout(Duration::from_secs(1));
     match stop? {
