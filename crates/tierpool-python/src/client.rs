@@ -4,6 +4,7 @@
 //! The connections belong to one process: a client used in a child forked
 //! after it connected connects again on its first use there (`fork.rs`).
 
+use crate::args;
 use crate::buffer::BufferView;
 use crate::error::{invalid, to_py_err};
 use crate::fork::PerProcess;
@@ -15,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use std::time::Duration;
 use tierpool_client::{ClientConfig, InodeKind, PutOptions};
-use tierpool_types::{validate_chunk_size, ChunkAttrs, Error, ErrorKind, Priority, DEFAULT_CHUNK_SIZE};
+use tierpool_types::{ChunkAttrs, Error, ErrorKind, DEFAULT_CHUNK_SIZE};
 use tokio::io::AsyncWriteExt;
 
 /// A connection to a tierpool pool (native half of `tierpool.Client`).
@@ -41,15 +42,15 @@ fn connect(py: Python<'_>, address: &str, timeout: Duration) -> PyResult<tierpoo
     wait(py, tierpool_client::Client::connect(cfg))
 }
 
+/// Options of a new file or region, checked (defaults: 4 MiB chunks, priority 3).
 fn put_options(
-    py: Python<'_>,
-    chunk_size: Option<u64>,
-    priority: u8,
+    chunk_size: Option<&Bound<'_, PyAny>>,
+    priority: Option<&Bound<'_, PyAny>>,
     pinned: bool,
     overwrite: bool,
 ) -> PyResult<PutOptions> {
-    let chunk_size = validate_chunk_size(chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE)).map_err(|e| to_py_err(py, e))?;
-    let priority = Priority::new(priority).map_err(|e| to_py_err(py, e))?;
+    let chunk_size = args::chunk_size(chunk_size)?.unwrap_or(DEFAULT_CHUNK_SIZE);
+    let priority = args::priority(priority)?.unwrap_or_default();
     Ok(PutOptions { chunk_size, attrs: ChunkAttrs { priority, pinned }, mode: 0o644, overwrite })
 }
 
@@ -63,10 +64,7 @@ impl Client {
     #[new]
     #[pyo3(signature = (address, timeout=3.0))]
     fn new(py: Python<'_>, address: String, timeout: f64) -> PyResult<Client> {
-        if !(timeout.is_finite() && timeout > 0.0) {
-            return Err(invalid(py, format!("timeout must be a positive number of seconds, not {timeout}")));
-        }
-        let timeout = Duration::from_secs_f64(timeout);
+        let timeout = args::timeout(py, timeout)?;
         let conn = PerProcess::with(connect(py, &address, timeout)?);
         Ok(Client { address, timeout, conn })
     }
@@ -123,29 +121,37 @@ impl Client {
 
     /// Sets priority and/or pinning of a file or of every file under a directory.
     #[pyo3(signature = (path, priority=None, pinned=None))]
-    fn set_attrs(&self, py: Python<'_>, path: &str, priority: Option<u8>, pinned: Option<bool>) -> PyResult<u64> {
+    fn set_attrs(
+        &self,
+        py: Python<'_>,
+        path: &str,
+        priority: Option<&Bound<'_, PyAny>>,
+        pinned: Option<bool>,
+    ) -> PyResult<u64> {
+        let priority = args::priority(priority)?;
         let c = self.conn(py)?;
-        let priority = priority.map(Priority::new).transpose().map_err(|e| to_py_err(py, e))?;
         wait(py, c.set_attrs(&clean_path(path), priority, pinned))
     }
 
     /// Allocates a zero-filled region of `size` bytes at `path` (its space is
     /// reserved now: ENOSPC if the pool cannot hold it) and opens it with a
     /// local cache of `cache` bytes.
-    #[pyo3(signature = (path, size, cache, chunk_size=None, priority=3, pinned=false))]
+    #[pyo3(signature = (path, size, cache, chunk_size=None, priority=None, pinned=false))]
     #[allow(clippy::too_many_arguments)]
     fn alloc_region(
         &self,
         py: Python<'_>,
         path: &str,
-        size: u64,
-        cache: u64,
-        chunk_size: Option<u64>,
-        priority: u8,
+        size: &Bound<'_, PyAny>,
+        cache: &Bound<'_, PyAny>,
+        chunk_size: Option<&Bound<'_, PyAny>>,
+        priority: Option<&Bound<'_, PyAny>>,
         pinned: bool,
     ) -> PyResult<crate::region::Region> {
+        let o = put_options(chunk_size, priority, pinned, false)?;
+        let size = args::region_size(size)?;
+        let cache = args::cache(cache, size, o.chunk_size)?;
         let c = self.conn(py)?;
-        let o = put_options(py, chunk_size, priority, pinned, false)?;
         let opts = tierpool_client::RegionOptions { chunk_size: o.chunk_size, attrs: o.attrs, mode: 0o644 };
         let path = clean_path(path);
         let info = wait(py, c.alloc_region(&path, size, &opts))?;
@@ -155,10 +161,18 @@ impl Client {
     /// Opens the existing region at `path` with a local cache of `cache` bytes;
     /// `readonly` shares one copy of its pages with this node's other read-only openers.
     #[pyo3(signature = (path, cache, readonly=false))]
-    fn open_region(&self, py: Python<'_>, path: &str, cache: u64, readonly: bool) -> PyResult<crate::region::Region> {
+    fn open_region(
+        &self,
+        py: Python<'_>,
+        path: &str,
+        cache: &Bound<'_, PyAny>,
+        readonly: bool,
+    ) -> PyResult<crate::region::Region> {
+        args::position(cache, "cache")?;
         let c = self.conn(py)?;
         let path = clean_path(path);
         let info = wait(py, c.open_region(&path))?;
+        let cache = args::cache(cache, info.size, info.chunk_size)?;
         blocking(py, || crate::region::open(c, &path, info, cache, readonly))
     }
 
@@ -169,20 +183,20 @@ impl Client {
     }
 
     /// Writes the bytes of `data` (any contiguous buffer) to `path`.
-    #[pyo3(signature = (path, data, chunk_size=None, priority=3, pinned=false, overwrite=true))]
+    #[pyo3(signature = (path, data, chunk_size=None, priority=None, pinned=false, overwrite=true))]
     #[allow(clippy::too_many_arguments)]
     fn put_bytes(
         &self,
         py: Python<'_>,
         path: &str,
         data: &Bound<'_, PyAny>,
-        chunk_size: Option<u64>,
-        priority: u8,
+        chunk_size: Option<&Bound<'_, PyAny>>,
+        priority: Option<&Bound<'_, PyAny>>,
         pinned: bool,
         overwrite: bool,
     ) -> PyResult<FileInfo> {
+        let opts = put_options(chunk_size, priority, pinned, overwrite)?;
         let c = self.conn(py)?;
-        let opts = put_options(py, chunk_size, priority, pinned, overwrite)?;
         let path = clean_path(path);
         let view = BufferView::readonly(data)?;
         let src = view.as_slice();
@@ -198,20 +212,20 @@ impl Client {
     }
 
     /// Copies the local file `local` to `path`, streaming chunk by chunk.
-    #[pyo3(signature = (local, path, chunk_size=None, priority=3, pinned=false, overwrite=true))]
+    #[pyo3(signature = (local, path, chunk_size=None, priority=None, pinned=false, overwrite=true))]
     #[allow(clippy::too_many_arguments)]
     fn put_file(
         &self,
         py: Python<'_>,
         local: std::path::PathBuf,
         path: &str,
-        chunk_size: Option<u64>,
-        priority: u8,
+        chunk_size: Option<&Bound<'_, PyAny>>,
+        priority: Option<&Bound<'_, PyAny>>,
         pinned: bool,
         overwrite: bool,
     ) -> PyResult<FileInfo> {
+        let opts = put_options(chunk_size, priority, pinned, overwrite)?;
         let c = self.conn(py)?;
-        let opts = put_options(py, chunk_size, priority, pinned, overwrite)?;
         let path = clean_path(path);
         let info = wait(py, async {
             let f = tokio::fs::File::open(&local).await.map_err(|e| Error::from(e).context(local.display()))?;
@@ -224,14 +238,16 @@ impl Client {
     }
 
     /// Bytes `start..end` of the file at `path` (`end=None`: to its end).
-    #[pyo3(signature = (path, start=0, end=None))]
+    #[pyo3(signature = (path, start=None, end=None))]
     fn get_bytes<'py>(
         &self,
         py: Python<'py>,
         path: &str,
-        start: u64,
-        end: Option<u64>,
+        start: Option<&Bound<'py, PyAny>>,
+        end: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyBytes>> {
+        let start = args::opt_position(start, "start")?.unwrap_or(0);
+        let end = args::opt_position(end, "end")?;
         let c = self.conn(py)?;
         let path = clean_path(path);
         let info = wait(py, c.stat(&path))?;
@@ -281,10 +297,12 @@ impl Client {
         py: Python<'_>,
         path: &str,
         mode: &str,
-        chunk_size: Option<u64>,
-        priority: Option<u8>,
+        chunk_size: Option<&Bound<'_, PyAny>>,
+        priority: Option<&Bound<'_, PyAny>>,
         pinned: Option<bool>,
     ) -> PyResult<Writer> {
+        let chunk_size = args::chunk_size(chunk_size)?;
+        let priority = args::priority(priority)?;
         let c = self.conn(py)?;
         let mode = match mode {
             "w" => WriteMode::Truncate,
@@ -292,7 +310,6 @@ impl Client {
             "x" => WriteMode::Exclusive,
             other => return Err(invalid(py, format!("write mode must be 'w', 'a' or 'x', not {other:?}"))),
         };
-        let priority = priority.map(Priority::new).transpose().map_err(|e| to_py_err(py, e))?;
         let path = clean_path(path);
         let req = WriteRequest { chunk_size, priority, pinned, mode };
         let w = wait(py, writer::open(c, &path, req))?;

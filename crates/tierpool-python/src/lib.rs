@@ -14,6 +14,7 @@
 //! The Python package (`python/tierpool/`) adds only ergonomics on top: `io`
 //! objects, `tierpool.local()`, the fsspec filesystem and the Dask spill mapping.
 
+mod args;
 mod buffer;
 mod client;
 mod error;

@@ -13,6 +13,7 @@
 //! A reader belongs to the process that opened it: in a child forked since,
 //! reads are refused and dropping it leaks it (`fork.rs`).
 
+use crate::args;
 use crate::buffer::BufferView;
 use crate::error::to_py_err;
 use crate::fork::OpenedHere;
@@ -161,16 +162,25 @@ impl Reader {
     /// Reads bytes at `offset` into `buffer` (any writable contiguous buffer)
     /// without an intermediate copy; returns how many bytes were read (fewer
     /// than `len(buffer)` only at the end of the file).
-    fn readinto(&self, py: Python<'_>, buffer: &Bound<'_, PyAny>, offset: u64) -> PyResult<usize> {
+    fn readinto(&self, py: Python<'_>, buffer: &Bound<'_, PyAny>, offset: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let offset = args::position(offset, "offset")?;
         let core = self.core().map_err(|e| to_py_err(py, e))?;
         let mut view = BufferView::writable(buffer)?;
         let dst = view.as_mut_slice();
         wait(py, core.read_into(offset, dst))
     }
 
-    /// Up to `size` bytes at `offset` (`size=None`: to the end of the file).
+    /// Up to `size` bytes at `offset` (`size=None`: to the end of the file);
+    /// only what the file holds there is allocated, however large `size` is.
     #[pyo3(signature = (offset, size=None))]
-    fn read<'py>(&self, py: Python<'py>, offset: u64, size: Option<u64>) -> PyResult<Bound<'py, PyBytes>> {
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        offset: &Bound<'py, PyAny>,
+        size: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let offset = args::position(offset, "offset")?;
+        let size = args::opt_position(size, "size")?;
         let core = self.core().map_err(|e| to_py_err(py, e))?;
         let left = self.info.size.saturating_sub(offset);
         let n = size.map_or(left, |s| s.min(left)) as usize;

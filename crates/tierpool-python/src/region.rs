@@ -12,6 +12,7 @@
 //! child faults with SIGSEGV instead of silently reading zeros where pages
 //! had not arrived yet.
 
+use crate::args;
 use crate::buffer::BufferView;
 use crate::error::{invalid, to_py_err};
 use crate::fork::OpenedHere;
@@ -69,15 +70,35 @@ impl Region {
         self.chunk_size
     }
 
-    /// `length` bytes from `offset`.
-    fn read<'py>(&self, py: Python<'py>, offset: u64, length: u64) -> PyResult<Bound<'py, PyBytes>> {
+    /// `length` bytes from `offset`, which must lie inside the region
+    /// (checked before the bytes are allocated).
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        offset: &Bound<'py, PyAny>,
+        length: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let offset = args::position(offset, "offset")?;
+        let length = args::position(length, "length")?;
         let r = self.inner(py)?;
-        let data = blocking(py, move || r.read(offset, length))?;
-        Ok(PyBytes::new(py, &data))
+        if offset.checked_add(length).is_none_or(|end| end > self.size) {
+            return Err(invalid(
+                py,
+                format!(
+                    "{}: bytes {offset}..{} are outside the region of {} bytes",
+                    self.path,
+                    offset.saturating_add(length),
+                    self.size
+                ),
+            ));
+        }
+        let n = length as usize;
+        PyBytes::new_with(py, n, |buf| blocking(py, move || r.read_into(offset, buf)))
     }
 
     /// Fills `buffer` (any writable contiguous buffer) from `offset`; returns its length.
-    fn readinto(&self, py: Python<'_>, offset: u64, buffer: &Bound<'_, PyAny>) -> PyResult<usize> {
+    fn readinto(&self, py: Python<'_>, offset: &Bound<'_, PyAny>, buffer: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let offset = args::position(offset, "offset")?;
         let r = self.inner(py)?;
         let mut view = BufferView::writable(buffer)?;
         let dst = view.as_mut_slice();
@@ -87,7 +108,8 @@ impl Region {
     }
 
     /// Writes the bytes of `data` (any contiguous buffer) at `offset`.
-    fn write(&self, py: Python<'_>, offset: u64, data: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn write(&self, py: Python<'_>, offset: &Bound<'_, PyAny>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        let offset = args::position(offset, "offset")?;
         let r = self.inner(py)?;
         let view = BufferView::readonly(data)?;
         let src = view.as_slice();
