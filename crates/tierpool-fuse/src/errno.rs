@@ -4,7 +4,7 @@
 //! `EHOSTUNREACH`).
 
 use fuser::Errno;
-use tierpool_types::{Error, ErrorKind};
+use tierpool_types::Error;
 
 pub fn errno(e: &Error) -> Errno {
     let code = e.kind.errno();
@@ -17,6 +17,7 @@ pub fn errno(e: &Error) -> Errno {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tierpool_types::ErrorKind;
 
     #[test]
     fn the_kinds_errno_values_are_this_systems() {
