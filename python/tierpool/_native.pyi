@@ -117,19 +117,6 @@ class Client:
     ) -> Writer: ...
 
 def parse_size(size: str) -> int: ...
-def serve_coordinator(
-    dir: Union[str, PathLike[str]], listen: str = "127.0.0.1:7700", partitions: int = 4096, watch_parent: bool = False
-) -> None: ...
-def serve_worker(
-    dir: Union[str, PathLike[str]],
-    coordinator: str,
-    listen: str = "127.0.0.1:0",
-    mem: str = "256MiB",
-    disk: str = "1GiB",
-    host: str = "localhost",
-    rack: str = "default",
-    watch_parent: bool = False,
-) -> None: ...
 
 class Region:
     @property

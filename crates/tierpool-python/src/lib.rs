@@ -23,7 +23,6 @@ mod info;
 mod reader;
 mod region;
 mod runtime;
-mod serve;
 mod writer;
 
 use pyo3::prelude::*;
@@ -40,7 +39,5 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<writer::Writer>()?;
     m.add_class::<region::Region>()?;
     m.add_function(wrap_pyfunction!(info::parse_size, m)?)?;
-    m.add_function(wrap_pyfunction!(serve::serve_coordinator, m)?)?;
-    m.add_function(wrap_pyfunction!(serve::serve_worker, m)?)?;
     Ok(())
 }
