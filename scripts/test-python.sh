@@ -17,7 +17,7 @@ if ! "$PYTHON" -m pip --version >/dev/null 2>&1; then
 fi
 
 echo "== python test dependencies"
-"$PYTHON" -m pip install --quiet --upgrade "maturin>=1.9.4,<2" pytest fsspec numpy pandas pyarrow "dask[distributed,dataframe]"
+"$PYTHON" -m pip install --quiet --upgrade "maturin>=1.9.4,<2" pytest pytest-timeout fsspec numpy pandas pyarrow "dask[distributed,dataframe]"
 
 echo "== build and install the tierpool package"
 # A plain `pip install ./` (what users run); --force-reinstall rebuilds even

@@ -96,6 +96,8 @@ def test_bad_arguments_are_value_errors(client: tierpool.Client, base: str) -> N
         with pytest.raises(ValueError, match=text) as e:
             call()
         assert isinstance(e.value, tierpool.InvalidArgument)
+        # A plain message: no errno in a ValueError (the mount says EINVAL).
+        assert not isinstance(e.value, OSError) and e.value.args == (str(e.value),)
 
 
 def test_an_unreachable_coordinator_is_a_connection_error() -> None:
@@ -105,14 +107,17 @@ def test_an_unreachable_coordinator_is_a_connection_error() -> None:
     with pytest.raises(ConnectionError, match=f"127.0.0.1:{port}") as e:
         tierpool.connect(f"127.0.0.1:{port}", timeout=1)
     assert isinstance(e.value, tierpool.Unavailable) and e.value.kind == "unavailable"
+    # The errno the mount returns for the same kind.
+    assert e.value.errno == errno.EHOSTUNREACH
 
 
 def test_a_pool_that_went_away_is_a_connection_error() -> None:
     with tierpool.local(workers=1, mem="16MiB", disk="64MiB", set_env=False) as c:
         c.put(b"x", "/x")
         survivor = tierpool.connect(c.address)
-    with pytest.raises(ConnectionError):
+    with pytest.raises(ConnectionError) as e:
         survivor.stat("/x")
+    assert type(e.value) is tierpool.Unavailable and e.value.errno == errno.EHOSTUNREACH
 
 
 def test_a_full_pool_is_enospc_and_keeps_what_it_had() -> None:

@@ -1,17 +1,56 @@
-"""tierpool.local(): an embedded pool that starts, serves and cleans up."""
+"""tierpool.local(): a pool started, served and cleaned up by the tierpool
+binary (`tierpool up` / `tierpool down`), shipped inside the package."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from typing import List
 
 import pytest
 
 import tierpool
+from tierpool import _bin
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` runs (an exited, unreaped process does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def wait_gone(pids: List[int], limit: float) -> bool:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if not any(running(p) for p in pids):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_the_package_ships_the_binary_that_starts_pools(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TIERPOOL_BIN", raising=False)
+    assert _bin.find_binary() == _bin.PACKAGED
+    assert os.path.dirname(_bin.PACKAGED) == os.path.join(os.path.dirname(tierpool.__file__), "bin")
+    out = subprocess.run([_bin.PACKAGED, "up", "--help"], capture_output=True, text=True, timeout=30)
+    assert "--stop-with <PID>" in out.stdout
 
 
 def test_local_pool_lifecycle(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TIERPOOL_COORDINATOR", "192.0.2.1:1")
-    pool = tierpool.local(workers=3, mem="32MiB", disk="64MiB")
+    pool = tierpool.local(workers=3, mem="32MiB", disk="64MiB", partitions=128)
     with pool as client:
         assert isinstance(client, tierpool.Client)
         host, port = client.address.rsplit(":", 1)
@@ -19,26 +58,111 @@ def test_local_pool_lifecycle(monkeypatch: pytest.MonkeyPatch) -> None:
         assert pool.address == client.address
         assert os.environ["TIERPOOL_COORDINATOR"] == client.address
         s = client.status()
+        assert s["partitions"] == 128
         assert len(s["workers"]) == 3 and all(w["alive"] for w in s["workers"])
         assert {w["mem_capacity"] for w in s["workers"]} == {32 << 20}
+        assert {w["disk_capacity"] for w in s["workers"]} == {64 << 20}
         client.put(b"hello", "/hello")
         assert client.get("/hello") == b"hello"
         directory = pool.dir
-        procs = list(pool._procs)
-        assert directory is not None and os.path.isdir(directory)
+        pids = list(pool.pids)
+        assert directory is not None and os.path.isdir(os.path.join(directory, "logs"))
+        assert len(pids) == 4 and all(running(p) for p in pids)
     assert not os.path.exists(directory)
-    assert all(p.poll() is not None for p in procs)
+    assert wait_gone(pids, 10)
     assert os.environ["TIERPOOL_COORDINATOR"] == "192.0.2.1:1"
     with pytest.raises(RuntimeError):
         pool.address
 
 
-def test_local_pool_reports_a_server_that_cannot_start() -> None:
-    with pytest.raises(RuntimeError, match="worker 0|workers"):
-        with tierpool.local(workers=1, mem="lots", disk="1GiB", timeout=10):
-            pass
+def test_bad_arguments_are_refused_before_anything_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    made: List[str] = []
+    real_mkdtemp = tempfile.mkdtemp
+
+    def mkdtemp(**kwargs: str) -> str:
+        made.append(real_mkdtemp(**kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
+    for kwargs, says in [
+        (dict(mem="lots"), "invalid size 'lots'"),
+        (dict(disk=-1), "disk must not be negative"),
+        (dict(workers=0), "at least one worker"),
+        (dict(timeout=0), "timeout"),
+    ]:
+        with pytest.raises(tierpool.InvalidArgument, match=says):
+            tierpool.local(**kwargs)  # type: ignore[arg-type]
+    for kwargs, says in [
+        (dict(workers=1000), "'--workers <WORKERS>': 1000 is not in 1..=256"),
+        (dict(partitions=0), "'--partitions <PARTITIONS>': 0 is not in"),
+    ]:
+        with pytest.raises(tierpool.InvalidArgument, match=says):
+            with tierpool.local(**kwargs):  # type: ignore[arg-type]
+                pass
+    assert made and not any(os.path.exists(d) for d in made), "directories of pools that did not start are removed"
 
 
-def test_local_pool_needs_a_worker() -> None:
-    with pytest.raises(ValueError):
-        tierpool.local(workers=0)
+def test_local_pool_reports_a_pool_that_cannot_start() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(RuntimeError, match=f"port {port} is in use"):
+            with tierpool.local(workers=1, mem="16MiB", disk="64MiB", port=port, timeout=10):
+                pass
+
+
+def test_the_binary_is_found_in_the_documented_order(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
+    monkeypatch.setenv("TIERPOOL_BIN", "/nonexistent/tierpool")
+    with pytest.raises(FileNotFoundError, match="TIERPOOL_BIN is '/nonexistent/tierpool'"):
+        _bin.find_binary()
+    copy = os.path.join(str(tmp_path), "tierpool-copy")
+    shutil.copy2(_bin.PACKAGED, copy)
+    monkeypatch.setenv("TIERPOOL_BIN", copy)
+    assert _bin.find_binary() == copy
+    with tierpool.local(workers=1, mem="16MiB", disk="64MiB", set_env=False) as c:
+        c.put(b"via $TIERPOOL_BIN", "/x")
+        assert c.get("/x") == b"via $TIERPOOL_BIN"
+
+    monkeypatch.delenv("TIERPOOL_BIN")
+    monkeypatch.setattr(_bin, "PACKAGED", "/nonexistent/package/bin/tierpool")
+    on_path = os.path.join(str(tmp_path), "path")
+    os.mkdir(on_path)
+    monkeypatch.setenv("PATH", on_path)
+    with pytest.raises(FileNotFoundError) as e:
+        tierpool.local(workers=1).start()
+    for named in ["$TIERPOOL_BIN", "/nonexistent/package/bin/tierpool", "PATH"]:
+        assert named in str(e.value)
+    os.symlink(copy, os.path.join(on_path, "tierpool"))
+    assert _bin.find_binary() == os.path.join(on_path, "tierpool")
+
+
+def test_the_servers_stop_when_the_python_that_started_them_is_killed(tmp_path: object) -> None:
+    script = textwrap.dedent(
+        """
+        import json, sys, time, tierpool
+        pool = tierpool.local(workers=2, mem="16MiB", disk="64MiB")
+        c = pool.start()
+        c.put(b"x", "/x")
+        print(json.dumps({"pids": pool.pids, "dir": pool.dir, "address": c.address}), flush=True)
+        time.sleep(300)
+        """
+    )
+    notebook = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    started = {"dir": ""}
+    try:
+        assert notebook.stdout is not None
+        started = json.loads(notebook.stdout.readline())
+        assert all(running(p) for p in started["pids"])
+        assert tierpool.connect(started["address"]).get("/x") == b"x"
+        notebook.send_signal(signal.SIGKILL)
+        notebook.wait(30)
+        assert wait_gone(started["pids"], 10), "servers outlived the process that started them"
+        with pytest.raises(ConnectionError):
+            tierpool.connect(started["address"], timeout=1)
+    finally:
+        if notebook.poll() is None:
+            notebook.kill()
+            notebook.wait()
+        # Nobody was left to remove it.
+        shutil.rmtree(started["dir"], ignore_errors=True)

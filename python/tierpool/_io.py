@@ -1,7 +1,8 @@
 """Standard :mod:`io` objects over the native reader and writer.
 
-``Client.open`` returns an :class:`io.BufferedReader` (seekable, ``readinto``
-straight into the caller's buffer for large reads) or a
+``Client.open`` returns a :class:`TierpoolReader` (an
+:class:`io.BufferedReader`: seekable, ``readinto`` straight into the caller's
+buffer for large reads, and reads that allocate no more than the file holds) or a
 :class:`TierpoolWriter` (an :class:`io.BufferedWriter` that publishes the
 file atomically on ``close`` and publishes nothing if the ``with`` block
 raises), wrapped in :class:`io.TextIOWrapper` for text modes.
@@ -55,6 +56,17 @@ class RawReader(io.RawIOBase):
         self._pos += n
         return n
 
+    def read(self, size: Optional[int] = -1) -> bytes:
+        """Up to ``size`` bytes (all that is left if ``size`` is negative or
+        None); only what the file holds is allocated, however large ``size``."""
+        if self.closed:
+            raise ValueError("I/O operation on closed file")
+        if size is None or size < 0:
+            return self.readall()
+        data = self._r.read(self._pos, size)
+        self._pos += len(data)
+        return data
+
     def readall(self) -> bytes:
         if self.closed:
             raise ValueError("I/O operation on closed file")
@@ -80,6 +92,26 @@ class RawReader(io.RawIOBase):
 
     def tell(self) -> int:
         return self._pos
+
+
+class TierpoolReader(io.BufferedReader):
+    """A buffered pool file being read: an :class:`io.BufferedReader` whose
+    ``read(n)`` and ``read1(n)`` allocate at most what is left of the file
+    (the standard one allocates ``n`` bytes first, so ``read(2**62)`` on a
+    small file would raise ``MemoryError``)."""
+
+    raw: RawReader
+
+    def _clamp(self, size: Optional[int]) -> Optional[int]:
+        if size is None or size <= 0:
+            return size
+        return min(size, max(0, self.raw.size - self.tell()))
+
+    def read(self, size: Optional[int] = -1) -> bytes:
+        return super().read(self._clamp(size))
+
+    def read1(self, size: int = -1) -> bytes:
+        return super().read1(self._clamp(size))  # type: ignore[arg-type]
 
 
 class RawWriter(io.RawIOBase):
@@ -193,7 +225,7 @@ def open_file(
         if chunk_size is not None or priority is not None or pin is not None:
             raise ValueError("chunk_size, priority and pin apply to files opened for writing")
         raw: Any = RawReader(native.open_reader(path))
-        f = raw if buffering == 0 else io.BufferedReader(raw, size)
+        f = raw if buffering == 0 else TierpoolReader(raw, size)
     else:
         raw = RawWriter(native.open_writer(path, kind, chunk_size, priority, pin))
         f = raw if buffering == 0 else TierpoolWriter(raw, size)

@@ -1,23 +1,48 @@
-""":func:`local`: a throw-away pool on this machine, for notebooks and tests."""
+""":func:`local`: a throw-away pool on this machine, for notebooks and tests.
+
+The pool is started and stopped by the ``tierpool`` binary, with ``tierpool
+up`` and ``tierpool down``: the launcher of the command line, so there is one
+way to spawn servers, wait until they are ready and stop them. ``up
+--stop-with PID`` makes the servers exit by themselves when this Python
+process is gone, however it ends (even ``kill -9``).
+"""
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
-import time
-from typing import IO, Any, List, Optional, Union
+import warnings
+from typing import Any, List, Optional, Union
 
+from tierpool import _native
+from tierpool._bin import find_binary
 from tierpool._client import ADDRESS_ENV, Client
+from tierpool._native import InvalidArgument
 
-_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+def _size_arg(value: Union[int, str], name: str) -> str:
+    """A byte size for ``up``, checked now: bytes (an int) or ``"512MiB"``."""
+    if isinstance(value, str):
+        return str(_native.parse_size(value))
+    if not isinstance(value, int):
+        raise TypeError(f"{name} must be a number of bytes or a size such as '256MiB', not {value!r}")
+    if value < 0:
+        raise InvalidArgument(f"{name} must not be negative, not {value}")
+    return str(value)
+
+
+def _one_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1] if lines else "(no output)"
 
 
 class LocalPool:
-    """A coordinator and ``workers`` workers running as child processes, with
-    their state in a temporary directory. Use it as a context manager::
+    """A coordinator and ``workers`` workers running as background processes,
+    with their state in a temporary directory. Use it as a context manager::
 
         with tierpool.local(workers=2, mem="256MiB", disk="1GiB") as client:
             client.put(b"x", "/x")
@@ -41,20 +66,24 @@ class LocalPool:
         timeout: float = 30.0,
     ) -> None:
         if workers < 1:
-            raise ValueError("a pool needs at least one worker")
+            raise InvalidArgument("a pool needs at least one worker")
+        if not (isinstance(timeout, (int, float)) and 0 < timeout < math.inf):
+            raise InvalidArgument(f"timeout must be a positive number of seconds, not {timeout!r}")
         self.workers = workers
-        self.mem = str(mem)
-        self.disk = str(disk)
+        self.mem = _size_arg(mem, "mem")
+        self.disk = _size_arg(disk, "disk")
         self.port = port
         self.partitions = partitions
         self.set_env = set_env
         self.timeout = timeout
         self.dir: Optional[str] = None
         """State and log directory of the running pool."""
+        self.pids: List[int] = []
+        """Process ids of the running pool's coordinator, then its workers."""
         self.client: Optional[Client] = None
-        self._procs: List[subprocess.Popen[bytes]] = []
-        self._logs: List[IO[bytes]] = []
+        self._binary: Optional[str] = None
         self._old_env: Optional[str] = None
+        self._owner = os.getpid()
 
     @property
     def address(self) -> str:
@@ -63,97 +92,52 @@ class LocalPool:
             raise RuntimeError("the pool is not running")
         return self.client.address
 
-    def _spawn(self, name: str, args: List[str]) -> "subprocess.Popen[bytes]":
-        assert self.dir is not None
-        log = open(os.path.join(self.dir, "logs", f"{name}.log"), "wb")
-        self._logs.append(log)
-        cmd = [sys.executable, "-m", "tierpool._serve", *args, "--watch-parent"]
-        # The servers import this very package, whatever the caller's cwd holds.
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT, env.get("PYTHONPATH")]))
-        p = subprocess.Popen(
-            cmd,
-            cwd=self.dir,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        self._procs.append(p)
-        return p
-
-    def _log_tail(self, name: str) -> str:
-        assert self.dir is not None
-        try:
-            with open(os.path.join(self.dir, "logs", f"{name}.log"), "rb") as f:
-                lines = [ln for ln in f.read().decode(errors="replace").splitlines() if ln.strip()]
-            return lines[-1] if lines else "(no output)"
-        except OSError:
-            return "(no log)"
-
-    def _wait(self, what: str, name: str, proc: "subprocess.Popen[bytes]", ready: Any) -> Any:
-        deadline = time.monotonic() + self.timeout
-        while time.monotonic() < deadline:
-            value = ready()
-            if value:
-                return value
-            if proc.poll() is not None:
-                raise RuntimeError(f"{what} exited with status {proc.returncode}: {self._log_tail(name)}")
-            time.sleep(0.02)
-        raise RuntimeError(f"{what} did not start within {self.timeout} s: {self._log_tail(name)}")
-
     def start(self) -> Client:
         """Starts the pool and returns a connected client."""
         if self.client is not None:
             return self.client
+        self._binary = find_binary()
+        self._owner = os.getpid()
         self.dir = tempfile.mkdtemp(prefix="tierpool-local-")
         try:
-            return self._start()
+            return self._start(self._binary, self.dir)
         except BaseException:
             self.stop()
             raise
 
-    def _start(self) -> Client:
-        assert self.dir is not None
-        os.makedirs(os.path.join(self.dir, "logs"))
-        cdir = os.path.join(self.dir, "coordinator")
-        addr_file = os.path.join(cdir, "coordinator.addr")
-        coord = self._spawn(
-            "coordinator",
-            ["coordinator", "--dir", cdir, "--listen", f"127.0.0.1:{self.port}", "--partitions", str(self.partitions)],
-        )
-
-        def read_addr() -> Optional[str]:
-            try:
-                with open(addr_file) as f:
-                    return f.read().strip() or None
-            except FileNotFoundError:
-                return None
-
-        address = self._wait("the coordinator", "coordinator", coord, read_addr)
-        for i in range(self.workers):
-            wdir = os.path.join(self.dir, f"worker-{i}")
-            args = ["worker", "--dir", wdir, "--coordinator", address, "--mem", self.mem, "--disk", self.disk]
-            self._spawn(f"worker-{i}", args)
-        client = Client(address)
-        for i, p in enumerate(self._procs[1:]):
-            # Worker i is up once it wrote its address; all are up once alive.
-            wfile = os.path.join(self.dir, f"worker-{i}", "worker.addr")
-            self._wait(f"worker {i}", f"worker-{i}", p, lambda: os.path.exists(wfile))
-
-        def all_alive() -> bool:
-            return sum(w["alive"] for w in client.status()["workers"]) >= self.workers
-
-        self._wait("the workers", "worker-0", coord, all_alive)
-        self.client = client
+    def _start(self, binary: str, directory: str) -> Client:
+        wait = max(1, math.ceil(self.timeout))
+        cmd = [
+            binary, "up", "--json", "--dir", directory,
+            "--port", str(self.port), "--workers", str(self.workers), "--partitions", str(self.partitions),
+            "--mem", self.mem, "--disk", self.disk,
+            "--stop-with", str(os.getpid()), "--timeout", str(wait),
+        ]  # fmt: skip
+        try:
+            # `up` waits for the coordinator, then for the workers: twice `wait` at most.
+            done = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=2 * wait + 10)
+        except subprocess.TimeoutExpired as e:
+            raise RuntimeError(f"`tierpool up` did not finish within {2 * wait + 10} s") from e
+        if done.returncode == 2:
+            raise InvalidArgument(_one_line(done.stderr))
+        if done.returncode != 0:
+            raise RuntimeError(f"the local pool did not start: {_one_line(done.stderr)}")
+        up = json.loads(done.stdout)
+        self.pids = [up["coordinator_pid"], *up["worker_pids"]]
+        self.client = Client(up["coordinator"])
         if self.set_env:
             self._old_env = os.environ.get(ADDRESS_ENV)
-            os.environ[ADDRESS_ENV] = address
-        return client
+            os.environ[ADDRESS_ENV] = self.client.address
+        return self.client
 
     def stop(self) -> None:
-        """Stops every process of the pool and deletes its directory."""
+        """Stops every process of the pool (``tierpool down``) and deletes its
+        directory.
+
+        Only the process that started the pool stops it: in a child forked
+        from it (which inherits this object), this does nothing."""
+        if os.getpid() != self._owner:
+            return
         if self.set_env and self.client is not None:
             if os.environ.get(ADDRESS_ENV) == self.client.address:
                 if self._old_env is None:
@@ -161,23 +145,22 @@ class LocalPool:
                 else:
                     os.environ[ADDRESS_ENV] = self._old_env
         self.client = None
-        for p in reversed(self._procs):
-            if p.poll() is None:
-                p.terminate()
-        deadline = time.monotonic() + 10
-        for p in self._procs:
-            try:
-                p.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        self._procs.clear()
-        for log in self._logs:
-            log.close()
-        self._logs.clear()
-        if self.dir is not None:
-            shutil.rmtree(self.dir, ignore_errors=True)
-            self.dir = None
+        directory, self.dir = self.dir, None
+        if directory is None:
+            return
+        if self._binary is not None and os.path.exists(os.path.join(directory, "pool.json")):
+            down = subprocess.run(
+                [self._binary, "down", "--dir", directory],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            if down.returncode != 0:
+                # The servers still stop when this process exits (--stop-with).
+                warnings.warn(f"tierpool down: {_one_line(down.stderr)}", RuntimeWarning, stacklevel=2)
+        self.pids = []
+        shutil.rmtree(directory, ignore_errors=True)
 
     def __enter__(self) -> Client:
         return self.start()
@@ -186,7 +169,7 @@ class LocalPool:
         self.stop()
 
     def __del__(self) -> None:
-        if getattr(self, "_procs", None):
+        if getattr(self, "dir", None) is not None:
             self.stop()
 
 
@@ -208,8 +191,10 @@ def local(
             ...
 
     ``mem`` and ``disk`` are each worker's budgets (bytes or sizes such as
-    ``"512MiB"``). ``port=0`` picks a free port. The servers run as child
-    processes of this Python (``python -m tierpool._serve``) and stop by
-    themselves if it dies.
+    ``"512MiB"``). ``port=0`` picks a free port. The servers are started by
+    the ``tierpool`` binary (``tierpool up``): ``$TIERPOOL_BIN`` if set, else
+    the one shipped in the package, else ``tierpool`` on PATH. They stop by
+    themselves if this process dies. ``timeout`` bounds the wait for the coordinator, and
+    then for the workers, to be ready.
     """
     return LocalPool(workers, mem, disk, port=port, partitions=partitions, set_env=set_env, timeout=timeout)

@@ -70,7 +70,13 @@ class Client:
     @property
     def address(self) -> str: ...
     def alloc_region(
-        self, path: str, size: int, cache: int, chunk_size: Optional[int] = None, priority: int = 3, pinned: bool = False
+        self,
+        path: str,
+        size: int,
+        cache: int,
+        chunk_size: Optional[int] = None,
+        priority: Optional[int] = None,
+        pinned: bool = False,
     ) -> Region: ...
     def open_region(self, path: str, cache: int, readonly: bool = False) -> Region: ...
     def stat(self, path: str) -> FileInfo: ...
@@ -85,7 +91,7 @@ class Client:
         path: str,
         data: Any,
         chunk_size: Optional[int] = None,
-        priority: int = 3,
+        priority: Optional[int] = None,
         pinned: bool = False,
         overwrite: bool = True,
     ) -> FileInfo: ...
@@ -94,11 +100,11 @@ class Client:
         local: Union[str, PathLike[str]],
         path: str,
         chunk_size: Optional[int] = None,
-        priority: int = 3,
+        priority: Optional[int] = None,
         pinned: bool = False,
         overwrite: bool = True,
     ) -> FileInfo: ...
-    def get_bytes(self, path: str, start: int = 0, end: Optional[int] = None) -> bytes: ...
+    def get_bytes(self, path: str, start: Optional[int] = None, end: Optional[int] = None) -> bytes: ...
     def get_file(self, path: str, local: Union[str, PathLike[str]]) -> int: ...
     def open_reader(self, path: str) -> Reader: ...
     def open_writer(
@@ -111,19 +117,6 @@ class Client:
     ) -> Writer: ...
 
 def parse_size(size: str) -> int: ...
-def serve_coordinator(
-    dir: Union[str, PathLike[str]], listen: str = "127.0.0.1:7700", partitions: int = 4096, watch_parent: bool = False
-) -> None: ...
-def serve_worker(
-    dir: Union[str, PathLike[str]],
-    coordinator: str,
-    listen: str = "127.0.0.1:0",
-    mem: str = "256MiB",
-    disk: str = "1GiB",
-    host: str = "localhost",
-    rack: str = "default",
-    watch_parent: bool = False,
-) -> None: ...
 
 class Region:
     @property

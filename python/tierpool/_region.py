@@ -5,6 +5,7 @@ import weakref
 from typing import Any, Dict, Optional, Sequence, Union
 
 from tierpool import _native
+from tierpool._native import InvalidArgument
 
 
 class Region:
@@ -93,10 +94,12 @@ class Region:
             shape = ((length - offset) // dt.itemsize,)
         elif isinstance(shape, int):
             shape = (shape,)
-        count = int(np.prod(shape)) if len(shape) else 1
+        if offset < 0 or any(d < 0 for d in shape):
+            raise InvalidArgument(f"{self.path}: offset {offset} and shape {tuple(shape)} must not be negative")
+        count = int(np.prod(shape, dtype=object)) if len(shape) else 1
         need = count * dt.itemsize
-        if offset < 0 or offset + need > length:
-            raise ValueError(f"{self.path}: {need} bytes at offset {offset} do not fit in {length} bytes")
+        if offset + need > length:
+            raise InvalidArgument(f"{self.path}: {need} bytes at offset {offset} do not fit in {length} bytes")
         raw = (ctypes.c_char * need).from_address(addr + offset)
         # The array's base is `raw`, which keeps the native region (and so
         # the mapping) alive for as long as any array over it exists.

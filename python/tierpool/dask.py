@@ -25,6 +25,7 @@ on its own (e.g. as ``zict`` storage).
 from __future__ import annotations
 
 import itertools
+import os
 import sys
 import threading
 import uuid
@@ -43,7 +44,10 @@ from tierpool._client import Client, resolve_address
 Buffer = Any  # bytes-like
 
 
-def _remove_tree(client: Client, prefix: str) -> None:
+def _remove_tree(client: Client, prefix: str, owner: int) -> None:
+    if os.getpid() != owner:
+        # A child forked from the owner: the directory is still the owner's.
+        return
     try:
         client.rm(prefix, recursive=True)
     except Exception:  # the pool may already be gone at interpreter exit
@@ -58,8 +62,10 @@ class TierpoolMapping(MutableMapping):  # type: ignore[type-arg]
     serialisation produces); they are written without joining and read back
     as one ``bytes``. Each mapping uses a directory of its own
     (``prefix/<random>``), deleted by :meth:`close` or when the mapping is
-    garbage-collected or the process exits. Files are written with low
-    priority (1), so the pool demotes them to disk before hotter data.
+    garbage-collected or the process exits, only ever by the process that
+    made the mapping (a forked child that inherits it leaves it alone).
+    Files are written with low priority (1), so the pool demotes them to
+    disk before hotter data.
     Safe for use from several threads.
     """
 
@@ -78,7 +84,7 @@ class TierpoolMapping(MutableMapping):  # type: ignore[type-arg]
         self._paths: Dict[Hashable, str] = {}
         self._names = itertools.count()
         self._lock = threading.Lock()
-        self._finalizer = weakref.finalize(self, _remove_tree, self.client, self.directory)
+        self._finalizer = weakref.finalize(self, _remove_tree, self.client, self.directory, os.getpid())
 
     def __setitem__(self, key: Hashable, value: Union[Buffer, Sequence[Buffer]]) -> None:
         with self._lock:

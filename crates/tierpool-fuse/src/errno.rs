@@ -1,22 +1,44 @@
-//! tierpool errors as errno values.
+//! tierpool errors as errno values: the kind's own errno
+//! ([`ErrorKind::errno`], the one mapping shared with the Python binding),
+//! logged once here when it hides a cause the caller cannot see (`EIO`,
+//! `EHOSTUNREACH`).
 
 use fuser::Errno;
-use tierpool_types::{Error, ErrorKind};
+use tierpool_types::Error;
 
 pub fn errno(e: &Error) -> Errno {
-    let code = match e.kind {
-        ErrorKind::NotFound => libc::ENOENT,
-        ErrorKind::AlreadyExists => libc::EEXIST,
-        ErrorKind::NotADirectory => libc::ENOTDIR,
-        ErrorKind::IsADirectory => libc::EISDIR,
-        ErrorKind::DirectoryNotEmpty => libc::ENOTEMPTY,
-        ErrorKind::PoolFull => libc::ENOSPC,
-        ErrorKind::InvalidArgument => libc::EINVAL,
-        ErrorKind::Unavailable => libc::EHOSTUNREACH,
-        _ => libc::EIO,
-    };
+    let code = e.kind.errno();
     if code == libc::EIO || code == libc::EHOSTUNREACH {
         tracing::warn!("{e}");
     }
     Errno::from_i32(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tierpool_types::ErrorKind;
+
+    #[test]
+    fn the_kinds_errno_values_are_this_systems() {
+        let expected = [
+            (ErrorKind::NotFound, libc::ENOENT),
+            (ErrorKind::AlreadyExists, libc::EEXIST),
+            (ErrorKind::NotADirectory, libc::ENOTDIR),
+            (ErrorKind::IsADirectory, libc::EISDIR),
+            (ErrorKind::DirectoryNotEmpty, libc::ENOTEMPTY),
+            (ErrorKind::PoolFull, libc::ENOSPC),
+            (ErrorKind::Unavailable, libc::EHOSTUNREACH),
+            (ErrorKind::Corrupt, libc::EIO),
+            (ErrorKind::Lost, libc::EIO),
+            (ErrorKind::InvalidArgument, libc::EINVAL),
+            (ErrorKind::Protocol, libc::EIO),
+            (ErrorKind::Io, libc::EIO),
+            (ErrorKind::Internal, libc::EIO),
+        ];
+        assert_eq!(expected.map(|(k, _)| k), ErrorKind::ALL);
+        for (kind, code) in expected {
+            assert_eq!(errno(&Error::new(kind, "x")), Errno::from_i32(code), "{kind:?}");
+        }
+    }
 }

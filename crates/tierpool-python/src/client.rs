@@ -1,35 +1,56 @@
 //! `Client`: the native handle to a pool. Paths are cleaned here (absolute,
 //! no empty components) so results always carry canonical paths.
+//!
+//! The connections belong to one process: a client used in a child forked
+//! after it connected connects again on its first use there (`fork.rs`).
 
+use crate::args;
 use crate::buffer::BufferView;
 use crate::error::{invalid, to_py_err};
+use crate::fork::PerProcess;
 use crate::info::{clean_path, join, status_dict, FileInfo};
 use crate::reader::{Reader, ReaderCore};
-use crate::runtime::wait;
+use crate::runtime::{blocking, wait};
 use crate::writer::{self, WriteMode, WriteRequest, Writer};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use std::time::Duration;
 use tierpool_client::{ClientConfig, InodeKind, PutOptions};
-use tierpool_types::{validate_chunk_size, ChunkAttrs, Error, ErrorKind, Priority, DEFAULT_CHUNK_SIZE};
+use tierpool_types::{ChunkAttrs, Error, ErrorKind, DEFAULT_CHUNK_SIZE};
 use tokio::io::AsyncWriteExt;
 
 /// A connection to a tierpool pool (native half of `tierpool.Client`).
 #[pyclass(frozen, module = "tierpool._native")]
 pub struct Client {
-    inner: tierpool_client::Client,
     address: String,
+    timeout: Duration,
+    /// This process's connection to the pool.
+    conn: PerProcess<tierpool_client::Client>,
 }
 
+impl Client {
+    /// The connection of this process: the one `new` made, or in a child
+    /// forked since, a new one made now (which may fail like `new`).
+    fn conn(&self, py: Python<'_>) -> PyResult<&tierpool_client::Client> {
+        self.conn.get_or_try_init(|| connect(py, &self.address, self.timeout))
+    }
+}
+
+fn connect(py: Python<'_>, address: &str, timeout: Duration) -> PyResult<tierpool_client::Client> {
+    let mut cfg = ClientConfig::new(address);
+    cfg.connect_timeout = timeout;
+    wait(py, tierpool_client::Client::connect(cfg))
+}
+
+/// Options of a new file or region, checked (defaults: 4 MiB chunks, priority 3).
 fn put_options(
-    py: Python<'_>,
-    chunk_size: Option<u64>,
-    priority: u8,
+    chunk_size: Option<&Bound<'_, PyAny>>,
+    priority: Option<&Bound<'_, PyAny>>,
     pinned: bool,
     overwrite: bool,
 ) -> PyResult<PutOptions> {
-    let chunk_size = validate_chunk_size(chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE)).map_err(|e| to_py_err(py, e))?;
-    let priority = Priority::new(priority).map_err(|e| to_py_err(py, e))?;
+    let chunk_size = args::chunk_size(chunk_size)?.unwrap_or(DEFAULT_CHUNK_SIZE);
+    let priority = args::priority(priority)?.unwrap_or_default();
     Ok(PutOptions { chunk_size, attrs: ChunkAttrs { priority, pinned }, mode: 0o644, overwrite })
 }
 
@@ -43,13 +64,9 @@ impl Client {
     #[new]
     #[pyo3(signature = (address, timeout=3.0))]
     fn new(py: Python<'_>, address: String, timeout: f64) -> PyResult<Client> {
-        if !(timeout.is_finite() && timeout > 0.0) {
-            return Err(invalid(py, format!("timeout must be a positive number of seconds, not {timeout}")));
-        }
-        let mut cfg = ClientConfig::new(address.clone());
-        cfg.connect_timeout = Duration::from_secs_f64(timeout);
-        let inner = wait(py, tierpool_client::Client::connect(cfg))?;
-        Ok(Client { inner, address })
+        let timeout = args::timeout(py, timeout)?;
+        let conn = PerProcess::with(connect(py, &address, timeout)?);
+        Ok(Client { address, timeout, conn })
     }
 
     /// Coordinator address, `host:port`.
@@ -59,21 +76,23 @@ impl Client {
     }
 
     fn stat(&self, py: Python<'_>, path: &str) -> PyResult<FileInfo> {
+        let c = self.conn(py)?;
         let path = clean_path(path);
-        let info = wait(py, self.inner.stat(&path))?;
+        let info = wait(py, c.stat(&path))?;
         Ok(FileInfo::new(path, &info))
     }
 
     /// Entries of a directory (sorted by name), or the file itself.
     fn ls(&self, py: Python<'_>, path: &str) -> PyResult<Vec<FileInfo>> {
+        let c = self.conn(py)?;
         let path = clean_path(path);
         let (entries, is_file) = wait(py, async {
-            let entries = self.inner.list(&path).await?;
+            let entries = c.list(&path).await?;
             // A file lists as itself; so does a directory holding one file of
             // its own name. Only a stat tells them apart.
             let maybe_file = matches!(entries.as_slice(), [e] if e.info.kind == InodeKind::File
                 && path.rsplit('/').next() == Some(e.name.as_str()));
-            let is_file = maybe_file && self.inner.stat(&path).await?.kind == InodeKind::File;
+            let is_file = maybe_file && c.stat(&path).await?.kind == InodeKind::File;
             Ok((entries, is_file))
         })?;
         if is_file {
@@ -84,81 +103,105 @@ impl Client {
 
     #[pyo3(signature = (path, parents=false))]
     fn mkdir(&self, py: Python<'_>, path: &str, parents: bool) -> PyResult<()> {
-        wait(py, self.inner.mkdir(&clean_path(path), parents))
+        let c = self.conn(py)?;
+        wait(py, c.mkdir(&clean_path(path), parents))
     }
 
     /// Removes a file or directory; returns how many files and directories went away.
     #[pyo3(signature = (path, recursive=false))]
     fn rm(&self, py: Python<'_>, path: &str, recursive: bool) -> PyResult<u64> {
-        wait(py, self.inner.remove(&clean_path(path), recursive))
+        let c = self.conn(py)?;
+        wait(py, c.remove(&clean_path(path), recursive))
     }
 
     fn mv(&self, py: Python<'_>, src: &str, dst: &str) -> PyResult<()> {
-        wait(py, self.inner.rename(&clean_path(src), &clean_path(dst)))
+        let c = self.conn(py)?;
+        wait(py, c.rename(&clean_path(src), &clean_path(dst)))
     }
 
     /// Sets priority and/or pinning of a file or of every file under a directory.
     #[pyo3(signature = (path, priority=None, pinned=None))]
-    fn set_attrs(&self, py: Python<'_>, path: &str, priority: Option<u8>, pinned: Option<bool>) -> PyResult<u64> {
-        let priority = priority.map(Priority::new).transpose().map_err(|e| to_py_err(py, e))?;
-        wait(py, self.inner.set_attrs(&clean_path(path), priority, pinned))
+    fn set_attrs(
+        &self,
+        py: Python<'_>,
+        path: &str,
+        priority: Option<&Bound<'_, PyAny>>,
+        pinned: Option<bool>,
+    ) -> PyResult<u64> {
+        let priority = args::priority(priority)?;
+        let c = self.conn(py)?;
+        wait(py, c.set_attrs(&clean_path(path), priority, pinned))
     }
 
     /// Allocates a zero-filled region of `size` bytes at `path` (its space is
     /// reserved now: ENOSPC if the pool cannot hold it) and opens it with a
     /// local cache of `cache` bytes.
-    #[pyo3(signature = (path, size, cache, chunk_size=None, priority=3, pinned=false))]
+    #[pyo3(signature = (path, size, cache, chunk_size=None, priority=None, pinned=false))]
     #[allow(clippy::too_many_arguments)]
     fn alloc_region(
         &self,
         py: Python<'_>,
         path: &str,
-        size: u64,
-        cache: u64,
-        chunk_size: Option<u64>,
-        priority: u8,
+        size: &Bound<'_, PyAny>,
+        cache: &Bound<'_, PyAny>,
+        chunk_size: Option<&Bound<'_, PyAny>>,
+        priority: Option<&Bound<'_, PyAny>>,
         pinned: bool,
     ) -> PyResult<crate::region::Region> {
-        let o = put_options(py, chunk_size, priority, pinned, false)?;
+        let o = put_options(chunk_size, priority, pinned, false)?;
+        let size = args::region_size(size)?;
+        let cache = args::cache(cache, size, o.chunk_size)?;
+        let c = self.conn(py)?;
         let opts = tierpool_client::RegionOptions { chunk_size: o.chunk_size, attrs: o.attrs, mode: 0o644 };
         let path = clean_path(path);
-        let info = wait(py, self.inner.alloc_region(&path, size, &opts))?;
-        py.detach(|| crate::region::open(&self.inner, &path, info, cache, false)).map_err(|e| to_py_err(py, e))
+        let info = wait(py, c.alloc_region(&path, size, &opts))?;
+        blocking(py, || crate::region::open(c, &path, info, cache, false))
     }
 
     /// Opens the existing region at `path` with a local cache of `cache` bytes;
     /// `readonly` shares one copy of its pages with this node's other read-only openers.
     #[pyo3(signature = (path, cache, readonly=false))]
-    fn open_region(&self, py: Python<'_>, path: &str, cache: u64, readonly: bool) -> PyResult<crate::region::Region> {
+    fn open_region(
+        &self,
+        py: Python<'_>,
+        path: &str,
+        cache: &Bound<'_, PyAny>,
+        readonly: bool,
+    ) -> PyResult<crate::region::Region> {
+        args::position(cache, "cache")?;
+        let c = self.conn(py)?;
         let path = clean_path(path);
-        let info = wait(py, self.inner.open_region(&path))?;
-        py.detach(|| crate::region::open(&self.inner, &path, info, cache, readonly)).map_err(|e| to_py_err(py, e))
+        let info = wait(py, c.open_region(&path))?;
+        let cache = args::cache(cache, info.size, info.chunk_size)?;
+        blocking(py, || crate::region::open(c, &path, info, cache, readonly))
     }
 
     fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = wait(py, self.inner.status())?;
+        let c = self.conn(py)?;
+        let s = wait(py, c.status())?;
         status_dict(py, &self.address, &s)
     }
 
     /// Writes the bytes of `data` (any contiguous buffer) to `path`.
-    #[pyo3(signature = (path, data, chunk_size=None, priority=3, pinned=false, overwrite=true))]
+    #[pyo3(signature = (path, data, chunk_size=None, priority=None, pinned=false, overwrite=true))]
     #[allow(clippy::too_many_arguments)]
     fn put_bytes(
         &self,
         py: Python<'_>,
         path: &str,
         data: &Bound<'_, PyAny>,
-        chunk_size: Option<u64>,
-        priority: u8,
+        chunk_size: Option<&Bound<'_, PyAny>>,
+        priority: Option<&Bound<'_, PyAny>>,
         pinned: bool,
         overwrite: bool,
     ) -> PyResult<FileInfo> {
-        let opts = put_options(py, chunk_size, priority, pinned, overwrite)?;
+        let opts = put_options(chunk_size, priority, pinned, overwrite)?;
+        let c = self.conn(py)?;
         let path = clean_path(path);
         let view = BufferView::readonly(data)?;
         let src = view.as_slice();
         let info = wait(py, async {
-            let mut w = self.inner.create(&path, &opts).await?;
+            let mut w = c.create(&path, &opts).await?;
             if let Err(e) = w.write(src).await {
                 w.abort().await;
                 return Err(e);
@@ -169,56 +212,61 @@ impl Client {
     }
 
     /// Copies the local file `local` to `path`, streaming chunk by chunk.
-    #[pyo3(signature = (local, path, chunk_size=None, priority=3, pinned=false, overwrite=true))]
+    #[pyo3(signature = (local, path, chunk_size=None, priority=None, pinned=false, overwrite=true))]
     #[allow(clippy::too_many_arguments)]
     fn put_file(
         &self,
         py: Python<'_>,
         local: std::path::PathBuf,
         path: &str,
-        chunk_size: Option<u64>,
-        priority: u8,
+        chunk_size: Option<&Bound<'_, PyAny>>,
+        priority: Option<&Bound<'_, PyAny>>,
         pinned: bool,
         overwrite: bool,
     ) -> PyResult<FileInfo> {
-        let opts = put_options(py, chunk_size, priority, pinned, overwrite)?;
+        let opts = put_options(chunk_size, priority, pinned, overwrite)?;
+        let c = self.conn(py)?;
         let path = clean_path(path);
         let info = wait(py, async {
             let f = tokio::fs::File::open(&local).await.map_err(|e| Error::from(e).context(local.display()))?;
             if f.metadata().await.map_err(|e| Error::from(e).context(local.display()))?.is_dir() {
                 return Err(is_a_directory(&local.display().to_string()));
             }
-            self.inner.put_reader(&path, tokio::io::BufReader::with_capacity(1 << 20, f), &opts).await
+            c.put_reader(&path, tokio::io::BufReader::with_capacity(1 << 20, f), &opts).await
         })?;
         Ok(FileInfo::new(path, &info))
     }
 
     /// Bytes `start..end` of the file at `path` (`end=None`: to its end).
-    #[pyo3(signature = (path, start=0, end=None))]
+    #[pyo3(signature = (path, start=None, end=None))]
     fn get_bytes<'py>(
         &self,
         py: Python<'py>,
         path: &str,
-        start: u64,
-        end: Option<u64>,
+        start: Option<&Bound<'py, PyAny>>,
+        end: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyBytes>> {
+        let start = args::opt_position(start, "start")?.unwrap_or(0);
+        let end = args::opt_position(end, "end")?;
+        let c = self.conn(py)?;
         let path = clean_path(path);
-        let info = wait(py, self.inner.stat(&path))?;
+        let info = wait(py, c.stat(&path))?;
         if info.kind == InodeKind::Dir {
             return Err(to_py_err(py, is_a_directory(&path)));
         }
         let end = end.unwrap_or(info.size).min(info.size);
         let n = end.saturating_sub(start) as usize;
-        PyBytes::new_with(py, n, |buf| wait(py, self.inner.read_at(&path, &info, start, buf)).map(|_| ()))
+        PyBytes::new_with(py, n, |buf| wait(py, c.read_at(&path, &info, start, buf)).map(|_| ()))
     }
 
     /// Copies the file at `path` to the local file `local`; returns its size.
     fn get_file(&self, py: Python<'_>, path: &str, local: std::path::PathBuf) -> PyResult<u64> {
+        let c = self.conn(py)?;
         let path = clean_path(path);
         wait(py, async {
             let f = tokio::fs::File::create(&local).await.map_err(|e| Error::from(e).context(local.display()))?;
             let mut out = tokio::io::BufWriter::with_capacity(1 << 20, f);
-            let res = self.inner.get_writer(&path, &mut out).await;
+            let res = c.get_writer(&path, &mut out).await;
             let res = match res {
                 Ok(n) => out.shutdown().await.map(|_| n).map_err(|e| Error::from(e).context(local.display())),
                 Err(e) => Err(e),
@@ -232,12 +280,13 @@ impl Client {
 
     /// Opens one version of a file for reading.
     fn open_reader(&self, py: Python<'_>, path: &str) -> PyResult<Reader> {
+        let c = self.conn(py)?;
         let path = clean_path(path);
-        let info = wait(py, self.inner.stat(&path))?;
+        let info = wait(py, c.stat(&path))?;
         if info.kind == InodeKind::Dir {
             return Err(to_py_err(py, is_a_directory(&path)));
         }
-        Ok(Reader::new(ReaderCore::new(self.inner.clone(), path, info)))
+        Ok(Reader::new(ReaderCore::new(c.clone(), path, info)))
     }
 
     /// Opens a file for writing; `mode` is `"w"` (replace), `"a"` (append) or `"x"` (create).
@@ -248,20 +297,22 @@ impl Client {
         py: Python<'_>,
         path: &str,
         mode: &str,
-        chunk_size: Option<u64>,
-        priority: Option<u8>,
+        chunk_size: Option<&Bound<'_, PyAny>>,
+        priority: Option<&Bound<'_, PyAny>>,
         pinned: Option<bool>,
     ) -> PyResult<Writer> {
+        let chunk_size = args::chunk_size(chunk_size)?;
+        let priority = args::priority(priority)?;
+        let c = self.conn(py)?;
         let mode = match mode {
             "w" => WriteMode::Truncate,
             "a" => WriteMode::Append,
             "x" => WriteMode::Exclusive,
             other => return Err(invalid(py, format!("write mode must be 'w', 'a' or 'x', not {other:?}"))),
         };
-        let priority = priority.map(Priority::new).transpose().map_err(|e| to_py_err(py, e))?;
         let path = clean_path(path);
         let req = WriteRequest { chunk_size, priority, pinned, mode };
-        let w = wait(py, writer::open(&self.inner, &path, req))?;
+        let w = wait(py, writer::open(c, &path, req))?;
         Ok(Writer::new(path, w))
     }
 

@@ -4,7 +4,9 @@
 //! `OSError` with `errno.ENOSPC`, `ConnectionError`, `ValueError`, ...), so
 //! `except FileNotFoundError` and `except tierpool.TierpoolError` both work.
 //!
-//! [`to_py_err`] is the only place where a kind is mapped to an exception.
+//! [`to_py_err`] is the only place where a kind is mapped to an exception;
+//! the `errno` of the `OSError` family is the kind's own
+//! ([`ErrorKind::errno`]), the same value the FUSE mount returns.
 //! The classes are made at import with `type(name, bases, dict)` because they
 //! inherit from two bases, which `create_exception!` cannot express.
 
@@ -21,110 +23,93 @@ struct KindClass {
     name: &'static str,
     /// The built-in exception it also derives from.
     builtin: &'static str,
-    /// `errno` of the exception, for the `OSError` family.
-    errno: Option<i32>,
     doc: &'static str,
 }
 
-// errno values are those of Linux (and every other Unix for these names).
-const ENOENT: i32 = 2;
-const EIO: i32 = 5;
-const EEXIST: i32 = 17;
-const ENOTDIR: i32 = 20;
-const EISDIR: i32 = 21;
-const ENOSPC: i32 = 28;
-const ENOTEMPTY: i32 = 39;
+impl KindClass {
+    /// Whether the built-in is an `OSError`, whose instances carry the kind's errno.
+    fn is_os_error(&self) -> bool {
+        self.builtin != "ValueError"
+    }
+}
 
 const CLASSES: &[KindClass] = &[
     KindClass {
         kind: ErrorKind::NotFound,
         name: "NotFound",
         builtin: "FileNotFoundError",
-        errno: Some(ENOENT),
         doc: "The path, inode, chunk or worker does not exist.",
     },
     KindClass {
         kind: ErrorKind::AlreadyExists,
         name: "AlreadyExists",
         builtin: "FileExistsError",
-        errno: Some(EEXIST),
         doc: "The path already exists.",
     },
     KindClass {
         kind: ErrorKind::NotADirectory,
         name: "NotADirectory",
         builtin: "NotADirectoryError",
-        errno: Some(ENOTDIR),
         doc: "A path component that must be a directory is not one.",
     },
     KindClass {
         kind: ErrorKind::IsADirectory,
         name: "IsADirectory",
         builtin: "IsADirectoryError",
-        errno: Some(EISDIR),
         doc: "A file operation was given a directory.",
     },
     KindClass {
         kind: ErrorKind::DirectoryNotEmpty,
         name: "DirectoryNotEmpty",
         builtin: "OSError",
-        errno: Some(ENOTEMPTY),
         doc: "A directory that must be empty is not (errno ENOTEMPTY).",
     },
     KindClass {
         kind: ErrorKind::PoolFull,
         name: "PoolFull",
         builtin: "OSError",
-        errno: Some(ENOSPC),
         doc: "No tier of the pool can hold more data (errno ENOSPC). Data stored before stays readable.",
     },
     KindClass {
         kind: ErrorKind::Unavailable,
         name: "Unavailable",
         builtin: "ConnectionError",
-        errno: None,
-        doc: "The coordinator or a worker cannot be reached or answered too late.",
+        doc: "The coordinator or a worker cannot be reached or answered too late (errno EHOSTUNREACH).",
     },
     KindClass {
         kind: ErrorKind::Corrupt,
         name: "Corrupt",
         builtin: "OSError",
-        errno: Some(EIO),
         doc: "Stored bytes do not match their checksum (errno EIO).",
     },
     KindClass {
         kind: ErrorKind::Lost,
         name: "Lost",
         builtin: "OSError",
-        errno: Some(EIO),
         doc: "Acknowledged data is gone: it was held only in the memory of a worker that restarted (errno EIO).",
     },
     KindClass {
         kind: ErrorKind::InvalidArgument,
         name: "InvalidArgument",
         builtin: "ValueError",
-        errno: None,
         doc: "The request itself is wrong: bad size, bad path, bad value.",
     },
     KindClass {
         kind: ErrorKind::Protocol,
         name: "Protocol",
         builtin: "OSError",
-        errno: Some(EIO),
         doc: "A peer sent a message that cannot be decoded or has the wrong version (errno EIO).",
     },
     KindClass {
         kind: ErrorKind::Io,
         name: "Io",
         builtin: "OSError",
-        errno: Some(EIO),
         doc: "A local I/O error other than the ones above (errno EIO).",
     },
     KindClass {
         kind: ErrorKind::Internal,
         name: "Internal",
         builtin: "OSError",
-        errno: Some(EIO),
         doc: "A broken invariant inside tierpool; please report it (errno EIO).",
     },
 ];
@@ -184,15 +169,16 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// names the path or worker concerned); `OSError` subclasses also get `errno`.
 pub fn to_py_err(py: Python<'_>, e: Error) -> PyErr {
     let Some(i) = CLASSES.iter().position(|c| c.kind == e.kind) else {
-        return PyOSError::new_err((EIO, e.message));
+        return PyOSError::new_err((e.kind.errno(), e.message));
     };
     let ty = match types(py) {
         Ok(all) => all[i + 1].bind(py).clone(),
         Err(err) => return err,
     };
-    match CLASSES[i].errno {
-        Some(errno) => PyErr::from_type(ty, (errno, e.message)),
-        None => PyErr::from_type(ty, (e.message,)),
+    if CLASSES[i].is_os_error() {
+        PyErr::from_type(ty, (e.kind.errno(), e.message))
+    } else {
+        PyErr::from_type(ty, (e.message,))
     }
 }
 
@@ -207,32 +193,16 @@ mod tests {
 
     #[test]
     fn every_kind_has_exactly_one_class() {
-        let kinds = [
-            ErrorKind::NotFound,
-            ErrorKind::AlreadyExists,
-            ErrorKind::NotADirectory,
-            ErrorKind::IsADirectory,
-            ErrorKind::DirectoryNotEmpty,
-            ErrorKind::PoolFull,
-            ErrorKind::Unavailable,
-            ErrorKind::Corrupt,
-            ErrorKind::Lost,
-            ErrorKind::InvalidArgument,
-            ErrorKind::Protocol,
-            ErrorKind::Io,
-            ErrorKind::Internal,
-        ];
-        for k in kinds {
+        for k in ErrorKind::ALL {
             assert_eq!(CLASSES.iter().filter(|c| c.kind == k).count(), 1, "{k:?}");
         }
-        assert_eq!(CLASSES.len(), kinds.len());
+        assert_eq!(CLASSES.len(), ErrorKind::ALL.len());
     }
 
     #[test]
-    fn os_errors_carry_an_errno_and_the_others_do_not() {
+    fn only_invalid_argument_is_outside_the_os_error_family() {
         for c in CLASSES {
-            let os_family = !matches!(c.builtin, "ValueError" | "ConnectionError");
-            assert_eq!(c.errno.is_some(), os_family, "{}", c.name);
+            assert_eq!(c.is_os_error(), c.kind != ErrorKind::InvalidArgument, "{}", c.name);
         }
     }
 }

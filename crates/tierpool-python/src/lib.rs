@@ -2,24 +2,27 @@
 //!
 //! A thin shell over [`tierpool_client`]: the classes here hold a Rust client
 //! (or a reader or writer made by one) and translate arguments and results.
-//! Two rules keep it thin and safe:
-//! - every call that waits for the pool goes through [`runtime::wait`], which
-//!   releases the GIL while the shared tokio runtime does the I/O (the
-//!   servers of [`serve`] wait through its twin `wait_on`, on their own runtime);
+//! Three rules keep it thin and safe:
+//! - every call that waits for the pool goes through [`runtime::wait`] (or
+//!   [`runtime::blocking`] for calls that block without a future), which
+//!   releases the GIL while the process's tokio runtime does the I/O;
 //! - every tierpool error becomes a Python exception in [`error::to_py_err`], and
-//!   nowhere else.
+//!   nowhere else;
+//! - state tied to a process (the runtime, connections, open files, regions)
+//!   is never used or dropped by a child forked from it ([`fork`]).
 //!
 //! The Python package (`python/tierpool/`) adds only ergonomics on top: `io`
 //! objects, `tierpool.local()`, the fsspec filesystem and the Dask spill mapping.
 
+mod args;
 mod buffer;
 mod client;
 mod error;
+mod fork;
 mod info;
 mod reader;
 mod region;
 mod runtime;
-mod serve;
 mod writer;
 
 use pyo3::prelude::*;
@@ -36,7 +39,5 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<writer::Writer>()?;
     m.add_class::<region::Region>()?;
     m.add_function(wrap_pyfunction!(info::parse_size, m)?)?;
-    m.add_function(wrap_pyfunction!(serve::serve_coordinator, m)?)?;
-    m.add_function(wrap_pyfunction!(serve::serve_worker, m)?)?;
     Ok(())
 }

@@ -9,8 +9,14 @@
 //!
 //! Lock: `cache` is held across the fetch of one chunk; concurrent reads of
 //! one reader are serialised there (Python's `BufferedReader` does the same).
+//!
+//! A reader belongs to the process that opened it: in a child forked since,
+//! reads are refused and dropping it leaks it (`fork.rs`).
 
+use crate::args;
 use crate::buffer::BufferView;
+use crate::error::to_py_err;
+use crate::fork::OpenedHere;
 use crate::info::FileInfo;
 use crate::runtime::{runtime, wait};
 use bytes::Bytes;
@@ -118,12 +124,18 @@ impl Drop for ReaderCore {
 /// A file opened for reading (native half of `Client.open(path, "rb")`).
 #[pyclass(frozen, module = "tierpool._native")]
 pub struct Reader {
-    core: ReaderCore,
+    path: String,
+    info: InodeInfo,
+    core: OpenedHere<ReaderCore>,
 }
 
 impl Reader {
     pub fn new(core: ReaderCore) -> Reader {
-        Reader { core }
+        Reader { path: core.path.clone(), info: core.info.clone(), core: OpenedHere::new(core) }
+    }
+
+    fn core(&self) -> Result<&ReaderCore> {
+        self.core.get(&self.path)
     }
 }
 
@@ -132,35 +144,46 @@ impl Reader {
     /// Size of the file version being read, in bytes.
     #[getter]
     fn size(&self) -> u64 {
-        self.core.info.size
+        self.info.size
     }
 
     /// Path of the file.
     #[getter]
     fn path(&self) -> &str {
-        &self.core.path
+        &self.path
     }
 
     /// Metadata of the file version being read.
     #[getter]
     fn info(&self) -> FileInfo {
-        FileInfo::new(self.core.path.clone(), &self.core.info)
+        FileInfo::new(self.path.clone(), &self.info)
     }
 
     /// Reads bytes at `offset` into `buffer` (any writable contiguous buffer)
     /// without an intermediate copy; returns how many bytes were read (fewer
     /// than `len(buffer)` only at the end of the file).
-    fn readinto(&self, py: Python<'_>, buffer: &Bound<'_, PyAny>, offset: u64) -> PyResult<usize> {
+    fn readinto(&self, py: Python<'_>, buffer: &Bound<'_, PyAny>, offset: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let offset = args::position(offset, "offset")?;
+        let core = self.core().map_err(|e| to_py_err(py, e))?;
         let mut view = BufferView::writable(buffer)?;
         let dst = view.as_mut_slice();
-        wait(py, self.core.read_into(offset, dst))
+        wait(py, core.read_into(offset, dst))
     }
 
-    /// Up to `size` bytes at `offset` (`size=None`: to the end of the file).
+    /// Up to `size` bytes at `offset` (`size=None`: to the end of the file);
+    /// only what the file holds there is allocated, however large `size` is.
     #[pyo3(signature = (offset, size=None))]
-    fn read<'py>(&self, py: Python<'py>, offset: u64, size: Option<u64>) -> PyResult<Bound<'py, PyBytes>> {
-        let left = self.core.info.size.saturating_sub(offset);
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        offset: &Bound<'py, PyAny>,
+        size: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let offset = args::position(offset, "offset")?;
+        let size = args::opt_position(size, "size")?;
+        let core = self.core().map_err(|e| to_py_err(py, e))?;
+        let left = self.info.size.saturating_sub(offset);
         let n = size.map_or(left, |s| s.min(left)) as usize;
-        PyBytes::new_with(py, n, |buf| wait(py, self.core.read_into(offset, buf)).map(|_| ()))
+        PyBytes::new_with(py, n, |buf| wait(py, core.read_into(offset, buf)).map(|_| ()))
     }
 }

@@ -1,50 +1,51 @@
-//! The shared tokio runtime and the one helper through which Python threads
-//! wait for tierpool I/O.
+//! The process's tokio runtime and the one helper through which Python
+//! threads wait for tierpool.
 //!
-//! Invariant: no call into the runtime happens while the GIL is held, so
-//! other Python threads keep running (and doing their own I/O in parallel)
-//! while one waits. The runtime is created on first use and lives as long as
-//! the process; it does not survive `fork()` (connect again in a child that
-//! was forked after the parent used tierpool).
+//! Invariant: nothing blocks while the GIL is held: every wait goes through
+//! [`blocking`] (directly, or through [`wait`] for futures), so other Python
+//! threads keep running, and doing their own I/O in parallel, while one waits.
+//!
+//! The runtime is made on first use in each process ([`PerProcess`]): a child
+//! forked after the parent used tierpool makes its own and never touches the
+//! parent's (which it leaks), see `fork.rs`.
 
 use crate::error::to_py_err;
+use crate::fork::PerProcess;
 use pyo3::prelude::*;
 use std::future::Future;
-use std::sync::OnceLock;
 use tokio::runtime::Runtime;
 
-static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+static RUNTIME: PerProcess<Runtime> = PerProcess::new();
 
-/// The process-wide multi-thread runtime of all clients.
+/// This process's multi-thread runtime, shared by all its clients.
 pub fn runtime() -> &'static Runtime {
-    RUNTIME.get_or_init(|| {
+    let made = RUNTIME.get_or_try_init(|| {
         let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(2, 8);
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(threads)
             .thread_name("tierpool-io")
             .enable_all()
             .build()
-            .expect("cannot start the tierpool I/O runtime (out of threads or file descriptors?)")
-    })
+    });
+    made.expect("cannot start the tierpool I/O runtime (out of threads or file descriptors?)")
 }
 
-/// Runs `fut` to completion on the shared runtime with the GIL released and
-/// maps its error to a Python exception. Every blocking call of the client
-/// goes through here.
+/// Runs `f` with the GIL released and maps its error to a Python exception:
+/// the only place where the binding releases the GIL.
+pub fn blocking<T, F>(py: Python<'_>, f: F) -> PyResult<T>
+where
+    F: FnOnce() -> tierpool_types::Result<T> + Send,
+    T: Send,
+{
+    py.detach(f).map_err(|e| to_py_err(py, e))
+}
+
+/// Runs `fut` to completion on this process's runtime, through [`blocking`].
+/// Every call of the client that waits for the pool goes through here.
 pub fn wait<T, F>(py: Python<'_>, fut: F) -> PyResult<T>
 where
     F: Future<Output = tierpool_types::Result<T>> + Send,
     T: Send,
 {
-    wait_on(py, runtime(), fut)
-}
-
-/// [`wait`] on a given runtime (the servers of `serve` run on their own).
-/// The only place where the binding releases the GIL.
-pub fn wait_on<T, F>(py: Python<'_>, rt: &Runtime, fut: F) -> PyResult<T>
-where
-    F: Future<Output = tierpool_types::Result<T>> + Send,
-    T: Send,
-{
-    py.detach(|| rt.block_on(fut)).map_err(|e| to_py_err(py, e))
+    blocking(py, || runtime().block_on(fut))
 }

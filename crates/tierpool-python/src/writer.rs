@@ -7,8 +7,14 @@
 //! parent must be one, and exclusive creation needs a free path. Appending
 //! copies the current content into the new version first (the pool has no
 //! in-place append: a file version never changes once published).
+//!
+//! A writer belongs to the process that opened it: in a child forked since,
+//! every call is refused (so a child never publishes or discards its parent's
+//! file) and dropping it leaks it (`fork.rs`).
 
 use crate::buffer::BufferView;
+use crate::error::to_py_err;
+use crate::fork::OpenedHere;
 use crate::info::{parent, FileInfo};
 use crate::runtime::wait;
 use pyo3::prelude::*;
@@ -101,12 +107,18 @@ fn closed(path: &str) -> Error {
 #[pyclass(frozen, module = "tierpool._native")]
 pub struct Writer {
     path: String,
-    inner: tokio::sync::Mutex<Option<FileWriter>>,
+    /// `None` once closed or aborted.
+    inner: OpenedHere<tokio::sync::Mutex<Option<FileWriter>>>,
 }
 
 impl Writer {
     pub fn new(path: String, w: FileWriter) -> Writer {
-        Writer { path, inner: tokio::sync::Mutex::new(Some(w)) }
+        Writer { path, inner: OpenedHere::new(tokio::sync::Mutex::new(Some(w))) }
+    }
+
+    /// The writer's state, checked before anything waits on it.
+    fn inner(&self, py: Python<'_>) -> PyResult<&tokio::sync::Mutex<Option<FileWriter>>> {
+        self.inner.get(&self.path).map_err(|e| to_py_err(py, e))
     }
 }
 
@@ -121,21 +133,24 @@ impl Writer {
     /// Bytes written so far (including appended-to content).
     #[getter]
     fn size(&self, py: Python<'_>) -> PyResult<u64> {
-        wait(py, async { Ok(self.inner.lock().await.as_ref().map_or(0, |w| w.size())) })
+        let inner = self.inner(py)?;
+        wait(py, async { Ok(inner.lock().await.as_ref().map_or(0, |w| w.size())) })
     }
 
     /// Whether `close()` or `abort()` was called.
     #[getter]
     fn closed(&self, py: Python<'_>) -> PyResult<bool> {
-        wait(py, async { Ok(self.inner.lock().await.is_none()) })
+        let inner = self.inner(py)?;
+        wait(py, async { Ok(inner.lock().await.is_none()) })
     }
 
     /// Appends the bytes of `data` (any contiguous buffer); returns their number.
     fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let inner = self.inner(py)?;
         let view = BufferView::readonly(data)?;
         let src = view.as_slice();
         wait(py, async {
-            let mut g = self.inner.lock().await;
+            let mut g = inner.lock().await;
             let w = g.as_mut().ok_or_else(|| closed(&self.path))?;
             w.write(src).await?;
             Ok(src.len())
@@ -145,8 +160,9 @@ impl Writer {
     /// Stores what is buffered and publishes the file atomically; returns its metadata.
     /// Closing a closed writer is an error.
     fn close(&self, py: Python<'_>) -> PyResult<FileInfo> {
+        let inner = self.inner(py)?;
         let info = wait(py, async {
-            let w = self.inner.lock().await.take().ok_or_else(|| closed(&self.path))?;
+            let w = inner.lock().await.take().ok_or_else(|| closed(&self.path))?;
             w.close().await
         })?;
         Ok(FileInfo::new(self.path.clone(), &info))
@@ -154,8 +170,9 @@ impl Writer {
 
     /// Gives up: deletes what was stored, publishes nothing. Does nothing if closed.
     fn abort(&self, py: Python<'_>) -> PyResult<()> {
+        let inner = self.inner(py)?;
         wait(py, async {
-            if let Some(w) = self.inner.lock().await.take() {
+            if let Some(w) = inner.lock().await.take() {
                 w.abort().await;
             }
             Ok(())

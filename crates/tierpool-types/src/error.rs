@@ -1,6 +1,7 @@
 //! The one error type that crosses crate and wire boundaries: a kind plus a
 //! human message. Each user surface (CLI exit, errno, Python exception) maps
-//! kinds exactly once.
+//! kinds exactly once; the errno of a kind is [`ErrorKind::errno`], shared by
+//! every POSIX surface (the FUSE mount, the `OSError`s of the Python binding).
 
 use serde::{Deserialize, Serialize};
 
@@ -36,7 +37,58 @@ pub enum ErrorKind {
     Internal,
 }
 
+/// errno values of Linux (the asm-generic numbering: x86, arm, riscv...),
+/// spelled out here so that this crate needs no libc. Only the ones a kind maps to.
+pub mod errno {
+    pub const ENOENT: i32 = 2;
+    pub const EIO: i32 = 5;
+    pub const EEXIST: i32 = 17;
+    pub const ENOTDIR: i32 = 20;
+    pub const EISDIR: i32 = 21;
+    pub const EINVAL: i32 = 22;
+    pub const ENOSPC: i32 = 28;
+    pub const ENOTEMPTY: i32 = 39;
+    pub const EHOSTUNREACH: i32 = 113;
+}
+
 impl ErrorKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [ErrorKind; 13] = [
+        ErrorKind::NotFound,
+        ErrorKind::AlreadyExists,
+        ErrorKind::NotADirectory,
+        ErrorKind::IsADirectory,
+        ErrorKind::DirectoryNotEmpty,
+        ErrorKind::PoolFull,
+        ErrorKind::Unavailable,
+        ErrorKind::Corrupt,
+        ErrorKind::Lost,
+        ErrorKind::InvalidArgument,
+        ErrorKind::Protocol,
+        ErrorKind::Io,
+        ErrorKind::Internal,
+    ];
+
+    /// The errno that a POSIX surface reports for this kind (Linux values).
+    /// `Unavailable` is `EHOSTUNREACH`: the data lives on a machine that cannot
+    /// be reached now, which is neither the caller's fault nor lost data.
+    /// Everything that means "these bytes cannot be delivered" is `EIO`.
+    pub fn errno(self) -> i32 {
+        match self {
+            ErrorKind::NotFound => errno::ENOENT,
+            ErrorKind::AlreadyExists => errno::EEXIST,
+            ErrorKind::NotADirectory => errno::ENOTDIR,
+            ErrorKind::IsADirectory => errno::EISDIR,
+            ErrorKind::DirectoryNotEmpty => errno::ENOTEMPTY,
+            ErrorKind::PoolFull => errno::ENOSPC,
+            ErrorKind::Unavailable => errno::EHOSTUNREACH,
+            ErrorKind::InvalidArgument => errno::EINVAL,
+            ErrorKind::Corrupt | ErrorKind::Lost | ErrorKind::Protocol | ErrorKind::Io | ErrorKind::Internal => {
+                errno::EIO
+            }
+        }
+    }
+
     /// Short stable name, used in JSON output.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -110,3 +162,37 @@ impl From<std::io::Error> for Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_has_its_errno() {
+        let expected = [
+            (ErrorKind::NotFound, 2),
+            (ErrorKind::AlreadyExists, 17),
+            (ErrorKind::NotADirectory, 20),
+            (ErrorKind::IsADirectory, 21),
+            (ErrorKind::DirectoryNotEmpty, 39),
+            (ErrorKind::PoolFull, 28),
+            (ErrorKind::Unavailable, 113),
+            (ErrorKind::Corrupt, 5),
+            (ErrorKind::Lost, 5),
+            (ErrorKind::InvalidArgument, 22),
+            (ErrorKind::Protocol, 5),
+            (ErrorKind::Io, 5),
+            (ErrorKind::Internal, 5),
+        ];
+        assert_eq!(expected.map(|(k, _)| k), ErrorKind::ALL, "the table lists every kind once, in order");
+        for (kind, errno) in expected {
+            assert_eq!(kind.errno(), errno, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn all_lists_each_kind_once_with_a_distinct_name() {
+        let names: std::collections::HashSet<_> = ErrorKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(names.len(), ErrorKind::ALL.len());
+    }
+}

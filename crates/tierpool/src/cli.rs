@@ -36,17 +36,7 @@ pub enum Cmd {
         conn: Conn,
     },
     /// Run a coordinator in the foreground.
-    Coordinator {
-        /// State directory (metadata log and snapshots).
-        #[arg(long)]
-        dir: PathBuf,
-        /// Address to listen on.
-        #[arg(long, default_value = "127.0.0.1:7700")]
-        listen: String,
-        /// Partition count of a new pool (fixed once the pool exists).
-        #[arg(long, default_value_t = tierpool_types::DEFAULT_PARTITIONS)]
-        partitions: u32,
-    },
+    Coordinator(CoordinatorArgs),
     /// Run a worker in the foreground.
     Worker(WorkerArgs),
     /// Copy a local file (or - for stdin) into the pool.
@@ -190,7 +180,7 @@ pub enum RegionCmd {
 #[derive(Args, Debug)]
 pub struct UpArgs {
     /// Number of workers.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=MAX_LOCAL_WORKERS))]
     pub workers: u32,
     /// MEM budget per worker (default: a quarter of this machine's RAM, shared by the workers, at most 4GiB each).
     #[arg(long)]
@@ -201,9 +191,51 @@ pub struct UpArgs {
     /// State directory.
     #[arg(long, default_value_os_t = default_dir())]
     pub dir: PathBuf,
-    /// Coordinator port on 127.0.0.1.
+    /// Coordinator port on 127.0.0.1 (0: any free port, chosen by the coordinator).
     #[arg(long, default_value_t = 7700)]
     pub port: u16,
+    /// Partition count of a new pool (fixed once the pool exists).
+    #[arg(long, default_value_t = tierpool_types::DEFAULT_PARTITIONS, value_parser = partitions())]
+    pub partitions: u32,
+    /// Print the result as JSON: coordinator address, state directory, process ids.
+    #[arg(long)]
+    pub json: bool,
+    /// Stop the pool's processes by themselves when process PID exits (e.g. the
+    /// program that started the pool, killed or not).
+    #[arg(long, value_name = "PID")]
+    pub stop_with: Option<u32>,
+    /// Seconds to wait for the coordinator, then for the workers, to be ready.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub timeout: u64,
+}
+
+/// Most workers `up` starts on one machine.
+pub const MAX_LOCAL_WORKERS: i64 = 256;
+
+/// Most partitions a pool may have: the table (and every client's copy of it)
+/// and the cost of moving partitions grow with the count, and a million is
+/// far more than any pool needs.
+pub const MAX_PARTITIONS: i64 = 1 << 20;
+
+fn partitions() -> clap::builder::RangedI64ValueParser<u32> {
+    clap::value_parser!(u32).range(1..=MAX_PARTITIONS)
+}
+
+#[derive(Args, Debug)]
+pub struct CoordinatorArgs {
+    /// State directory (metadata log and snapshots).
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// Address to listen on (port 0 picks a free port; the bound address is
+    /// written to DIR/coordinator.addr).
+    #[arg(long, default_value = "127.0.0.1:7700")]
+    pub listen: String,
+    /// Partition count of a new pool (fixed once the pool exists).
+    #[arg(long, default_value_t = tierpool_types::DEFAULT_PARTITIONS, value_parser = partitions())]
+    pub partitions: u32,
+    /// Stop when process PID exits.
+    #[arg(long, value_name = "PID")]
+    pub stop_with: Option<u32>,
 }
 
 #[derive(Args, Debug)]
@@ -226,6 +258,9 @@ pub struct WorkerArgs {
     /// Rack label used for placement.
     #[arg(long, default_value = "default")]
     pub rack: String,
+    /// Stop when process PID exits.
+    #[arg(long, value_name = "PID")]
+    pub stop_with: Option<u32>,
     #[command(flatten)]
     pub conn: Conn,
 }

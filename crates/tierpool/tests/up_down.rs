@@ -28,3 +28,104 @@ fn up_starts_a_ready_pool_and_down_stops_it() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot reach the coordinator"));
     assert!(!run(&["down", "--dir", d]).status.success());
 }
+
+/// Whether process `pid` has exited (reaped or not).
+fn gone(pid: i64) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().next().map(str::to_string));
+    !matches!(state.as_deref(), Some(s) if s != "Z" && s != "X")
+}
+
+fn wait_gone(pids: &[i64], limit: std::time::Duration) -> bool {
+    let t = std::time::Instant::now();
+    while t.elapsed() < limit {
+        if pids.iter().all(|p| gone(*p)) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    false
+}
+
+#[test]
+fn up_on_port_0_reports_json_and_its_servers_stop_with_the_owner() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("pool");
+    let mut owner = Command::new("sleep").arg("120").spawn().unwrap();
+    let out = Command::new(BIN)
+        .args(["up", "--dir", dir.to_str().unwrap(), "--port", "0", "--workers", "2", "--mem", "16MiB"])
+        .args(["--disk", "64MiB", "--partitions", "64", "--json", "--stop-with", &owner.id().to_string()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let up: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let addr = up["coordinator"].as_str().unwrap().to_string();
+    let port: u16 = addr.strip_prefix("127.0.0.1:").unwrap().parse().unwrap();
+    assert_ne!(port, 0);
+    assert_eq!(up["dir"], dir.canonicalize().unwrap().to_str().unwrap());
+    assert_eq!(
+        (up["workers"].as_u64(), up["mem"].as_u64(), up["partitions"].as_u64()),
+        (Some(2), Some(16 << 20), Some(64))
+    );
+    let mut pids = vec![up["coordinator_pid"].as_i64().unwrap()];
+    pids.extend(up["worker_pids"].as_array().unwrap().iter().map(|p| p.as_i64().unwrap()));
+    assert!(pids.iter().all(|p| !gone(*p)));
+    let st = Command::new(BIN).args(["status", "--json", "--coordinator", &addr]).output().unwrap();
+    let st: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    assert_eq!(st["partitions"], 64);
+    assert!(st["workers"].as_array().unwrap().iter().all(|w| w["alive"] == true));
+
+    // SIGKILL, as when a notebook is killed: nothing gets to clean up.
+    owner.kill().unwrap();
+    owner.wait().unwrap();
+    assert!(wait_gone(&pids, std::time::Duration::from_secs(10)), "servers outlived their owner");
+    let log = std::fs::read_to_string(dir.join("logs/coordinator.log")).unwrap();
+    assert!(log.contains(&format!("process {} is gone; coordinator stopping", owner.id())), "{log}");
+}
+
+#[test]
+fn up_refuses_bad_arguments_before_starting_anything() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("pool");
+    let d = d.to_str().unwrap();
+    for (args, says) in [
+        (["--workers", "0"], "'--workers <WORKERS>': 0 is not in 1..=256"),
+        (["--partitions", "0"], "'--partitions <PARTITIONS>': 0 is not in 1..=1048576"),
+        (["--mem", "lots"], "invalid size 'lots'"),
+    ] {
+        let out = Command::new(BIN).args(["up", "--dir", d, "--port", "0"]).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(says), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert!(!tmp.path().join("pool").exists());
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let out = Command::new(BIN).args(["up", "--dir", d, "--port", &port]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("port {port} is in use")));
+}
+
+#[test]
+fn a_server_whose_owner_is_already_gone_does_not_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut owner = Command::new("true").spawn().unwrap();
+    let pid = owner.id().to_string();
+    owner.wait().unwrap();
+    let dir = tmp.path().join("c");
+    let mut server = Command::new(BIN)
+        .args(["coordinator", "--dir", dir.to_str().unwrap(), "--listen", "127.0.0.1:0", "--stop-with", &pid])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    while server.try_wait().unwrap().is_none() {
+        if t.elapsed() > std::time::Duration::from_secs(5) {
+            server.kill().unwrap();
+            panic!("a coordinator whose owner {pid} had exited kept running");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = server.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("process {pid} is gone")));
+}

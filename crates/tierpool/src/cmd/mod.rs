@@ -31,7 +31,7 @@ pub fn run(cli: Cli) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {
         match cli.cmd {
-            Cmd::Coordinator { dir, listen, partitions } => server::coordinator(dir, listen, partitions).await,
+            Cmd::Coordinator(a) => server::coordinator(a).await,
             Cmd::Worker(a) => server::worker(a).await,
             Cmd::Status { json, conn } => pool::status(&connect(&conn).await?, json).await,
             Cmd::Bench(a) => bench::run(&connect(&a.conn).await?, &a).await,

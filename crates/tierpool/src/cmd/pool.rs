@@ -2,8 +2,14 @@
 //!
 //! `up` starts one coordinator and N workers as background processes (their
 //! own session, logs under `DIR/logs`), records them in `DIR/pool.json`, and
-//! returns once every worker is registered and alive. `down` stops them.
+//! returns once every worker is registered and alive; `down` stops them. This
+//! is the one launcher of local pools: `tierpool.local()` in Python runs
+//! `up --port 0 --json --stop-with PID` and `down` too. With `--port 0` the
+//! coordinator binds any free port and `up` reads the address it wrote to its
+//! directory; with `--stop-with PID` every server exits by itself once that
+//! process is gone.
 
+use super::server::Process;
 use crate::cli::UpArgs;
 use crate::output;
 use anyhow::{bail, Context, Result};
@@ -23,9 +29,9 @@ struct PoolFile {
     worker_pids: Vec<i32>,
 }
 
+/// Whether `pid` runs (exited but unreaped processes do not).
 fn alive(pid: i32) -> bool {
-    // SAFETY: kill with signal 0 only checks that the process exists.
-    unsafe { libc::kill(pid, 0) == 0 }
+    u32::try_from(pid).is_ok_and(|p| Process::of(p).running())
 }
 
 fn read_pool_file(dir: &Path) -> Option<PoolFile> {
@@ -86,9 +92,6 @@ pub(crate) fn log_tail(path: &Path) -> String {
 }
 
 pub fn up(a: &UpArgs) -> Result<()> {
-    if a.workers == 0 {
-        bail!("--workers must be at least 1");
-    }
     std::fs::create_dir_all(a.dir.join("logs")).with_context(|| format!("creating {}", a.dir.display()))?;
     let dir = a.dir.canonicalize()?;
     if let Some(p) = read_pool_file(&dir) {
@@ -100,29 +103,18 @@ pub fn up(a: &UpArgs) -> Result<()> {
             );
         }
     }
-    let addr = format!("127.0.0.1:{}", a.port);
-    if std::net::TcpListener::bind(&addr).is_err() {
+    if a.port != 0 && std::net::TcpListener::bind(("127.0.0.1", a.port)).is_err() {
         bail!("port {} is in use; choose another with --port", a.port);
     }
     let (mem, disk) = default_budgets(a);
     let exe = std::env::current_exe()?;
-    let _ = std::fs::remove_file(dir.join("coordinator/coordinator.addr"));
-    let clog = dir.join("logs/coordinator.log");
-    let cpid = spawn(
-        &exe,
-        &["coordinator".into(), "--dir".into(), path_arg(&dir.join("coordinator")), "--listen".into(), addr.clone()],
-        &clog,
-    )?;
+    let limit = Duration::from_secs(a.timeout);
+    let stop_with: Vec<String> = a.stop_with.iter().flat_map(|p| ["--stop-with".into(), p.to_string()]).collect();
+    let (cpid, addr) = start_coordinator(&exe, &dir, a, &stop_with, limit)?;
     let mut pids = vec![cpid];
-    let started =
-        wait_for(Duration::from_secs(20), || Ok(dir.join("coordinator/coordinator.addr").exists()), || alive(cpid));
-    if let Err(e) = started {
-        stop_all(&pids);
-        bail!("coordinator did not start ({e}): {}", log_tail(&clog));
-    }
     let mut worker_pids = Vec::new();
     for i in 0..a.workers {
-        let args = vec![
+        let mut args = vec![
             "worker".into(),
             "--dir".into(),
             path_arg(&dir.join(format!("worker-{i}"))),
@@ -133,26 +125,80 @@ pub fn up(a: &UpArgs) -> Result<()> {
             "--coordinator".into(),
             addr.clone(),
         ];
+        args.extend(stop_with.iter().cloned());
         let pid = spawn(&exe, &args, &dir.join(format!("logs/worker-{i}.log")))?;
         worker_pids.push(pid);
         pids.push(pid);
     }
     let pf = PoolFile { coordinator: addr.clone(), coordinator_pid: cpid, worker_pids: worker_pids.clone() };
     std::fs::write(dir.join("pool.json"), serde_json::to_string_pretty(&pf)?)?;
-    if let Err(e) = wait_workers(&addr, a.workers as usize, &worker_pids) {
+    if let Err(e) = wait_workers(&addr, a.workers as usize, &worker_pids, limit) {
         stop_all(&pids);
         let _ = std::fs::remove_file(dir.join("pool.json"));
         let tails: Vec<String> = (0..a.workers).map(|i| log_tail(&dir.join(format!("logs/worker-{i}.log")))).collect();
         bail!("workers did not start ({e}): {}", tails.join(" | "));
     }
-    println!(
-        "pool up: coordinator {addr}, {} workers with MEM {} + DISK {} each; state in {}",
-        a.workers,
-        ByteSize(mem),
-        ByteSize(disk),
-        dir.display()
-    );
+    if a.json {
+        let report = UpReport { pool: &pf, dir: &dir, workers: a.workers, mem, disk, partitions: a.partitions };
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        println!(
+            "pool up: coordinator {addr}, {} workers with MEM {} + DISK {} each; state in {}",
+            a.workers,
+            ByteSize(mem),
+            ByteSize(disk),
+            dir.display()
+        );
+    }
     Ok(())
+}
+
+/// What `up --json` prints: where the pool listens, where its state is, and
+/// its processes (the same ids `down` stops).
+#[derive(Serialize)]
+struct UpReport<'a> {
+    #[serde(flatten)]
+    pool: &'a PoolFile,
+    dir: &'a Path,
+    workers: u32,
+    mem: u64,
+    disk: u64,
+    partitions: u32,
+}
+
+/// Starts the coordinator (on `--port`, or any free port for 0) and returns
+/// its pid and the address it bound, read from the file it writes once it listens.
+fn start_coordinator(
+    exe: &Path,
+    dir: &Path,
+    a: &UpArgs,
+    stop_with: &[String],
+    limit: Duration,
+) -> Result<(i32, String)> {
+    let addr_file = dir.join("coordinator/coordinator.addr");
+    let _ = std::fs::remove_file(&addr_file);
+    let mut args = vec![
+        "coordinator".into(),
+        "--dir".into(),
+        path_arg(&dir.join("coordinator")),
+        "--listen".into(),
+        format!("127.0.0.1:{}", a.port),
+        "--partitions".into(),
+        a.partitions.to_string(),
+    ];
+    args.extend(stop_with.iter().cloned());
+    let clog = dir.join("logs/coordinator.log");
+    let cpid = spawn(exe, &args, &clog)?;
+    let started = wait_for(limit, || Ok(addr_file.exists()), || alive(cpid));
+    let addr = started.and_then(|()| Ok(std::fs::read_to_string(&addr_file)?.trim().to_string()));
+    match addr {
+        Ok(addr) if !addr.is_empty() => Ok((cpid, addr)),
+        other => {
+            stop_all(&[cpid]);
+            let why = other.err().map_or("no address".to_string(), |e| e.to_string());
+            bail!("coordinator did not start ({why}): {}", log_tail(&clog))
+        }
+    }
 }
 
 fn path_arg(p: &Path) -> String {
@@ -173,7 +219,7 @@ fn wait_for(limit: Duration, mut ready: impl FnMut() -> Result<bool>, mut runnin
     bail!("timed out after {limit:?}")
 }
 
-fn wait_workers(addr: &str, n: usize, pids: &[i32]) -> Result<()> {
+fn wait_workers(addr: &str, n: usize, pids: &[i32], limit: Duration) -> Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async {
         let client = Client::connect(ClientConfig::new(addr)).await?;
@@ -186,7 +232,7 @@ fn wait_workers(addr: &str, n: usize, pids: &[i32]) -> Result<()> {
             if let Some(p) = pids.iter().find(|p| !alive(**p)) {
                 bail!("worker process {p} exited");
             }
-            if t.elapsed() > Duration::from_secs(30) {
+            if t.elapsed() > limit {
                 bail!("timed out waiting for {n} workers");
             }
             tokio::time::sleep(Duration::from_millis(100)).await;

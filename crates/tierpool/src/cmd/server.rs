@@ -1,18 +1,24 @@
-//! `tierpool coordinator` and `tierpool worker`: the server processes, in the foreground.
+//! `tierpool coordinator` and `tierpool worker`: the server processes, in the
+//! foreground, until SIGTERM or Ctrl-C, or with `--stop-with PID`, until that
+//! process is gone (so a pool started for a program never outlives it, even
+//! when the program is killed with SIGKILL).
 
-use crate::cli::WorkerArgs;
+use crate::cli::{CoordinatorArgs, WorkerArgs};
 use anyhow::Result;
-use std::path::PathBuf;
+use std::time::Duration;
 use tierpool_coordinator::CoordinatorConfig;
 use tierpool_worker::WorkerConfig;
 
-pub async fn coordinator(dir: PathBuf, listen: String, partitions: u32) -> Result<()> {
-    anyhow::ensure!(partitions > 0, "--partitions must be at least 1");
-    let mut cfg = CoordinatorConfig::new(dir, listen);
-    cfg.partitions = partitions;
+/// How often a server looks whether its `--stop-with` process still runs.
+const WATCH_EVERY: Duration = Duration::from_millis(200);
+
+pub async fn coordinator(a: CoordinatorArgs) -> Result<()> {
+    let mut cfg = CoordinatorConfig::new(a.dir, a.listen);
+    cfg.partitions = a.partitions;
     tokio::select! {
         r = tierpool_coordinator::run(cfg) => r?,
         _ = shutdown_signal() => tracing::info!("coordinator stopping"),
+        pid = exit_of(a.stop_with) => tracing::info!("process {pid} is gone; coordinator stopping"),
     }
     Ok(())
 }
@@ -31,6 +37,7 @@ pub async fn worker(a: WorkerArgs) -> Result<()> {
     tokio::select! {
         r = tierpool_worker::run(cfg) => r?,
         _ = shutdown_signal() => tracing::info!("worker stopping"),
+        pid = exit_of(a.stop_with) => tracing::info!("process {pid} is gone; worker stopping"),
     }
     Ok(())
 }
@@ -50,10 +57,91 @@ async fn shutdown_signal() {
     }
 }
 
+/// Resolves with `pid` once that process has exited (at once if it already
+/// has); never without one.
+async fn exit_of(pid: Option<u32>) -> u32 {
+    let Some(pid) = pid else { return std::future::pending().await };
+    let watched = Process::of(pid);
+    while watched.running() {
+        tokio::time::sleep(WATCH_EVERY).await;
+    }
+    pid
+}
+
+/// A process, told apart from a later one that reuses its id by its start time.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Process {
+    pid: u32,
+    /// Clock ticks after boot at which it started (`/proc/PID/stat` field 22).
+    started: Option<u64>,
+}
+
+impl Process {
+    pub(crate) fn of(pid: u32) -> Process {
+        Process { pid, started: proc_stat(pid).map(|s| s.1) }
+    }
+
+    /// Whether it still runs: it exists, has not exited (a zombie has), and is
+    /// the same process as when first seen.
+    pub(crate) fn running(&self) -> bool {
+        let Ok(raw) = i32::try_from(self.pid) else { return false };
+        // SAFETY: signal 0 only checks that the process exists.
+        let exists =
+            unsafe { libc::kill(raw, 0) } == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        if !exists {
+            return false;
+        }
+        match (proc_stat(self.pid), self.started) {
+            (Some(('Z' | 'X', _)), _) => false,
+            (Some((_, now)), Some(then)) => now == then,
+            // No /proc to read: existing is all that can be known.
+            _ => true,
+        }
+    }
+}
+
+/// `(state, start time)` of a process from `/proc/PID/stat`.
+fn proc_stat(pid: u32) -> Option<(char, u64)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses.
+    let rest = &s[s.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let state = fields.first()?.chars().next()?;
+    let started = fields.get(19)?.parse().ok()?;
+    Some((state, started))
+}
+
 pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .ok()
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "localhost".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_running_process_runs_and_an_exited_one_does_not() {
+        let me = Process::of(std::process::id());
+        assert!(me.started.is_some() && me.running());
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let watched = Process::of(child.id());
+        assert!(watched.running());
+        child.kill().unwrap();
+        // Not reaped yet: a zombie has exited all the same.
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!watched.running());
+        child.wait().unwrap();
+        assert!(!watched.running());
+    }
+
+    #[test]
+    fn a_reused_process_id_is_another_process() {
+        let me = Process::of(std::process::id());
+        let earlier = Process { started: me.started.map(|t| t.wrapping_sub(1)), ..me };
+        assert!(!earlier.running());
+    }
 }
