@@ -160,7 +160,7 @@ def test_status_reports_the_workers(client: tierpool.Client) -> None:
     assert s["coordinator"] == client.address
     assert s["partitions"] == 4096
     assert len(s["workers"]) == 2 and all(w["alive"] for w in s["workers"])
-    assert {w["mem_capacity"] for w in s["workers"]} == {64 << 20}
+    assert {w["mem"]["capacity"] for w in s["workers"]} == {64 << 20}
 
 
 def test_client_pickles_as_its_address(client: tierpool.Client, base: str) -> None:

@@ -150,6 +150,7 @@ def test_the_hierarchy_mirrors_the_error_kinds() -> None:
         tierpool.InvalidArgument: ValueError,
         tierpool.Corrupt: OSError,
         tierpool.Lost: OSError,
+        tierpool.Stale: OSError,
         tierpool.Protocol: OSError,
         tierpool.Io: OSError,
         tierpool.Internal: OSError,

@@ -60,8 +60,8 @@ def test_local_pool_lifecycle(monkeypatch: pytest.MonkeyPatch) -> None:
         s = client.status()
         assert s["partitions"] == 128
         assert len(s["workers"]) == 3 and all(w["alive"] for w in s["workers"])
-        assert {w["mem_capacity"] for w in s["workers"]} == {32 << 20}
-        assert {w["disk_capacity"] for w in s["workers"]} == {64 << 20}
+        assert {w["mem"]["capacity"] for w in s["workers"]} == {32 << 20}
+        assert {w["disk"]["capacity"] for w in s["workers"]} == {64 << 20}
         client.put(b"hello", "/hello")
         assert client.get("/hello") == b"hello"
         directory = pool.dir

@@ -92,7 +92,7 @@ def test_pool_full_at_allocation_is_enospc_and_leaves_nothing() -> None:
         msg = str(ei.value)
         assert msg.startswith("[Errno 28] /big: pool full: cannot reserve 64MiB: worker memory (8MiB of 8MiB used)"), msg
         w = c.status()["workers"][0]
-        assert (w["mem_used"], w["disk_used"]) == (0, 0)
+        assert (w["mem"]["used"], w["disk"]["used"]) == (0, 0)
         with pytest.raises(FileNotFoundError):
             c.stat("/big")
         with pytest.raises(FileExistsError):

@@ -21,8 +21,8 @@ def test_a_file_larger_than_all_memory_spills_and_reads_back_exactly(client: tie
             f.write(block)
     assert client.stat(f"{base}/huge").size == size
     workers = client.status()["workers"]
-    assert sum(w.get("disk_used", 0) for w in workers) > 0 or _wait_for_disk_usage(client)
-    assert all(w["mem_capacity"] == MEM for w in workers)
+    assert sum(w["disk"]["used"] for w in workers) > 0 or _wait_for_disk_usage(client)
+    assert all(w["mem"]["capacity"] == MEM for w in workers)
 
     buf = np.empty(size, dtype=np.uint8)
     with client.open(f"{base}/huge", "rb") as f:
@@ -42,7 +42,7 @@ def _wait_for_disk_usage(client: tierpool.Client) -> bool:
 
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        if sum(w.get("disk_used", 0) for w in client.status()["workers"]) > 0:
+        if sum(w["disk"]["used"] for w in client.status()["workers"]) > 0:
             return True
         time.sleep(0.2)
     return False

@@ -136,7 +136,8 @@ class Client:
 
     def status(self) -> Dict[str, Any]:
         """The pool's state: partitions, inode count and each worker's address,
-        liveness, capacities and usage, as plain dicts and lists."""
+        liveness, capacities and usage, as plain dicts and lists: the same
+        fields as ``tierpool status --json`` (e.g. ``s["workers"][0]["mem"]["used"]``)."""
         return self._native.status()
 
     # ---- data ------------------------------------------------------------

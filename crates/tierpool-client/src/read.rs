@@ -29,7 +29,25 @@ impl Client {
             .get(index as usize)
             .ok_or_else(|| Error::invalid(format!("{path}: chunk {index} is beyond the end of the file")))?;
         let share = (info.size - index * info.chunk_size).min(info.chunk_size);
-        self.fetch_chunk(path, info.id, index, r, share).await
+        match self.fetch_chunk(path, info.id, index, r, share).await {
+            Err(e) if e.kind == ErrorKind::Lost => Err(self.why_gone(path, info, index, e).await),
+            other => other,
+        }
+    }
+
+    /// A chunk version this reader resolved is gone. If the file changed
+    /// since it was resolved (replaced, rewritten or removed: the old
+    /// version was garbage, dropped to make room), the reader is stale and
+    /// reading again gives the current contents; otherwise the data is lost.
+    async fn why_gone(&self, path: &str, info: &InodeInfo, index: u64, lost: Error) -> Error {
+        let was = info.chunks.get(index as usize).copied();
+        let stale =
+            |how: &str| Error::new(ErrorKind::Stale, format!("{path}: {how} while it was being read; read it again"));
+        match self.stat_inode(info.id, true).await {
+            Err(e) if e.kind == ErrorKind::NotFound => stale("was removed or replaced"),
+            Ok(now) if now.chunks.get(index as usize).copied() != was => stale("was rewritten"),
+            _ => lost,
+        }
     }
 
     /// The chunk `index` of inode `inode` that `r` names, verified against

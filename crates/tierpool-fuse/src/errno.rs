@@ -31,6 +31,7 @@ mod tests {
             (ErrorKind::Unavailable, libc::EHOSTUNREACH),
             (ErrorKind::Corrupt, libc::EIO),
             (ErrorKind::Lost, libc::EIO),
+            (ErrorKind::Stale, libc::ESTALE),
             (ErrorKind::InvalidArgument, libc::EINVAL),
             (ErrorKind::Protocol, libc::EIO),
             (ErrorKind::Io, libc::EIO),

@@ -94,7 +94,10 @@ impl OpenFile {
     /// A newer view of the inode from the coordinator (`info` with its
     /// chunk list replaces the contents only if nothing changed here).
     pub fn refresh(&self, info: InodeInfo) {
-        let mut g = self.inner.lock();
+        self.refresh_locked(&mut self.inner.lock(), info)
+    }
+
+    fn refresh_locked(&self, g: &mut Inner, info: InodeInfo) {
         if info.has_chunks() {
             g.state.refresh(info.size, info.chunks.clone());
         }
@@ -147,12 +150,44 @@ impl OpenFile {
                 Source::Local(b) => Bytes::from(b),
                 Source::Zero => Bytes::from(vec![0u8; to - from]),
                 Source::Stored(r) => {
-                    let data = fetch(io, ChunkKey { inode, index, version: r.version }, r)?;
+                    let data = match fetch(io, ChunkKey { inode, index, version: r.version }, r) {
+                        Err(e) if e.kind == ErrorKind::Lost => self.refetch(io, index, r).ok_or(e)??,
+                        other => other?,
+                    };
                     slice_padded(&data, from, to)
                 }
             });
         }
         Ok(out)
+    }
+
+    /// A published chunk version this mount read is gone: another client
+    /// replaced it and its worker dropped the old version to make room.
+    /// When nothing changed here, the file's current contents replace this
+    /// mount's view (as a fresh open would see them) and the chunk's
+    /// current version is fetched; `None` if that does not apply.
+    fn refetch(&self, io: &Io, index: u64, gone: ChunkRef) -> Option<Result<Bytes>> {
+        let info = match io.rt.block_on(io.client.stat_inode(self.inode, true)) {
+            Ok(i) => i,
+            Err(e) => return Some(Err(e)),
+        };
+        let r = {
+            let mut g = self.inner.lock();
+            if g.state.changed() {
+                return None;
+            }
+            self.refresh_locked(&mut g, info);
+            match g.state.source(index, 0, 0) {
+                Source::Stored(r) if r.version != gone.version => r,
+                _ => return None,
+            }
+        };
+        tracing::debug!(
+            "inode {}: chunk {index} was replaced elsewhere; reading its version {}",
+            self.inode,
+            r.version
+        );
+        Some(fetch(io, ChunkKey { inode: self.inode, index, version: r.version }, r))
     }
 
     /// Writes `data` at `offset` (or at the end, for `append`); returns the

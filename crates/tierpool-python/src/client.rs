@@ -13,7 +13,7 @@ use crate::reader::{Reader, ReaderCore};
 use crate::runtime::{blocking, wait};
 use crate::writer::{self, WriteMode, WriteRequest, Writer};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::PyBytes;
 use std::time::Duration;
 use tierpool_client::{ClientConfig, InodeKind, PutOptions};
 use tierpool_types::{ChunkAttrs, Error, ErrorKind, DEFAULT_CHUNK_SIZE};
@@ -176,7 +176,7 @@ impl Client {
         blocking(py, || crate::region::open(c, &path, info, cache, readonly))
     }
 
-    fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let c = self.conn(py)?;
         let s = wait(py, c.status())?;
         status_dict(py, &self.address, &s)

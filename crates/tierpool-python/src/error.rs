@@ -89,6 +89,12 @@ const CLASSES: &[KindClass] = &[
         doc: "Acknowledged data is gone: it was held only in the memory of a worker that restarted (errno EIO).",
     },
     KindClass {
+        kind: ErrorKind::Stale,
+        name: "Stale",
+        builtin: "OSError",
+        doc: "The file changed while it was being read (replaced, rewritten or removed); read it again (errno ESTALE).",
+    },
+    KindClass {
         kind: ErrorKind::InvalidArgument,
         name: "InvalidArgument",
         builtin: "ValueError",

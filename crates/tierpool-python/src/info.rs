@@ -4,6 +4,7 @@
 use crate::error::to_py_err;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
+use tierpool_client::view::StatusView;
 use tierpool_client::{InodeInfo, InodeKind, PoolStatus};
 use tierpool_types::ByteSize;
 
@@ -137,39 +138,41 @@ pub fn parse_size(py: Python<'_>, size: &str) -> PyResult<u64> {
     size.parse::<ByteSize>().map(|s| s.0).map_err(|e| to_py_err(py, e))
 }
 
-/// The pool status as nested dicts and lists of plain values.
-pub fn status_dict<'py>(py: Python<'py>, address: &str, s: &PoolStatus) -> PyResult<Bound<'py, PyDict>> {
-    let workers = PyList::empty(py);
-    for w in &s.workers {
-        let d = PyDict::new(py);
-        d.set_item("id", w.record.id.0)?;
-        d.set_item("address", &w.record.addr)?;
-        d.set_item("host", &w.record.host)?;
-        d.set_item("rack", &w.record.rack)?;
-        d.set_item("alive", w.alive)?;
-        d.set_item("partitions", w.partitions)?;
-        d.set_item("mem_capacity", w.record.mem_capacity)?;
-        d.set_item("disk_capacity", w.record.disk_capacity)?;
-        if let Some(st) = &w.stats {
-            d.set_item("mem_used", st.tiers.mem_used)?;
-            d.set_item("mem_chunks", st.tiers.mem_chunks)?;
-            d.set_item("disk_used", st.tiers.disk_used)?;
-            d.set_item("disk_chunks", st.tiers.disk_chunks)?;
-            d.set_item("demotions", st.tiers.demotions)?;
-            d.set_item("promotions", st.tiers.promotions)?;
-            d.set_item("bytes_written", st.bytes_written)?;
-            d.set_item("bytes_read", st.bytes_read)?;
+/// The pool status as nested dicts and lists of plain values: the same
+/// shape as `tierpool status --json` (one serde view serves both).
+pub fn status_dict<'py>(py: Python<'py>, address: &str, s: &PoolStatus) -> PyResult<Bound<'py, PyAny>> {
+    let v = serde_json::to_value(StatusView::new(address, s))
+        .map_err(|e| to_py_err(py, tierpool_types::Error::internal(format!("status view: {e}"))))?;
+    to_py(py, &v)
+}
+
+/// A JSON value as the Python value `json.loads` would give.
+pub fn to_py<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
+    use serde_json::Value;
+    Ok(match v {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => b.into_pyobject(py)?.to_owned().into_any(),
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => u.into_pyobject(py)?.into_any(),
+            (None, Some(i)) => i.into_pyobject(py)?.into_any(),
+            _ => n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any(),
+        },
+        Value::String(s) => s.into_pyobject(py)?.into_any(),
+        Value::Array(items) => {
+            let l = PyList::empty(py);
+            for x in items {
+                l.append(to_py(py, x)?)?;
+            }
+            l.into_any()
         }
-        workers.append(d)?;
-    }
-    let d = PyDict::new(py);
-    d.set_item("coordinator", address)?;
-    d.set_item("partitions", s.partitions)?;
-    d.set_item("table_epoch", s.table_epoch)?;
-    d.set_item("inodes", s.inodes)?;
-    d.set_item("pending_gc", s.pending_gc)?;
-    d.set_item("workers", workers)?;
-    Ok(d)
+        Value::Object(map) => {
+            let d = PyDict::new(py);
+            for (k, x) in map {
+                d.set_item(k, to_py(py, x)?)?;
+            }
+            d.into_any()
+        }
+    })
 }
 
 #[cfg(test)]

@@ -27,6 +27,10 @@ pub enum ErrorKind {
     /// Data that was acknowledged is gone: the worker that should hold it
     /// does not (held only in the memory of a worker that restarted, or on a worker that left).
     Lost,
+    /// What a reader resolved changed under it: the file was replaced,
+    /// rewritten or removed while it was being read. Reading it again gives
+    /// the current contents.
+    Stale,
     /// The request itself is wrong: bad size, bad path, bad value.
     InvalidArgument,
     /// A peer sent a message that cannot be decoded or has the wrong version.
@@ -49,11 +53,12 @@ pub mod errno {
     pub const ENOSPC: i32 = 28;
     pub const ENOTEMPTY: i32 = 39;
     pub const EHOSTUNREACH: i32 = 113;
+    pub const ESTALE: i32 = 116;
 }
 
 impl ErrorKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ErrorKind; 13] = [
+    pub const ALL: [ErrorKind; 14] = [
         ErrorKind::NotFound,
         ErrorKind::AlreadyExists,
         ErrorKind::NotADirectory,
@@ -63,6 +68,7 @@ impl ErrorKind {
         ErrorKind::Unavailable,
         ErrorKind::Corrupt,
         ErrorKind::Lost,
+        ErrorKind::Stale,
         ErrorKind::InvalidArgument,
         ErrorKind::Protocol,
         ErrorKind::Io,
@@ -83,6 +89,7 @@ impl ErrorKind {
             ErrorKind::PoolFull => errno::ENOSPC,
             ErrorKind::Unavailable => errno::EHOSTUNREACH,
             ErrorKind::InvalidArgument => errno::EINVAL,
+            ErrorKind::Stale => errno::ESTALE,
             ErrorKind::Corrupt | ErrorKind::Lost | ErrorKind::Protocol | ErrorKind::Io | ErrorKind::Internal => {
                 errno::EIO
             }
@@ -101,6 +108,7 @@ impl ErrorKind {
             ErrorKind::Unavailable => "unavailable",
             ErrorKind::Corrupt => "corrupt",
             ErrorKind::Lost => "lost",
+            ErrorKind::Stale => "stale",
             ErrorKind::InvalidArgument => "invalid_argument",
             ErrorKind::Protocol => "protocol",
             ErrorKind::Io => "io",
@@ -179,6 +187,7 @@ mod tests {
             (ErrorKind::Unavailable, 113),
             (ErrorKind::Corrupt, 5),
             (ErrorKind::Lost, 5),
+            (ErrorKind::Stale, 116),
             (ErrorKind::InvalidArgument, 22),
             (ErrorKind::Protocol, 5),
             (ErrorKind::Io, 5),
