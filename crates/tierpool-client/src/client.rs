@@ -51,6 +51,9 @@ pub(crate) struct Inner {
     layout: Mutex<Option<Arc<Layout>>>,
     workers: Mutex<HashMap<(WorkerId, String), WorkerPool>>,
     ids: Mutex<(u64, u64)>,
+    /// This client's session at the coordinator (its holds).
+    pub(crate) session: u64,
+    pub(crate) leases: crate::lease::Leases,
 }
 
 /// A handle to a pool. Cheap to clone; clones share connections and caches.
@@ -74,6 +77,8 @@ impl Client {
                 layout: Mutex::new(None),
                 workers: Mutex::new(HashMap::new()),
                 ids: Mutex::new((0, 0)),
+                session: crate::lease::new_session(),
+                leases: Default::default(),
             }),
         };
         match c.coord(CoordRequest::Ping).await {

@@ -13,6 +13,7 @@
 
 mod client;
 mod inode;
+mod lease;
 mod read;
 mod region;
 mod region_handle;
@@ -21,6 +22,7 @@ mod write;
 
 pub use client::{Client, ClientConfig};
 pub use inode::{InodeChange, Owner};
+pub use lease::{WriteLease, RENEW};
 pub use read::{check_readable, chunk_count, ChunkStream};
 pub use region::RegionOptions;
 pub use region_handle::{PoolBackend, Region};

@@ -11,7 +11,7 @@ use crate::client::{unexpected, unexpected_meta, Client};
 use bytes::Bytes;
 use tierpool_meta::{InodeInfo, InodeKind, MetaOp, MetaReply};
 use tierpool_proto::{WorkerRequest, WorkerResponse};
-use tierpool_types::{validate_chunk_size, ByteSize, ChunkAttrs, ChunkKey, Error, ErrorKind, Result};
+use tierpool_types::{validate_chunk_size, ByteSize, ChunkAttrs, ChunkKey, Error, ErrorKind, InodeId, Result};
 
 /// Chunk creations in flight during an allocation.
 const CREATE_WINDOW: usize = 16;
@@ -45,6 +45,14 @@ impl Client {
             Err(e) => return Err(e),
         }
         let inode = self.alloc_inode().await?;
+        let lease = self.lease(inode);
+        let r = self.reserve_region(path, inode, size, opts).await;
+        lease.end().await;
+        r
+    }
+
+    /// Creates the chunks of region `inode` and publishes it.
+    async fn reserve_region(&self, path: &str, inode: InodeId, size: u64, opts: &RegionOptions) -> Result<InodeInfo> {
         let chunks = size.div_ceil(opts.chunk_size);
         // Creations run CREATE_WINDOW at a time; after a failure no new one
         // starts, and those in flight finish before the cleanup, so none can

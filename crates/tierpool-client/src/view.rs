@@ -17,7 +17,19 @@ pub struct StatusView {
     pub pending_gc: u64,
     /// Replaced chunk versions still to be deleted.
     pub pending_chunks: u64,
+    /// Orphaned chunks (left by writers that died before committing)
+    /// deleted since the coordinator started.
+    pub orphans: OrphansView,
+    /// Client sessions holding files open or being written.
+    pub held_sessions: u64,
     pub workers: Vec<WorkerView>,
+}
+
+/// Orphans deleted, in chunks and bytes.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OrphansView {
+    pub chunks: u64,
+    pub bytes: u64,
 }
 
 /// One worker in a [`StatusView`].
@@ -91,6 +103,8 @@ impl StatusView {
             inodes: s.inodes,
             pending_gc: s.pending_gc,
             pending_chunks: s.pending_chunks,
+            orphans: OrphansView { chunks: s.orphan_chunks, bytes: s.orphan_bytes },
+            held_sessions: s.held_sessions,
             workers,
         }
     }

@@ -4,6 +4,7 @@
 //! anything fails, the chunks already stored are deleted and nothing is published.
 
 use crate::client::{unexpected, unexpected_meta, Client};
+use crate::WriteLease;
 use bytes::{Bytes, BytesMut};
 use tierpool_meta::{InodeInfo, MetaOp, MetaReply};
 use tierpool_proto::{WorkerRequest, WorkerResponse};
@@ -42,6 +43,8 @@ pub struct FileWriter {
     size: u64,
     checksums: Vec<Checksum>,
     tasks: JoinSet<Result<()>>,
+    /// Keeps the stored chunks from being taken for a dead writer's.
+    lease: Option<WriteLease>,
 }
 
 impl Client {
@@ -50,6 +53,7 @@ impl Client {
         validate_chunk_size(opts.chunk_size)?;
         let inode = self.alloc_inode().await?;
         Ok(FileWriter {
+            lease: Some(self.lease(inode)),
             client: self.clone(),
             path: path.to_string(),
             inode,
@@ -178,6 +182,15 @@ impl FileWriter {
 
     /// Stores the last partial chunk and publishes the file.
     pub async fn close(mut self) -> Result<InodeInfo> {
+        let lease = self.lease.take();
+        let r = self.publish().await;
+        if let Some(l) = lease {
+            l.end().await;
+        }
+        r
+    }
+
+    async fn publish(mut self) -> Result<InodeInfo> {
         let mut res = Ok(());
         if !self.buf.is_empty() {
             let chunk = self.buf.split().freeze();
@@ -218,6 +231,9 @@ impl FileWriter {
         self.tasks.abort_all();
         while self.tasks.join_next().await.is_some() {}
         self.client.discard_inode(self.inode).await;
+        if let Some(l) = self.lease.take() {
+            l.end().await;
+        }
     }
 }
 

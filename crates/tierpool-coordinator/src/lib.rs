@@ -5,7 +5,8 @@
 //! - [`service`]: the shell around the pure [`tierpool_meta::engine::Engine`]:
 //!   one handler per request, the clock, the log;
 //! - [`effects`]: carries out what the engine decides (attribute pushes,
-//!   deletion of garbage from the workers).
+//!   deletion of garbage from the workers);
+//! - [`sweep`]: finds and deletes orphaned chunks on the workers.
 //!
 //! A metadata change is acknowledged only after the log record holding it is
 //! on disk; reads wait until everything they may have seen is on disk too.
@@ -14,6 +15,7 @@ pub mod effects;
 pub mod log;
 pub mod records;
 pub mod service;
+pub mod sweep;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -44,6 +46,9 @@ pub struct CoordinatorConfig {
     /// their names) lapses this long after its last renewal. Clients renew
     /// well within it; it must exceed `gc_grace` less their renewal period.
     pub hold_period: Duration,
+    /// How often every worker's chunks are checked for orphans (chunks no
+    /// file, hold or writer will ever use), which are then deleted.
+    pub sweep_every: Duration,
 }
 
 impl CoordinatorConfig {
@@ -56,6 +61,7 @@ impl CoordinatorConfig {
             gc_grace: Duration::from_secs(5),
             snapshot_every: 100_000,
             hold_period: Duration::from_secs(10),
+            sweep_every: Duration::from_secs(60),
         }
     }
 
@@ -86,6 +92,14 @@ pub async fn run(cfg: CoordinatorConfig) -> Result<()> {
         let svc = ticker.clone();
         async move {
             svc.tick();
+            Ok(tierpool_net::Step::Continue)
+        }
+    });
+    let sweeper = svc.clone();
+    let _sweep = Background::every("orphan sweep", cfg.sweep_every, move || {
+        let svc = sweeper.clone();
+        async move {
+            sweep::sweep_all(&svc).await?;
             Ok(tierpool_net::Step::Continue)
         }
     });

@@ -8,13 +8,14 @@
 
 use crate::log::LogWriter;
 use crate::records::{encode_record, LogRecord};
+use crate::sweep::Swept;
 use crate::CoordinatorConfig;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tierpool_meta::engine::{Effect, Engine};
+use tierpool_meta::engine::{Effect, Engine, Sweep};
 use tierpool_meta::{MetaOp, MetaReply, MetaState, Owner};
 use tierpool_net::{Handler, Pool, PoolConfig};
 use tierpool_proto::{CoordRequest, CoordResponse, Layout, PoolStatus, WorkerRequest, WorkerResponse, WorkerStats};
@@ -25,6 +26,13 @@ use tierpool_types::{ChunkKey, InodeId, Result, WorkerId};
 const STATS_TIMEOUT: Duration = Duration::from_millis(500);
 /// How long a change waits for the workers to mark its garbage reclaimable.
 const RECLAIM_WAIT: Duration = Duration::from_millis(500);
+
+/// An op applied to the state, its record queued to the log.
+struct Applied {
+    reply: MetaReply,
+    effects: Vec<Effect>,
+    lsn: u64,
+}
 
 struct Inner {
     engine: Engine,
@@ -41,6 +49,8 @@ pub struct Coordinator {
     /// Each worker's last reported figures.
     stats: Mutex<HashMap<WorkerId, WorkerStats>>,
     pools: Mutex<HashMap<WorkerId, Arc<Pool<Worker>>>>,
+    /// Orphans deleted since this coordinator started.
+    swept: Mutex<Swept>,
 }
 
 pub(crate) fn now_nanos() -> u64 {
@@ -58,6 +68,7 @@ impl Coordinator {
             log,
             stats: Mutex::new(HashMap::new()),
             pools: Mutex::new(HashMap::new()),
+            swept: Mutex::new(Swept::default()),
         })
     }
 
@@ -79,22 +90,30 @@ impl Coordinator {
     /// Applies `op` as `owner`, logs it, returns once the log record is
     /// durable, and then carries out its effects.
     pub async fn execute(&self, op: MetaOp, owner: Owner) -> Result<MetaReply> {
-        let (reply, effects, lsn) = {
-            let mut g = self.inner.lock();
-            let time = now_nanos();
-            let (reply, effects) = g.engine.execute(&op, owner, time, self.now())?;
-            g.lsn += 1;
-            let lsn = g.lsn;
-            let mut bytes = Vec::new();
-            encode_record(&LogRecord { lsn, time, owner, op }, &mut bytes);
-            self.log.append(bytes, lsn);
-            g.since_snapshot += 1;
-            if g.since_snapshot >= self.cfg.snapshot_every {
-                g.since_snapshot = 0;
-                self.log.snapshot(lsn, g.engine.state());
-            }
-            (reply, effects, lsn)
-        };
+        let applied = self.apply(&mut self.inner.lock(), op, owner)?;
+        self.finish(applied).await
+    }
+
+    /// Applies `op` under the lock and queues its log record (in lsn order,
+    /// since the lock is held). Nothing may be acknowledged before `finish`.
+    fn apply(&self, g: &mut Inner, op: MetaOp, owner: Owner) -> Result<Applied> {
+        let time = now_nanos();
+        let (reply, effects) = g.engine.execute(&op, owner, time, self.now())?;
+        g.lsn += 1;
+        let lsn = g.lsn;
+        let mut bytes = Vec::new();
+        encode_record(&LogRecord { lsn, time, owner, op }, &mut bytes);
+        self.log.append(bytes, lsn);
+        g.since_snapshot += 1;
+        if g.since_snapshot >= self.cfg.snapshot_every {
+            g.since_snapshot = 0;
+            self.log.snapshot(lsn, g.engine.state());
+        }
+        Ok(Applied { reply, effects, lsn })
+    }
+
+    /// Waits until an applied op is durable, then carries out its effects.
+    async fn finish(&self, Applied { reply, effects, lsn }: Applied) -> Result<MetaReply> {
         self.log.wait_durable(lsn).await?;
         // Garbage is marked reclaimable before the reply, so the space it
         // frees is there for the caller's next write.
@@ -117,6 +136,28 @@ impl Coordinator {
         };
         self.log.wait_durable(lsn).await?;
         r
+    }
+
+    /// Judges part of a worker's inventory and retires the ids of the
+    /// orphans found, in one step under the lock, so that no op can publish
+    /// an id between its judgement and its retirement; returns once the
+    /// retirement is durable (only then may the orphans be deleted).
+    /// `None` while the engine cannot judge yet.
+    pub(crate) async fn judge_orphans(&self, keys: &[ChunkKey]) -> Result<Option<Sweep>> {
+        let (sweep, applied) = {
+            let mut g = self.inner.lock();
+            let Some(sweep) = g.engine.sweep(keys, self.now()) else { return Ok(None) };
+            let applied = if sweep.retire.is_empty() {
+                None
+            } else {
+                Some(self.apply(&mut g, MetaOp::Retire { ids: sweep.retire.clone() }, Owner::default())?)
+            };
+            (sweep, applied)
+        };
+        if let Some(a) = applied {
+            self.finish(a).await?;
+        }
+        Ok(Some(sweep))
     }
 
     /// Lets time act: reports workers gone silent, starts due garbage collection.
@@ -170,6 +211,19 @@ impl Coordinator {
         self.inner.lock().engine.state().table().locate(key)
     }
 
+    /// The workers alive now.
+    pub(crate) fn live_workers(&self) -> Vec<WorkerId> {
+        let now = self.now();
+        let g = self.inner.lock();
+        g.engine.state().workers().keys().filter(|w| g.engine.is_alive(**w, now)).copied().collect()
+    }
+
+    pub(crate) fn count_orphans(&self, s: Swept) {
+        let mut t = self.swept.lock();
+        t.chunks += s.chunks;
+        t.bytes += s.bytes;
+    }
+
     /// Every registered worker.
     pub(crate) fn worker_ids(&self) -> Vec<WorkerId> {
         self.inner.lock().engine.state().workers().keys().copied().collect()
@@ -180,11 +234,7 @@ impl Coordinator {
     /// now rather than as of the last heartbeat. A worker that does not answer
     /// in time keeps its heartbeat figures.
     async fn refresh_stats(&self) {
-        let now = self.now();
-        let live: Vec<WorkerId> = {
-            let g = self.inner.lock();
-            g.engine.state().workers().keys().filter(|w| g.engine.is_alive(**w, now)).copied().collect()
-        };
+        let live = self.live_workers();
         let mut asks = tokio::task::JoinSet::new();
         for (id, pool) in live.into_iter().filter_map(|id| Some((id, self.worker_pool(id)?))) {
             asks.spawn(async move {
@@ -201,7 +251,9 @@ impl Coordinator {
 
     fn status(&self) -> PoolStatus {
         let now = self.now();
-        let g = self.inner.lock();
+        let mut g = self.inner.lock();
+        let held_sessions = g.engine.held_sessions(now) as u64;
+        let swept = *self.swept.lock();
         let s = g.engine.state();
         let shares = s.table().shares();
         let stats = self.stats.lock();
@@ -220,6 +272,9 @@ impl Coordinator {
             pending_gc: s.pending_gc().len() as u64,
             workers,
             pending_chunks: s.pending_chunks().len() as u64,
+            orphan_chunks: swept.chunks,
+            orphan_bytes: swept.bytes,
+            held_sessions,
         }
     }
 

@@ -107,6 +107,12 @@ pub enum MetaOp {
     GcChunksDone { keys: Vec<ChunkKey> },
     /// `SetAttrs` of the inode `inode` (and everything beneath it, for a directory).
     SetAttrsAt { inode: InodeId, priority: Option<Priority>, pinned: Option<bool> },
+    /// These reserved ids (inodes or chunk versions) were found stored but
+    /// unused with no writer left to use them: their chunks are deleted and
+    /// they can never be published (a late `CommitFile`, `CommitRegion` or
+    /// `UpdateFile` naming one fails with `Stale`). Each id must have been
+    /// reserved and not be a live inode. Reply: [`MetaReply::Done`].
+    Retire { ids: Vec<u64> },
 }
 
 /// What `MakeAt` creates.

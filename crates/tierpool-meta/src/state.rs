@@ -60,6 +60,9 @@ pub struct MetaState {
     pending_gc: BTreeSet<InodeId>,
     /// Replaced versions of live files' chunks, to be deleted from the workers.
     pending_chunks: BTreeSet<ChunkKey>,
+    /// Reserved ids (inodes, chunk versions) whose writer was given up on:
+    /// never to be published.
+    retired: BTreeSet<u64>,
     /// What the ops run since the last [`MetaState::take_garbage`] queued
     /// for collection; not part of the state proper (see [`Fresh`]).
     fresh: Fresh,
@@ -109,6 +112,7 @@ impl MetaState {
             table: PartitionTable::new(1),
             pending_gc: BTreeSet::new(),
             pending_chunks: BTreeSet::new(),
+            retired: BTreeSet::new(),
             fresh: Fresh::default(),
         }
     }
@@ -203,6 +207,7 @@ impl MetaState {
                 self.live(*inode)?;
                 Ok(self.set_attrs_of(*inode, *priority, *pinned, now))
             }
+            MetaOp::Retire { ids } => self.retire(ids),
         }
     }
 
@@ -223,6 +228,11 @@ impl MetaState {
     /// Replaced chunk versions whose objects must still be deleted from the workers.
     pub fn pending_chunks(&self) -> &BTreeSet<ChunkKey> {
         &self.pending_chunks
+    }
+
+    /// Reserved ids that can never be published (see `MetaOp::Retire`).
+    pub fn retired(&self) -> &BTreeSet<u64> {
+        &self.retired
     }
 
     /// Number of live inodes (files and directories, root included).
@@ -253,6 +263,17 @@ impl MetaState {
         self.initialised = true;
         self.table = PartitionTable::new(partitions);
         self.inodes.insert(InodeId::ROOT, Inode::root(now));
+        Ok(MetaReply::Done)
+    }
+
+    fn retire(&mut self, ids: &[u64]) -> Result<MetaReply> {
+        if let Some(id) = ids.iter().find(|i| **i == 0 || **i >= self.next_inode) {
+            return Err(Error::invalid(format!("id {id} was never reserved: it cannot be retired")));
+        }
+        if let Some(id) = ids.iter().find(|i| self.inodes.contains_key(&InodeId(**i))) {
+            return Err(Error::invalid(format!("inode {id} is live: it cannot be retired")));
+        }
+        self.retired.extend(ids.iter().copied());
         Ok(MetaReply::Done)
     }
 

@@ -33,4 +33,9 @@ pub struct PoolStatus {
     pub workers: Vec<WorkerStatus>,
     /// Replaced chunk versions awaiting deletion.
     pub pending_chunks: u64,
+    /// Orphaned chunks (and their bytes) deleted since the coordinator started.
+    pub orphan_chunks: u64,
+    pub orphan_bytes: u64,
+    /// Client sessions holding inodes open or being written.
+    pub held_sessions: u64,
 }

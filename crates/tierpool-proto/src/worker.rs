@@ -37,6 +37,9 @@ pub enum WorkerRequest {
     /// These chunks (of these inodes, as stored now) are garbage: still
     /// readable, but dropped first whenever room is needed. `Done`.
     Reclaim { inodes: Vec<InodeId>, keys: Vec<ChunkKey> },
+    /// What the worker stores, a page at a time: up to `limit` keys after
+    /// `after` (from the first without it), in key order: `Inventory`.
+    Inventory { after: Option<ChunkKey>, limit: u32 },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,6 +58,10 @@ pub enum WorkerResponse {
     },
     /// One place per key asked, in order.
     Located(Vec<ChunkPlace>),
+    /// Stored chunks and their lengths, in key order.
+    Inventory {
+        chunks: Vec<(ChunkKey, u64)>,
+    },
 }
 
 /// Where a worker holds a chunk.

@@ -141,6 +141,12 @@ impl TierManager {
         self.tiers.lock().write_ranges(key, ranges)
     }
 
+    /// What this worker stores, a page at a time: up to `limit` keys after
+    /// `after` (from the first without it) in key order, with their lengths.
+    pub fn inventory(&self, after: Option<ChunkKey>, limit: usize) -> Vec<(ChunkKey, u64)> {
+        self.tiers.lock().keys_after(after, limit)
+    }
+
     /// Where a chunk is, if anywhere.
     pub fn locate(&self, key: ChunkKey) -> Option<TierKind> {
         self.tiers.lock().locate(key)

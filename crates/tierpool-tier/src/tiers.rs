@@ -162,6 +162,16 @@ impl Tiers {
         self.disk.entry(key).map(|e| e.gen)
     }
 
+    /// Up to `limit` stored keys after `after`, in key order, both tiers
+    /// merged (a key is in one tier only), with their lengths.
+    pub fn keys_after(&self, after: Option<ChunkKey>, limit: usize) -> Vec<(ChunkKey, u64)> {
+        let mut all = self.mem.keys_after(after, limit);
+        all.extend(self.disk.keys_after(after, limit));
+        all.sort_unstable_by_key(|(k, _)| *k);
+        all.truncate(limit);
+        all
+    }
+
     pub fn locate(&self, key: ChunkKey) -> Option<TierKind> {
         if self.mem.contains(key) {
             Some(TierKind::Mem)

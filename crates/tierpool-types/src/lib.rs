@@ -8,11 +8,13 @@
 mod error;
 mod ids;
 mod size;
+mod span;
 mod stats;
 
 pub use error::{Error, ErrorKind, Result};
 pub use ids::{ChunkAttrs, ChunkKey, ChunkRef, InodeId, Priority, WorkerId};
 pub use size::ByteSize;
+pub use span::Span;
 pub use stats::TierStats;
 
 /// The unit of dirty tracking and of transaction conflict detection.

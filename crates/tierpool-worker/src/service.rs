@@ -22,6 +22,9 @@ pub struct WorkerService {
 
 type Answer = Result<(WorkerResponse, Bytes)>;
 
+/// Most keys one inventory page lists (a page stays a few MiB).
+const MAX_INVENTORY_PAGE: usize = 100_000;
+
 fn done() -> Answer {
     Ok((WorkerResponse::Done, Bytes::new()))
 }
@@ -158,6 +161,10 @@ impl WorkerService {
             WorkerRequest::ReadRange { key, offset, len } => self.read_range(key, offset, len),
             WorkerRequest::WriteRanges { key, ranges, checksum } => self.write_ranges(key, &ranges, checksum, payload),
             WorkerRequest::Locate { keys } => self.locate(&keys),
+            WorkerRequest::Inventory { after, limit } => {
+                let chunks = self.tiers.inventory(after, (limit as usize).min(MAX_INVENTORY_PAGE));
+                Ok((WorkerResponse::Inventory { chunks }, Bytes::new()))
+            }
             WorkerRequest::Reclaim { inodes, keys } => {
                 self.tiers.mark_reclaimable_inodes(&inodes);
                 self.tiers.mark_reclaimable(&keys);

@@ -2,7 +2,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
-use tierpool_types::ByteSize;
+use tierpool_types::{ByteSize, Span};
 
 #[derive(Parser, Debug)]
 #[command(name = "tierpool", version, about = "Pool the memory and disks of many machines into one fast data space.")]
@@ -236,6 +236,15 @@ pub struct CoordinatorArgs {
     /// Stop when process PID exits.
     #[arg(long, value_name = "PID")]
     pub stop_with: Option<u32>,
+    /// How often every worker's chunks are checked for orphans (chunks that
+    /// no file, open file or live writer will ever use), which are deleted.
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    pub sweep_every: Span,
+    /// How long a client's hold on its open files and files being written
+    /// outlives its last renewal (clients renew every 2s); a writer silent
+    /// longer is given up on.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub hold_period: Span,
 }
 
 #[derive(Args, Debug)]

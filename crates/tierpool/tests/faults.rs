@@ -4,6 +4,8 @@
 
 mod common;
 use common::{data, Pool};
+use std::io::Write;
+use std::time::{Duration, Instant};
 
 const MIB: usize = 1 << 20;
 
@@ -103,4 +105,41 @@ fn corrupted_disk_chunk_is_reported_never_served() {
     assert!(pool.get("/mem") == in_mem);
     pool.ok(&["rm", "/disk"]);
     assert_eq!(pool.ok(&["ls", "/"]), "mem\n");
+}
+
+/// A `put` killed mid-stream leaves chunks no file references: once its
+/// lease lapses (10 s) the next sweep deletes them, and its inode can never
+/// be published. The space is there again.
+#[test]
+fn a_killed_writers_chunks_are_deleted_within_a_bound() {
+    let pool = Pool::start(2, "32MiB", "64MiB");
+    let mut put = pool
+        .cmd(&["put", "-", "/never"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = put.stdin.take().unwrap();
+    stdin.write_all(&data(8, 40 * MIB)).unwrap();
+    // Wait until the full chunks are stored, then kill -9 the writer.
+    let t = Instant::now();
+    while pool.used() < 32 * MIB as u64 {
+        assert!(t.elapsed() < Duration::from_secs(20), "chunks never stored: {}", pool.used());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    put.kill().unwrap();
+    put.wait().unwrap();
+    drop(stdin);
+    eprintln!("phase: writer killed with {} bytes stored", pool.used());
+    let t = Instant::now();
+    while pool.used() > 0 {
+        assert!(t.elapsed() < Duration::from_secs(30), "orphans still stored after 30 s: {}", pool.used());
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    eprintln!("phase: orphans gone {:?} after the kill", t.elapsed());
+    let st = pool.status();
+    assert!(st["orphans"]["chunks"].as_u64().unwrap() >= 8, "{st}");
+    assert!(pool.err(&["stat", "/never"]).contains("no such file"));
+    pool.put("/after", &data(9, 64 * MIB));
+    assert!(pool.get("/after") == data(9, 64 * MIB));
 }

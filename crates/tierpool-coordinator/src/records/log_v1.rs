@@ -137,15 +137,17 @@ pub enum NewNodeV1 {
     Special { kind: KindV1, rdev: u64 },
 }
 
-impl From<&LogRecord> for RecordV1 {
-    fn from(r: &LogRecord) -> Self {
-        let op = op_to_v1(&r.op);
+impl TryFrom<&LogRecord> for RecordV1 {
+    type Error = tierpool_types::Error;
+    /// Ops added after version 1 (`Retire`) have no version 1 form.
+    fn try_from(r: &LogRecord) -> Result<Self> {
+        let op = op_to_v1(&r.op)?;
         let op = if r.owner == Owner::default() {
             op
         } else {
             OpV1::AsOwner { uid: r.owner.uid, gid: r.owner.gid, op: Box::new(op) }
         };
-        RecordV1 { lsn: r.lsn, time: r.time, op }
+        Ok(RecordV1 { lsn: r.lsn, time: r.time, op })
     }
 }
 
@@ -169,8 +171,8 @@ fn ids(v: &[InodeId]) -> Vec<u64> {
     v.iter().map(|i| i.0).collect()
 }
 
-fn op_to_v1(op: &MetaOp) -> OpV1 {
-    match op.clone() {
+fn op_to_v1(op: &MetaOp) -> Result<OpV1> {
+    Ok(match op.clone() {
         MetaOp::Init { partitions } => OpV1::Init { partitions },
         MetaOp::Mkdir { path, parents, mode } => OpV1::Mkdir { path, parents, mode },
         MetaOp::AllocInodes { count } => OpV1::AllocInodes { count },
@@ -217,7 +219,8 @@ fn op_to_v1(op: &MetaOp) -> OpV1 {
         MetaOp::SetAttrsAt { inode, priority, pinned } => {
             OpV1::SetAttrsAt { inode: inode.0, priority: priority.map(|p| p.get()), pinned }
         }
-    }
+        MetaOp::Retire { .. } => return Err(corrupt("Retire has no form in log record version 1")),
+    })
 }
 
 fn op_from_v1(op: OpV1) -> Result<MetaOp> {

@@ -22,8 +22,10 @@
 
 pub mod frozen;
 pub mod log_v1;
+pub mod log_v2;
 pub mod snapshot_v1;
 pub mod snapshot_v2;
+pub mod snapshot_v3;
 #[cfg(test)]
 mod tests;
 
@@ -33,9 +35,9 @@ use tierpool_meta::{MetaOp, MetaState, Owner};
 use tierpool_types::{Error, ErrorKind, Result};
 
 /// The version new log records are written in.
-pub const LOG_RECORD_VERSION: u8 = 1;
+pub const LOG_RECORD_VERSION: u8 = 2;
 /// The version new snapshots are written in.
-pub const SNAPSHOT_VERSION: u8 = 2;
+pub const SNAPSHOT_VERSION: u8 = 3;
 const SNAPSHOT_MAGIC: &[u8; 6] = b"TPSNAP";
 const SNAPSHOT_HEADER: usize = 19;
 const MAX_RECORD_LEN: u32 = 512 << 20;
@@ -60,8 +62,23 @@ fn decode<T: DeserializeOwned>(b: &[u8], what: &str) -> Result<T> {
 
 /// Appends the framed record to `out`, in the newest version.
 pub fn encode_record(rec: &LogRecord, out: &mut Vec<u8>) {
-    let mut body = vec![LOG_RECORD_VERSION];
-    body.extend_from_slice(&encode(&log_v1::RecordV1::from(rec)));
+    frame_record(LOG_RECORD_VERSION, &encode(&log_v2::RecordV2::from(rec)), out);
+}
+
+/// Appends the framed record to `out` in an older `version` (to check that
+/// golden files of released versions still encode as they did).
+pub fn encode_record_in(version: u8, rec: &LogRecord, out: &mut Vec<u8>) -> Result<()> {
+    match version {
+        1 => frame_record(1, &encode(&log_v1::RecordV1::try_from(rec)?), out),
+        2 => encode_record(rec, out),
+        v => return Err(Error::invalid(format!("no log record version {v}"))),
+    }
+    Ok(())
+}
+
+fn frame_record(version: u8, record: &[u8], out: &mut Vec<u8>) {
+    let mut body = vec![version];
+    body.extend_from_slice(record);
     out.extend_from_slice(&(body.len() as u32).to_le_bytes());
     out.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
     out.extend_from_slice(&body);
@@ -99,6 +116,7 @@ pub fn decode_record(buf: &[u8]) -> Decoded {
     }
     let rec = match body[0] {
         1 => decode::<log_v1::RecordV1>(&body[1..], "log record").and_then(LogRecord::try_from),
+        2 => decode::<log_v2::RecordV2>(&body[1..], "log record").and_then(LogRecord::try_from),
         v => Err(Error::new(
             ErrorKind::Corrupt,
             format!("log record version {v} is not known to this build (it reads up to {LOG_RECORD_VERSION})"),
@@ -112,8 +130,21 @@ pub fn decode_record(buf: &[u8]) -> Decoded {
 
 /// The snapshot of `state` after record `lsn`, in the newest version.
 pub fn encode_snapshot(lsn: u64, state: &MetaState) -> Vec<u8> {
-    let snap = snapshot_v2::SnapshotV2 { lsn, state: snapshot_v2::StateV2::from_view(&state.view()) };
+    let snap = snapshot_v3::SnapshotV3 { lsn, state: snapshot_v3::StateV3::from_view(&state.view()) };
     frame_snapshot(SNAPSHOT_VERSION, &encode(&snap))
+}
+
+/// The snapshot in an older `version` (to check that golden files of
+/// released versions still encode as they did).
+pub fn encode_snapshot_in(version: u8, lsn: u64, state: &MetaState) -> Result<Vec<u8>> {
+    match version {
+        2 => {
+            let snap = snapshot_v2::SnapshotV2 { lsn, state: snapshot_v2::StateV2::from_view(&state.view())? };
+            Ok(frame_snapshot(2, &encode(&snap)))
+        }
+        3 => Ok(encode_snapshot(lsn, state)),
+        v => Err(Error::invalid(format!("no snapshot version {v} is written"))),
+    }
 }
 
 fn frame_snapshot(version: u8, body: &[u8]) -> Vec<u8> {
@@ -151,6 +182,10 @@ pub fn decode_snapshot(buf: &[u8]) -> Result<(u64, MetaState)> {
         }
         2 => {
             let s: snapshot_v2::SnapshotV2 = decode(body, what)?;
+            Ok((s.lsn, s.state.into_state().map_err(|e| e.context(what))?))
+        }
+        3 => {
+            let s: snapshot_v3::SnapshotV3 = decode(body, what)?;
             Ok((s.lsn, s.state.into_state().map_err(|e| e.context(what))?))
         }
         v => Err(corrupt(&format!("version {v} is not known to this build (it reads up to {SNAPSHOT_VERSION})"))),

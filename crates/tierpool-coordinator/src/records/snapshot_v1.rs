@@ -62,6 +62,7 @@ impl StateV1 {
             table: self.table.try_into()?,
             pending_gc: self.pending_gc.into_iter().map(InodeId).collect(),
             pending_chunks: BTreeSet::new(),
+            retired: BTreeSet::new(),
         })
         .map_err(corrupt)
     }

@@ -56,8 +56,12 @@ pub enum BodyV2 {
 }
 
 impl StateV2 {
-    pub fn from_view(s: &StateView<'_>) -> StateV2 {
-        StateV2 {
+    /// Version 2 has no retired ids: a state with some has no version 2 form.
+    pub fn from_view(s: &StateView<'_>) -> Result<StateV2> {
+        if !s.retired.is_empty() {
+            return Err(corrupt("a state with retired ids has no snapshot version 2 form"));
+        }
+        Ok(StateV2 {
             initialised: s.initialised,
             inodes: s.inodes.iter().map(|(id, n)| (id.0, inode_to_v2(n))).collect(),
             next_inode: s.next_inode,
@@ -66,7 +70,7 @@ impl StateV2 {
             table: s.table.into(),
             pending_gc: s.pending_gc.iter().map(|i| i.0).collect(),
             pending_chunks: s.pending_chunks.iter().map(|k| (*k).into()).collect(),
-        }
+        })
     }
 
     pub fn into_state(self) -> Result<MetaState> {
@@ -82,12 +86,13 @@ impl StateV2 {
             table: self.table.try_into()?,
             pending_gc: self.pending_gc.into_iter().map(InodeId).collect(),
             pending_chunks: self.pending_chunks.into_iter().map(Into::into).collect(),
+            retired: BTreeSet::new(),
         })
         .map_err(corrupt)
     }
 }
 
-fn inode_to_v2(n: &Inode) -> InodeV2 {
+pub(super) fn inode_to_v2(n: &Inode) -> InodeV2 {
     let body = match &n.body {
         Body::File { size, chunk_size, chunks } => {
             BodyV2::File { size: *size, chunk_size: *chunk_size, chunks: chunks.iter().map(|r| (*r).into()).collect() }
@@ -113,7 +118,7 @@ fn inode_to_v2(n: &Inode) -> InodeV2 {
     }
 }
 
-fn inode_from_v2(n: InodeV2) -> Result<Inode> {
+pub(super) fn inode_from_v2(n: InodeV2) -> Result<Inode> {
     let body = match n.body {
         BodyV2::File { size, chunk_size, chunks } => {
             Body::File { size, chunk_size, chunks: chunks.into_iter().map(Into::into).collect() }

@@ -93,6 +93,8 @@ fn released() -> Vec<(&'static str, Registry)> {
         ("log-v1", trace_with(t::<log_v1::RecordV1>, &[&t::<KindV1>, &t::<log_v1::NewNodeV1>, &t::<log_v1::OpV1>])),
         ("snapshot-v1", trace_with(t::<snapshot_v1::SnapshotV1>, &[&t::<snapshot_v1::BodyV1>])),
         ("snapshot-v2", trace_with(t::<snapshot_v2::SnapshotV2>, &[&t::<KindV1>, &t::<snapshot_v2::BodyV2>])),
+        ("log-v2", trace_with(t::<log_v2::RecordV2>, &[&t::<KindV1>, &t::<log_v1::NewNodeV1>, &t::<log_v2::OpV2>])),
+        ("snapshot-v3", trace_with(t::<snapshot_v3::SnapshotV3>, &[&t::<KindV1>, &t::<snapshot_v2::BodyV2>])),
     ]
 }
 

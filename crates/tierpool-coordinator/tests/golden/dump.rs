@@ -24,6 +24,9 @@ pub fn dump(s: &MetaState) -> String {
     writeln!(out, "pending_gc {:?}", s.pending_gc().iter().map(|i| i.0).collect::<Vec<_>>()).unwrap();
     let keys: Vec<String> = s.pending_chunks().iter().map(|k| k.to_string()).collect();
     writeln!(out, "pending_chunks {keys:?}").unwrap();
+    if !s.retired().is_empty() {
+        writeln!(out, "retired {:?}", s.retired()).unwrap();
+    }
     if s.is_initialised() {
         walk(s, InodeId::ROOT, "/", &mut out);
     }

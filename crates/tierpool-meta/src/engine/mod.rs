@@ -20,14 +20,16 @@
 pub mod gc;
 pub mod leases;
 pub mod liveness;
+pub mod orphans;
 
 use crate::{Garbage, MetaOp, MetaReply, MetaState, Owner, Timestamp};
 use gc::{Batch, GcSchedule};
 use leases::Leases;
 use liveness::{Liveness, Standing};
+use orphans::{Reservations, Verdict};
 use std::collections::BTreeSet;
 use std::time::Duration;
-use tierpool_types::{ChunkAttrs, InodeId, Result, WorkerId};
+use tierpool_types::{ChunkAttrs, ChunkKey, InodeId, Result, WorkerId};
 
 /// Timing of the coordinator's policies.
 #[derive(Clone, Debug)]
@@ -70,6 +72,17 @@ pub struct Engine {
     gc: GcSchedule,
     /// Workers that have the complete attributes (since their last sync).
     synced: BTreeSet<WorkerId>,
+    /// Ids reserved lately: their writers may not have renewed a hold yet.
+    reservations: Reservations,
+}
+
+/// The orphans found in part of a worker's inventory.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sweep {
+    /// Chunks to delete from the worker.
+    pub orphans: Vec<ChunkKey>,
+    /// Ids to retire (with `MetaOp::Retire`) before they are deleted.
+    pub retire: Vec<u64>,
 }
 
 impl Engine {
@@ -77,7 +90,9 @@ impl Engine {
     pub fn new(mut state: MetaState, cfg: EngineConfig) -> Engine {
         // What replay queued was garbage long ago: collection will see to it.
         state.take_garbage();
+        let reservations = Reservations::new(cfg.hold_period, state.next_inode().0, Duration::ZERO);
         Engine {
+            reservations,
             liveness: Liveness::new(cfg.dead_after),
             leases: Leases::new(cfg.hold_period),
             gc: GcSchedule::new(cfg.gc_grace, cfg.gc_batch),
@@ -125,6 +140,7 @@ impl Engine {
                 }
             }
             MetaReply::Worker { id } => effects.extend(self.signs_of_life(*id, now)),
+            MetaReply::Inodes { first, count } => self.reservations.reserved(first.0, *count, now),
             _ => {}
         }
         Ok((reply, effects))
@@ -208,6 +224,37 @@ impl Engine {
     /// Batch `batch` could not be deleted everywhere: its items are due again.
     pub fn batch_failed(&mut self, batch: &Batch) {
         self.gc.finished(batch.id);
+    }
+
+    /// Judges chunks a worker stores (see [`orphans`]): which are orphans,
+    /// and which ids to retire before deleting them. `None` during the
+    /// first hold period after the engine started: clients have not
+    /// renewed their holds yet, so nothing can be judged. The caller must
+    /// log the `Retire` before it deletes anything, with no other op
+    /// executed in between.
+    pub fn sweep(&mut self, keys: &[ChunkKey], now: Duration) -> Option<Sweep> {
+        if now < self.cfg.hold_period {
+            return None;
+        }
+        let held = self.leases.held(now);
+        let reservations = &mut self.reservations;
+        let mut recent = |id: u64| reservations.is_recent(id, now);
+        let mut sweep = Sweep::default();
+        let mut retire = BTreeSet::new();
+        for k in keys {
+            if let Verdict::Orphan { retire: r } = orphans::judge(&self.state, &held, &mut recent, *k) {
+                sweep.orphans.push(*k);
+                retire.extend(r);
+            }
+        }
+        sweep.retire = retire.into_iter().collect();
+        Some(sweep)
+    }
+
+    /// Client sessions holding something now.
+    pub fn held_sessions(&mut self, now: Duration) -> usize {
+        self.leases.held(now);
+        self.leases.sessions()
     }
 
     /// Inodes held open now (for status and tests).

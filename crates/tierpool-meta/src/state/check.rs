@@ -30,6 +30,12 @@ impl MetaState {
         if let Some(i) = self.pending_gc.iter().find(|i| self.inodes.contains_key(i)) {
             return fail(format!("inode {i} is both live and pending garbage collection"));
         }
+        if let Some(i) = self.retired.iter().find(|i| **i == 0 || **i >= self.next_inode) {
+            return fail(format!("retired id {i} was never reserved"));
+        }
+        if let Some(i) = self.retired.iter().find(|i| self.inodes.contains_key(&InodeId(**i))) {
+            return fail(format!("inode {i} is live and retired"));
+        }
         self.check_workers()
     }
 

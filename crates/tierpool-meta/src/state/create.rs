@@ -220,8 +220,19 @@ impl MetaState {
         if self.inodes.contains_key(&id) || self.pending_gc.contains(&id) {
             return Err(Error::invalid(format!("inode {id} is already in use")));
         }
+        if self.retired.contains(&id.0) {
+            return Err(retired_error(id.0));
+        }
         Ok(())
     }
+}
+
+/// Why a writer whose reserved id was retired cannot publish.
+pub(super) fn retired_error(id: u64) -> Error {
+    Error::new(
+        ErrorKind::Stale,
+        format!("id {id} was given up: its writer stopped renewing its lease and what it stored was deleted; write it again"),
+    )
 }
 
 fn empty_dir() -> Body {

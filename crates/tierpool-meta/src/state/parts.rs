@@ -25,6 +25,7 @@ pub struct StateView<'a> {
     pub table: &'a PartitionTable,
     pub pending_gc: &'a BTreeSet<InodeId>,
     pub pending_chunks: &'a BTreeSet<ChunkKey>,
+    pub retired: &'a BTreeSet<u64>,
 }
 
 /// Every field of a state, owned: what a decoded snapshot holds.
@@ -38,6 +39,7 @@ pub struct StateParts {
     pub table: PartitionTable,
     pub pending_gc: BTreeSet<InodeId>,
     pub pending_chunks: BTreeSet<ChunkKey>,
+    pub retired: BTreeSet<u64>,
 }
 
 impl MetaState {
@@ -52,6 +54,7 @@ impl MetaState {
             table: &self.table,
             pending_gc: &self.pending_gc,
             pending_chunks: &self.pending_chunks,
+            retired: &self.retired,
         }
     }
 
@@ -66,6 +69,7 @@ impl MetaState {
             table: p.table,
             pending_gc: p.pending_gc,
             pending_chunks: p.pending_chunks,
+            retired: p.retired,
             fresh: Default::default(),
         };
         s.check_invariants()?;
@@ -85,6 +89,7 @@ impl StateView<'_> {
             table: self.table.clone(),
             pending_gc: self.pending_gc.clone(),
             pending_chunks: self.pending_chunks.clone(),
+            retired: self.retired.clone(),
         }
     }
 }

@@ -47,6 +47,9 @@ impl MetaState {
             if *i >= count {
                 return Err(Error::invalid(format!("inode {id}: chunk {i} is past the end ({new_size} bytes)")));
             }
+            if !r.is_hole() && self.retired.contains(&r.version) {
+                return Err(super::create::retired_error(r.version));
+            }
             if self.pending_chunks.contains(&ChunkKey { inode: id, index: *i, version: r.version }) {
                 return Err(Error::invalid(format!("inode {id}: chunk {i} version {} was replaced before", r.version)));
             }

@@ -227,6 +227,7 @@ fn any_root_op() -> impl Strategy<Value = MetaOp> {
         }),
         2 => worker_strategy(),
         1 => prop::collection::vec((0u64..16).prop_map(InodeId), 0..4).prop_map(|inodes| MetaOp::GcDone { inodes }),
+        1 => prop::collection::vec(0u64..20, 0..3).prop_map(|ids| MetaOp::Retire { ids }),
         8 => inode_op(),
     ]
 }

@@ -195,3 +195,27 @@ proptest! {
         }
     }
 }
+
+/// A writer given up on (its reserved ids retired after its chunks were
+/// collected as orphans) can publish neither a file nor a chunk version.
+#[test]
+fn retired_ids_can_never_be_published() {
+    let mut s = ready();
+    let f = commit(&mut s, "/f", 10);
+    let orphan = alloc(&mut s);
+    let version = alloc(&mut s).0;
+    s.execute(&MetaOp::Retire { ids: vec![orphan.0, version] }, 5).unwrap();
+    s.check_invariants().unwrap();
+    let (kind, msg) = fails(&mut s, commit_op("/g", orphan, 10, false));
+    assert_eq!(kind, ErrorKind::Stale);
+    assert!(msg.contains(&format!("id {} was given up", orphan.0)), "{msg}");
+    let r = ChunkRef { version, len: 10, checksum: 3 };
+    let update = MetaOp::UpdateFile { inode: f.id, size: 10, truncate: None, chunks: vec![(0, r)] };
+    assert_eq!(fails(&mut s, update).0, ErrorKind::Stale);
+    // Live inodes and ids never reserved cannot be retired.
+    assert_eq!(fails(&mut s, MetaOp::Retire { ids: vec![f.id.0] }).0, ErrorKind::InvalidArgument);
+    let never = s.next_inode().0;
+    let (kind, msg) = fails(&mut s, MetaOp::Retire { ids: vec![never] });
+    assert_eq!(kind, ErrorKind::InvalidArgument);
+    assert!(msg.contains("never reserved"), "{msg}");
+}

@@ -4,6 +4,7 @@
 mod attrs;
 mod collection;
 mod liveness;
+mod orphans;
 
 use std::time::Duration;
 use tierpool_meta::engine::{Engine, EngineConfig};

@@ -134,6 +134,14 @@ impl DiskStore {
         Ok(entry)
     }
 
+    /// Up to `limit` keys after `after` (from the first without it), in key
+    /// order, with their lengths.
+    pub fn keys_after(&self, after: Option<ChunkKey>, limit: usize) -> Vec<(ChunkKey, u64)> {
+        use std::ops::Bound::{Excluded, Unbounded};
+        let from = after.map_or(Unbounded, Excluded);
+        self.index.range((from, Unbounded)).take(limit).map(|(k, e)| (*k, e.len)).collect()
+    }
+
     pub fn entry(&self, key: ChunkKey) -> Option<DiskEntry> {
         self.index.get(&key).copied()
     }

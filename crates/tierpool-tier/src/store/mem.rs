@@ -64,6 +64,14 @@ impl MemStore {
         self.chunks.get(&key).map(|(d, _)| d.len() as u64)
     }
 
+    /// Up to `limit` keys after `after` (from the first without it), in key
+    /// order, with their lengths.
+    pub fn keys_after(&self, after: Option<ChunkKey>, limit: usize) -> Vec<(ChunkKey, u64)> {
+        use std::ops::Bound::{Excluded, Unbounded};
+        let from = after.map_or(Unbounded, Excluded);
+        self.chunks.range((from, Unbounded)).take(limit).map(|(k, (d, _))| (*k, d.len() as u64)).collect()
+    }
+
     pub fn contains(&self, key: ChunkKey) -> bool {
         self.chunks.contains_key(&key)
     }

@@ -360,3 +360,22 @@ fn zeroed_chunks_reserve_space_once() {
     let e = m.create_zeroed(key(1, 4), KIB, DEFAULT).unwrap_err();
     assert_eq!(e.kind, ErrorKind::PoolFull);
 }
+
+#[test]
+fn the_inventory_pages_through_both_tiers_in_key_order() {
+    let (_d, m) = open(2 * KIB, 100 * KIB, 10);
+    for i in 0..6 {
+        put(&m, key(1, i), &chunk(KIB, i as u8), DEFAULT).unwrap();
+    }
+    assert_eq!(m.stats().mem_chunks, 2, "four chunks were demoted to disk");
+    let mut seen = Vec::new();
+    let mut after = None;
+    loop {
+        let page = m.inventory(after, 4);
+        let Some((last, _)) = page.last().copied() else { break };
+        seen.extend(page);
+        after = Some(last);
+    }
+    let want: Vec<_> = (0..6).map(|i| (key(1, i), KIB)).collect();
+    assert_eq!(seen, want);
+}

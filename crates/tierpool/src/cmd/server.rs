@@ -15,6 +15,12 @@ const WATCH_EVERY: Duration = Duration::from_millis(200);
 pub async fn coordinator(a: CoordinatorArgs) -> Result<()> {
     let mut cfg = CoordinatorConfig::new(a.dir, a.listen);
     cfg.partitions = a.partitions;
+    cfg.sweep_every = a.sweep_every.0;
+    anyhow::ensure!(
+        a.hold_period.0 >= std::time::Duration::from_secs(4),
+        "--hold-period must be at least 4s (clients renew every 2s)"
+    );
+    cfg.hold_period = a.hold_period.0;
     tokio::select! {
         r = tierpool_coordinator::run(cfg) => r?,
         _ = shutdown_signal() => tracing::info!("coordinator stopping"),

@@ -63,6 +63,10 @@ impl Pool {
         let log = log_file(self.tmp.path(), "coordinator.log");
         let child = Command::new(BIN)
             .args(["coordinator", "--dir", dir.to_str().unwrap(), "--listen", &self.addr, "--partitions", "256"])
+            // Orphans are looked for every second, so every test that runs
+            // longer than a hold period also checks that no live chunk is
+            // ever taken for one.
+            .args(["--sweep-every", "1s"])
             .env("TIERPOOL_LOG", "info")
             .stdout(log.try_clone().unwrap())
             .stderr(log)

@@ -1,0 +1,102 @@
+//! Write leases: while a client writes a file or allocates a region, its
+//! session holds the new inode at the coordinator, renewed every
+//! [`RENEW`], so the chunks already stored are not taken for orphans of a
+//! dead writer. A client that dies stops renewing; once its hold lapses the
+//! coordinator deletes what it stored and retires the inode (a late commit
+//! then fails with `Stale`).
+//!
+//! One renewal loop per client, started with its first lease and sending
+//! the session's whole set each time; a lease is a guard that leaves the
+//! set when dropped.
+
+use crate::client::{Client, Inner};
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+use tierpool_net::{Background, Step};
+use tierpool_types::InodeId;
+
+/// How often a session renews its holds (the coordinator lets them lapse
+/// after its hold period, 10 s by default).
+pub const RENEW: Duration = Duration::from_secs(2);
+
+/// The inodes a client is writing, with how many writers each.
+#[derive(Default)]
+pub(crate) struct Leases {
+    writing: Mutex<BTreeMap<InodeId, u32>>,
+    renewal: Mutex<Option<Background>>,
+}
+
+/// A random session id for a new client.
+pub(crate) fn new_session() -> u64 {
+    std::collections::hash_map::RandomState::new().build_hasher().finish() | 1
+}
+
+/// Holds an inode for as long as it lives.
+pub struct WriteLease {
+    inner: Weak<Inner>,
+    inode: InodeId,
+}
+
+impl Client {
+    /// Holds `inode` at the coordinator until the lease is dropped.
+    pub fn lease(&self, inode: InodeId) -> WriteLease {
+        let leases = &self.inner.leases;
+        *leases.writing.lock().entry(inode).or_insert(0) += 1;
+        let mut renewal = leases.renewal.lock();
+        if renewal.is_none() {
+            *renewal = Some(start_renewal(Arc::downgrade(&self.inner)));
+        }
+        WriteLease { inner: Arc::downgrade(&self.inner), inode }
+    }
+}
+
+fn start_renewal(weak: Weak<Inner>) -> Background {
+    let sent_some = Arc::new(Mutex::new(false));
+    Background::every("write leases", RENEW, move || {
+        let (weak, sent_some) = (weak.clone(), sent_some.clone());
+        async move {
+            let Some(inner) = weak.upgrade() else { return Ok(Step::Stop) };
+            let inodes: Vec<InodeId> = inner.leases.writing.lock().keys().copied().collect();
+            if inodes.is_empty() && !*sent_some.lock() {
+                return Ok(Step::Continue);
+            }
+            let holding = !inodes.is_empty();
+            let client = Client { inner };
+            client.hold(client.inner.session, inodes).await?;
+            *sent_some.lock() = holding;
+            Ok(Step::Continue)
+        }
+    })
+}
+
+impl WriteLease {
+    /// Ends the lease and tells the coordinator at once (a writer that
+    /// committed or gave up: the inode is no longer protected as its, so a
+    /// replaced or removed file's space comes back without waiting for the
+    /// hold to lapse). Dropping a lease ends it at the next renewal.
+    pub async fn end(self) {
+        let Some(inner) = self.inner.upgrade() else { return };
+        drop(self);
+        let inodes: Vec<InodeId> = inner.leases.writing.lock().keys().copied().collect();
+        let client = Client { inner };
+        if let Err(e) = client.hold(client.inner.session, inodes).await {
+            tracing::debug!("ending a write lease: {e} (it lapses by itself)");
+        }
+    }
+}
+
+impl Drop for WriteLease {
+    fn drop(&mut self) {
+        let Some(inner) = self.inner.upgrade() else { return };
+        let mut w = inner.leases.writing.lock();
+        if let Some(n) = w.get_mut(&self.inode) {
+            *n -= 1;
+            if *n == 0 {
+                w.remove(&self.inode);
+            }
+        }
+    }
+}
