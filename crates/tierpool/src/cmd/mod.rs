@@ -26,6 +26,7 @@ pub fn run(cli: Cli) -> Result<()> {
             return mount::mount(mountpoint, &opts, *foreground, conn);
         }
         Cmd::Umount { mountpoint } => return mount::umount(mountpoint),
+        Cmd::Worker(_) => server::return_freed_memory(),
         _ => {}
     }
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;

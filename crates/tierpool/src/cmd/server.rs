@@ -29,6 +29,20 @@ pub async fn coordinator(a: CoordinatorArgs) -> Result<()> {
     Ok(())
 }
 
+/// A worker's memory is its MEM budget plus what requests in flight hold.
+/// Chunk buffers (megabytes each) come and go; left to itself the C
+/// allocator raises its threshold for mapping large blocks the first time
+/// one is freed, after which freed chunk buffers stay in the heap and the
+/// process keeps growing past its budget. A fixed threshold keeps every
+/// chunk buffer in a mapping of its own, returned to the system when freed.
+pub fn return_freed_memory() {
+    // SAFETY: mallopt only tunes the allocator; called before other threads exist.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 10);
+        libc::mallopt(libc::M_ARENA_MAX, 4);
+    }
+}
+
 pub async fn worker(a: WorkerArgs) -> Result<()> {
     let host = a.host.unwrap_or_else(hostname);
     let cfg = WorkerConfig {
