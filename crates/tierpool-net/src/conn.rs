@@ -107,6 +107,16 @@ impl Connection {
         Ok(Frame { kind: h.kind, header, payload })
     }
 
+    /// Whether an idle connection can carry another call: nothing unread
+    /// and the peer has not closed it (a server drops idle connections).
+    pub(crate) fn is_reusable(&self) -> bool {
+        if !self.reader.buffer().is_empty() {
+            return false;
+        }
+        let mut probe = [0u8; 1];
+        matches!(self.reader.get_ref().try_read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+    }
+
     /// Sends a request to service `S` and waits for its response; an error
     /// answer becomes `Err`.
     pub async fn call<S: Service>(&mut self, req: &S::Request, payload: &[u8]) -> Result<(S::Response, Bytes)> {

@@ -33,6 +33,6 @@ mod stats;
 pub use background::{Background, Step};
 pub use conn::Connection;
 pub use limits::{Limits, ALLOWANCE};
-pub use pool::{Pool, PoolConfig};
+pub use pool::{Pool, PoolConfig, REUSE_WITHIN};
 pub use server::{bind, serve, serve_with, Handler, Listener, Server};
 pub use stats::{DropReason, Dropped, ServerStats, StatsHandle};
