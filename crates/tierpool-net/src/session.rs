@@ -15,7 +15,9 @@
 //! A malformed message is answered with a `Protocol` error where the frame
 //! could be read whole, and ends the connection; a request for the other
 //! role (a chunk request sent to the coordinator, say) is answered with an
-//! error naming the right one, and the connection stays. A dropped peer is
+//! error naming the right one, and the connection stays; so does one whose
+//! handler panicked, answered with an `Internal` error. So every whole
+//! frame within the limits gets an answer. A dropped peer is
 //! logged once, with its address and the reason; a peer that just leaves
 //! (end of stream, reset) is not a drop.
 
@@ -25,7 +27,11 @@ use crate::frame_io::FrameError;
 use crate::limits::Limits;
 use crate::stats::{Counters, DropReason};
 use crate::Handler;
+use bytes::Bytes;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
+use std::task::Poll;
 use tierpool_proto::frame::{FrameHeader, KIND_COORD_REQUEST, KIND_WORKER_REQUEST};
 use tierpool_proto::Service;
 use tierpool_types::{ByteSize, Error, ErrorKind, Result};
@@ -69,6 +75,32 @@ struct Session<H> {
     handler: Arc<H>,
     shared: Arc<Shared>,
 }
+
+/// The handler's answer; a panic in it becomes an `Internal` error answer
+/// (the panic itself is reported by the panic hook), so the peer is told
+/// and the connection, whose framing is intact, goes on.
+async fn answer<H: Handler>(handler: &H, req: Request<H>, payload: Bytes) -> (Result<Response<H>>, Bytes) {
+    let mut handling = std::pin::pin!(handler.handle(req, payload));
+    let caught = std::future::poll_fn(|cx| match catch_unwind(AssertUnwindSafe(|| handling.as_mut().poll(cx))) {
+        Ok(Poll::Pending) => Poll::Pending,
+        Ok(Poll::Ready(answer)) => Poll::Ready(Ok(answer)),
+        Err(panic) => Poll::Ready(Err(panic)),
+    });
+    match caught.await {
+        Ok(answer) => answer,
+        Err(panic) => {
+            let what = (panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            let role = <H::Service as Service>::ROLE;
+            tracing::error!("the {role}'s handler panicked: {what}");
+            (Err(Error::internal(format!("the {role}'s handler panicked: {what}"))), Bytes::new())
+        }
+    }
+}
+
+type Request<H> = <<H as Handler>::Service as Service>::Request;
+type Response<H> = <<H as Handler>::Service as Service>::Response;
 
 fn other_role(kind: u8) -> &'static str {
     match kind {
@@ -135,7 +167,7 @@ impl<H: Handler> Session<H> {
             }
         };
         drop(header);
-        let (resp, out) = self.handler.handle(req, payload).await;
+        let (resp, out) = answer(&*self.handler, req, payload).await;
         // Answered: what the handler kept of the payload is its own to account.
         drop(charge);
         Ok(self.conn.send_response(&resp, &out).await?)

@@ -1,6 +1,7 @@
 //! An in-process server on loopback for the limit tests: a worker-speaking
 //! handler that answers `Ping` and `PutChunk` (after an optional delay, so
-//! frames stay charged while handled), and raw peers that send frames by hand.
+//! frames stay charged while handled) and panics on `Stats`, and raw peers
+//! that send frames by hand.
 
 #![allow(dead_code)]
 
@@ -27,6 +28,7 @@ impl Handler for TestHandler {
     async fn handle(&self, req: WorkerRequest, payload: Bytes) -> (Result<WorkerResponse>, Bytes) {
         match req {
             WorkerRequest::Ping => (Ok(WorkerResponse::Pong), Bytes::new()),
+            WorkerRequest::Stats => panic!("no figures kept here"),
             WorkerRequest::PutChunk { .. } => {
                 tokio::time::sleep(self.delay).await;
                 // The payload's length comes back, so a test sees it arrived whole.
