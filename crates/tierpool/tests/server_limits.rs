@@ -14,7 +14,7 @@
 mod common;
 
 use common::{data, resident, Pool};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -76,8 +76,9 @@ impl Hog {
     fn connected(&self) -> bool {
         self.control.set_read_timeout(Some(Duration::from_millis(10))).unwrap();
         let mut b = [0u8; 1];
-        match (&self.control).read(&mut b) {
+        match self.control.peek(&mut b) {
             Err(e) => matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+            // Closed (0 bytes), or an answer, which a frame never whole cannot have.
             Ok(_) => false,
         }
     }
