@@ -15,7 +15,7 @@
 //! Invariant: the `held` counter is raised only after the bytes are
 //! granted and lowered when the [`Charge`] holding them drops, so it never
 //! exceeds the budget (see [`crate::Limits::validate`]). A cancelled wait
-//! takes nothing.
+//! takes nothing. No locks: a semaphore and the server's atomic counters.
 
 use crate::limits::{Limits, ALLOWANCE};
 use crate::stats::Counters;

@@ -6,8 +6,9 @@
 //! [`Charge`] before it is allocated (a step is cut to what is left of the
 //! connection's allowance, if any is). So a frame's buffer is at most twice
 //! what its peer has sent plus one step, and a claim that is never sent
-//! costs nothing but that first step. The buffer ends exactly as long as the body, so a payload kept
-//! by a handler (a chunk stored in memory) holds no slack.
+//! costs nothing but that first step. The buffer ends exactly as long as
+//! the body, so a payload kept by a handler (a chunk stored in memory)
+//! holds no slack.
 //!
 //! Time bounds are optional (a client relies on its request timeout):
 //! `stall` bounds each read, each write and each wait for the budget, so a

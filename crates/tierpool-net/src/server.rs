@@ -3,11 +3,17 @@
 //!
 //! Each connection is served by its own task (`session.rs`). A connection
 //! beyond `max_connections` is closed as soon as it is accepted, before
-//! anything is read from it, and logged. Memory a server holds for its
-//! peers is then at most: the budget, plus per open connection a read
-//! buffer of 16 KiB, a frame header and a task; answers are the handler's
-//! (a chunk read from memory is shared, not copied) and are written under
-//! the stall timeout.
+//! anything is read from it, and logged. The memory a server holds for
+//! its peers' requests is then at most the budget, plus per open
+//! connection a 16 KiB read buffer, a frame header and a task.
+//!
+//! Answers are not charged: their bytes are the handler's (a chunk read
+//! from MEM is shared, not copied), and each write must make progress
+//! within `stall_timeout`. A chunk a worker reads from DISK to answer is a
+//! fresh buffer, so peers that ask for large chunks and never read the
+//! answers hold up to one chunk per connection until that timeout.
+//!
+//! No locks: connection slots are a semaphore, figures are atomics.
 
 use crate::budget::Budget;
 use crate::session::{serve_conn, Shared};

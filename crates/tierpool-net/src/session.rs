@@ -9,17 +9,18 @@
 //! `max_payload` is refused before its body is read.
 //!
 //! A frame's bytes are charged to the server's budget (`budget.rs`) from
-//! the first byte read until the handler has answered (the payload it keeps, such as a
-//! chunk stored in memory, is accounted by the handler from then on).
+//! the first byte read until the handler has answered; what the handler
+//! keeps of the payload (a chunk stored in memory) is its own to account
+//! from then on.
 //!
 //! A malformed message is answered with a `Protocol` error where the frame
-//! could be read whole, and ends the connection; a request for the other
+//! could be read whole, and ends the connection. A request for the other
 //! role (a chunk request sent to the coordinator, say) is answered with an
 //! error naming the right one, and the connection stays; so does one whose
 //! handler panicked, answered with an `Internal` error. So every whole
-//! frame within the limits gets an answer. A dropped peer is
-//! logged once, with its address and the reason; a peer that just leaves
-//! (end of stream, reset) is not a drop.
+//! frame within the limits gets an answer. A dropped peer is logged once,
+//! with its address and the reason; a peer that just leaves (end of
+//! stream, reset) is not a drop. No locks: the session owns its connection.
 
 use crate::budget::Budget;
 use crate::conn::{Connection, Frame};
