@@ -1,16 +1,28 @@
-//! One framed connection.
+//! One framed connection, client or server side.
+//!
+//! Reading goes through `frame_io`: bodies grow as bytes arrive,
+//! on both sides (a client reads a large listing the same way). A server
+//! connection has a stall bound for its writes and a small read buffer,
+//! since it may have a thousand peers; a client connection has neither
+//! (its pool bounds each call as a whole).
 
-use bytes::{Bytes, BytesMut};
+use crate::budget::Charge;
+use crate::frame_io::{self, FrameError};
+use bytes::Bytes;
 use std::time::Duration;
 use tierpool_proto::frame::{FrameHeader, FRAME_HEADER_LEN, KIND_RESPONSE};
 use tierpool_proto::Service;
 use tierpool_types::{Error, ErrorKind, Result};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::BufReader;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 
 /// Payloads smaller than this are sent in the same write as their header.
 const COALESCE_LIMIT: usize = 64 << 10;
+/// Read buffer of a client connection.
+const CLIENT_READ_BUFFER: usize = 256 << 10;
+/// Read buffer of a server connection (counted outside the budget, per connection).
+pub(crate) const SERVER_READ_BUFFER: usize = 16 << 10;
 
 /// A frame as read: its kind, message bytes and payload.
 pub struct Frame {
@@ -23,14 +35,26 @@ pub struct Connection {
     reader: BufReader<OwnedReadHalf>,
     writer: OwnedWriteHalf,
     peer: String,
+    /// Server side: how long a write may go without progress.
+    write_stall: Option<Duration>,
 }
 
 impl Connection {
+    /// A client connection over `stream`.
     pub fn new(stream: TcpStream) -> Connection {
+        Connection::with_buffer(stream, CLIENT_READ_BUFFER, None)
+    }
+
+    /// A server connection: small read buffer, writes bounded by `stall`.
+    pub(crate) fn accepted(stream: TcpStream, stall: Duration) -> Connection {
+        Connection::with_buffer(stream, SERVER_READ_BUFFER, Some(stall))
+    }
+
+    fn with_buffer(stream: TcpStream, buffer: usize, write_stall: Option<Duration>) -> Connection {
         let _ = stream.set_nodelay(true);
         let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "?".into());
         let (r, w) = stream.into_split();
-        Connection { reader: BufReader::with_capacity(256 << 10, r), writer: w, peer }
+        Connection { reader: BufReader::with_capacity(buffer, r), writer: w, peer, write_stall }
     }
 
     pub async fn connect(addr: &str, timeout: Duration) -> Result<Connection> {
@@ -48,73 +72,76 @@ impl Connection {
         &self.peer
     }
 
-    pub(crate) async fn write_frame(&mut self, kind: u8, msg: Vec<u8>, payload: &[u8]) -> Result<()> {
+    pub(crate) async fn write_frame(&mut self, kind: u8, msg: Vec<u8>, payload: &[u8]) -> Result<(), FrameError> {
         let fh = FrameHeader { kind, header_len: msg.len() as u32, payload_len: payload.len() as u32 };
         let mut head = Vec::with_capacity(FRAME_HEADER_LEN + msg.len() + payload.len().min(COALESCE_LIMIT));
         head.extend_from_slice(&fh.encode());
         head.extend_from_slice(&msg);
         if payload.len() < COALESCE_LIMIT {
             head.extend_from_slice(payload);
-            self.writer.write_all(&head).await?;
+            frame_io::write_all(&mut self.writer, &head, self.write_stall).await
         } else {
-            self.writer.write_all(&head).await?;
-            self.writer.write_all(payload).await?;
+            frame_io::write_all(&mut self.writer, &head, self.write_stall).await?;
+            frame_io::write_all(&mut self.writer, payload, self.write_stall).await
         }
-        Ok(())
     }
 
-    /// Reads one frame of any kind. `Ok(None)` on a clean end of stream
-    /// before a frame starts.
-    pub(crate) async fn read_frame(&mut self) -> Result<Option<Frame>> {
-        let mut fh = [0u8; FRAME_HEADER_LEN];
-        match self.reader.read_exact(&mut fh[..1]).await {
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-            Err(e) => return Err(e.into()),
-        }
-        self.reader.read_exact(&mut fh[1..]).await?;
-        let h = FrameHeader::decode(&fh)?;
-        let header = self.read_exact_bytes(h.header_len as usize).await?;
-        let payload = self.read_exact_bytes(h.payload_len as usize).await?;
-        Ok(Some(Frame { kind: h.kind, header, payload }))
+    /// Reads a frame header; `Ok(None)` on a clean end of stream before it.
+    pub(crate) async fn read_head(
+        &mut self,
+        wait: Option<(Duration, crate::DropReason)>,
+        stall: Option<Duration>,
+    ) -> Result<Option<FrameHeader>, FrameError> {
+        frame_io::read_head(&mut self.reader, wait, stall).await
     }
 
-    async fn read_exact_bytes(&mut self, n: usize) -> Result<Bytes> {
-        let mut buf = BytesMut::with_capacity(n);
-        while buf.len() < n {
-            let mut limited = (&mut self.reader).take((n - buf.len()) as u64);
-            if limited.read_buf(&mut buf).await? == 0 {
-                return Err(Error::new(
-                    ErrorKind::Unavailable,
-                    format!("connection to {} closed mid-frame", self.peer),
-                ));
-            }
+    /// Reads the body of the frame whose header was just read, charging it to `charge`.
+    pub(crate) async fn read_body(
+        &mut self,
+        h: &FrameHeader,
+        charge: &mut Charge,
+        stall: Option<Duration>,
+    ) -> Result<Frame, FrameError> {
+        let header = frame_io::read_body(&mut self.reader, h.header_len as usize, charge, stall).await?;
+        let payload = frame_io::read_body(&mut self.reader, h.payload_len as usize, charge, stall).await?;
+        Ok(Frame { kind: h.kind, header, payload })
+    }
+
+    /// Whether an idle connection can carry another call: nothing unread
+    /// and the peer has not closed it (a server drops idle connections).
+    pub(crate) fn is_reusable(&self) -> bool {
+        if !self.reader.buffer().is_empty() {
+            return false;
         }
-        Ok(buf.freeze())
+        let mut probe = [0u8; 1];
+        matches!(self.reader.get_ref().try_read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
     }
 
     /// Sends a request to service `S` and waits for its response; an error
     /// answer becomes `Err`.
     pub async fn call<S: Service>(&mut self, req: &S::Request, payload: &[u8]) -> Result<(S::Response, Bytes)> {
-        self.write_frame(S::KIND, tierpool_proto::encode(req), payload).await?;
-        match self.read_frame().await? {
-            Some(f) if f.kind == KIND_RESPONSE => {
-                let r: std::result::Result<S::Response, Error> = tierpool_proto::decode(&f.header)?;
-                Ok((r?, f.payload))
-            }
-            Some(f) => {
-                Err(Error::new(ErrorKind::Protocol, format!("{} answered with a frame of kind {}", self.peer, f.kind)))
-            }
-            None => Err(Error::new(ErrorKind::Unavailable, format!("{} closed the connection", self.peer))),
+        let sent = self.write_frame(S::KIND, tierpool_proto::encode(req), payload).await;
+        sent.map_err(|e| e.into_error(&self.peer))?;
+        let frame = match self.read_head(None, None).await {
+            Ok(Some(h)) => self.read_body(&h, &mut Charge::unbounded(), None).await,
+            Ok(None) => return Err(Error::new(ErrorKind::Unavailable, format!("{} closed the connection", self.peer))),
+            Err(e) => Err(e),
+        };
+        let f = frame.map_err(|e| e.into_error(&self.peer))?;
+        if f.kind != KIND_RESPONSE {
+            let e = format!("{} answered with a frame of kind {}", self.peer, f.kind);
+            return Err(Error::new(ErrorKind::Protocol, e));
         }
+        let r: std::result::Result<S::Response, Error> = tierpool_proto::decode(&f.header)?;
+        Ok((r?, f.payload))
     }
 
     /// Server side: answers the request just read.
-    pub async fn send_response<T: serde::Serialize>(
+    pub(crate) async fn send_response<T: serde::Serialize>(
         &mut self,
         resp: &std::result::Result<T, Error>,
         payload: &[u8],
-    ) -> Result<()> {
+    ) -> Result<(), FrameError> {
         self.write_frame(KIND_RESPONSE, tierpool_proto::encode(resp), payload).await
     }
 }

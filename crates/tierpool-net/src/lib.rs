@@ -1,21 +1,38 @@
 //! Sockets and the runtime's background work: framed request/response
 //! transport over TCP, and the loops that keep a process's peers informed.
 //!
-//! - [`conn`]: one connection, reading and writing frames;
-//! - [`pool`]: a pool of idle connections to one address, with timeouts;
-//! - [`server`]: binding, and the accept loop that feeds requests to a [`Handler`];
+//! - `conn`: one connection, writing frames and reading them through `frame_io`;
+//! - `frame_io`: frame headers and bodies read as bytes arrive, under time and memory bounds;
+//! - `pool`: a pool of idle connections to one address, with timeouts;
+//! - `server`: binding, and the accept loop that feeds requests to a [`Handler`];
+//! - `session`: one server connection, its time limits and drops;
+//! - `limits`: what a server lets its peers hold ([`Limits`], with defaults);
+//! - `budget`: the byte budget every frame a server reads is charged to;
+//! - `stats`: a server's figures ([`ServerStats`]);
 //! - [`background`]: loops that repeat work on the runtime (heartbeats, renewals, policy ticks).
 //!
 //! One request is in flight per connection; concurrency comes from several
-//! connections. Chunk payloads are written straight from the caller's buffer
-//! and read into one exactly sized buffer: no serialiser copies bulk bytes.
+//! connections. Chunk payloads are written straight from the caller's
+//! buffer and read into one buffer that grows as they arrive and ends
+//! exactly sized: no serialiser copies bulk bytes, and no peer makes a
+//! server allocate what it has only claimed. A server holds at most its
+//! budget (256 MiB by default) of frame bytes for all its peers together,
+//! at most `max_connections` (1024) connections, and drops a peer that
+//! breaks a size or time bound without disturbing the others.
 
 pub mod background;
+mod budget;
 mod conn;
+mod frame_io;
+mod limits;
 mod pool;
 mod server;
+mod session;
+mod stats;
 
 pub use background::{Background, Step};
 pub use conn::Connection;
-pub use pool::{Pool, PoolConfig};
-pub use server::{bind, serve, Handler, Listener};
+pub use limits::{Limits, ALLOWANCE};
+pub use pool::{Pool, PoolConfig, REUSE_WITHIN};
+pub use server::{bind, serve, serve_with, Handler, Listener, Server};
+pub use stats::{DropReason, Dropped, ServerStats, StatsHandle};

@@ -1,12 +1,22 @@
 //! Idle connections to one server, reused across calls.
+//!
+//! A server drops connections idle longer than its `idle_timeout` (5
+//! minutes by default), so an idle connection is reused only if it has
+//! been idle less than [`REUSE_WITHIN`] and the server has not closed it;
+//! otherwise the call opens a fresh one. That keeps a request that must
+//! not be retried from being sent into a connection the server just closed.
 
 use crate::Connection;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::marker::PhantomData;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tierpool_proto::Service;
 use tierpool_types::{Error, ErrorKind, Result};
+
+/// Idle connections older than this are not reused: well below a server's
+/// default `idle_timeout`, so the server does not close one as it is reused.
+pub const REUSE_WITHIN: Duration = Duration::from_secs(60);
 
 #[derive(Clone, Debug)]
 pub struct PoolConfig {
@@ -25,7 +35,8 @@ impl Default for PoolConfig {
 pub struct Pool<S: Service> {
     addr: String,
     cfg: PoolConfig,
-    idle: Mutex<Vec<Connection>>,
+    /// Idle connections, each with the moment it went idle, oldest first.
+    idle: Mutex<Vec<(Connection, Instant)>>,
     _service: PhantomData<S>,
 }
 
@@ -42,7 +53,7 @@ impl<S: Service> Pool<S> {
     /// out dead, try once more on a fresh one (only for idempotent requests).
     /// An error answer is returned as `Err`.
     pub async fn call(&self, req: &S::Request, payload: &[u8], retry_stale: bool) -> Result<(S::Response, Bytes)> {
-        let reused = self.idle.lock().pop();
+        let reused = self.take_idle();
         let was_reused = reused.is_some();
         let conn = match reused {
             Some(c) => c,
@@ -55,6 +66,18 @@ impl<S: Service> Pool<S> {
             }
             r => r,
         }
+    }
+
+    /// The most recently used idle connection still fit for a call; staler ones are closed.
+    fn take_idle(&self) -> Option<Connection> {
+        let mut idle = self.idle.lock();
+        idle.retain(|(_, since)| since.elapsed() < REUSE_WITHIN);
+        while let Some((c, _)) = idle.pop() {
+            if c.is_reusable() {
+                return Some(c);
+            }
+        }
+        None
     }
 
     async fn call_on(&self, mut conn: Connection, req: &S::Request, payload: &[u8]) -> Result<(S::Response, Bytes)> {
@@ -73,7 +96,7 @@ impl<S: Service> Pool<S> {
         if r.is_ok() || r.as_ref().is_err_and(|e| e.kind != ErrorKind::Unavailable && e.kind != ErrorKind::Protocol) {
             let mut idle = self.idle.lock();
             if idle.len() < self.cfg.max_idle {
-                idle.push(conn);
+                idle.push((conn, Instant::now()));
             }
         }
         r

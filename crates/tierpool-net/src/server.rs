@@ -1,17 +1,31 @@
-//! The accept loop. Each connection is served by its own task; a malformed
-//! frame or message is logged, answered with a `Protocol` error where the
-//! frame could be read whole, and ends that connection only. A request for
-//! the other role (a chunk request sent to the coordinator, say) is
-//! answered with an error naming the right one; the connection stays.
+//! Binding, and the accept loop that feeds requests to a [`Handler`] under
+//! a server's [`Limits`] (see `limits.rs` for each bound and its default).
+//!
+//! Each connection is served by its own task (`session.rs`). A connection
+//! beyond `max_connections` is closed as soon as it is accepted, before
+//! anything is read from it, and logged. The memory a server holds for
+//! its peers' requests is then at most the budget, plus per open
+//! connection a 16 KiB read buffer, a frame header and a task.
+//!
+//! Answers are not charged: their bytes are the handler's (a chunk read
+//! from MEM is shared, not copied), and each write must make progress
+//! within `stall_timeout`. A chunk a worker reads from DISK to answer is a
+//! fresh buffer, so peers that ask for large chunks and never read the
+//! answers hold up to one chunk per connection until that timeout.
+//!
+//! No locks: connection slots are a semaphore, figures are atomics.
 
-use crate::Connection;
+use crate::budget::Budget;
+use crate::session::{serve_conn, Shared};
+use crate::stats::{Counters, DropReason, StatsHandle};
+use crate::{Connection, Limits};
 use bytes::Bytes;
 use std::future::Future;
 use std::sync::Arc;
-use tierpool_proto::frame::{KIND_COORD_REQUEST, KIND_WORKER_REQUEST};
 use tierpool_proto::Service;
-use tierpool_types::{Error, ErrorKind, Result};
-use tokio::net::TcpListener;
+use tierpool_types::{Error, Result};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Answers the requests of one service. Implemented by the coordinator and the worker.
 pub trait Handler: Send + Sync + 'static {
@@ -38,63 +52,79 @@ pub async fn bind(addr: &str) -> Result<Listener> {
     TcpListener::bind(addr).await.map(Listener).map_err(|e| Error::from(e).context(format!("cannot listen on {addr}")))
 }
 
-/// Serves until the listener fails.
-pub async fn serve<H: Handler>(listener: Listener, handler: Arc<H>) -> std::io::Result<()> {
-    loop {
-        let (stream, _) = match listener.0.accept().await {
-            Ok(s) => s,
-            Err(e) => {
-                // Out of file descriptors and the like: log, back off, go on.
-                tracing::warn!("accept failed: {e}");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+/// A listener with its limits, ready to serve; its figures can be read
+/// before and while it runs.
+pub struct Server {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    slots: Arc<Semaphore>,
+}
+
+impl Server {
+    /// Checks `limits` (see [`Limits::validate`]).
+    pub fn new(listener: Listener, limits: Limits) -> Result<Server> {
+        limits.validate()?;
+        let counters = Counters::new(limits.budget);
+        let budget = Budget::new(&limits, counters.clone());
+        let slots = Arc::new(Semaphore::new(limits.max_connections));
+        Ok(Server { listener: listener.0, shared: Arc::new(Shared { limits, budget, counters }), slots })
+    }
+
+    pub fn local_addr(&self) -> Result<String> {
+        Ok(self.listener.local_addr()?.to_string())
+    }
+
+    /// Reads this server's figures.
+    pub fn stats(&self) -> StatsHandle {
+        StatsHandle(self.shared.counters.clone())
+    }
+
+    /// Serves until the process ends.
+    pub async fn run<H: Handler>(self, handler: Arc<H>) -> Result<()> {
+        loop {
+            let (stream, addr) = match self.listener.accept().await {
+                Ok(s) => s,
+                Err(e) => {
+                    // Out of file descriptors and the like: log, back off, go on.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let Ok(slot) = self.slots.clone().try_acquire_owned() else {
+                self.shared.counters.dropped(DropReason::TooManyConnections);
+                let max = self.shared.limits.max_connections;
+                tracing::warn!("dropping connection from {addr}: {}: {max} are open", DropReason::TooManyConnections);
                 continue;
-            }
-        };
-        let h = handler.clone();
-        tokio::spawn(async move { serve_conn(Connection::new(stream), h).await });
+            };
+            tokio::spawn(serve_slot(stream, slot, handler.clone(), self.shared.clone()));
+        }
     }
 }
 
-fn other_role(kind: u8) -> &'static str {
-    match kind {
-        KIND_COORD_REQUEST => "the coordinator",
-        KIND_WORKER_REQUEST => "a worker",
-        _ => "no server",
+/// Serves one accepted connection, holding its slot until it ends.
+async fn serve_slot<H: Handler>(stream: TcpStream, slot: OwnedSemaphorePermit, handler: Arc<H>, shared: Arc<Shared>) {
+    struct Open {
+        counters: Arc<Counters>,
+        _slot: OwnedSemaphorePermit,
     }
+    impl Drop for Open {
+        fn drop(&mut self) {
+            self.counters.closed();
+        }
+    }
+    shared.counters.opened();
+    let _open = Open { counters: shared.counters.clone(), _slot: slot };
+    let conn = Connection::accepted(stream, shared.limits.stall_timeout);
+    serve_conn(conn, handler, shared).await;
 }
 
-async fn serve_conn<H: Handler>(mut conn: Connection, handler: Arc<H>) {
-    let role = <H::Service as Service>::ROLE;
-    loop {
-        let frame = match conn.read_frame().await {
-            Ok(Some(f)) => f,
-            Ok(None) => return,
-            Err(e) if e.kind == ErrorKind::Protocol => {
-                tracing::warn!("dropping connection from {}: {}", conn.peer(), e);
-                return;
-            }
-            Err(_) => return,
-        };
-        if frame.kind != <H::Service as Service>::KIND {
-            let e = Error::invalid(format!("this is a {role}; that request is for {}", other_role(frame.kind)));
-            let answer: Result<()> = Err(e);
-            if conn.send_response(&answer, &[]).await.is_err() {
-                return;
-            }
-            continue;
-        }
-        let req = match tierpool_proto::decode::<<H::Service as Service>::Request>(&frame.header) {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::warn!("dropping connection from {}: {}", conn.peer(), e);
-                let answer: Result<()> = Err(Error::new(ErrorKind::Protocol, e.message));
-                let _ = conn.send_response(&answer, &[]).await;
-                return;
-            }
-        };
-        let (resp, out) = handler.handle(req, frame.payload).await;
-        if conn.send_response(&resp, &out).await.is_err() {
-            return;
-        }
-    }
+/// Serves with `limits` until the process ends; invalid limits are an error at once.
+pub async fn serve_with<H: Handler>(listener: Listener, handler: Arc<H>, limits: Limits) -> Result<()> {
+    Server::new(listener, limits)?.run(handler).await
+}
+
+/// [`serve_with`] the default [`Limits`], which suit the coordinator and a worker.
+pub async fn serve<H: Handler>(listener: Listener, handler: Arc<H>) -> Result<()> {
+    serve_with(listener, handler, Limits::default()).await
 }

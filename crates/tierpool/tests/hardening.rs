@@ -16,7 +16,12 @@ fn rt() -> tokio::runtime::Runtime {
 }
 
 /// Stores a chunk on every worker of the pool, as a hand-made request.
-fn forge(pool: &Pool, key: ChunkKey, payload: &[u8], checksum: u32) -> Vec<Result<WorkerResponse, tierpool_types::Error>> {
+fn forge(
+    pool: &Pool,
+    key: ChunkKey,
+    payload: &[u8],
+    checksum: u32,
+) -> Vec<Result<WorkerResponse, tierpool_types::Error>> {
     let st = pool.status();
     let addrs: Vec<String> =
         st["workers"].as_array().unwrap().iter().map(|w| w["address"].as_str().unwrap().to_string()).collect();
@@ -117,7 +122,11 @@ fn a_really_full_disk_is_pool_full_and_reads_go_on() {
         if out.status.success() {
             break;
         }
-        assert!(t.elapsed() < Duration::from_secs(40), "space never usable again: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            t.elapsed() < Duration::from_secs(40),
+            "space never usable again: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         std::thread::sleep(Duration::from_millis(500));
     }
 }

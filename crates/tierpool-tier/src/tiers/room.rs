@@ -281,7 +281,7 @@ impl Tiers {
         {
             return Err(Error::invalid(format!(
                 "chunk {key}: bytes {off}..{} are past its end ({len} bytes)",
-                off + b.len() as u64
+                off.saturating_add(b.len() as u64)
             )));
         }
         if self.mem.write_at(key, ranges) {

@@ -223,3 +223,16 @@ pub fn data(seed: u64, len: usize) -> Vec<u8> {
         })
         .collect()
 }
+
+/// Resident memory of a running process, in bytes (VmRSS).
+pub fn resident(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).expect("VmRSS in /proc/PID/status");
+    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib << 10
+}
+
+/// Whether a child process is still running.
+pub fn running(child: &mut Child) -> bool {
+    child.try_wait().unwrap().is_none()
+}

@@ -1,0 +1,209 @@
+//! Frames in and out of a byte stream, under time and memory bounds.
+//!
+//! A body is never allocated at the length its header claims: it grows as
+//! bytes arrive, first by [`FIRST_STEP`], then doubling, by at most
+//! [`MAX_STEP`] at a time, and each step is charged to the frame's
+//! [`Charge`] before it is allocated (a step is cut to what is left of the
+//! connection's allowance, if any is). So a frame's buffer is at most twice
+//! what its peer has sent plus one step, and a claim that is never sent
+//! costs nothing but that first step. The buffer ends exactly as long as
+//! the body, so a payload kept by a handler (a chunk stored in memory)
+//! holds no slack.
+//!
+//! Time bounds are optional (a client relies on its request timeout):
+//! `stall` bounds each read, each write and each wait for the budget, so a
+//! peer that sends or takes bytes slowly but steadily is not cut off.
+
+use crate::budget::Charge;
+use crate::stats::DropReason;
+use bytes::Bytes;
+use std::future::Future;
+use std::time::Duration;
+use tierpool_proto::frame::{FrameHeader, FRAME_HEADER_LEN};
+use tierpool_types::{ByteSize, Error, ErrorKind};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// The first allocation of a body (all of it, if it is shorter).
+pub(crate) const FIRST_STEP: usize = 64 << 10;
+/// The largest single growth of a body.
+pub(crate) const MAX_STEP: usize = 8 << 20;
+
+/// Why a frame could not be read or written.
+#[derive(Debug)]
+pub(crate) enum FrameError {
+    /// The peer closed the connection inside a frame.
+    Truncated,
+    Io(std::io::Error),
+    /// Not a frame of this protocol version (bad magic, version, kind, or
+    /// a length beyond the protocol maxima).
+    Malformed(Error),
+    /// A time or size bound of this end ran out.
+    Refused(DropReason, String),
+}
+
+impl FrameError {
+    /// The error a caller sees, for a connection to `peer`.
+    pub(crate) fn into_error(self, peer: &str) -> Error {
+        match self {
+            FrameError::Truncated => {
+                Error::new(ErrorKind::Unavailable, format!("connection to {peer} closed mid-frame"))
+            }
+            FrameError::Io(e) => Error::from(e).context(format!("connection to {peer}")),
+            FrameError::Malformed(e) => e,
+            FrameError::Refused(reason, detail) => {
+                Error::new(ErrorKind::Unavailable, format!("connection to {peer}: {reason}: {detail}"))
+            }
+        }
+    }
+}
+
+impl From<std::io::Error> for FrameError {
+    fn from(e: std::io::Error) -> Self {
+        match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => FrameError::Truncated,
+            _ => FrameError::Io(e),
+        }
+    }
+}
+
+/// `f`, unless `limit` passes first (`None`).
+async fn within<F: Future>(limit: Option<Duration>, f: F) -> Option<F::Output> {
+    match limit {
+        Some(d) => tokio::time::timeout(d, f).await.ok(),
+        None => Some(f.await),
+    }
+}
+
+fn stalled(limit: Option<Duration>, what: &str) -> FrameError {
+    let d = limit.unwrap_or_default();
+    FrameError::Refused(DropReason::Stalled, format!("{what} for {d:?}"))
+}
+
+/// Reads a frame header. `Ok(None)` if the stream ends before a frame
+/// starts. `wait` bounds the wait for its first byte (and names the
+/// reason if it runs out), `stall` the rest.
+pub(crate) async fn read_head<R: AsyncRead + Unpin>(
+    r: &mut R,
+    wait: Option<(Duration, DropReason)>,
+    stall: Option<Duration>,
+) -> Result<Option<FrameHeader>, FrameError> {
+    let mut fh = [0u8; FRAME_HEADER_LEN];
+    let first = match wait {
+        Some((d, reason)) => tokio::time::timeout(d, r.read_exact(&mut fh[..1]))
+            .await
+            .map_err(|_| FrameError::Refused(reason, format!("no frame for {d:?}")))?,
+        None => r.read_exact(&mut fh[..1]).await,
+    };
+    match first {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(FrameError::Io(e)),
+    }
+    within(stall, r.read_exact(&mut fh[1..])).await.ok_or_else(|| stalled(stall, "no frame header bytes"))??;
+    FrameHeader::decode(&fh).map(Some).map_err(FrameError::Malformed)
+}
+
+/// How much a body of `len` bytes grows next, from `have` bytes of room.
+pub(crate) fn next_step(have: usize, len: usize) -> usize {
+    have.clamp(FIRST_STEP, MAX_STEP).min(len - have)
+}
+
+/// Reads a body of exactly `len` bytes, growing its buffer as bytes
+/// arrive and charging each growth to `charge` first.
+pub(crate) async fn read_body<R: AsyncRead + Unpin>(
+    r: &mut R,
+    len: usize,
+    charge: &mut Charge,
+    stall: Option<Duration>,
+) -> Result<Bytes, FrameError> {
+    let mut buf: Vec<u8> = Vec::new();
+    let mut room = 0usize;
+    while buf.len() < len {
+        if buf.len() == room {
+            let step = charge.fit(next_step(room, len));
+            match within(stall, charge.grow(step as u64)).await {
+                None => return Err(stalled(stall, "waited for memory")),
+                Some(Err(e)) => {
+                    let detail = format!("needs {} more but the budget holds {}", ByteSize(e.asked), ByteSize(e.total));
+                    return Err(FrameError::Refused(DropReason::FrameTooLarge, detail));
+                }
+                Some(Ok(())) => {}
+            }
+            buf.reserve_exact(step);
+            room += step;
+        }
+        let mut limited = (&mut *r).take((room - buf.len()) as u64);
+        let n = within(stall, limited.read_buf(&mut buf)).await.ok_or_else(|| stalled(stall, "no bytes"))??;
+        if n == 0 {
+            return Err(FrameError::Truncated);
+        }
+    }
+    Ok(Bytes::from(buf))
+}
+
+/// Writes all of `buf`; with `stall`, each write must move a byte in time.
+pub(crate) async fn write_all<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    buf: &[u8],
+    stall: Option<Duration>,
+) -> Result<(), FrameError> {
+    let Some(limit) = stall else { return Ok(w.write_all(buf).await?) };
+    let mut at = 0;
+    while at < buf.len() {
+        let n = (tokio::time::timeout(limit, w.write(&buf[at..])).await)
+            .map_err(|_| stalled(stall, "the answer was not taken"))??;
+        if n == 0 {
+            return Err(FrameError::Io(std::io::ErrorKind::WriteZero.into()));
+        }
+        at += n;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_double_from_the_first_to_the_largest_and_end_exactly() {
+        let len = 64 << 20;
+        let (mut have, mut steps) = (0, Vec::new());
+        while have < len {
+            let s = next_step(have, len);
+            steps.push(s);
+            have += s;
+        }
+        assert_eq!(have, len);
+        assert_eq!(&steps[..4], &[FIRST_STEP, FIRST_STEP, 2 * FIRST_STEP, 4 * FIRST_STEP]);
+        assert!(steps.iter().all(|s| *s <= MAX_STEP));
+        assert_eq!(next_step(0, 100), 100);
+        assert_eq!(next_step(FIRST_STEP, FIRST_STEP + 7), 7);
+    }
+
+    #[tokio::test]
+    async fn a_body_that_stops_arriving_stalls_and_one_cut_short_is_truncated() {
+        let (mut client, mut server) = tokio::io::duplex(1 << 20);
+        client.write_all(&vec![7u8; 1000]).await.unwrap();
+        let mut charge = Charge::unbounded();
+        let read = read_body(&mut server, 64 << 20, &mut charge, Some(Duration::from_millis(100)));
+        match read.await {
+            Err(FrameError::Refused(DropReason::Stalled, d)) => assert_eq!(d, "no bytes for 100ms"),
+            other => panic!("{other:?}"),
+        }
+        drop(client);
+        let e = read_body(&mut server, 10, &mut charge, None).await.unwrap_err();
+        assert!(matches!(e, FrameError::Truncated), "{e:?}");
+    }
+
+    #[tokio::test]
+    async fn a_body_is_read_whole_across_steps() {
+        let (mut client, mut server) = tokio::io::duplex(64 << 10);
+        let data: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+        let sent = data.clone();
+        let writer = tokio::spawn(async move { client.write_all(&sent).await.unwrap() });
+        let mut charge = Charge::unbounded();
+        let body = read_body(&mut server, data.len(), &mut charge, None).await.unwrap();
+        writer.await.unwrap();
+        assert_eq!(&body[..], &data[..]);
+    }
+}

@@ -1,0 +1,341 @@
+//! Generated requests for every variant of `CoordRequest`, `MetaOp` and
+//! `WorkerRequest`, with hostile field values: huge counts and lengths,
+//! absurd offsets, ids that do not exist, empty and very long strings.
+//!
+//! Which variants exist is read from the wire format itself
+//! ([`every_variant`]), and each is mapped to its strategy by a `match`
+//! without a wildcard: a new variant fails to compile until it has one.
+
+use proptest::prelude::*;
+use serde::de::DeserializeOwned;
+use tierpool_meta::{InodeKind, MetaOp, NewNode, Owner};
+use tierpool_proto::{CoordRequest, WorkerRequest, WorkerStats};
+use tierpool_types::{ChunkAttrs, ChunkKey, ChunkRef, InodeId, Priority, WorkerId, MAX_CHUNK_SIZE};
+
+/// A request and the payload sent with it.
+pub type Req<T> = (T, Vec<u8>);
+
+/// One value of each variant of `T`, decoded from its tag followed by
+/// zeros, or by ones where a field refuses zero (a priority), in tag order.
+/// Panics if the decodable tags are not `0..n`.
+pub fn every_variant<T: DeserializeOwned>() -> Vec<T> {
+    let decoded: Vec<(u8, T)> = (0..100u8)
+        .filter_map(|tag| {
+            [0u8, 1].iter().find_map(|fill| {
+                let mut b = vec![tag];
+                b.resize(256, *fill);
+                tierpool_proto::decode::<T>(&b).ok().map(|v| (tag, v))
+            })
+        })
+        .collect();
+    let tags: Vec<u8> = decoded.iter().map(|(t, _)| *t).collect();
+    assert_eq!(tags, (0..tags.len() as u8).collect::<Vec<_>>(), "variant tags are not contiguous");
+    decoded.into_iter().map(|(_, v)| v).collect()
+}
+
+fn num() -> BoxedStrategy<u64> {
+    prop_oneof![
+        4 => 0..64u64,
+        2 => any::<u64>(),
+        1 => Just(u64::MAX),
+        1 => Just(u64::MAX - 1),
+        1 => Just(1 << 63),
+        1 => Just(MAX_CHUNK_SIZE + 1),
+    ]
+    .boxed()
+}
+
+fn num32() -> BoxedStrategy<u32> {
+    prop_oneof![4 => 0..64u32, 2 => any::<u32>(), 1 => Just(u32::MAX), 1 => Just(0o7777)].boxed()
+}
+
+fn text() -> BoxedStrategy<String> {
+    prop_oneof![
+        2 => Just(String::new()),
+        2 => Just("/".to_string()),
+        4 => "/fz(/[a-c.]{1,3}){0,3}",
+        2 => "[a-c.]{1,4}",
+        2 => any::<String>(),
+        1 => (1_000..100_000usize).prop_map(|n| format!("/fz/{}", "x".repeat(n))),
+        1 => (1..2_000usize).prop_map(|n| "/a".repeat(n)),
+    ]
+    .boxed()
+}
+
+fn inode() -> BoxedStrategy<InodeId> {
+    prop_oneof![3 => 0..40u64, 1 => num()].prop_map(InodeId).boxed()
+}
+
+/// Chunk keys from a small space (so puts, reads and deletes meet), or hostile.
+pub fn key() -> BoxedStrategy<ChunkKey> {
+    let near = (0..4u64, 0..3u64, 1..3u64).prop_map(|(i, index, version)| ChunkKey {
+        inode: InodeId((1 << 40) + i),
+        index,
+        version,
+    });
+    let far = (inode(), num(), num()).prop_map(|(inode, index, version)| ChunkKey { inode, index, version });
+    prop_oneof![3 => near, 1 => far].boxed()
+}
+
+/// A priority (one outside 1..=5 does not decode: mutated frames carry those).
+fn priority() -> BoxedStrategy<Priority> {
+    (1u8..=5).prop_map(|p| Priority::new(p).unwrap()).boxed()
+}
+
+fn attrs() -> BoxedStrategy<ChunkAttrs> {
+    (priority(), any::<bool>()).prop_map(|(priority, pinned)| ChunkAttrs { priority, pinned }).boxed()
+}
+
+/// Mostly a few elements, sometimes tens of thousands.
+fn many<T: std::fmt::Debug + 'static>(s: BoxedStrategy<T>) -> BoxedStrategy<Vec<T>> {
+    prop_oneof![8 => prop::collection::vec(s.clone(), 0..6), 1 => prop::collection::vec(s, 1_000..20_000)].boxed()
+}
+
+fn owner() -> BoxedStrategy<Owner> {
+    (prop_oneof![Just(0), any::<u32>()], prop_oneof![Just(0), any::<u32>()])
+        .prop_map(|(uid, gid)| Owner { uid, gid })
+        .boxed()
+}
+
+fn new_node() -> BoxedStrategy<NewNode> {
+    let kind = (0u8..8).prop_map(|t| tierpool_proto::decode::<InodeKind>(&[t]).unwrap());
+    prop_oneof![
+        num().prop_map(|chunk_size| NewNode::File { chunk_size }),
+        Just(NewNode::Dir),
+        text().prop_map(|target| NewNode::Symlink { target }),
+        (kind, num()).prop_map(|(kind, rdev)| NewNode::Special { kind, rdev }),
+    ]
+    .boxed()
+}
+
+fn chunk_ref() -> BoxedStrategy<ChunkRef> {
+    (num(), num(), any::<u32>()).prop_map(|(version, len, checksum)| ChunkRef { version, len, checksum }).boxed()
+}
+
+/// The strategy of each metadata op.
+fn meta_op(sample: &MetaOp) -> BoxedStrategy<MetaOp> {
+    use MetaOp as M;
+    let (o32, ots) = (|| proptest::option::of(num32()), || proptest::option::of(num()));
+    let (oprio, obool) = (|| proptest::option::of(priority()), || proptest::option::of(any::<bool>()));
+    match sample {
+        M::Init { .. } => num32().prop_map(|partitions| M::Init { partitions }).boxed(),
+        M::Mkdir { .. } => {
+            (text(), any::<bool>(), num32()).prop_map(|(path, parents, mode)| M::Mkdir { path, parents, mode }).boxed()
+        }
+        M::AllocInodes { .. } => num().prop_map(|count| M::AllocInodes { count }).boxed(),
+        M::CommitFile { .. } => commit_file(),
+        M::Remove { .. } => (text(), any::<bool>()).prop_map(|(path, recursive)| M::Remove { path, recursive }).boxed(),
+        M::Rename { .. } => (text(), text()).prop_map(|(from, to)| M::Rename { from, to }).boxed(),
+        M::SetAttrs { .. } => (text(), oprio(), obool())
+            .prop_map(|(path, priority, pinned)| M::SetAttrs { path, priority, pinned })
+            .boxed(),
+        M::RegisterWorker { .. } => register_worker(),
+        M::GcDone { .. } => many(inode()).prop_map(|inodes| M::GcDone { inodes }).boxed(),
+        M::CommitRegion { .. } => commit_region(),
+        M::SetMeta { .. } => {
+            (text(), o32(), ots()).prop_map(|(path, mode, mtime)| M::SetMeta { path, mode, mtime }).boxed()
+        }
+        M::MakeAt { .. } => (inode(), text(), new_node(), num32())
+            .prop_map(|(parent, name, node, mode)| M::MakeAt { parent, name, node, mode })
+            .boxed(),
+        M::LinkAt { .. } => {
+            (inode(), inode(), text()).prop_map(|(inode, parent, name)| M::LinkAt { inode, parent, name }).boxed()
+        }
+        M::RemoveAt { .. } => {
+            (inode(), text(), any::<bool>()).prop_map(|(parent, name, dir)| M::RemoveAt { parent, name, dir }).boxed()
+        }
+        M::RenameAt { .. } => rename_at(),
+        M::SetInode { .. } => (inode(), o32(), o32(), o32(), ots(), ots())
+            .prop_map(|(inode, mode, uid, gid, atime, mtime)| M::SetInode { inode, mode, uid, gid, atime, mtime })
+            .boxed(),
+        M::UpdateFile { .. } => (inode(), num(), ots(), many((num(), chunk_ref()).boxed()))
+            .prop_map(|(inode, size, truncate, chunks)| M::UpdateFile { inode, size, truncate, chunks })
+            .boxed(),
+        M::GcChunksDone { .. } => many(key()).prop_map(|keys| M::GcChunksDone { keys }).boxed(),
+        M::SetAttrsAt { .. } => (inode(), oprio(), obool())
+            .prop_map(|(inode, priority, pinned)| M::SetAttrsAt { inode, priority, pinned })
+            .boxed(),
+        M::Retire { .. } => many(num().boxed()).prop_map(|ids| M::Retire { ids }).boxed(),
+    }
+}
+
+fn commit_file() -> BoxedStrategy<MetaOp> {
+    let file = (text(), inode(), num(), num(), many(any::<u32>().boxed()));
+    (file, attrs(), num32(), any::<bool>())
+        .prop_map(|((path, inode, size, chunk_size, checksums), attrs, mode, overwrite)| MetaOp::CommitFile {
+            path,
+            inode,
+            size,
+            chunk_size,
+            checksums,
+            attrs,
+            mode,
+            overwrite,
+        })
+        .boxed()
+}
+
+fn register_worker() -> BoxedStrategy<MetaOp> {
+    (proptest::option::of(num32()), text(), text(), text(), num(), num())
+        .prop_map(|(id, addr, host, rack, mem_capacity, disk_capacity)| MetaOp::RegisterWorker {
+            id: id.map(WorkerId),
+            addr,
+            host,
+            rack,
+            mem_capacity,
+            disk_capacity,
+        })
+        .boxed()
+}
+
+fn commit_region() -> BoxedStrategy<MetaOp> {
+    (text(), inode(), num(), num(), attrs(), num32())
+        .prop_map(|(path, inode, size, chunk_size, attrs, mode)| MetaOp::CommitRegion {
+            path,
+            inode,
+            size,
+            chunk_size,
+            attrs,
+            mode,
+        })
+        .boxed()
+}
+
+fn rename_at() -> BoxedStrategy<MetaOp> {
+    (inode(), text(), inode(), text(), any::<bool>())
+        .prop_map(|(parent, name, new_parent, new_name, noreplace)| MetaOp::RenameAt {
+            parent,
+            name,
+            new_parent,
+            new_name,
+            noreplace,
+        })
+        .boxed()
+}
+
+fn stats() -> BoxedStrategy<WorkerStats> {
+    (prop::collection::vec(num(), 13), any::<bool>())
+        .prop_map(|(v, disk_full)| WorkerStats {
+            tiers: tierpool_types::TierStats {
+                mem_capacity: v[0],
+                mem_used: v[1],
+                mem_chunks: v[2],
+                disk_capacity: v[3],
+                disk_used: v[4],
+                disk_chunks: v[5],
+                disk_full,
+                reclaimable_bytes: v[6],
+                reclaimable_chunks: v[7],
+                demotions: v[8],
+                promotions: v[9],
+                reclaimed: v[10],
+            },
+            bytes_written: v[11],
+            bytes_read: v[12],
+        })
+        .boxed()
+}
+
+/// No payload, or now and then a few stray bytes the server must ignore.
+fn stray() -> BoxedStrategy<Vec<u8>> {
+    prop_oneof![9 => Just(Vec::new()), 1 => prop::collection::vec(any::<u8>(), 1..64)].boxed()
+}
+
+/// The strategy of each coordinator request.
+fn coord(sample: &CoordRequest) -> BoxedStrategy<CoordRequest> {
+    use CoordRequest as C;
+    match sample {
+        C::Ping => Just(C::Ping).boxed(),
+        C::Meta { .. } => {
+            let op = prop::strategy::Union::new(every_variant::<MetaOp>().iter().map(meta_op));
+            (op, owner()).prop_map(|(op, owner)| C::Meta { op, owner }).boxed()
+        }
+        C::Stat { .. } => text().prop_map(|path| C::Stat { path }).boxed(),
+        C::List { .. } => text().prop_map(|path| C::List { path }).boxed(),
+        C::Layout => Just(C::Layout).boxed(),
+        C::Status => Just(C::Status).boxed(),
+        C::Heartbeat { .. } => (prop_oneof![0..4u32, any::<u32>()], stats())
+            .prop_map(|(id, stats)| C::Heartbeat { id: WorkerId(id), stats })
+            .boxed(),
+        C::Lookup { .. } => (inode(), text()).prop_map(|(parent, name)| C::Lookup { parent, name }).boxed(),
+        C::StatInode { .. } => (inode(), any::<bool>()).prop_map(|(id, chunks)| C::StatInode { id, chunks }).boxed(),
+        C::ReadDir { .. } => inode().prop_map(|id| C::ReadDir { id }).boxed(),
+        C::Hold { .. } => (num(), many(inode())).prop_map(|(session, inodes)| C::Hold { session, inodes }).boxed(),
+    }
+}
+
+/// Any coordinator request, every variant equally likely, with its payload.
+pub fn coord_request() -> BoxedStrategy<Req<CoordRequest>> {
+    let any = prop::strategy::Union::new(every_variant::<CoordRequest>().iter().map(coord));
+    (any, stray()).boxed()
+}
+
+/// Bytes whose checksum is given right or wrong.
+fn bytes_and_checksum(len: std::ops::Range<usize>) -> BoxedStrategy<(Vec<u8>, u32)> {
+    (prop::collection::vec(any::<u8>(), len), any::<bool>(), any::<u32>())
+        .prop_map(|(b, right, wrong)| {
+            let sum = if right { crc32c::crc32c(&b) } else { wrong };
+            (b, sum)
+        })
+        .boxed()
+}
+
+/// The strategy of each worker request, with its payload.
+fn worker(sample: &WorkerRequest) -> BoxedStrategy<Req<WorkerRequest>> {
+    use WorkerRequest as W;
+    let plain = |s: BoxedStrategy<WorkerRequest>| (s, stray()).boxed();
+    match sample {
+        W::Ping => plain(Just(W::Ping).boxed()),
+        W::PutChunk { .. } => (key(), attrs(), bytes_and_checksum(0..4096))
+            .prop_map(|(key, attrs, (b, checksum))| (W::PutChunk { key, checksum, attrs }, b))
+            .boxed(),
+        W::GetChunk { .. } => plain(key().prop_map(|key| W::GetChunk { key }).boxed()),
+        W::DeleteInodes { .. } => plain(many(inode()).prop_map(|inodes| W::DeleteInodes { inodes }).boxed()),
+        W::DeleteChunks { .. } => plain(many(key()).prop_map(|keys| W::DeleteChunks { keys }).boxed()),
+        W::SetAttrs { .. } => plain(
+            (many((inode(), attrs()).boxed()), any::<bool>())
+                .prop_map(|(changes, replace)| W::SetAttrs { changes, replace })
+                .boxed(),
+        ),
+        W::Stats => plain(Just(W::Stats).boxed()),
+        W::CreateChunk { .. } => plain(
+            (key(), prop_oneof![3 => 0..65_536u64, 1 => num()], attrs())
+                .prop_map(|(key, len, attrs)| W::CreateChunk { key, len, attrs })
+                .boxed(),
+        ),
+        W::ReadRange { .. } => plain(
+            (key(), num(), prop_oneof![0..70_000u64, num()])
+                .prop_map(|(key, offset, len)| W::ReadRange { key, offset, len })
+                .boxed(),
+        ),
+        W::WriteRanges { .. } => {
+            let range = (prop_oneof![3 => 0..70_000u64, 1 => num()], prop_oneof![3 => 0..512u64, 1 => num()]);
+            let fill = (prop::collection::vec(any::<u8>(), 0..2048), any::<bool>(), any::<bool>(), any::<u32>());
+            (key(), prop::collection::vec(range, 0..4), fill)
+                .prop_map(|(key, ranges, (mut b, fit, right, wrong))| {
+                    // Often exactly as many bytes as the ranges cover.
+                    let total = ranges.iter().try_fold(0u64, |t, (_, n)| t.checked_add(*n));
+                    if let Some(total) = total.filter(|t| fit && *t <= 4096) {
+                        b.resize(total as usize, 0x33);
+                    }
+                    let checksum = if right { crc32c::crc32c(&b) } else { wrong };
+                    (W::WriteRanges { key, ranges, checksum }, b)
+                })
+                .boxed()
+        }
+        W::Locate { .. } => plain(many(key()).prop_map(|keys| W::Locate { keys }).boxed()),
+        W::Reclaim { .. } => {
+            plain((many(inode()), many(key())).prop_map(|(inodes, keys)| W::Reclaim { inodes, keys }).boxed())
+        }
+        W::Inventory { .. } => plain(
+            (proptest::option::of(key()), prop_oneof![0..100u32, any::<u32>()])
+                .prop_map(|(after, limit)| W::Inventory { after, limit })
+                .boxed(),
+        ),
+    }
+}
+
+/// Any worker request, every variant equally likely, with its payload.
+pub fn worker_request() -> BoxedStrategy<Req<WorkerRequest>> {
+    prop::strategy::Union::new(every_variant::<WorkerRequest>().iter().map(worker)).boxed()
+}
