@@ -20,7 +20,7 @@ pub mod sweep;
 use std::path::PathBuf;
 use std::time::Duration;
 use tierpool_meta::engine::EngineConfig;
-use tierpool_net::Background;
+use tierpool_net::{Background, Limits};
 use tierpool_types::{Error, Result};
 
 /// How often the coordinator lets time act (liveness, garbage due).
@@ -49,6 +49,8 @@ pub struct CoordinatorConfig {
     /// How often every worker's chunks are checked for orphans (chunks no
     /// file, hold or writer will ever use), which are then deleted.
     pub sweep_every: Duration,
+    /// What peers may make the coordinator hold (see `tierpool_net::Limits`).
+    pub limits: Limits,
 }
 
 impl CoordinatorConfig {
@@ -62,6 +64,7 @@ impl CoordinatorConfig {
             snapshot_every: 100_000,
             hold_period: Duration::from_secs(10),
             sweep_every: Duration::from_secs(60),
+            limits: Limits::default(),
         }
     }
 
@@ -103,7 +106,7 @@ pub async fn run(cfg: CoordinatorConfig) -> Result<()> {
             Ok(tierpool_net::Step::Continue)
         }
     });
-    tierpool_net::serve(listener, svc).await?;
+    tierpool_net::serve_with(listener, svc, cfg.limits.clone()).await?;
     Ok(())
 }
 

@@ -70,6 +70,19 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// A worker's bounds: what it holds beyond its MEM budget stays small.
+    /// Its requests are small but for chunk payloads, and fewer connections
+    /// reach it than a coordinator, so 128 MiB covers 512 connections'
+    /// allowances (32 MiB), a 4 MiB message and a 64 MiB chunk.
+    pub fn worker() -> Limits {
+        Limits {
+            budget: ByteSize(128 << 20),
+            max_connections: 512,
+            max_message: ByteSize(4 << 20),
+            ..Limits::default()
+        }
+    }
+
     /// Checks the invariant above and that no bound is zero where zero
     /// would refuse every peer.
     pub fn validate(&self) -> Result<()> {

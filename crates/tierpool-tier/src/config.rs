@@ -15,6 +15,9 @@ pub struct TierConfig {
     pub disk_budget: ByteSize,
     /// A DISK chunk read this many times is promoted back to MEM (0 is taken as 1).
     pub promote_after_reads: u32,
+    /// Most chunks read from DISK held in memory at once (each until its
+    /// reader drops it); more readers wait. 0 is taken as 1.
+    pub disk_reads: usize,
 }
 
 /// The tier a chunk is in.

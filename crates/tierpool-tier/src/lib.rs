@@ -20,6 +20,7 @@ mod config;
 mod disk_full;
 pub mod eviction;
 mod manager;
+mod reads;
 mod stats;
 pub mod store;
 mod tiers;

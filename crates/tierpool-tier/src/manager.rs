@@ -35,11 +35,13 @@
 //! DISK chunk reads the file under the lock: it rewrites the chunk anyway.
 
 use crate::config::{TierConfig, TierKind};
+use crate::reads::ReadPermits;
 use crate::stats::TierStats;
 use crate::store::{not_found, DiskStore};
 use crate::tiers::{Lookup, Tiers};
 use bytes::Bytes;
 use parking_lot::Mutex;
+use std::sync::Arc;
 use tierpool_types::{Checksum, ChunkAttrs, ChunkKey, Error, ErrorKind, InodeId, Result};
 
 /// How many times a get follows a chunk that moves while it reads it.
@@ -48,13 +50,14 @@ const MAX_READ_RACES: usize = 16;
 /// Thread-safe: every method takes `&self`.
 pub struct TierManager {
     tiers: Mutex<Tiers>,
+    reads: Arc<ReadPermits>,
 }
 
 impl TierManager {
     /// Opens the tiers; DISK chunks left by an earlier run are indexed again
     /// (their bytes are verified on read), partial files are removed.
     pub fn open(cfg: TierConfig) -> Result<TierManager> {
-        Ok(TierManager { tiers: Mutex::new(Tiers::open(&cfg)?) })
+        Ok(TierManager { tiers: Mutex::new(Tiers::open(&cfg)?), reads: ReadPermits::new(cfg.disk_reads) })
     }
 
     /// Stores a chunk version in MEM, demoting others to DISK to make room.
@@ -90,10 +93,11 @@ impl TierManager {
                 Lookup::Disk(ticket) => ticket,
                 Lookup::Absent => return Err(not_found(key)),
             };
+            let permit = self.reads.acquire();
             match DiskStore::read(&ticket) {
                 Ok(data) => {
                     self.tiers.lock().after_disk_read(key, ticket.gen, &data);
-                    return Ok(data);
+                    return Ok(crate::reads::hold(data, permit));
                 }
                 Err(e) if e.kind == ErrorKind::NotFound => {
                     if self.tiers.lock().disk_gen(key) == Some(ticket.gen) {

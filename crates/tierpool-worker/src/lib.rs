@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tierpool_meta::{MetaOp, MetaReply, Owner};
-use tierpool_net::{Background, Pool, PoolConfig, Step};
+use tierpool_net::{Background, Limits, Pool, PoolConfig, Step};
 use tierpool_proto::{CoordRequest, CoordResponse, Coordinator};
 use tierpool_tier::{TierConfig, TierManager};
 use tierpool_types::{ByteSize, Error, ErrorKind, Result, WorkerId};
@@ -39,7 +39,15 @@ pub struct WorkerConfig {
     pub mem: ByteSize,
     /// Bytes of chunk data the DISK tier may hold.
     pub disk: ByteSize,
+    /// What peers may make the worker hold (see `tierpool_net::Limits::worker`).
+    pub limits: Limits,
 }
+
+/// Chunks read from DISK held in memory at once (answers being written).
+/// With the frame budget this bounds what the worker holds beyond its MEM
+/// budget: `limits.budget + DISK_READS * chunk size` (192 MiB with 4 MiB
+/// chunks), plus the process's own few tens of MiB.
+pub const DISK_READS: usize = 16;
 
 struct Registration {
     cfg: WorkerConfig,
@@ -100,6 +108,7 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
             disk_dir: cfg.dir.join("chunks"),
             disk_budget: cfg.disk,
             promote_after_reads: 2,
+            disk_reads: DISK_READS,
         })
     })?);
     let listener = tierpool_net::bind(&cfg.listen).await?;
@@ -118,7 +127,7 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
         async move { reg.beat(&id, &svc).await }
     });
     write_addr_file(&cfg.dir.join("worker.addr"), &addr)?;
-    tierpool_net::serve(listener, svc).await?;
+    tierpool_net::serve_with(listener, svc, cfg.limits.clone()).await?;
     Ok(())
 }
 

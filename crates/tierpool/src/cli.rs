@@ -245,6 +245,33 @@ pub struct CoordinatorArgs {
     /// longer is given up on.
     #[arg(long, default_value = "10s", value_name = "DURATION")]
     pub hold_period: Span,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// What peers may make a server hold; the defaults suit each role.
+#[derive(Args, Debug, Clone)]
+pub struct LimitArgs {
+    /// Bytes that requests being read or handled may hold, all connections
+    /// together (default: 256MiB for a coordinator, 128MiB for a worker).
+    #[arg(long, value_name = "SIZE")]
+    pub frame_budget: Option<ByteSize>,
+    /// Connections open at once (default: 1024 for a coordinator, 512 for a worker).
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+}
+
+impl LimitArgs {
+    /// `base` with the limits given on the command line.
+    pub fn apply(&self, mut base: tierpool_net::Limits) -> tierpool_net::Limits {
+        if let Some(b) = self.frame_budget {
+            base.budget = b;
+        }
+        if let Some(n) = self.max_connections {
+            base.max_connections = n;
+        }
+        base
+    }
 }
 
 #[derive(Args, Debug)]
@@ -272,6 +299,8 @@ pub struct WorkerArgs {
     pub stop_with: Option<u32>,
     #[command(flatten)]
     pub conn: Conn,
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 #[derive(Args, Debug)]

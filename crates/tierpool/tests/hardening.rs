@@ -130,3 +130,62 @@ fn a_really_full_disk_is_pool_full_and_reads_go_on() {
         std::thread::sleep(Duration::from_millis(500));
     }
 }
+
+/// Resident memory of a process, from /proc.
+fn rss(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kb = s
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+    kb.unwrap_or(0) * 1024
+}
+
+/// A worker's resident memory stays within its MEM budget plus the
+/// documented overhead (docs/architecture.md: the frame budget, 128MiB, the
+/// DISK reads in flight, 16 chunks, and the process itself) while four
+/// writers each put 256MiB at once into `--mem 256MiB`, and while four
+/// readers read it all back. It peaked at 706MB before memory was bounded.
+#[test]
+fn a_workers_memory_stays_within_its_budget_under_parallel_writers_and_readers() {
+    let pool = Pool::start(1, "256MiB", "2GiB");
+    let pid = pool.workers[0].child.as_ref().unwrap().id();
+    let input = pool.dir().join("big.in");
+    let mut f = std::fs::File::create(&input).unwrap();
+    std::io::copy(&mut std::io::Read::take(std::fs::File::open("/dev/urandom").unwrap(), 256 << 20), &mut f).unwrap();
+    let peak = std::sync::atomic::AtomicU64::new(0);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                peak.fetch_max(rss(pid), std::sync::atomic::Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let input = input.to_str().unwrap();
+        let writers: Vec<_> = (0..4).map(|i| pool.cmd(&["put", input, &format!("/big{i}")]).spawn().unwrap()).collect();
+        for mut w in writers {
+            assert!(w.wait().unwrap().success());
+        }
+        let readers: Vec<_> = (0..4)
+            .map(|i| {
+                pool.cmd(&["get", &format!("/big{i}"), pool.dir().join(format!("out{i}")).to_str().unwrap()])
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for mut r in readers {
+            assert!(r.wait().unwrap().success());
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let want = std::fs::read(&input).unwrap();
+    for i in 0..4 {
+        assert!(std::fs::read(pool.dir().join(format!("out{i}"))).unwrap() == want, "/big{i} reads back");
+    }
+    let peak = peak.into_inner();
+    let bound = (256 + 128 + 16 * 4 + 64) << 20;
+    eprintln!("worker peak resident memory: {} MiB (bound {} MiB)", peak >> 20, bound >> 20);
+    assert!(peak > 200 << 20, "the sampling saw the worker at work");
+    assert!(peak <= bound, "peak {} MiB over the bound {} MiB", peak >> 20, bound >> 20);
+}

@@ -35,6 +35,7 @@ pub fn config(dir: &Path, mem: u64, disk: u64, promote_after_reads: u32) -> Tier
         disk_dir: dir.to_path_buf(),
         disk_budget: ByteSize(disk),
         promote_after_reads,
+        disk_reads: 4,
     }
 }
 

@@ -21,6 +21,7 @@ pub async fn coordinator(a: CoordinatorArgs) -> Result<()> {
         "--hold-period must be at least 4s (clients renew every 2s)"
     );
     cfg.hold_period = a.hold_period.0;
+    cfg.limits = a.limits.apply(tierpool_net::Limits::default());
     tokio::select! {
         r = tierpool_coordinator::run(cfg) => r?,
         _ = shutdown_signal() => tracing::info!("coordinator stopping"),
@@ -53,6 +54,7 @@ pub async fn worker(a: WorkerArgs) -> Result<()> {
         rack: a.rack,
         mem: a.mem,
         disk: a.disk,
+        limits: a.limits.apply(tierpool_net::Limits::worker()),
     };
     tokio::select! {
         r = tierpool_worker::run(cfg) => r?,
