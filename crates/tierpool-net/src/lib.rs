@@ -34,5 +34,5 @@ pub use background::{Background, Step};
 pub use conn::Connection;
 pub use limits::{Limits, ALLOWANCE};
 pub use pool::{Pool, PoolConfig, REUSE_WITHIN};
-pub use server::{bind, serve, serve_with, Handler, Listener, Server};
+pub use server::{bind, can_listen, serve, serve_with, Handler, Listener, Server};
 pub use stats::{DropReason, Dropped, ServerStats, StatsHandle};

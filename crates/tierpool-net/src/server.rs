@@ -47,6 +47,12 @@ impl Listener {
     }
 }
 
+/// Whether `addr` can be listened on now (a port in use cannot), to say so
+/// before starting a server that would fail to bind it.
+pub fn can_listen(addr: &str) -> bool {
+    std::net::TcpListener::bind(addr).is_ok()
+}
+
 /// Binds `addr` (port 0 picks a free port).
 pub async fn bind(addr: &str) -> Result<Listener> {
     TcpListener::bind(addr).await.map(Listener).map_err(|e| Error::from(e).context(format!("cannot listen on {addr}")))

@@ -103,7 +103,7 @@ pub fn up(a: &UpArgs) -> Result<()> {
             );
         }
     }
-    if a.port != 0 && std::net::TcpListener::bind(("127.0.0.1", a.port)).is_err() {
+    if a.port != 0 && !tierpool_net::can_listen(&format!("127.0.0.1:{}", a.port)) {
         bail!("port {} is in use; choose another with --port", a.port);
     }
     let (mem, disk) = default_budgets(a);
