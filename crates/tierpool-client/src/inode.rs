@@ -165,6 +165,16 @@ impl Client {
         }
     }
 
+    /// Tells the coordinator that this client (`session`) is writing
+    /// `inodes` (not yet committed); renew well within the coordinator's
+    /// hold period. An empty list ends the session's leases.
+    pub async fn write_lease(&self, session: u64, inodes: Vec<InodeId>) -> Result<()> {
+        match self.coord(CoordRequest::Lease { session, inodes }).await? {
+            CoordResponse::Done => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+
     /// Where each chunk of a file is: one place per entry of `info.chunks`
     /// (a hole is `None`).
     pub async fn locate_chunks(&self, info: &InodeInfo) -> Result<Vec<Option<ChunkPlace>>> {

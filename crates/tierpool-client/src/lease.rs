@@ -1,13 +1,14 @@
 //! Write leases: while a client writes a file or allocates a region, its
-//! session holds the new inode at the coordinator, renewed every
+//! session leases the new inode at the coordinator, renewed every
 //! [`RENEW`], so the chunks already stored are not taken for orphans of a
-//! dead writer. A client that dies stops renewing; once its hold lapses the
+//! dead writer (a lease, unlike a hold on an open file, never keeps a
+//! removed or replaced file's chunks). A client that dies stops renewing; once its hold lapses the
 //! coordinator deletes what it stored and retires the inode (a late commit
 //! then fails with `Stale`).
 //!
 //! One renewal loop per client, started with its first lease and sending
 //! the session's whole set each time; a lease is a guard that leaves the
-//! set when dropped.
+//! set when dropped (the coordinator hears of it at the next renewal).
 
 use crate::client::{Client, Inner};
 use parking_lot::Mutex;
@@ -65,27 +66,11 @@ fn start_renewal(weak: Weak<Inner>) -> Background {
             }
             let holding = !inodes.is_empty();
             let client = Client { inner };
-            client.hold(client.inner.session, inodes).await?;
+            client.write_lease(client.inner.session, inodes).await?;
             *sent_some.lock() = holding;
             Ok(Step::Continue)
         }
     })
-}
-
-impl WriteLease {
-    /// Ends the lease and tells the coordinator at once (a writer that
-    /// committed or gave up: the inode is no longer protected as its, so a
-    /// replaced or removed file's space comes back without waiting for the
-    /// hold to lapse). Dropping a lease ends it at the next renewal.
-    pub async fn end(self) {
-        let Some(inner) = self.inner.upgrade() else { return };
-        drop(self);
-        let inodes: Vec<InodeId> = inner.leases.writing.lock().keys().copied().collect();
-        let client = Client { inner };
-        if let Err(e) = client.hold(client.inner.session, inodes).await {
-            tracing::debug!("ending a write lease: {e} (it lapses by itself)");
-        }
-    }
 }
 
 impl Drop for WriteLease {

@@ -45,10 +45,8 @@ impl Client {
             Err(e) => return Err(e),
         }
         let inode = self.alloc_inode().await?;
-        let lease = self.lease(inode);
-        let r = self.reserve_region(path, inode, size, opts).await;
-        lease.end().await;
-        r
+        let _lease = self.lease(inode);
+        self.reserve_region(path, inode, size, opts).await
     }
 
     /// Creates the chunks of region `inode` and publishes it.

@@ -44,7 +44,7 @@ pub struct FileWriter {
     checksums: Vec<Checksum>,
     tasks: JoinSet<Result<()>>,
     /// Keeps the stored chunks from being taken for a dead writer's.
-    lease: Option<WriteLease>,
+    _lease: WriteLease,
 }
 
 impl Client {
@@ -53,7 +53,7 @@ impl Client {
         validate_chunk_size(opts.chunk_size)?;
         let inode = self.alloc_inode().await?;
         Ok(FileWriter {
-            lease: Some(self.lease(inode)),
+            _lease: self.lease(inode),
             client: self.clone(),
             path: path.to_string(),
             inode,
@@ -182,15 +182,6 @@ impl FileWriter {
 
     /// Stores the last partial chunk and publishes the file.
     pub async fn close(mut self) -> Result<InodeInfo> {
-        let lease = self.lease.take();
-        let r = self.publish().await;
-        if let Some(l) = lease {
-            l.end().await;
-        }
-        r
-    }
-
-    async fn publish(mut self) -> Result<InodeInfo> {
         let mut res = Ok(());
         if !self.buf.is_empty() {
             let chunk = self.buf.split().freeze();
@@ -231,9 +222,6 @@ impl FileWriter {
         self.tasks.abort_all();
         while self.tasks.join_next().await.is_some() {}
         self.client.discard_inode(self.inode).await;
-        if let Some(l) = self.lease.take() {
-            l.end().await;
-        }
     }
 }
 

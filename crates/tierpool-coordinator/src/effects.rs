@@ -37,8 +37,11 @@ pub(crate) fn start(svc: &Arc<Coordinator>, effect: Effect) {
             tokio::spawn(async move { collect(&svc, batch).await });
         }
         Effect::Reclaim(garbage) => {
-            let svc = svc.clone();
-            tokio::spawn(async move { reclaim(&svc, garbage).await });
+            let mut q = svc.reclaims.lock();
+            q.inodes.extend(garbage.inodes);
+            q.keys.extend(garbage.keys);
+            drop(q);
+            svc.reclaim_wake.notify_one();
         }
         Effect::Standing(Standing::Up(id)) => tracing::info!("worker {id} is up"),
         Effect::Standing(Standing::Down(id)) => {
@@ -61,10 +64,25 @@ async fn push_attrs(svc: &Coordinator, w: WorkerId, changes: &[(InodeId, ChunkAt
     Ok(())
 }
 
+/// Marks garbage reclaimable on the workers as it comes, in batches: what
+/// accumulated while one batch was being sent goes in the next, so under
+/// load a batch costs one request per worker for many changes. A write that
+/// finds its worker full meanwhile waits briefly for the marks (see the
+/// worker's `with_room`).
+pub(crate) async fn mark_reclaimable(svc: Arc<Coordinator>) {
+    loop {
+        svc.reclaim_wake.notified().await;
+        let garbage = std::mem::take(&mut *svc.reclaims.lock());
+        if !garbage.is_empty() {
+            reclaim(&svc, garbage).await;
+        }
+    }
+}
+
 /// Tells the workers that garbage may be dropped at once: each replaced
 /// version to the worker owning it, removed inodes to every worker. Best
 /// effort (collection deletes it all later anyway).
-pub(crate) async fn reclaim(svc: &Coordinator, garbage: Garbage) {
+async fn reclaim(svc: &Coordinator, garbage: Garbage) {
     let mut keys: BTreeMap<WorkerId, Vec<ChunkKey>> = BTreeMap::new();
     for k in garbage.keys {
         if let Some(w) = svc.owner_of(k) {

@@ -98,6 +98,7 @@ pub async fn run(cfg: CoordinatorConfig) -> Result<()> {
             Ok(tierpool_net::Step::Continue)
         }
     });
+    tokio::spawn(effects::mark_reclaimable(svc.clone()));
     let sweeper = svc.clone();
     let _sweep = Background::every("orphan sweep", cfg.sweep_every, move || {
         let svc = sweeper.clone();

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tierpool_meta::engine::{Effect, Engine, Sweep};
-use tierpool_meta::{MetaOp, MetaReply, MetaState, Owner};
+use tierpool_meta::{Garbage, MetaOp, MetaReply, MetaState, Owner};
 use tierpool_net::{Handler, Pool, PoolConfig};
 use tierpool_proto::{CoordRequest, CoordResponse, Layout, PoolStatus, WorkerRequest, WorkerResponse, WorkerStats};
 use tierpool_proto::{Worker, WorkerStatus};
@@ -24,8 +24,6 @@ use tierpool_types::{ChunkKey, InodeId, Result, WorkerId};
 
 /// How long a status waits for a worker's current statistics.
 const STATS_TIMEOUT: Duration = Duration::from_millis(500);
-/// How long a change waits for the workers to mark its garbage reclaimable.
-const RECLAIM_WAIT: Duration = Duration::from_millis(500);
 
 /// An op applied to the state, its record queued to the log.
 struct Applied {
@@ -51,6 +49,10 @@ pub struct Coordinator {
     pools: Mutex<HashMap<WorkerId, Arc<Pool<Worker>>>>,
     /// Orphans deleted since this coordinator started.
     swept: Mutex<Swept>,
+    /// Garbage not yet marked reclaimable on the workers, and the signal
+    /// that wakes the task marking it (see `effects::mark_reclaimable`).
+    pub(crate) reclaims: Mutex<Garbage>,
+    pub(crate) reclaim_wake: tokio::sync::Notify,
 }
 
 pub(crate) fn now_nanos() -> u64 {
@@ -69,6 +71,8 @@ impl Coordinator {
             stats: Mutex::new(HashMap::new()),
             pools: Mutex::new(HashMap::new()),
             swept: Mutex::new(Swept::default()),
+            reclaims: Mutex::new(Garbage::default()),
+            reclaim_wake: tokio::sync::Notify::new(),
         })
     }
 
@@ -115,16 +119,7 @@ impl Coordinator {
     /// Waits until an applied op is durable, then carries out its effects.
     async fn finish(&self, Applied { reply, effects, lsn }: Applied) -> Result<MetaReply> {
         self.log.wait_durable(lsn).await?;
-        // Garbage is marked reclaimable before the reply, so the space it
-        // frees is there for the caller's next write.
-        let (now, later): (Vec<Effect>, Vec<Effect>) =
-            effects.into_iter().partition(|e| matches!(e, Effect::Reclaim(_)));
-        for e in now {
-            if let Effect::Reclaim(g) = e {
-                let _ = tokio::time::timeout(RECLAIM_WAIT, crate::effects::reclaim(self, g)).await;
-            }
-        }
-        self.carry_out(later);
+        self.carry_out(effects);
         Ok(reply)
     }
 
@@ -331,6 +326,10 @@ impl Coordinator {
             }
             CoordRequest::ReadDir { id } => self.read_dir(id).await,
             CoordRequest::Hold { session, inodes } => self.hold(session, inodes),
+            CoordRequest::Lease { session, inodes } => {
+                self.inner.lock().engine.lease(session, inodes, self.now());
+                Ok(CoordResponse::Done)
+            }
         }
     }
 }

@@ -1,14 +1,16 @@
 //! Frames in and out of a byte stream, under time and memory bounds.
 //!
-//! A body is never allocated at the length its header claims: it grows as
-//! bytes arrive, first by [`FIRST_STEP`], then doubling, by at most
-//! [`MAX_STEP`] at a time, and each step is charged to the frame's
-//! [`Charge`] before it is allocated (a step is cut to what is left of the
-//! connection's allowance, if any is). So a frame's buffer is at most twice
-//! what its peer has sent plus one step, and a claim that is never sent
-//! costs nothing but that first step. The buffer ends exactly as long as
-//! the body, so a payload kept by a handler (a chunk stored in memory)
-//! holds no slack.
+//! A body is never allocated at the length its header claims before its
+//! peer sent the first [`FIRST_STEP`] of it: a claim that is never sent
+//! costs nothing but that first step. Room is charged to the frame's
+//! [`Charge`] as bytes arrive, first [`FIRST_STEP`], then doubling, by at
+//! most [`MAX_STEP`] at a time (a step is cut to what is left of the
+//! connection's allowance, if any is), so the budget bounds what all peers
+//! hold. Once the first step is full the buffer is sized to the body at
+//! once (growing it step by step would copy a chunk several times over);
+//! its pages are touched only as bytes arrive. The buffer ends exactly as
+//! long as the body, so a payload kept by a handler (a chunk stored in
+//! memory) holds no slack.
 //!
 //! Time bounds are optional (a client relies on its request timeout):
 //! `stall` bounds each read, each write and each wait for the budget, so a
@@ -129,7 +131,15 @@ pub(crate) async fn read_body<R: AsyncRead + Unpin>(
                 }
                 Some(Ok(())) => {}
             }
-            buf.reserve_exact(step);
+            // Past the first step the peer has shown it sends: size the
+            // buffer to the body once, rather than growing (and copying) it
+            // step by step. Its pages are touched only as bytes arrive, and
+            // the budget is charged step by step as before.
+            if room == 0 {
+                buf.reserve_exact(step);
+            } else if buf.capacity() < len {
+                buf.reserve_exact(len - buf.len());
+            }
             room += step;
         }
         let mut limited = (&mut *r).take((room - buf.len()) as u64);

@@ -35,6 +35,11 @@ pub enum CoordRequest {
     /// their names. Replaces the session's earlier set; lapses unless
     /// renewed within the hold period. `Done`.
     Hold { session: u64, inodes: Vec<InodeId> },
+    /// Client `session` is writing these inodes (not yet committed): what
+    /// it stored must not be taken for a dead writer's orphans. Replaces the
+    /// session's earlier set; lapses like a hold. Unlike a hold it does not
+    /// keep a removed or replaced file's chunks. `Done`.
+    Lease { session: u64, inodes: Vec<InodeId> },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -8,6 +8,7 @@
 use bytes::Bytes;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use tierpool_net::Handler;
 use tierpool_proto::{ChunkPlace, WorkerRequest, WorkerResponse, WorkerStats};
 use tierpool_tier::{TierKind, TierManager};
@@ -35,6 +36,20 @@ fn check_version(key: ChunkKey) -> Result<()> {
         return Err(Error::invalid(format!("chunk {key}: version 0 is a hole and cannot be stored")));
     }
     Ok(())
+}
+
+/// Runs a store that needs room; if the worker is full, waits a little (in
+/// all ~0.3 s) and tries again: the coordinator marks garbage reclaimable
+/// just after the change that made it, so a write that follows a removal or
+/// a replacement at once may arrive before the mark it is owed.
+fn with_room<T>(mut store: impl FnMut() -> Result<T>) -> Result<T> {
+    for ms in [10, 20, 40, 80, 160] {
+        match store() {
+            Err(e) if e.kind == ErrorKind::PoolFull => block_in_place(|| std::thread::sleep(Duration::from_millis(ms))),
+            r => return r,
+        }
+    }
+    store()
 }
 
 fn check_transit(key: ChunkKey, payload: &[u8], checksum: Checksum) -> Result<()> {
@@ -65,7 +80,7 @@ impl WorkerService {
         check_version(key)?;
         check_transit(key, &payload, checksum)?;
         let n = payload.len() as u64;
-        block_in_place(|| self.tiers.put(key, payload, checksum, attrs))?;
+        with_room(|| block_in_place(|| self.tiers.put(key, payload.clone(), checksum, attrs)))?;
         self.bytes_written.fetch_add(n, Ordering::Relaxed);
         done()
     }
@@ -116,7 +131,7 @@ impl WorkerService {
         if len > tierpool_types::MAX_CHUNK_SIZE {
             return Err(Error::invalid(format!("chunk {key}: {len} bytes is more than a chunk may hold")));
         }
-        block_in_place(|| self.tiers.create_zeroed(key, len, attrs))?;
+        with_room(|| block_in_place(|| self.tiers.create_zeroed(key, len, attrs)))?;
         done()
     }
 

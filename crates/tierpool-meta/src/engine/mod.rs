@@ -60,7 +60,9 @@ pub enum Effect {
     Standing(Standing),
     /// Garbage just made that no hold protects: the workers may drop it
     /// whenever they need room (it is deleted for good by a later
-    /// `Collect`). Best effort: a lost mark only delays the space.
+    /// `Collect`). Best effort: a lost mark only delays the space. (Write
+    /// leases do not protect garbage: a writer's inode is garbage only once
+    /// committed and then removed or replaced.)
     Reclaim(Garbage),
 }
 
@@ -68,7 +70,10 @@ pub struct Engine {
     state: MetaState,
     cfg: EngineConfig,
     liveness: Liveness,
+    /// Open files clients hold: their chunks outlive their names.
     leases: Leases,
+    /// Inodes clients are writing: not orphans while leased.
+    writers: Leases,
     gc: GcSchedule,
     /// Workers that have the complete attributes (since their last sync).
     synced: BTreeSet<WorkerId>,
@@ -95,6 +100,7 @@ impl Engine {
             reservations,
             liveness: Liveness::new(cfg.dead_after),
             leases: Leases::new(cfg.hold_period),
+            writers: Leases::new(cfg.hold_period),
             gc: GcSchedule::new(cfg.gc_grace, cfg.gc_batch),
             synced: BTreeSet::new(),
             state,
@@ -174,6 +180,11 @@ impl Engine {
         self.leases.hold(session, inodes, now);
     }
 
+    /// Client `session` is writing exactly `inodes` from `now`.
+    pub fn lease(&mut self, session: u64, inodes: Vec<InodeId>, now: Duration) {
+        self.writers.hold(session, inodes, now);
+    }
+
     pub fn is_alive(&self, id: WorkerId, now: Duration) -> bool {
         self.liveness.is_alive(id, now)
     }
@@ -236,7 +247,8 @@ impl Engine {
         if now < self.cfg.hold_period {
             return None;
         }
-        let held = self.leases.held(now);
+        let mut held = self.leases.held(now);
+        held.extend(self.writers.held(now));
         let reservations = &mut self.reservations;
         let mut recent = |id: u64| reservations.is_recent(id, now);
         let mut sweep = Sweep::default();
@@ -251,10 +263,11 @@ impl Engine {
         Some(sweep)
     }
 
-    /// Client sessions holding something now.
+    /// Client sessions holding open files or writing now.
     pub fn held_sessions(&mut self, now: Duration) -> usize {
         self.leases.held(now);
-        self.leases.sessions()
+        self.writers.held(now);
+        self.leases.sessions() + self.writers.sessions()
     }
 
     /// Inodes held open now (for status and tests).

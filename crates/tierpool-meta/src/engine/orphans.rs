@@ -6,8 +6,8 @@
 //! A chunk is kept while anything may still want it:
 //! - it is a version a live file or region references, or garbage that
 //!   collection will delete anyway (pending);
-//! - a client session holds its inode (open files, writers renewing their
-//!   lease);
+//! - a client session holds its inode open or is writing it (renewing
+//!   its hold or write lease);
 //! - its inode or version id was reserved less than one hold period ago
 //!   (a new writer has not renewed yet; after a restart every id counts as
 //!   reserved at start, so nothing is judged until clients renewed).

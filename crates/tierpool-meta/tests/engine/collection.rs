@@ -228,3 +228,36 @@ fn after_a_restart_pending_garbage_waits_a_full_grace_period() {
     assert!(again.tick(secs(4)).is_empty());
     assert!(matches!(&again.tick(secs(5))[..], [Effect::Collect(_)]));
 }
+
+#[test]
+fn garbage_is_reclaimable_at_once_unless_its_inode_is_held() {
+    let mut e = engine();
+    let put = |e: &mut Engine, path: &str| {
+        let Ok((MetaReply::Inodes { first, .. }, _)) =
+            e.execute(&MetaOp::AllocInodes { count: 1 }, Owner::default(), 2, secs(0))
+        else {
+            panic!("alloc")
+        };
+        let op = MetaOp::CommitFile {
+            path: path.into(),
+            inode: first,
+            size: 1,
+            chunk_size: 4096,
+            checksums: vec![1],
+            attrs: ChunkAttrs::default(),
+            mode: 0o644,
+            overwrite: true,
+        };
+        e.execute(&op, Owner::default(), 3, secs(0)).unwrap();
+        first
+    };
+    let a = put(&mut e, "/a");
+    let (_, effects) =
+        e.execute(&MetaOp::Remove { path: "/a".into(), recursive: false }, Owner::default(), 4, secs(1)).unwrap();
+    assert_eq!(effects, vec![Effect::Reclaim(tierpool_meta::Garbage { inodes: vec![a], keys: vec![] })]);
+    let b = put(&mut e, "/b");
+    e.hold(7, vec![b], secs(1));
+    let (_, effects) =
+        e.execute(&MetaOp::Remove { path: "/b".into(), recursive: false }, Owner::default(), 5, secs(2)).unwrap();
+    assert!(effects.is_empty(), "a removed file held open keeps its chunks: {effects:?}");
+}

@@ -163,10 +163,10 @@ fn a_killed_writers_chunks_are_orphans_once_its_lease_lapsed() {
     w.now = secs(20);
     w.step(Event::Abandon);
     let id = w.ids[0];
-    w.e.hold(1, vec![id], w.now);
+    w.e.lease(1, vec![id], w.now);
     let k = [ChunkKey { inode: id, index: 0, version: 1 }];
-    assert!(w.e.sweep(&k, secs(25)).unwrap().orphans.is_empty(), "reserved and held");
-    w.e.hold(1, vec![id], secs(28));
+    assert!(w.e.sweep(&k, secs(25)).unwrap().orphans.is_empty(), "reserved and leased");
+    w.e.lease(1, vec![id], secs(28));
     assert!(w.e.sweep(&k, secs(37)).unwrap().orphans.is_empty(), "renewed 9 s ago");
     let s = w.e.sweep(&k, secs(38)).unwrap();
     assert_eq!((s.orphans, s.retire), (k.to_vec(), vec![id.0]), "the lease lapsed");

@@ -261,6 +261,7 @@ fn coord(sample: &CoordRequest) -> BoxedStrategy<CoordRequest> {
         C::StatInode { .. } => (inode(), any::<bool>()).prop_map(|(id, chunks)| C::StatInode { id, chunks }).boxed(),
         C::ReadDir { .. } => inode().prop_map(|id| C::ReadDir { id }).boxed(),
         C::Hold { .. } => (num(), many(inode())).prop_map(|(session, inodes)| C::Hold { session, inodes }).boxed(),
+        C::Lease { .. } => (num(), many(inode())).prop_map(|(session, inodes)| C::Lease { session, inodes }).boxed(),
     }
 }
 
