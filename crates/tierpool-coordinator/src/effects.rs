@@ -7,12 +7,16 @@
 use crate::service::Coordinator;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 use tierpool_meta::engine::gc::Batch;
 use tierpool_meta::engine::liveness::Standing;
 use tierpool_meta::engine::Effect;
 use tierpool_meta::{Garbage, Owner};
 use tierpool_proto::WorkerRequest;
 use tierpool_types::{ChunkAttrs, ChunkKey, InodeId, Result, WorkerId};
+
+/// How long the task marking garbage waits for more before it sends.
+const COALESCE: Duration = Duration::from_millis(2);
 
 /// Attribute changes sent per request.
 const ATTRS_PER_REQUEST: usize = 10_000;
@@ -72,6 +76,9 @@ async fn push_attrs(svc: &Coordinator, w: WorkerId, changes: &[(InodeId, ChunkAt
 pub(crate) async fn mark_reclaimable(svc: Arc<Coordinator>) {
     loop {
         svc.reclaim_wake.notified().await;
+        // Under load many changes make garbage at once: a moment's wait
+        // lets their marks share one request per worker.
+        tokio::time::sleep(COALESCE).await;
         let garbage = std::mem::take(&mut *svc.reclaims.lock());
         if !garbage.is_empty() {
             reclaim(&svc, garbage).await;

@@ -157,7 +157,14 @@ impl MetaState {
             gone += 1;
             if n.has_data() {
                 self.pending_gc.insert(i);
-                self.fresh.0.inodes.push(i);
+                // An empty file stores nothing: no space comes back from it.
+                let stores = match &n.body {
+                    Body::File { chunks, .. } => chunks.iter().any(|c| !c.is_hole()),
+                    _ => true,
+                };
+                if stores {
+                    self.fresh.0.inodes.push(i);
+                }
                 let versions: Vec<_> = self.pending_chunks.range(super::inode_keys(i)).copied().collect();
                 for k in versions {
                     self.pending_chunks.remove(&k);
