@@ -27,14 +27,13 @@ use tierpool_types::{ChunkAttrs, ChunkKey, InodeId};
 
 const MIB: u64 = 1 << 20;
 
-fn bound() -> u64 {
-    Limits::default().budget.0 + 64 * MIB
+fn bound(l: &Limits) -> u64 {
+    l.budget.0 + 64 * MIB
 }
 
 /// Frames that fit the shared budget at once, each reserving all of its
 /// length beyond its connection's allowance.
-fn frames_read_whole(frame_len: u64) -> usize {
-    let l = Limits::default();
+fn frames_read_whole(l: &Limits, frame_len: u64) -> usize {
     let shared = l.budget.0 - l.max_connections as u64 * ALLOWANCE;
     (shared / (frame_len - ALLOWANCE)) as usize
 }
@@ -143,7 +142,8 @@ fn mib(b: u64) -> u64 {
 fn coordinator_memory_stays_bounded_under_hogs() {
     let pool = Pool::start(1, "16MiB", "64MiB");
     let pid = pool.coordinator.as_ref().unwrap().id();
-    eprintln!("coordinator at rest: {} MiB, bound {} MiB", mib(resident(pid)), mib(bound()));
+    let limits = Limits::default();
+    eprintln!("coordinator at rest: {} MiB, bound {} MiB", mib(resident(pid)), mib(bound(&limits)));
 
     eprintln!("phase 1: 6 peers claim 256 MiB messages and send 250 MiB of them");
     let peak = Peak::start(&[pid]);
@@ -157,7 +157,7 @@ fn coordinator_memory_stays_bounded_under_hogs() {
     round_trip(&pool, "/after-refused-hogs");
     let most = peak.stop()[0];
     eprintln!("coordinator peak: {} MiB", mib(most));
-    assert!(most < bound());
+    assert!(most < bound(&limits));
     let refused = "frame too large: a message of 268435456 bytes is more than this server's 16MiB";
     assert_eq!(pool.log("coordinator.log").matches(refused).count(), 6);
 
@@ -165,12 +165,16 @@ fn coordinator_memory_stays_bounded_under_hogs() {
     let peak = Peak::start(&[pid]);
     let claim = FrameHeader { kind: KIND_COORD_REQUEST, header_len: 16 << 20, payload_len: 0 };
     let hogs: Vec<Hog> = (0..16).map(|_| hog(&pool.addr, claim, &[], 16 * MIB - 1, &whole)).collect();
-    wait_whole(&whole, frames_read_whole(16 * MIB));
+    wait_whole(&whole, frames_read_whole(&limits, 16 * MIB));
     round_trip(&pool, "/during-hogs");
     assert!(hogs.iter().all(Hog::connected), "every hog is still connected");
     let most = peak.stop()[0];
-    eprintln!("coordinator peak with {} of 16 hogs read whole: {} MiB", frames_read_whole(16 * MIB), mib(most));
-    assert!(most < bound(), "{} MiB resident", mib(most));
+    eprintln!(
+        "coordinator peak with {} of 16 hogs read whole: {} MiB",
+        frames_read_whole(&limits, 16 * MIB),
+        mib(most)
+    );
+    assert!(most < bound(&limits), "{} MiB resident", mib(most));
     hogs.into_iter().for_each(Hog::close);
     round_trip(&pool, "/after-hogs");
 }
@@ -180,7 +184,8 @@ fn worker_memory_stays_bounded_under_hogs() {
     let pool = Pool::start(1, "16MiB", "64MiB");
     let pid = pool.workers[0].child.as_ref().unwrap().id();
     let addr = pool.status()["workers"][0]["address"].as_str().unwrap().to_string();
-    eprintln!("worker at rest: {} MiB, bound {} MiB", mib(resident(pid)), mib(bound()));
+    let limits = Limits::worker();
+    eprintln!("worker at rest: {} MiB, bound {} MiB", mib(resident(pid)), mib(bound(&limits)));
 
     eprintln!("6 peers claim 64 MiB chunk payloads and send 63 MiB of them");
     let peak = Peak::start(&[pid]);
@@ -189,13 +194,13 @@ fn worker_memory_stays_bounded_under_hogs() {
     let msg = tierpool_proto::encode(&WorkerRequest::PutChunk { key, checksum: 0, attrs: ChunkAttrs::default() });
     let claim = FrameHeader { kind: KIND_WORKER_REQUEST, header_len: msg.len() as u32, payload_len: 64 << 20 };
     let hogs: Vec<Hog> = (0..6).map(|_| hog(&addr, claim, &msg, 63 * MIB, &whole)).collect();
-    let n = frames_read_whole(msg.len() as u64 + 64 * MIB);
+    let n = frames_read_whole(&limits, msg.len() as u64 + 64 * MIB);
     wait_whole(&whole, n);
     round_trip(&pool, "/during-hogs");
     assert!(hogs.iter().all(Hog::connected), "every hog is still connected");
     let most = peak.stop()[0];
     eprintln!("worker peak with {n} of 6 hogs read whole: {} MiB", mib(most));
-    assert!(most < bound(), "{} MiB resident", mib(most));
+    assert!(most < bound(&limits), "{} MiB resident", mib(most));
     hogs.into_iter().for_each(Hog::close);
     round_trip(&pool, "/after-hogs");
 }
