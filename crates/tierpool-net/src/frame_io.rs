@@ -2,15 +2,14 @@
 //!
 //! A body is never allocated at the length its header claims before its
 //! peer sent the first [`FIRST_STEP`] of it: a claim that is never sent
-//! costs nothing but that first step. Room is charged to the frame's
-//! [`Charge`] as bytes arrive, first [`FIRST_STEP`], then doubling, by at
-//! most [`MAX_STEP`] at a time (a step is cut to what is left of the
-//! connection's allowance, if any is), so the budget bounds what all peers
-//! hold. Once the first step is full the buffer is sized to the body at
-//! once (growing it step by step would copy a chunk several times over);
-//! its pages are touched only as bytes arrive. The buffer ends exactly as
-//! long as the body, so a payload kept by a handler (a chunk stored in
-//! memory) holds no slack.
+//! costs nothing but that first step. Each part is charged to the frame's
+//! [`Charge`] before it is allocated (the first part is cut to what is left
+//! of the connection's allowance), so the budget bounds what all peers
+//! hold. The rest is read into a buffer sized to the body at once (growing
+//! it step by step would copy a chunk several times over, and small reads
+//! would go through the connection's read buffer); its pages are touched
+//! only as bytes arrive. The buffer ends exactly as long as the body, so a
+//! payload kept by a handler (a chunk stored in memory) holds no slack.
 //!
 //! Time bounds are optional (a client relies on its request timeout):
 //! `stall` bounds each read, each write and each wait for the budget, so a
@@ -27,8 +26,6 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// The first allocation of a body (all of it, if it is shorter).
 pub(crate) const FIRST_STEP: usize = 64 << 10;
-/// The largest single growth of a body.
-pub(crate) const MAX_STEP: usize = 8 << 20;
 
 /// Why a frame could not be read or written.
 #[derive(Debug)]
@@ -105,13 +102,12 @@ pub(crate) async fn read_head<R: AsyncRead + Unpin>(
     FrameHeader::decode(&fh).map(Some).map_err(FrameError::Malformed)
 }
 
-/// How much a body of `len` bytes grows next, from `have` bytes of room.
-pub(crate) fn next_step(have: usize, len: usize) -> usize {
-    have.clamp(FIRST_STEP, MAX_STEP).min(len - have)
-}
-
-/// Reads a body of exactly `len` bytes, growing its buffer as bytes
-/// arrive and charging each growth to `charge` first.
+/// Reads a body of exactly `len` bytes: its first [`FIRST_STEP`] (or all
+/// of it, if shorter), then, once the peer has sent that, the rest into a
+/// buffer sized to the body at once. Each part is charged to `charge`
+/// before it is allocated (beyond the connection's allowance the charge
+/// reserves the rest of the frame, so the second part waits for the budget
+/// at most once).
 pub(crate) async fn read_body<R: AsyncRead + Unpin>(
     r: &mut R,
     len: usize,
@@ -119,33 +115,27 @@ pub(crate) async fn read_body<R: AsyncRead + Unpin>(
     stall: Option<Duration>,
 ) -> Result<Bytes, FrameError> {
     let mut buf: Vec<u8> = Vec::new();
-    let mut room = 0usize;
-    while buf.len() < len {
-        if buf.len() == room {
-            let step = charge.fit(next_step(room, len));
-            match within(stall, charge.grow(step as u64)).await {
-                None => return Err(stalled(stall, "waited for memory")),
-                Some(Err(e)) => {
-                    let detail = format!("needs {} more but the budget holds {}", ByteSize(e.asked), ByteSize(e.total));
-                    return Err(FrameError::Refused(DropReason::FrameTooLarge, detail));
-                }
-                Some(Ok(())) => {}
-            }
-            // Past the first step the peer has shown it sends: size the
-            // buffer to the body once, rather than growing (and copying) it
-            // step by step. Its pages are touched only as bytes arrive, and
-            // the budget is charged step by step as before.
-            if room == 0 {
-                buf.reserve_exact(step);
-            } else if buf.capacity() < len {
-                buf.reserve_exact(len - buf.len());
-            }
-            room += step;
+    let first = charge.fit(len.min(FIRST_STEP));
+    for part in [first, len - first] {
+        if part == 0 {
+            continue;
         }
-        let mut limited = (&mut *r).take((room - buf.len()) as u64);
-        let n = within(stall, limited.read_buf(&mut buf)).await.ok_or_else(|| stalled(stall, "no bytes"))??;
-        if n == 0 {
-            return Err(FrameError::Truncated);
+        match within(stall, charge.grow(part as u64)).await {
+            None => return Err(stalled(stall, "waited for memory")),
+            Some(Err(e)) => {
+                let detail = format!("needs {} more but the budget holds {}", ByteSize(e.asked), ByteSize(e.total));
+                return Err(FrameError::Refused(DropReason::FrameTooLarge, detail));
+            }
+            Some(Ok(())) => {}
+        }
+        buf.reserve_exact(part);
+        let end = buf.len() + part;
+        while buf.len() < end {
+            let mut limited = (&mut *r).take((end - buf.len()) as u64);
+            let n = within(stall, limited.read_buf(&mut buf)).await.ok_or_else(|| stalled(stall, "no bytes"))??;
+            if n == 0 {
+                return Err(FrameError::Truncated);
+            }
         }
     }
     Ok(Bytes::from(buf))
@@ -173,22 +163,6 @@ pub(crate) async fn write_all<W: AsyncWrite + Unpin>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn steps_double_from_the_first_to_the_largest_and_end_exactly() {
-        let len = 64 << 20;
-        let (mut have, mut steps) = (0, Vec::new());
-        while have < len {
-            let s = next_step(have, len);
-            steps.push(s);
-            have += s;
-        }
-        assert_eq!(have, len);
-        assert_eq!(&steps[..4], &[FIRST_STEP, FIRST_STEP, 2 * FIRST_STEP, 4 * FIRST_STEP]);
-        assert!(steps.iter().all(|s| *s <= MAX_STEP));
-        assert_eq!(next_step(0, 100), 100);
-        assert_eq!(next_step(FIRST_STEP, FIRST_STEP + 7), 7);
-    }
 
     #[tokio::test]
     async fn a_body_that_stops_arriving_stalls_and_one_cut_short_is_truncated() {
