@@ -27,6 +27,8 @@ fn namespace_commands_behave_like_a_file_system() {
     pool.put("/other", b"other");
     pool.ok(&["mv", "/other", "/moved/f"]);
     assert_eq!(pool.get("/moved/f"), b"other");
+    // get into a device is written as it is (no partial file beside it)
+    pool.ok(&["get", "/moved/f", "/dev/null"]);
     // stdin and stdout
     let mut child = pool.cmd(&["put", "-", "/stdin"]).stdin(std::process::Stdio::piped()).spawn().unwrap();
     child.stdin.take().unwrap().write_all(b"from stdin").unwrap();

@@ -117,6 +117,13 @@ async fn get(c: &Client, remote: &str, local: &str) -> Result<()> {
     if target.is_dir() {
         target.push(basename(remote));
     }
+    // A device or a pipe (/dev/null, a FIFO) is written as it is.
+    if std::fs::metadata(&target).is_ok_and(|m| !m.is_file()) {
+        let f = tokio::fs::OpenOptions::new().write(true).open(&target).await;
+        let mut w = f.with_context(|| format!("cannot write {}", target.display()))?;
+        c.get_writer(remote, &mut w).await?;
+        return Ok(());
+    }
     // Write beside the target and rename, so a failed get leaves no partial file.
     let tmp = target.with_file_name(format!(
         ".{}.tierpool-partial",
