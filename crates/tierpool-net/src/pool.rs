@@ -53,7 +53,7 @@ impl<S: Service> Pool<S> {
     /// out dead, try once more on a fresh one (only for idempotent requests).
     /// An error answer is returned as `Err`.
     pub async fn call(&self, req: &S::Request, payload: &[u8], retry_stale: bool) -> Result<(S::Response, Bytes)> {
-        let reused = self.take_idle();
+        let reused = self.take_idle(!retry_stale);
         let was_reused = reused.is_some();
         let conn = match reused {
             Some(c) => c,
@@ -68,12 +68,15 @@ impl<S: Service> Pool<S> {
         }
     }
 
-    /// The most recently used idle connection still fit for a call; staler ones are closed.
-    fn take_idle(&self) -> Option<Connection> {
+    /// The most recently used idle connection still fit for a call; staler
+    /// ones are closed. With `probe`, a connection is first checked not to
+    /// have been closed by the server (a system call); a call that may be
+    /// retried skips it, since a stale connection costs it one retry.
+    fn take_idle(&self, probe: bool) -> Option<Connection> {
         let mut idle = self.idle.lock();
         idle.retain(|(_, since)| since.elapsed() < REUSE_WITHIN);
         while let Some((c, _)) = idle.pop() {
-            if c.is_reusable() {
+            if !probe || c.is_reusable() {
                 return Some(c);
             }
         }
