@@ -86,6 +86,13 @@ impl Connection {
         }
     }
 
+    /// Waits until a byte of the next frame has arrived (`Ok(true)`) or the
+    /// stream ended (`Ok(false)`), consuming nothing: cancelling it loses no byte.
+    pub(crate) async fn readable(&mut self) -> std::io::Result<bool> {
+        use tokio::io::AsyncBufReadExt;
+        Ok(!self.reader.fill_buf().await?.is_empty())
+    }
+
     /// Reads a frame header; `Ok(None)` on a clean end of stream before it.
     pub(crate) async fn read_head(
         &mut self,

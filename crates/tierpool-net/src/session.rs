@@ -31,11 +31,14 @@ use crate::Handler;
 use bytes::Bytes;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
+use std::time::Duration;
 use tierpool_proto::frame::{FrameHeader, KIND_COORD_REQUEST, KIND_WORKER_REQUEST};
 use tierpool_proto::Service;
 use tierpool_types::{ByteSize, Error, ErrorKind, Result};
+use tokio::time::Instant;
 
 /// What every connection of one server shares.
 pub(crate) struct Shared {
@@ -100,6 +103,57 @@ async fn answer<H: Handler>(handler: &H, req: Request<H>, payload: Bytes) -> (Re
     }
 }
 
+/// The wait for a connection's next frame, bounded by the handshake or idle
+/// timeout. One timer per connection, re-armed lazily: restarting the wait
+/// after each answer only moves the deadline, and the timer, when it fires
+/// early, is set to the deadline then. So a busy connection costs the
+/// timer wheel nothing per request.
+struct Wait {
+    deadline: Instant,
+    limit: Duration,
+    reason: DropReason,
+    timer: Pin<Box<tokio::time::Sleep>>,
+    /// When the timer fires (never after `deadline`, unless re-armed).
+    armed: Instant,
+}
+
+impl Wait {
+    fn new(limit: Duration, reason: DropReason) -> Wait {
+        let deadline = Instant::now() + limit;
+        let timer = Box::pin(tokio::time::sleep_until(deadline));
+        Wait { deadline, limit, reason, timer, armed: deadline }
+    }
+
+    fn restart(&mut self, limit: Duration, reason: DropReason) {
+        (self.deadline, self.limit, self.reason) = (Instant::now() + limit, limit, reason);
+        if self.deadline < self.armed {
+            self.arm();
+        }
+    }
+
+    fn arm(&mut self) {
+        self.timer.as_mut().reset(self.deadline);
+        self.armed = self.deadline;
+    }
+
+    /// `Ok(true)` once a byte of the next frame is there, `Ok(false)` if the
+    /// peer left first, `Err` when the deadline passes first.
+    async fn for_frame(&mut self, conn: &mut Connection) -> Result<bool, End> {
+        loop {
+            tokio::select! {
+                biased;
+                r = conn.readable() => return r.map_err(|e| FrameError::from(e).into()),
+                _ = &mut self.timer => {
+                    if Instant::now() >= self.deadline {
+                        return Err(End::Dropped(self.reason, format!("no frame for {:?}", self.limit)));
+                    }
+                    self.arm();
+                }
+            }
+        }
+    }
+}
+
 type Request<H> = <<H as Handler>::Service as Service>::Request;
 type Response<H> = <<H as Handler>::Service as Service>::Response;
 
@@ -114,20 +168,25 @@ fn other_role(kind: u8) -> &'static str {
 impl<H: Handler> Session<H> {
     async fn run(mut self) -> End {
         let l = self.shared.limits.clone();
-        let mut wait = (l.handshake_timeout, DropReason::HandshakeTimeout);
+        let mut wait = Wait::new(l.handshake_timeout, DropReason::HandshakeTimeout);
         loop {
-            let head = match self.conn.read_head(Some(wait), Some(l.stall_timeout)).await {
+            match wait.for_frame(&mut self.conn).await {
+                Ok(true) => {}
+                Ok(false) => return End::Left,
+                Err(end) => return end,
+            }
+            let head = match self.conn.read_head(None, Some(l.stall_timeout)).await {
                 Ok(Some(h)) => h,
                 Ok(None) => return End::Left,
                 Err(e) => return e.into(),
             };
-            wait = (l.idle_timeout, DropReason::IdleTimeout);
             if let Some(too_large) = self.check_size(&head) {
                 return too_large;
             }
             if let Err(end) = self.serve_frame(&head).await {
                 return end;
             }
+            wait.restart(l.idle_timeout, DropReason::IdleTimeout);
         }
     }
 
