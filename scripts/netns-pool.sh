@@ -159,7 +159,12 @@ qdisc_rate() { # DEV NS
 
 # ---- processes --------------------------------------------------------------
 
-pid_alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
+pid_alive() { # PID: running, not a zombie waiting for its parent
+    local st
+    st="$(cat "/proc/$1/stat" 2>/dev/null)" && [ -n "$1" ] || return 1
+    st="${st##*) }"
+    [[ "$st" != [ZX]* ]]
+}
 
 read_pid() { cat "$DIR/pids/$1.pid" 2>/dev/null || true; }
 
