@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, read-only: format check, lints as errors, the
-# dependency rule of the crate graph, every Rust test, pjdfstest on a FUSE
-# mount, and the Python package's pytest suite. Installs what it needs.
+# dependency rule of the crate graph, every Rust test (one starts a pool in
+# network namespaces with scripts/netns-pool.sh: run as root), pjdfstest on a
+# FUSE mount, and the Python package's pytest suite. Installs what it needs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +13,11 @@ fi
 if ! command -v fusermount3 >/dev/null 2>&1; then
     echo "== installing fuse3 (for the FUSE mount tests)"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fuse3 >/dev/null
+fi
+
+if ! command -v iperf3 >/dev/null 2>&1; then
+    echo "== installing iperf3 (the pool in network namespaces measures its links)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iperf3 >/dev/null
 fi
 
 echo "== format"
