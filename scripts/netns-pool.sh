@@ -168,12 +168,13 @@ pid_alive() { # PID: running, not a zombie waiting for its parent
 
 read_pid() { cat "$DIR/pids/$1.pid" 2>/dev/null || true; }
 
-# Starts BIN ARGS... in namespace NS in the background; logs to DIR/logs/KEY.log,
-# pid to DIR/pids/KEY.pid. setsid and ip netns exec both exec in place, so $!
+# Starts BIN ARGS... in namespace NS in the background; logs to DIR/logs/KEY.log
+# (its first line the command), pid to DIR/pids/KEY.pid. setsid and ip netns exec both exec in place, so $!
 # is the server's own pid.
 start_in() {
     local ns="$1" key="$2"
     shift 2
+    echo "+ ip netns exec $ns $BIN $*" >>"$DIR/logs/$key.log"
     setsid ip netns exec "$ns" "$BIN" "$@" </dev/null >>"$DIR/logs/$key.log" 2>&1 &
     echo $! >"$DIR/pids/$key.pid"
 }
