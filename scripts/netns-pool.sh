@@ -25,7 +25,7 @@ Commands:
       Start a coordinator and N workers (default 3, MEM 256MiB and DISK 1GiB
       each), wait until every worker is alive and print the coordinator's
       address. Workers are labelled --host hostI and dealt over racks r1..rK
-      (default 1 rack). --rate shapes worker ID's link (repeatable), e.g.
+      (default 1 rack). --rate shapes link ID (repeatable), e.g.
       --rate 3=250mbit. State, logs and pids go to DIR (default
       /tmp/tierpool-netns-NAME); up starts a new pool there, or with --keep
       restarts the pool the last run left in DIR (its files, its workers'
@@ -217,7 +217,11 @@ workers_alive() { # N: succeeds when the coordinator reports the N workers alive
 
 # The CLI from the root namespace, against this pool.
 pool_cli() {
-    TIERPOOL_COORDINATOR="$NET.1:$COORD_PORT" "$BIN" "$@" 2>/dev/null
+    if [ -n "${SECRET:-}" ]; then
+        TIERPOOL_COORDINATOR="$NET.1:$COORD_PORT" TIERPOOL_SECRET_FILE="$SECRET" "$BIN" "$@" 2>/dev/null
+    else
+        TIERPOOL_COORDINATOR="$NET.1:$COORD_PORT" "$BIN" "$@" 2>/dev/null
+    fi
 }
 
 # ---- up ---------------------------------------------------------------------
@@ -276,11 +280,12 @@ cmd_up() {
     declare -A rate_of=()
     local r id rate
     for r in "${rates[@]}"; do
-        [[ "$r" =~ ^([0-9]+)=(.+)$ ]] || die "--rate takes ID=RATE, e.g. 3=250mbit: $r"
+        [[ "$r" =~ ^([0-9]+|c|coord|coordinator)=(.+)$ ]] || die "--rate takes ID=RATE, e.g. 3=250mbit: $r"
         id="${BASH_REMATCH[1]}" rate="${BASH_REMATCH[2]}"
         ns_of "$id" >/dev/null
         rate_bits "$rate" >/dev/null
-        rate_of[$((10#$id))]="$rate"
+        [[ "$id" =~ ^[0-9]+$ ]] && id=$((10#$id)) || id=coord
+        rate_of[$id]="$rate"
     done
 
     [ "$(id -u)" = 0 ] || die "network namespaces need root"
@@ -313,6 +318,7 @@ cmd_up() {
     ip addr add "$NET.254/24" dev "$NAME-br"
     ip link set "$NAME-br" up
     make_node "$NAME-coord" "$NET.1"
+    [ -z "${rate_of[coord]:-}" ] || apply_rate "$NAME-coord" "${rate_of[coord]}"
     local i
     for ((i = 1; i <= workers; i++)); do
         make_node "$NAME-w$i" "$(ip_of "$i")"
@@ -324,22 +330,21 @@ cmd_up() {
     local -a cargs=(coordinator --dir "$DIR/coordinator" --listen "$NET.1:$COORD_PORT" "${common[@]}")
     [ -z "$partitions" ] || cargs+=(--partitions "$partitions")
     start_in "$NAME-coord" coordinator "${cargs[@]}"
+    # A pool with a shared secret: the coordinator writes it, every other
+    # process (the CLI asking for status here too) proves it knows it.
+    if "$BIN" worker --help 2>/dev/null | grep -q -- --secret-file; then
+        SECRET="$DIR/coordinator/secret"
+        wait_until "$(read_pid coordinator)" "$timeout" test -s "$SECRET" ||
+            { tail_log coordinator; die "the coordinator wrote no $SECRET"; }
+        common+=(--secret-file "$SECRET")
+        printf 'SECRET=%q\n' "$SECRET" >>"$(state_file)"
+    fi
     local rc=0
     wait_until "$(read_pid coordinator)" "$timeout" pool_cli status || rc=$?
     if [ "$rc" -ne 0 ]; then
         tail_log coordinator
         [ "$rc" -eq 1 ] || die "the coordinator exited"
         die "the coordinator is not reachable at $NET.1:$COORD_PORT after ${timeout}s"
-    fi
-
-    # A pool with a shared secret: every other process proves it knows it.
-    if "$BIN" worker --help 2>/dev/null | grep -q -- --secret-file; then
-        SECRET="$DIR/coordinator/secret"
-        wait_until "$(read_pid coordinator)" "$timeout" test -s "$SECRET" ||
-            { tail_log coordinator; die "the coordinator wrote no $SECRET"; }
-        export TIERPOOL_SECRET_FILE="$SECRET"
-        common+=(--secret-file "$SECRET")
-        printf 'SECRET=%q\n' "$SECRET" >>"$(state_file)"
     fi
 
     # One at a time, each once registered: a new pool then numbers its
@@ -365,7 +370,7 @@ cmd_up() {
     UP_DONE=1
 
     echo "pool $NAME up: coordinator $NET.1:$COORD_PORT, $workers workers ($NET.11..$NET.$((10 + workers))), MEM $mem + DISK $disk each; state in $DIR"
-    for i in "${!rate_of[@]}"; do echo "  worker $i link shaped to ${rate_of[$i]}"; done
+    for id in "${!rate_of[@]}"; do echo "  $NAME-$([ "$id" = coord ] || echo w)$id link shaped to ${rate_of[$id]}"; done
     echo "export TIERPOOL_COORDINATOR=$NET.1:$COORD_PORT"
     [ -z "$SECRET" ] || echo "export TIERPOOL_SECRET_FILE=$SECRET"
 }
@@ -454,9 +459,9 @@ cmd_status() {
         if [ "$id" = coord ]; then pid="$(read_pid coordinator)"; else pid="$(read_pid "w$id")"; fi
         proc=dead
         pid_alive "$pid" && proc=alive
-        link=missing
+        link="missing"
         if ip link show "$ns" >/dev/null 2>&1; then
-            link=cut
+            link="cut"
             ip link show "$ns" | grep -Eq '[<,]UP[,>]' && link=up
         fi
         rin="$(qdisc_rate "$ns" "")"
