@@ -8,6 +8,7 @@
 //! Pure: no I/O, no clock, no randomness.
 
 mod hash;
+pub mod plan;
 mod table;
 
 pub use hash::partition_of;

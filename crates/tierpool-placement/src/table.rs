@@ -16,11 +16,16 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tierpool_types::{ChunkKey, WorkerId};
 
-/// Partition -> owner. `epoch` grows by one at every change.
+/// Partition -> owner, and the partitions on their way to another worker.
+/// `epoch` grows by one at every change of an owner (what routing sees); a
+/// move that begins or is given up does not change it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartitionTable {
     epoch: u64,
     owners: Vec<Option<WorkerId>>,
+    /// Partition -> the worker it is being copied to (its owner stays the
+    /// owner until the move finishes).
+    moving: BTreeMap<u32, WorkerId>,
 }
 
 /// How many partitions each worker should own: proportional to its weight,
@@ -59,13 +64,30 @@ impl PartitionTable {
     /// A table of `partitions` partitions, none owned yet.
     pub fn new(partitions: u32) -> Self {
         assert!(partitions > 0, "a pool has at least one partition");
-        PartitionTable { epoch: 0, owners: vec![None; partitions as usize] }
+        PartitionTable { epoch: 0, owners: vec![None; partitions as usize], moving: BTreeMap::new() }
     }
 
     /// A table as stored: its epoch and the owner of each partition.
     /// `owners` must not be empty.
     pub fn from_parts(epoch: u64, owners: Vec<Option<WorkerId>>) -> Option<Self> {
-        (!owners.is_empty()).then_some(PartitionTable { epoch, owners })
+        (!owners.is_empty()).then_some(PartitionTable { epoch, owners, moving: BTreeMap::new() })
+    }
+
+    /// A table as stored with its moves in progress; `None` if a move is
+    /// of a partition that does not exist or is unowned, or goes to its owner.
+    pub fn with_moves(mut self, moving: BTreeMap<u32, WorkerId>) -> Option<Self> {
+        for (p, to) in &moving {
+            if self.owner(*p).is_none_or(|o| o == *to) {
+                return None;
+            }
+        }
+        self.moving = moving;
+        Some(self)
+    }
+
+    /// Partitions being copied to another worker, with that worker.
+    pub fn moving(&self) -> &BTreeMap<u32, WorkerId> {
+        &self.moving
     }
 
     /// The owner of every partition, in partition order.
@@ -127,7 +149,11 @@ impl PartitionTable {
     /// still within its target and deals the others to workers below theirs.
     fn dealt(&self, targets: BTreeMap<WorkerId, u32>) -> PartitionTable {
         if targets.is_empty() {
-            return PartitionTable { epoch: self.epoch + 1, owners: vec![None; self.owners.len()] };
+            return PartitionTable {
+                epoch: self.epoch + 1,
+                owners: vec![None; self.owners.len()],
+                moving: BTreeMap::new(),
+            };
         }
         let mut count: BTreeMap<WorkerId, u32> = targets.keys().map(|w| (*w, 0)).collect();
         let mut owners = self.owners.clone();
@@ -163,7 +189,66 @@ impl PartitionTable {
                 break;
             }
         }
-        PartitionTable { epoch: self.epoch + 1, owners }
+        PartitionTable { epoch: self.epoch + 1, owners, moving: BTreeMap::new() }
+    }
+
+    /// Starts moving partitions `(p, to)`: each must be owned by another
+    /// worker and not moving already (else nothing changes).
+    pub fn begin_moves(&mut self, moves: &[(u32, WorkerId)]) -> Result<(), String> {
+        let mut seen = std::collections::BTreeSet::new();
+        for (p, to) in moves {
+            match self.owner(*p) {
+                None => return Err(format!("partition {p} has no owner to move it from")),
+                Some(o) if o == *to => return Err(format!("partition {p} is already on worker {to}")),
+                Some(_) if self.moving.contains_key(p) || !seen.insert(*p) => {
+                    return Err(format!("partition {p} is moving already"))
+                }
+                Some(_) => {}
+            }
+        }
+        self.moving.extend(moves.iter().copied());
+        Ok(())
+    }
+
+    /// The moves of partitions `ps` are done: their new workers own them.
+    /// Partitions not moving are left alone. The epoch grows if any owner changed.
+    pub fn finish_moves(&mut self, ps: &[u32]) {
+        let mut changed = false;
+        for p in ps {
+            if let Some(to) = self.moving.remove(p) {
+                self.owners[*p as usize] = Some(to);
+                changed = true;
+            }
+        }
+        if changed {
+            self.epoch += 1;
+        }
+    }
+
+    /// The moves of partitions `ps` are given up: their owners stay.
+    pub fn abort_moves(&mut self, ps: &[u32]) {
+        for p in ps {
+            self.moving.remove(p);
+        }
+    }
+
+    /// Gives every partition owned by `gone` to the workers of `weights`
+    /// (which must not include it) at once, without copying: what `gone`
+    /// held is lost. No other partition changes owner (the others' chunks
+    /// stay where they are, owners missing from `weights` included); the
+    /// freed ones go to the workers of `weights` below their share. Moves from or to `gone` are given up;
+    /// the others go on.
+    pub fn without(&self, gone: WorkerId, weights: &[(WorkerId, u64)]) -> PartitionTable {
+        let mut moving = self.moving.clone();
+        moving.retain(|p, to| *to != gone && self.owners[*p as usize] != Some(gone));
+        let mut targets = target_counts(weights, self.partitions());
+        for (w, owned) in self.shares().into_iter().filter(|(w, _)| *w != gone) {
+            let t = targets.entry(w).or_insert(0);
+            *t = (*t).max(owned);
+        }
+        let mut next = self.dealt(targets);
+        next.moving = moving;
+        next
     }
 }
 
@@ -175,6 +260,37 @@ mod tests {
     fn weights() -> impl Strategy<Value = Vec<(WorkerId, u64)>> {
         prop::collection::btree_map(0u32..20, 0u64..1 << 40, 1..8)
             .prop_map(|m| m.into_iter().map(|(w, x)| (WorkerId(w), x)).collect())
+    }
+
+    proptest! {
+        /// Removing a worker changes the owner of its partitions only, and
+        /// every partition keeps an owner among the survivors.
+        #[test]
+        fn removing_a_worker_moves_only_its_partitions(ws in weights(), gone in 0usize..8, moves in prop::collection::vec((0u32..256, 0usize..8), 0..20)) {
+            let t = PartitionTable::new(256).rebalanced(&ws);
+            let mut t = t.clone();
+            for (p, to) in moves {
+                let _ = t.begin_moves(&[(p, ws[to % ws.len()].0)]);
+            }
+            let gone = ws[gone % ws.len()].0;
+            // one survivor is left out of the weights (as a draining worker is)
+            let rest: Vec<_> = ws.iter().copied().filter(|(w, _)| *w != gone).skip(1).collect();
+            prop_assume!(!rest.is_empty());
+            let next = t.without(gone, &rest);
+            for p in 0..256 {
+                let o = next.owner(p).unwrap();
+                prop_assert_ne!(o, gone);
+                if t.owner(p) != Some(gone) {
+                    prop_assert_eq!(Some(o), t.owner(p));
+                }
+            }
+            for (p, to) in next.moving() {
+                prop_assert_ne!(*to, gone);
+                prop_assert_eq!(t.moving().get(p), Some(to));
+                prop_assert_ne!(next.owner(*p), Some(*to));
+            }
+            prop_assert_eq!(next.epoch(), t.epoch() + 1);
+        }
     }
 
     #[test]
