@@ -64,6 +64,9 @@ pub struct Client {
 
 const ID_BATCH: u64 = 256;
 
+/// How long a chunk request follows a moving partition before giving up.
+const MOVE_PATIENCE: Duration = Duration::from_secs(30);
+
 impl Client {
     /// Connects and checks that the coordinator answers.
     pub async fn connect(cfg: ClientConfig) -> Result<Client> {
@@ -212,27 +215,64 @@ impl Client {
             .clone()
     }
 
-    /// Sends `req` to the worker owning `key`'s partition.
+    /// Sends `req` (a chunk request: safe to send again) to the worker
+    /// owning `key`'s partition, following the partition when it moves: a
+    /// worker that does not own it (`Moved`) makes the client read the
+    /// layout again, one handing it over (`Busy`) makes it wait a little;
+    /// so does a worker that cannot be reached or does not have the chunk
+    /// while the layout changed meanwhile. Gives up after `MOVE_PATIENCE`.
+    /// `NotFound` names the worker that does not have the chunk.
     pub(crate) async fn call_owner(
         &self,
         key: ChunkKey,
         req: &WorkerRequest,
         payload: &[u8],
     ) -> Result<(WorkerResponse, Bytes)> {
-        let layout = self.layout().await?;
-        let owner = layout
-            .table
-            .locate(key)
-            .ok_or_else(|| Error::new(ErrorKind::Unavailable, "the pool has no workers yet"))?;
-        let w = layout
-            .worker(owner)
-            .ok_or_else(|| Error::internal(format!("worker {owner} is in the partition table but unknown")))?;
-        match self.worker_pool(w.id, &w.addr).call(req, payload, true).await {
-            Err(e) if e.kind == ErrorKind::Unavailable => Err(Error::new(
-                ErrorKind::Unavailable,
-                format!("worker {owner} at {} is unreachable: {}", w.addr, e.message),
-            )),
-            r => r,
+        let since = std::time::Instant::now();
+        let mut wait = Duration::from_millis(1);
+        let mut layout = self.layout().await?;
+        loop {
+            let owner = (layout.table)
+                .locate(key)
+                .ok_or_else(|| Error::new(ErrorKind::Unavailable, "the pool has no workers yet"))?;
+            let w = layout
+                .worker(owner)
+                .ok_or_else(|| Error::internal(format!("worker {owner} is in the partition table but unknown")))?;
+            let why = match self.worker_pool(w.id, &w.addr).call(req, payload, true).await {
+                Ok((WorkerResponse::Moved { epoch }, _)) => format!("worker {owner} no longer owns it (epoch {epoch})"),
+                Ok((WorkerResponse::Busy, _)) => format!("worker {owner} is handing its partition over"),
+                Ok(r) => return Ok(r),
+                Err(e) if matches!(e.kind, ErrorKind::Unavailable | ErrorKind::NotFound) => {
+                    // The partition may have moved away from a worker that
+                    // stopped, or was dropped just after a move: only a
+                    // changed layout makes another try worth it.
+                    let fresh = self.refresh_layout().await?;
+                    if fresh.version == layout.version || since.elapsed() > MOVE_PATIENCE {
+                        return Err(match e.kind {
+                            ErrorKind::NotFound => Error::new(
+                                ErrorKind::NotFound,
+                                format!("worker {owner} at {} does not have its version {}", w.addr, key.version),
+                            ),
+                            _ => Error::new(
+                                ErrorKind::Unavailable,
+                                format!("worker {owner} at {} is unreachable: {}", w.addr, e.message),
+                            ),
+                        });
+                    }
+                    layout = fresh;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            if since.elapsed() > MOVE_PATIENCE {
+                return Err(Error::new(
+                    ErrorKind::Unavailable,
+                    format!("chunk {key}: its partition did not settle within {MOVE_PATIENCE:?}: {why}"),
+                ));
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(Duration::from_millis(100));
+            layout = self.refresh_layout().await?;
         }
     }
 

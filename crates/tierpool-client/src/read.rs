@@ -57,39 +57,18 @@ impl Client {
             return Ok(Bytes::from(vec![0u8; share as usize]));
         }
         let key = ChunkKey { inode, index, version: r.version };
-        let layout = self.layout().await?;
-        let owner =
-            layout.table.locate(key).ok_or_else(|| Error::new(ErrorKind::Unavailable, "the pool has no workers"))?;
-        let w = layout
-            .worker(owner)
-            .ok_or_else(|| Error::internal(format!("worker {owner} is in the partition table but unknown")))?;
-        let data = match self.worker_pool(w.id, &w.addr).call(&WorkerRequest::GetChunk { key }, &[], true).await {
+        let data = match self.call_owner(key, &WorkerRequest::GetChunk { key }, &[]).await {
             Ok((WorkerResponse::Chunk, data)) => data,
             Ok((other, _)) => return Err(unexpected(other)),
             Err(e) if e.kind == ErrorKind::NotFound => {
-                return Err(Error::new(
-                    ErrorKind::Lost,
-                    format!(
-                        "{path}: chunk {index} is lost: worker {owner} at {} does not have its version {}",
-                        w.addr, r.version
-                    ),
-                ))
-            }
-            Err(e) if e.kind == ErrorKind::Unavailable => {
-                return Err(Error::new(
-                    ErrorKind::Unavailable,
-                    format!(
-                        "{path}: chunk {index} is on worker {owner} at {}, which is unreachable: {}",
-                        w.addr, e.message
-                    ),
-                ))
+                return Err(Error::new(ErrorKind::Lost, format!("{path}: chunk {index} is lost: {}", e.message)))
             }
             Err(e) => return Err(e.context(format!("{path}: chunk {index}"))),
         };
         if data.len() as u64 != r.len || crc32c::crc32c(&data) != r.checksum {
             return Err(Error::new(
                 ErrorKind::Corrupt,
-                format!("{path}: chunk {index} from worker {owner} does not match its checksum"),
+                format!("{path}: chunk {index} from its worker does not match its checksum"),
             ));
         }
         if r.len >= share {

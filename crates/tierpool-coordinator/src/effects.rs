@@ -47,7 +47,16 @@ pub(crate) fn start(svc: &Arc<Coordinator>, effect: Effect) {
             drop(q);
             svc.reclaim_wake.notify_one();
         }
-        Effect::Standing(Standing::Up(id)) => tracing::info!("worker {id} is up"),
+        Effect::Placement => {
+            svc.migrate_wake.notify_one();
+            let svc = svc.clone();
+            tokio::spawn(async move { crate::migrate::push_table(&svc, None).await });
+        }
+        Effect::Standing(Standing::Up(id)) => {
+            tracing::info!("worker {id} is up");
+            // It may be the end of a move waiting for it.
+            svc.migrate_wake.notify_one();
+        }
         Effect::Standing(Standing::Down(id)) => {
             tracing::warn!("worker {id} sent no heartbeat for {:?}: reported dead", svc.cfg.dead_after)
         }

@@ -6,13 +6,17 @@
 //!   one handler per request, the clock, the log;
 //! - [`effects`]: carries out what the engine decides (attribute pushes,
 //!   deletion of garbage from the workers);
-//! - [`sweep`]: finds and deletes orphaned chunks on the workers.
+//! - [`sweep`]: finds and deletes orphaned chunks on the workers;
+//! - [`migrate`]: moves partitions between workers toward the goal the
+//!   engine sets (after a join, a drain, a rebalance), and gives workers
+//!   the partition table.
 //!
 //! A metadata change is acknowledged only after the log record holding it is
 //! on disk; reads wait until everything they may have seen is on disk too.
 
 pub mod effects;
 pub mod log;
+pub mod migrate;
 pub mod records;
 pub mod service;
 pub mod sweep;
@@ -51,6 +55,10 @@ pub struct CoordinatorConfig {
     pub sweep_every: Duration,
     /// What peers may make the coordinator hold (see `tierpool_net::Limits`).
     pub limits: Limits,
+    /// Most partitions moving between workers at once.
+    pub max_moving: usize,
+    /// Most bytes a second all moves of partitions copy together (0: no limit).
+    pub move_rate: u64,
 }
 
 impl CoordinatorConfig {
@@ -65,6 +73,8 @@ impl CoordinatorConfig {
             hold_period: Duration::from_secs(10),
             sweep_every: Duration::from_secs(60),
             limits: Limits::default(),
+            max_moving: 4,
+            move_rate: 0,
         }
     }
 
@@ -74,6 +84,7 @@ impl CoordinatorConfig {
             gc_grace: self.gc_grace,
             hold_period: self.hold_period,
             gc_batch: 10_000,
+            max_moving: self.max_moving,
         }
     }
 }
@@ -99,6 +110,7 @@ pub async fn run(cfg: CoordinatorConfig) -> Result<()> {
         }
     });
     tokio::spawn(effects::mark_reclaimable(svc.clone()));
+    tokio::spawn(migrate::drive(svc.clone()));
     let sweeper = svc.clone();
     let _sweep = Background::every("orphan sweep", cfg.sweep_every, move || {
         let svc = sweeper.clone();

@@ -20,7 +20,7 @@ use tierpool_meta::{Garbage, MetaOp, MetaReply, MetaState, Owner};
 use tierpool_net::{Handler, Pool, PoolConfig};
 use tierpool_proto::{CoordRequest, CoordResponse, Layout, PoolStatus, WorkerRequest, WorkerResponse, WorkerStats};
 use tierpool_proto::{Worker, WorkerStatus};
-use tierpool_types::{ChunkKey, InodeId, Result, WorkerId};
+use tierpool_types::{ChunkKey, Error, InodeId, Result, WorkerId};
 
 /// How long a status waits for a worker's current statistics.
 const STATS_TIMEOUT: Duration = Duration::from_millis(500);
@@ -36,6 +36,9 @@ struct Inner {
     engine: Engine,
     lsn: u64,
     since_snapshot: u64,
+    /// The lsn of the last op that may have changed the partition table:
+    /// the version workers order tables by (at start, the recovered lsn).
+    table_version: u64,
 }
 
 pub struct Coordinator {
@@ -53,6 +56,8 @@ pub struct Coordinator {
     /// that wakes the task marking it (see `effects::mark_reclaimable`).
     pub(crate) reclaims: Mutex<Garbage>,
     pub(crate) reclaim_wake: tokio::sync::Notify,
+    /// Wakes the task moving partitions (see `migrate::drive`).
+    pub(crate) migrate_wake: tokio::sync::Notify,
 }
 
 pub(crate) fn now_nanos() -> u64 {
@@ -66,13 +71,14 @@ impl Coordinator {
             cfg,
             me: me.clone(),
             started: Instant::now(),
-            inner: Mutex::new(Inner { engine, lsn, since_snapshot: 0 }),
+            inner: Mutex::new(Inner { engine, lsn, since_snapshot: 0, table_version: lsn }),
             log,
             stats: Mutex::new(HashMap::new()),
             pools: Mutex::new(HashMap::new()),
             swept: Mutex::new(Swept::default()),
             reclaims: Mutex::new(Garbage::default()),
             reclaim_wake: tokio::sync::Notify::new(),
+            migrate_wake: tokio::sync::Notify::new(),
         })
     }
 
@@ -105,6 +111,9 @@ impl Coordinator {
         let (reply, effects) = g.engine.execute(&op, owner, time, self.now())?;
         g.lsn += 1;
         let lsn = g.lsn;
+        if effects.contains(&Effect::Placement) {
+            g.table_version = lsn;
+        }
         let mut bytes = Vec::new();
         encode_record(&LogRecord { lsn, time, owner, op }, &mut bytes);
         self.log.append(bytes, lsn);
@@ -201,6 +210,28 @@ impl Coordinator {
         Some(p.clone())
     }
 
+    /// The partition table, its version, and the lsn to wait for before
+    /// anyone may see it.
+    pub(crate) fn table(&self) -> (u64, tierpool_placement::PartitionTable, u64) {
+        let g = self.inner.lock();
+        (g.table_version, g.engine.state().table().clone(), g.lsn)
+    }
+
+    /// Waits until everything up to `lsn` is durable.
+    pub(crate) async fn durable(&self, lsn: u64) -> Result<()> {
+        self.log.wait_durable(lsn).await
+    }
+
+    /// The address worker `id` registered with.
+    pub(crate) fn worker_addr(&self, id: WorkerId) -> Option<String> {
+        Some(self.inner.lock().engine.state().workers().get(&id)?.addr.clone())
+    }
+
+    pub(crate) fn is_alive(&self, id: WorkerId) -> bool {
+        let now = self.now();
+        self.inner.lock().engine.is_alive(id, now)
+    }
+
     /// The worker owning `key`'s partition now.
     pub(crate) fn owner_of(&self, key: ChunkKey) -> Option<WorkerId> {
         self.inner.lock().engine.state().table().locate(key)
@@ -248,6 +279,7 @@ impl Coordinator {
         let now = self.now();
         let mut g = self.inner.lock();
         let held_sessions = g.engine.held_sessions(now) as u64;
+        let migration = crate::migrate::status(g.engine.migration(now));
         let swept = *self.swept.lock();
         let s = g.engine.state();
         let shares = s.table().shares();
@@ -257,6 +289,7 @@ impl Coordinator {
                 record: w.clone(),
                 alive: g.engine.is_alive(w.id, now),
                 partitions: shares.get(&w.id).copied().unwrap_or(0),
+                draining: s.draining().contains(&w.id),
                 stats: stats.get(&w.id).cloned(),
             })
             .collect();
@@ -270,13 +303,40 @@ impl Coordinator {
             orphan_chunks: swept.chunks,
             orphan_bytes: swept.bytes,
             held_sessions,
+            migration,
         }
     }
 
     // ---- one handler per request ----
 
     async fn meta(&self, op: MetaOp, owner: Owner) -> Result<CoordResponse> {
+        self.check_from_outside(&op)?;
         Ok(CoordResponse::Meta(self.execute(op, owner).await?))
+    }
+
+    /// Refuses ops only the coordinator itself may run, and removals that
+    /// would lose data a worker still serves.
+    fn check_from_outside(&self, op: &MetaOp) -> Result<()> {
+        let own = |name: &str| Err(Error::invalid(format!("{name} is run by the coordinator itself, not asked for")));
+        match op {
+            MetaOp::BeginMoves { .. } => own("BeginMoves"),
+            MetaOp::FinishMoves { .. } => own("FinishMoves"),
+            MetaOp::AbortMoves { .. } => own("AbortMoves"),
+            MetaOp::RegisterWorker { at_once: true, .. } => own("a join that takes partitions at once"),
+            MetaOp::RemoveWorker { id } => {
+                let g = self.inner.lock();
+                let owned = g.engine.state().table().shares().get(id).copied().unwrap_or(0);
+                if owned > 0 && g.engine.is_alive(*id, self.now()) {
+                    return Err(Error::invalid(format!(
+                        "worker {id} is alive and owns {owned} partitions: drain it first (tierpool worker drain {}), \
+                         or stop it if what only it holds may be lost",
+                        id.0
+                    )));
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
 
     async fn heartbeat(&self, id: WorkerId, stats: WorkerStats) -> Result<CoordResponse> {
@@ -285,7 +345,8 @@ impl Coordinator {
             self.stats.lock().insert(id, stats);
         }
         self.carry_out(effects);
-        Ok(CoordResponse::HeartbeatAck { known })
+        let table = self.inner.lock().table_version;
+        Ok(CoordResponse::HeartbeatAck { known, table })
     }
 
     fn hold(&self, session: u64, inodes: Vec<InodeId>) -> Result<CoordResponse> {
@@ -294,9 +355,18 @@ impl Coordinator {
     }
 
     async fn layout(&self) -> Result<CoordResponse> {
-        let layout =
-            self.query(|s| Ok(Layout { table: s.table().clone(), workers: s.workers().values().cloned().collect() }));
-        Ok(CoordResponse::Layout(layout.await?))
+        let (layout, lsn) = {
+            let g = self.inner.lock();
+            let s = g.engine.state();
+            let layout = Layout {
+                table: s.table().clone(),
+                workers: s.workers().values().cloned().collect(),
+                version: g.table_version,
+            };
+            (layout, g.lsn)
+        };
+        self.log.wait_durable(lsn).await?;
+        Ok(CoordResponse::Layout(layout))
     }
 
     async fn read_dir(&self, id: InodeId) -> Result<CoordResponse> {

@@ -110,7 +110,7 @@ fn log_v2_replays_to_its_state_and_encodes_to_the_same_bytes() {
     assert_eq!(dump::dump(&state), expected("state-log-v2.txt"));
     let mut again = Vec::new();
     for r in &recs {
-        encode_record(r, &mut again);
+        encode_record_in(2, r, &mut again).unwrap();
     }
     assert!(again == seg, "log records of version 2 no longer encode as they did");
 }
@@ -121,28 +121,88 @@ fn snapshot_v3_decodes_to_its_state_and_encodes_to_the_same_bytes() {
     let (lsn, state) = decode_snapshot(&bytes).unwrap();
     assert_eq!(lsn, 29);
     assert_eq!(dump::dump(&state), expected("state-log-v2.txt"));
-    assert!(encode_snapshot(lsn, &state) == bytes, "snapshots of version 3 no longer encode as they did");
+    assert!(
+        encode_snapshot_in(3, lsn, &state).unwrap() == bytes,
+        "snapshots of version 3 no longer encode as they did"
+    );
+}
+
+#[test]
+fn log_v3_replays_to_its_state_and_encodes_to_the_same_bytes() {
+    let seg = read("log-v3");
+    let recs = records(&seg);
+    assert_eq!(recs.len(), 36);
+    let mut state = MetaState::new();
+    for r in &recs {
+        state.execute_as(&r.op, r.owner, r.time).unwrap_or_else(|e| panic!("lsn {}: {e}", r.lsn));
+    }
+    assert_eq!(dump::dump(&state), expected("state-log-v3.txt"));
+    let mut again = Vec::new();
+    for r in &recs {
+        encode_record(r, &mut again);
+    }
+    assert!(again == seg, "log records of version 3 no longer encode as they did");
+}
+
+#[test]
+fn snapshot_v4_decodes_to_its_state_and_encodes_to_the_same_bytes() {
+    let bytes = read("snapshot-v4");
+    let (lsn, state) = decode_snapshot(&bytes).unwrap();
+    assert_eq!(lsn, 36);
+    assert_eq!(dump::dump(&state), expected("state-log-v3.txt"));
+    assert!(encode_snapshot(lsn, &state) == bytes, "snapshots of version 4 no longer encode as they did");
+}
+
+/// The ops of `log-v2` and then a worker joining, a move begun, one
+/// finished, one given up, a drain and a rebalance (ops 30 to 35).
+fn log_v3_records() -> Vec<LogRecord> {
+    let mut recs = records(&read("log-v2"));
+    let mut state = MetaState::new();
+    for r in &recs {
+        state.execute_as(&r.op, r.owner, r.time).unwrap();
+    }
+    let push = |recs: &mut Vec<LogRecord>, state: &mut MetaState, op: MetaOp| {
+        let last = recs.last().unwrap().clone();
+        let r = LogRecord { lsn: last.lsn + 1, time: last.time + 1_000_000_007, owner: Owner::default(), op };
+        state.execute_as(&r.op, r.owner, r.time).unwrap();
+        recs.push(r);
+    };
+    let join = MetaOp::RegisterWorker {
+        id: None,
+        addr: "127.0.0.1:7703".into(),
+        host: "h3".into(),
+        rack: "r1".into(),
+        mem_capacity: 256 << 20,
+        disk_capacity: 4 << 30,
+        at_once: false,
+    };
+    push(&mut recs, &mut state, join);
+    let moves = tierpool_placement::plan::next_moves(state.table(), state.goal(), 2);
+    let ps: Vec<u32> = moves.iter().map(|(p, _)| *p).collect();
+    push(&mut recs, &mut state, MetaOp::BeginMoves { moves });
+    push(&mut recs, &mut state, MetaOp::FinishMoves { partitions: vec![ps[0]] });
+    push(&mut recs, &mut state, MetaOp::AbortMoves { partitions: vec![ps[1]] });
+    push(&mut recs, &mut state, MetaOp::DrainWorker { id: tierpool_types::WorkerId(1) });
+    push(&mut recs, &mut state, MetaOp::Rebalance);
+    push(&mut recs, &mut state, MetaOp::RemoveWorker { id: tierpool_types::WorkerId(7) });
+    recs
 }
 
 /// Writes the golden files of the current versions once, when asked
-/// (`TIERPOOL_WRITE_GOLDEN=1`) and only if they are missing: the records of
-/// `log-v1` in the current version, then a `Retire`.
+/// (`TIERPOOL_WRITE_GOLDEN=1`) and only if they are missing.
 #[test]
 #[ignore = "writes the golden files of a new version: TIERPOOL_WRITE_GOLDEN=1 cargo test --test golden -- --ignored"]
 fn write_missing_golden_files_of_the_current_versions() {
-    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v2").exists() {
+    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v3").exists() {
         return;
     }
-    let mut recs = records(&read("log-v1"));
-    let last = recs.last().unwrap().clone();
-    let op = MetaOp::Retire { ids: vec![10, 11] };
-    recs.push(LogRecord { lsn: last.lsn + 1, time: last.time + 1_000_000_007, owner: Owner::default(), op });
+    let recs = log_v3_records();
     let (mut seg, mut state) = (Vec::new(), MetaState::new());
     for r in &recs {
         state.execute_as(&r.op, r.owner, r.time).unwrap();
         encode_record(r, &mut seg);
     }
-    std::fs::write(golden("log-v2"), seg).unwrap();
-    std::fs::write(golden("snapshot-v3"), encode_snapshot(29, &state)).unwrap();
-    std::fs::write(golden("state-log-v2.txt"), dump::dump(&state)).unwrap();
+    std::fs::write(golden("log-v3"), seg).unwrap();
+    std::fs::write(golden("snapshot-v4"), encode_snapshot(recs.len() as u64, &state)).unwrap();
+    std::fs::write(golden("state-log-v3.txt"), dump::dump(&state)).unwrap();
 }

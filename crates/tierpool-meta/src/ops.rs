@@ -44,7 +44,11 @@ pub enum MetaOp {
     SetAttrs { path: String, priority: Option<Priority>, pinned: Option<bool> },
     /// A worker joins (id `None` or unknown) or comes back (known id: address and labels
     /// are updated, capacity is updated but the partition table is kept). A new worker
-    /// triggers a rebalance of the partition table by capacity. Reply: [`MetaReply::Worker`].
+    /// takes the partitions no one owns at once; otherwise the goal becomes a table
+    /// that gives it its share by capacity, reached by moves (see `state/workers.rs`).
+    /// `at_once`: the newcomer takes its share at once, without a copy, as pools
+    /// did before log version 3 (only the replay of such logs sets it: what the
+    /// old owners hold becomes unreachable). Reply: [`MetaReply::Worker`].
     RegisterWorker {
         id: Option<WorkerId>,
         addr: String,
@@ -52,6 +56,7 @@ pub enum MetaOp {
         rack: String,
         mem_capacity: u64,
         disk_capacity: u64,
+        at_once: bool,
     },
     /// The chunks of these inodes were deleted from every worker: forget them.
     GcDone { inodes: Vec<InodeId> },
@@ -113,6 +118,44 @@ pub enum MetaOp {
     /// `UpdateFile` naming one fails with `Stale`). Each id must have been
     /// reserved and not be a live inode. Reply: [`MetaReply::Done`].
     Retire { ids: Vec<u64> },
+    /// Starts copying partitions to other workers: `(partition, to)`, each
+    /// owned by another worker and not moving already. Owners stay owners
+    /// until `FinishMoves`. Reply: [`MetaReply::Done`].
+    BeginMoves { moves: Vec<(u32, WorkerId)> },
+    /// The copies of these moving partitions are complete: their new
+    /// workers own them (the table's epoch grows). Reply: [`MetaReply::Done`].
+    FinishMoves { partitions: Vec<u32> },
+    /// These moves are given up (a worker died or refused): the owners stay.
+    /// Reply: [`MetaReply::Done`].
+    AbortMoves { partitions: Vec<u32> },
+    /// Worker `id` is to be emptied: every partition it owns goes to the
+    /// others, by weight, a few at a time; it receives none. Reply:
+    /// [`MetaReply::Done`].
+    DrainWorker { id: WorkerId },
+    /// Forgets worker `id` at once: its partitions go to the others without
+    /// a copy (what only it held is lost). Reply: [`MetaReply::WorkerRemoved`].
+    RemoveWorker { id: WorkerId },
+    /// Sets the goal to the table the workers' weights ask for, moving as
+    /// few partitions as it takes. Reply: [`MetaReply::Done`].
+    Rebalance,
+}
+
+impl MetaOp {
+    /// Whether the op may change the partition table or the goal it moves
+    /// toward (workers must then be given the table again).
+    pub fn changes_placement(&self) -> bool {
+        matches!(
+            self,
+            MetaOp::Init { .. }
+                | MetaOp::RegisterWorker { .. }
+                | MetaOp::BeginMoves { .. }
+                | MetaOp::FinishMoves { .. }
+                | MetaOp::AbortMoves { .. }
+                | MetaOp::DrainWorker { .. }
+                | MetaOp::RemoveWorker { .. }
+                | MetaOp::Rebalance
+        )
+    }
 }
 
 /// What `MakeAt` creates.
@@ -138,11 +181,25 @@ pub enum NewNode {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MetaReply {
     Done,
-    Inodes { first: InodeId, count: u64 },
+    Inodes {
+        first: InodeId,
+        count: u64,
+    },
     Info(InodeInfo),
-    Removed { inodes: u64 },
-    Attrs { changed: Vec<(InodeId, ChunkAttrs)> },
-    Worker { id: WorkerId },
+    Removed {
+        inodes: u64,
+    },
+    Attrs {
+        changed: Vec<(InodeId, ChunkAttrs)>,
+    },
+    Worker {
+        id: WorkerId,
+    },
+    /// The partitions a removed worker owned, now owned by others (their
+    /// chunks were only on it).
+    WorkerRemoved {
+        partitions: Vec<u32>,
+    },
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -63,6 +63,12 @@ pub struct MetaState {
     /// Reserved ids (inodes, chunk versions) whose writer was given up on:
     /// never to be published.
     retired: BTreeSet<u64>,
+    /// The owner each partition should end with; empty when the table is there.
+    goal: Vec<Option<WorkerId>>,
+    /// Workers being emptied: they take no partitions.
+    draining: BTreeSet<WorkerId>,
+    /// Workers removed from the pool: their ids may not register again.
+    removed: BTreeSet<WorkerId>,
     /// What the ops run since the last [`MetaState::take_garbage`] queued
     /// for collection; not part of the state proper (see [`Fresh`]).
     fresh: Fresh,
@@ -113,6 +119,9 @@ impl MetaState {
             pending_gc: BTreeSet::new(),
             pending_chunks: BTreeSet::new(),
             retired: BTreeSet::new(),
+            goal: Vec::new(),
+            draining: BTreeSet::new(),
+            removed: BTreeSet::new(),
             fresh: Fresh::default(),
         }
     }
@@ -172,7 +181,7 @@ impl MetaState {
             MetaOp::Rename { from, to } => self.rename(&normalize(from)?, &normalize(to)?, now),
             MetaOp::SetAttrs { path, priority, pinned } => self.set_attrs(&normalize(path)?, *priority, *pinned, now),
             MetaOp::SetMeta { path, mode, mtime } => self.set_meta(&normalize(path)?, *mode, *mtime, now),
-            MetaOp::RegisterWorker { id, addr, host, rack, mem_capacity, disk_capacity } => {
+            MetaOp::RegisterWorker { id, addr, host, rack, mem_capacity, disk_capacity, at_once } => {
                 let record = WorkerRecord {
                     id: id.unwrap_or(WorkerId(0)),
                     addr: addr.clone(),
@@ -181,7 +190,7 @@ impl MetaState {
                     mem_capacity: *mem_capacity,
                     disk_capacity: *disk_capacity,
                 };
-                self.register_worker(*id, record)
+                self.register_worker(*id, record, *at_once)
             }
             MetaOp::GcDone { inodes } => {
                 for i in inodes {
@@ -208,6 +217,12 @@ impl MetaState {
                 Ok(self.set_attrs_of(*inode, *priority, *pinned, now))
             }
             MetaOp::Retire { ids } => self.retire(ids),
+            MetaOp::BeginMoves { moves } => self.begin_moves(moves),
+            MetaOp::FinishMoves { partitions } => self.finish_moves(partitions),
+            MetaOp::AbortMoves { partitions } => self.abort_moves(partitions),
+            MetaOp::DrainWorker { id } => self.drain_worker(*id),
+            MetaOp::RemoveWorker { id } => self.remove_worker(*id),
+            MetaOp::Rebalance => self.rebalance(),
         }
     }
 

@@ -51,9 +51,12 @@ pub enum CoordResponse {
     Entries(Vec<DirEntry>),
     Layout(Layout),
     Status(PoolStatus),
-    /// `known == false` asks the worker to register again.
+    /// `known == false` asks the worker to register again; `table` is the
+    /// version of the newest partition table (a worker that has an older
+    /// one asks for the layout).
     HeartbeatAck {
         known: bool,
+        table: u64,
     },
     Names {
         parent: InodeId,
@@ -66,6 +69,10 @@ pub enum CoordResponse {
 pub struct Layout {
     pub table: PartitionTable,
     pub workers: Vec<WorkerRecord>,
+    /// The coordinator's version of the table (grows with every change of
+    /// it, moves begun or given up included; the epoch grows only when an
+    /// owner changes).
+    pub version: u64,
 }
 
 impl Layout {

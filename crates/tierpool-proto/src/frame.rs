@@ -16,7 +16,7 @@ use tierpool_types::{Error, ErrorKind, Result, MAX_CHUNK_SIZE};
 
 pub const MAGIC: [u8; 2] = *b"TP";
 /// Bumped on any incompatible change of frames or messages.
-pub const PROTOCOL_VERSION: u8 = 3;
+pub const PROTOCOL_VERSION: u8 = 4;
 pub const FRAME_HEADER_LEN: usize = 12;
 /// Largest encoded message (a listing of a very large directory fits).
 pub const MAX_HEADER_LEN: u32 = 256 << 20;

@@ -12,6 +12,9 @@ pub struct WorkerStats {
     pub bytes_written: u64,
     /// Chunk bytes served since the worker started.
     pub bytes_read: u64,
+    /// Chunk bytes copied here from other workers by moves of partitions,
+    /// since the worker started.
+    pub bytes_moved_in: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,6 +23,8 @@ pub struct WorkerStatus {
     pub alive: bool,
     /// Partitions this worker owns.
     pub partitions: u32,
+    /// Being emptied: it takes no partitions and gives its own away.
+    pub draining: bool,
     /// Last reported statistics; `None` if it has not reported since the coordinator started.
     pub stats: Option<WorkerStats>,
 }
@@ -38,4 +43,32 @@ pub struct PoolStatus {
     pub orphan_bytes: u64,
     /// Client sessions holding inodes open or being written.
     pub held_sessions: u64,
+    pub migration: MigrationStatus,
+}
+
+/// Partitions moving toward the table the pool's weights ask for (after a
+/// join, a drain or a rebalance).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MigrationStatus {
+    /// Whether any partition is still to move.
+    pub active: bool,
+    /// Partitions being copied now.
+    pub partitions_moving: u32,
+    /// Partitions not yet where they should be (moving ones included).
+    pub partitions_left: u32,
+    /// Partitions moved since the current migration started.
+    pub partitions_done: u32,
+    /// Chunk bytes copied by the moves finished since it started.
+    pub bytes_moved: u64,
+    /// `bytes_moved` plus the bytes of the partitions left (as the
+    /// metadata counts them).
+    pub bytes_total: u64,
+    /// Milliseconds since it started (0 when none is active).
+    pub elapsed_ms: u64,
+    /// Bytes a second moved so far.
+    pub rate: u64,
+    /// Seconds left at that rate; `None` before there is a rate.
+    pub eta_secs: Option<u64>,
+    /// Moves given up (a worker died or failed) since the coordinator started.
+    pub moves_failed: u64,
 }

@@ -1,8 +1,23 @@
 //! A worker's requests and responses: chunk bytes in and out, deletion,
-//! attributes, where chunks are. Chunk bytes travel as the frame's raw
-//! payload, never through the serialiser.
+//! attributes, where chunks are, and the moving of partitions between
+//! workers. Chunk bytes travel as the frame's raw payload, never through
+//! the serialiser.
+//!
+//! Chunk requests (`PutChunk`, `GetChunk`, `CreateChunk`, `ReadRange`,
+//! `WriteRanges`) are served only by the worker owning the chunk's
+//! partition in the newest table it was given; others answer `Moved` or
+//! `Busy` (see the worker's `routing`).
+//!
+//! A move of partitions from worker S to worker T: the coordinator gives
+//! every worker the table saying they move (`Table`), then asks T to
+//! `Copy` them from S. T asks S to `Track` them, lists and fetches their
+//! chunks (`MovingChunks`, `Fetch`), fetches again what changed meanwhile
+//! (`TakeChanges`) until little does, `Freeze`s them on S and fetches the
+//! last changes. Once T answers `Copied`, the coordinator logs that T owns
+//! them and gives every worker the new table.
 
 use serde::{Deserialize, Serialize};
+use tierpool_placement::PartitionTable;
 use tierpool_types::{Checksum, ChunkAttrs, ChunkKey, InodeId};
 
 use crate::status::WorkerStats;
@@ -40,6 +55,28 @@ pub enum WorkerRequest {
     /// What the worker stores, a page at a time: up to `limit` keys after
     /// `after` (from the first without it), in key order: `Inventory`.
     Inventory { after: Option<ChunkKey>, limit: u32 },
+    /// The partition table as of the coordinator's `version` (tables are
+    /// applied in version order, an older one is ignored). `Done`.
+    Table { version: u64, table: PartitionTable },
+    /// The tracking ids of these partitions moving away from this worker,
+    /// which name them in the requests below: `Tracking`.
+    Track { partitions: Vec<u32> },
+    /// The chunks of these moving partitions (with their tracking ids), a
+    /// page at a time: up to `limit` after `after`, in key order: `Chunks`.
+    MovingChunks { moves: Vec<(u32, u64)>, after: Option<ChunkKey>, limit: u32 },
+    /// The bytes of these chunks of moving partitions, as many of the
+    /// first ones as fit in one answer: `Fetched`.
+    Fetch { moves: Vec<(u32, u64)>, keys: Vec<ChunkKey> },
+    /// The keys written or deleted in these moving partitions since the
+    /// last `TakeChanges` (or since they started moving): `Changes`.
+    TakeChanges { moves: Vec<(u32, u64)> },
+    /// Stops serving these moving partitions until a table ends their
+    /// moves: `Done` once no write to them is in progress.
+    Freeze { moves: Vec<(u32, u64)> },
+    /// Copies these partitions, which the table says move here, from the
+    /// worker at `from`, at most `rate` bytes a second (0: no limit):
+    /// `Copied` once this worker holds all of them as they are (frozen) on it.
+    Copy { from: String, partitions: Vec<u32>, rate: u64 },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,6 +98,35 @@ pub enum WorkerResponse {
     /// Stored chunks and their lengths, in key order.
     Inventory {
         chunks: Vec<(ChunkKey, u64)>,
+    },
+    /// Not this worker's chunk: the epoch of the table it serves by.
+    Moved {
+        epoch: u64,
+    },
+    /// The chunk's partition is being handed over (or this worker has no
+    /// table yet): ask again shortly.
+    Busy,
+    Tracking {
+        ids: Vec<u64>,
+    },
+    /// Chunks of moving partitions and their lengths, in key order; `next`
+    /// is where the following page starts after, `None` at the end.
+    Chunks {
+        chunks: Vec<(ChunkKey, u64)>,
+        next: Option<ChunkKey>,
+    },
+    /// The first keys asked for, each with its length and checksum, or
+    /// `None` if it is not stored (deleted meanwhile). Payload: the stored
+    /// chunks' bytes, concatenated in this order.
+    Fetched {
+        chunks: Vec<(ChunkKey, Option<(u64, Checksum)>)>,
+    },
+    Changes {
+        keys: Vec<ChunkKey>,
+    },
+    Copied {
+        chunks: u64,
+        bytes: u64,
     },
 }
 

@@ -85,6 +85,23 @@ impl TierManager {
         self.tiers.lock().put(key, data, checksum, attrs)
     }
 
+    /// Stores a copy of a chunk taken from another worker (a partition
+    /// moving here), replacing any value of the key, with the eviction
+    /// attributes its inode has here. `Corrupt` if `checksum` is not the
+    /// CRC-32C of `data`; `PoolFull` as for [`put`](Self::put).
+    pub fn replace(&self, key: ChunkKey, data: Bytes, checksum: Checksum) -> Result<()> {
+        let actual = crc32c::crc32c(&data);
+        if actual != checksum {
+            return Err(Error::new(
+                ErrorKind::Corrupt,
+                format!("chunk {key}: a copy of {} bytes with crc {actual:08x}, expected {checksum:08x}", data.len()),
+            ));
+        }
+        let mut t = self.tiers.lock();
+        let attrs = t.attrs_of(key.inode);
+        t.store(key, data, checksum, attrs)
+    }
+
     /// The chunk's bytes. `NotFound` if absent; `Corrupt` if the DISK copy fails its checksum.
     pub fn get(&self, key: ChunkKey) -> Result<Bytes> {
         for _ in 0..MAX_READ_RACES {

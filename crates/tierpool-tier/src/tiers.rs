@@ -103,7 +103,7 @@ impl Tiers {
         self.clock
     }
 
-    fn attrs_of(&self, inode: InodeId) -> ChunkAttrs {
+    pub(crate) fn attrs_of(&self, inode: InodeId) -> ChunkAttrs {
         self.attrs.get(&inode).copied().unwrap_or_default()
     }
 

@@ -2,13 +2,23 @@
 //!
 //! - [`service`]: the data-plane handler over the tier manager, one
 //!   handler per request;
+//! - [`routing`]: which chunk requests this worker serves, by partition
+//!   (pure);
+//! - [`moves`]: both ends of a partition moving between workers, and the
+//!   deletion of chunks of partitions no longer held;
 //! - [`identity`]: the worker's identity on disk (a versioned file);
-//! - this module: start-up (identity, registration) and the heartbeat loop.
+//! - this module: start-up (identity, registration, the table) and the
+//!   heartbeat loop.
 //!
 //! The worker's identity is kept in `DIR/worker.state`, so a restarted
-//! worker gets its partitions back and serves the DISK chunks it left.
+//! worker gets its partitions back and serves the DISK chunks it left. It
+//! serves chunk requests only once it has the partition table, fetched
+//! right after registering and kept current by the coordinator's pushes
+//! and, should one be lost, by the version each heartbeat's answer carries.
 
 pub mod identity;
+pub mod moves;
+pub mod routing;
 pub mod service;
 
 use std::path::PathBuf;
@@ -65,6 +75,7 @@ impl Registration {
             rack: self.cfg.rack.clone(),
             mem_capacity: self.cfg.mem.0,
             disk_capacity: self.cfg.disk.0,
+            at_once: false,
         };
         let req = CoordRequest::Meta { op, owner: Owner::default() };
         let mut warned = false;
@@ -76,6 +87,12 @@ impl Registration {
                     return Ok(id);
                 }
                 Ok((other, _)) => return Err(Error::new(ErrorKind::Protocol, format!("unexpected reply {other:?}"))),
+                Err(e) if e.kind == ErrorKind::InvalidArgument && e.message.contains("was removed from the pool") => {
+                    // Serving on would only confuse clients: this worker is no one's.
+                    tracing::error!("{}", e.message);
+                    eprintln!("tierpool worker: {}", e.message);
+                    std::process::exit(3);
+                }
                 Err(e) if e.kind == ErrorKind::Unavailable => {
                     if !warned {
                         tracing::warn!("waiting for coordinator {}: {e}", self.cfg.coordinator);
@@ -88,14 +105,34 @@ impl Registration {
         }
     }
 
-    /// One heartbeat; registers again if the coordinator does not know this worker.
-    async fn beat(&self, id: &parking_lot::Mutex<WorkerId>, svc: &service::WorkerService) -> Result<Step> {
-        let current = *id.lock();
+    /// One heartbeat; registers again if the coordinator does not know
+    /// this worker, asks for the table if its own is older.
+    async fn beat(&self, svc: &service::WorkerService) -> Result<Step> {
+        let Some(current) = svc.id() else { return Ok(Step::Continue) };
         let req = CoordRequest::Heartbeat { id: current, stats: svc.stats() };
-        if let (CoordResponse::HeartbeatAck { known: false }, _) = self.coordinator.call(&req, &[], true).await? {
-            *id.lock() = self.register(Some(current)).await?;
+        match self.coordinator.call(&req, &[], true).await? {
+            (CoordResponse::HeartbeatAck { known: false, .. }, _) => {
+                let id = self.register(Some(current)).await?;
+                svc.set_id(id);
+                self.fetch_table(svc).await?;
+            }
+            (CoordResponse::HeartbeatAck { known: true, table }, _) if table > svc.table_version() => {
+                self.fetch_table(svc).await?;
+            }
+            _ => {}
         }
         Ok(Step::Continue)
+    }
+
+    /// Asks the coordinator for the partition table and serves by it.
+    async fn fetch_table(&self, svc: &service::WorkerService) -> Result<()> {
+        match self.coordinator.call(&CoordRequest::Layout, &[], true).await? {
+            (CoordResponse::Layout(l), _) => {
+                svc.apply_table(l.version, l.table);
+                Ok(())
+            }
+            (other, _) => Err(Error::new(ErrorKind::Protocol, format!("unexpected reply {other:?}"))),
+        }
     }
 }
 
@@ -119,12 +156,14 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
         coordinator: Pool::new(cfg.coordinator.clone(), PoolConfig::default()),
     });
     let known = identity::load(&cfg.dir)?.map(|i| i.id);
-    let id = Arc::new(parking_lot::Mutex::new(reg.register(known).await?));
     let svc = Arc::new(service::WorkerService::new(tiers));
+    svc.set_id(reg.register(known).await?);
+    reg.fetch_table(&svc).await?;
+    tokio::spawn(moves::drop_strays(svc.clone()));
     let beat_svc = svc.clone();
     let _heartbeat = Background::every("heartbeat", HEARTBEAT, move || {
-        let (reg, id, svc) = (reg.clone(), id.clone(), beat_svc.clone());
-        async move { reg.beat(&id, &svc).await }
+        let (reg, svc) = (reg.clone(), beat_svc.clone());
+        async move { reg.beat(&svc).await }
     });
     write_addr_file(&cfg.dir.join("worker.addr"), &addr)?;
     tierpool_net::serve_with(listener, svc, cfg.limits.clone()).await?;

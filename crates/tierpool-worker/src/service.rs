@@ -4,24 +4,49 @@
 //! Tier calls may touch disk, so they run under `block_in_place`.
 //! A chunk is accepted only if its bytes match the checksum the client
 //! computed (the tier checks it), so a bit flipped in transit is never stored.
+//! Chunk requests pass [`Routing`] first: only the owner of a chunk's
+//! partition serves it (the moving of partitions is in `moves`).
 
+use crate::routing::{Admit, Routing};
 use bytes::Bytes;
+use parking_lot::Mutex;
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tierpool_net::Handler;
+use tierpool_placement::PartitionTable;
 use tierpool_proto::{ChunkPlace, WorkerRequest, WorkerResponse, WorkerStats};
 use tierpool_tier::{TierKind, TierManager};
-use tierpool_types::{Checksum, ChunkAttrs, ChunkKey, Error, ErrorKind, InodeId, Result};
+use tierpool_types::{Checksum, ChunkAttrs, ChunkKey, Error, ErrorKind, InodeId, Result, WorkerId};
 use tokio::task::block_in_place;
 
 pub struct WorkerService {
-    tiers: Arc<TierManager>,
+    pub(crate) tiers: Arc<TierManager>,
     bytes_written: AtomicU64,
     bytes_read: AtomicU64,
+    pub(crate) bytes_moved_in: AtomicU64,
+    /// This worker's id, once registered.
+    me: Mutex<Option<WorkerId>>,
+    pub(crate) routing: Mutex<Routing>,
+    /// Partitions whose chunks here are no one's, to delete (see `moves::drop_strays`).
+    pub(crate) strays: Mutex<BTreeSet<u32>>,
+    pub(crate) strays_wake: tokio::sync::Notify,
 }
 
-type Answer = Result<(WorkerResponse, Bytes)>;
+pub(crate) type Answer = Result<(WorkerResponse, Bytes)>;
+
+/// Ends a write admitted by the routing when dropped, however it ended.
+struct Writing<'a> {
+    routing: &'a Mutex<Routing>,
+    key: ChunkKey,
+}
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        self.routing.lock().done(self.key);
+    }
+}
 
 /// Most keys one inventory page lists (a page stays a few MiB).
 const MAX_INVENTORY_PAGE: usize = 100_000;
@@ -65,7 +90,16 @@ fn check_transit(key: ChunkKey, payload: &[u8], checksum: Checksum) -> Result<()
 
 impl WorkerService {
     pub fn new(tiers: Arc<TierManager>) -> Self {
-        WorkerService { tiers, bytes_written: AtomicU64::new(0), bytes_read: AtomicU64::new(0) }
+        WorkerService {
+            tiers,
+            bytes_written: AtomicU64::new(0),
+            bytes_read: AtomicU64::new(0),
+            bytes_moved_in: AtomicU64::new(0),
+            me: Mutex::new(None),
+            routing: Mutex::new(Routing::new(rand_nonce())),
+            strays: Mutex::new(BTreeSet::new()),
+            strays_wake: tokio::sync::Notify::new(),
+        }
     }
 
     pub fn stats(&self) -> WorkerStats {
@@ -73,7 +107,46 @@ impl WorkerService {
             tiers: self.tiers.stats(),
             bytes_written: self.bytes_written.load(Ordering::Relaxed),
             bytes_read: self.bytes_read.load(Ordering::Relaxed),
+            bytes_moved_in: self.bytes_moved_in.load(Ordering::Relaxed),
         }
+    }
+
+    /// The id this worker registered with.
+    pub fn set_id(&self, id: WorkerId) {
+        *self.me.lock() = Some(id);
+    }
+
+    pub fn id(&self) -> Option<WorkerId> {
+        *self.me.lock()
+    }
+
+    /// The version of the table this worker serves by (0: none yet).
+    pub fn table_version(&self) -> u64 {
+        self.routing.lock().version()
+    }
+
+    /// Serves by the table of `version` (an older one than it has is
+    /// ignored); the chunks of partitions it no longer holds are deleted
+    /// shortly after.
+    pub fn apply_table(&self, version: u64, table: PartitionTable) {
+        let Some(me) = self.id() else { return };
+        let applied = self.routing.lock().apply(me, version, table);
+        if !applied.dropped.is_empty() {
+            self.strays.lock().extend(applied.dropped);
+            self.strays_wake.notify_one();
+        }
+    }
+
+    /// Runs `serve` if this worker serves `key` now; a write is counted as
+    /// in progress (a freeze waits for it) until `serve` returns.
+    fn routed(&self, key: ChunkKey, write: bool, serve: impl FnOnce() -> Answer) -> Answer {
+        match self.routing.lock().admit(key, write) {
+            Admit::Serve => {}
+            Admit::Moved(epoch) => return Ok((WorkerResponse::Moved { epoch }, Bytes::new())),
+            Admit::Busy => return Ok((WorkerResponse::Busy, Bytes::new())),
+        }
+        let _writing = write.then_some(Writing { routing: &self.routing, key });
+        serve()
     }
 
     /// The tier checks the payload against `checksum` before storing it.
@@ -100,6 +173,7 @@ impl WorkerService {
         let mut chunks = 0;
         for key in keys {
             chunks += u64::from(block_in_place(|| self.tiers.delete(*key))?);
+            self.routing.lock().changed(*key);
         }
         Ok((WorkerResponse::Deleted { chunks }, Bytes::new()))
     }
@@ -166,15 +240,23 @@ impl WorkerService {
     fn dispatch(&self, req: WorkerRequest, payload: Bytes) -> Answer {
         match req {
             WorkerRequest::Ping => Ok((WorkerResponse::Pong, Bytes::new())),
-            WorkerRequest::PutChunk { key, checksum, attrs } => self.put_chunk(key, checksum, attrs, payload),
-            WorkerRequest::GetChunk { key } => self.get_chunk(key),
+            WorkerRequest::PutChunk { key, checksum, attrs } => {
+                self.routed(key, true, || self.put_chunk(key, checksum, attrs, payload))
+            }
+            WorkerRequest::GetChunk { key } => self.routed(key, false, || self.get_chunk(key)),
             WorkerRequest::DeleteInodes { inodes } => self.delete_inodes(&inodes),
             WorkerRequest::DeleteChunks { keys } => self.delete_chunks(&keys),
             WorkerRequest::SetAttrs { changes, replace } => self.set_attrs(&changes, replace),
             WorkerRequest::Stats => Ok((WorkerResponse::Stats(self.stats()), Bytes::new())),
-            WorkerRequest::CreateChunk { key, len, attrs } => self.create_chunk(key, len, attrs),
-            WorkerRequest::ReadRange { key, offset, len } => self.read_range(key, offset, len),
-            WorkerRequest::WriteRanges { key, ranges, checksum } => self.write_ranges(key, &ranges, checksum, payload),
+            WorkerRequest::CreateChunk { key, len, attrs } => {
+                self.routed(key, true, || self.create_chunk(key, len, attrs))
+            }
+            WorkerRequest::ReadRange { key, offset, len } => {
+                self.routed(key, false, || self.read_range(key, offset, len))
+            }
+            WorkerRequest::WriteRanges { key, ranges, checksum } => {
+                self.routed(key, true, || self.write_ranges(key, &ranges, checksum, payload))
+            }
             WorkerRequest::Locate { keys } => self.locate(&keys),
             WorkerRequest::Inventory { after, limit } => {
                 let chunks = self.tiers.inventory(after, (limit as usize).min(MAX_INVENTORY_PAGE));
@@ -185,15 +267,41 @@ impl WorkerService {
                 self.tiers.mark_reclaimable(&keys);
                 done()
             }
+            WorkerRequest::Table { version, table } => {
+                self.apply_table(version, table);
+                done()
+            }
+            WorkerRequest::Track { partitions } => {
+                Ok((WorkerResponse::Tracking { ids: self.routing.lock().track(&partitions)? }, Bytes::new()))
+            }
+            WorkerRequest::MovingChunks { moves, after, limit } => self.moving_chunks(&moves, after, limit),
+            WorkerRequest::Fetch { moves, keys } => self.fetch(&moves, &keys),
+            WorkerRequest::TakeChanges { moves } => {
+                Ok((WorkerResponse::Changes { keys: self.routing.lock().take_changes(&moves)? }, Bytes::new()))
+            }
+            WorkerRequest::Freeze { .. } | WorkerRequest::Copy { .. } => {
+                Err(Error::internal("an asynchronous request reached the synchronous dispatch"))
+            }
         }
     }
+}
+
+/// A number unlikely to repeat across runs of the process (starts its tracking ids).
+fn rand_nonce() -> u64 {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    (t.as_nanos() as u64).rotate_left(17) ^ u64::from(std::process::id()).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 impl Handler for WorkerService {
     type Service = tierpool_proto::Worker;
 
     async fn handle(&self, req: WorkerRequest, payload: Bytes) -> (Result<WorkerResponse>, Bytes) {
-        match self.dispatch(req, payload) {
+        let answer = match req {
+            WorkerRequest::Freeze { moves } => self.freeze(&moves).await,
+            WorkerRequest::Copy { from, partitions, rate } => self.copy_in(&from, &partitions, rate).await,
+            req => self.dispatch(req, payload),
+        };
+        match answer {
             Ok((r, out)) => (Ok(r), out),
             Err(e) => {
                 if e.kind != ErrorKind::NotFound {

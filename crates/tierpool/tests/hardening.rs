@@ -53,18 +53,21 @@ fn a_forged_put_cannot_overwrite_a_committed_chunk() {
     assert_eq!(refused[0].kind, ErrorKind::AlreadyExists);
     assert!(refused[0].message.contains("write-once"), "{}", refused[0].message);
     assert!(pool.get("/f") == content, "the file is intact");
-    // Bytes that do not match their checksum are never stored.
+    // Bytes that do not match their checksum are never stored (the worker
+    // not owning the chunk's partition refuses it as not its own).
+    let owner_answer = |answers: Vec<tierpool_types::Result<WorkerResponse>>| {
+        let (moved, owner): (Vec<_>, Vec<_>) =
+            answers.into_iter().partition(|a| matches!(a, Ok(WorkerResponse::Moved { .. })));
+        assert_eq!((moved.len(), owner.len()), (1, 1), "{owner:?}");
+        owner.into_iter().next().unwrap()
+    };
     let other = ChunkKey { inode: InodeId(inode), index: 5, version: 9 };
-    for a in forge(&pool, other, b"abc", 7) {
-        assert_eq!(a.unwrap_err().kind, ErrorKind::Corrupt);
-    }
+    assert_eq!(owner_answer(forge(&pool, other, b"abc", 7)).unwrap_err().kind, ErrorKind::Corrupt);
     // Version 0 is a hole: nothing is stored under it.
     let hole = ChunkKey { inode: InodeId(inode), index: 0, version: 0 };
-    for a in forge(&pool, hole, b"abc", crc32c::crc32c(b"abc")) {
-        let e = a.unwrap_err();
-        assert_eq!(e.kind, ErrorKind::InvalidArgument);
-        assert!(e.message.contains("version 0 is a hole"), "{}", e.message);
-    }
+    let e = owner_answer(forge(&pool, hole, b"abc", crc32c::crc32c(b"abc"))).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidArgument);
+    assert!(e.message.contains("version 0 is a hole"), "{}", e.message);
     assert!(pool.get("/f") == content);
 }
 

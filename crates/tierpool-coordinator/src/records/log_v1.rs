@@ -8,7 +8,7 @@ use super::frozen::{corrupt, priority, AttrsV1, ChunkKeyV1, ChunkRefV1, KindV1};
 use super::LogRecord;
 use serde::{Deserialize, Serialize};
 use tierpool_meta::{MetaOp, NewNode, Owner};
-use tierpool_types::{InodeId, Result, WorkerId};
+use tierpool_types::{Error, InodeId, Result, WorkerId};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordV1 {
@@ -184,8 +184,11 @@ fn op_to_v1(op: &MetaOp) -> Result<OpV1> {
         MetaOp::SetAttrs { path, priority, pinned } => {
             OpV1::SetAttrs { path, priority: priority.map(|p| p.get()), pinned }
         }
-        MetaOp::RegisterWorker { id, addr, host, rack, mem_capacity, disk_capacity } => {
+        MetaOp::RegisterWorker { id, addr, host, rack, mem_capacity, disk_capacity, at_once: true } => {
             OpV1::RegisterWorker { id: id.map(|w| w.0), addr, host, rack, mem_capacity, disk_capacity }
+        }
+        MetaOp::RegisterWorker { at_once: false, .. } => {
+            return Err(Error::invalid("log version 1 has no worker joining by moves"));
         }
         MetaOp::GcDone { inodes } => OpV1::GcDone { inodes: ids(&inodes) },
         MetaOp::CommitRegion { path, inode, size, chunk_size, attrs, mode } => {
@@ -219,7 +222,13 @@ fn op_to_v1(op: &MetaOp) -> Result<OpV1> {
         MetaOp::SetAttrsAt { inode, priority, pinned } => {
             OpV1::SetAttrsAt { inode: inode.0, priority: priority.map(|p| p.get()), pinned }
         }
-        MetaOp::Retire { .. } => return Err(corrupt("Retire has no form in log record version 1")),
+        MetaOp::Retire { .. }
+        | MetaOp::BeginMoves { .. }
+        | MetaOp::FinishMoves { .. }
+        | MetaOp::AbortMoves { .. }
+        | MetaOp::DrainWorker { .. }
+        | MetaOp::RemoveWorker { .. }
+        | MetaOp::Rebalance => return Err(corrupt("an op added after log record version 1 has no form in it")),
     })
 }
 
@@ -242,9 +251,16 @@ fn op_from_v1(op: OpV1) -> Result<MetaOp> {
         OpV1::Remove { path, recursive } => MetaOp::Remove { path, recursive },
         OpV1::Rename { from, to } => MetaOp::Rename { from, to },
         OpV1::SetAttrs { path, priority, pinned } => MetaOp::SetAttrs { path, priority: prio(priority)?, pinned },
-        OpV1::RegisterWorker { id, addr, host, rack, mem_capacity, disk_capacity } => {
-            MetaOp::RegisterWorker { id: id.map(WorkerId), addr, host, rack, mem_capacity, disk_capacity }
-        }
+        // Version 1 workers took their share of the partitions at once.
+        OpV1::RegisterWorker { id, addr, host, rack, mem_capacity, disk_capacity } => MetaOp::RegisterWorker {
+            id: id.map(WorkerId),
+            addr,
+            host,
+            rack,
+            mem_capacity,
+            disk_capacity,
+            at_once: true,
+        },
         OpV1::GcDone { inodes } => MetaOp::GcDone { inodes: inodes.into_iter().map(InodeId).collect() },
         OpV1::CommitRegion { path, inode, size, chunk_size, attrs, mode } => {
             MetaOp::CommitRegion { path, inode: InodeId(inode), size, chunk_size, attrs: attrs.try_into()?, mode }

@@ -4,13 +4,13 @@
 //!
 //! Frozen once released. Version 1 records are still read (`log_v1`).
 
-use super::frozen::{priority, AttrsV1, ChunkKeyV1, ChunkRefV1};
+use super::frozen::{corrupt, priority, AttrsV1, ChunkKeyV1, ChunkRefV1};
 use super::log_v1::NewNodeV1;
 use super::snapshot_v2::OwnerV2;
 use super::LogRecord;
 use serde::{Deserialize, Serialize};
 use tierpool_meta::{MetaOp, NewNode, Owner};
-use tierpool_types::{InodeId, Result, WorkerId};
+use tierpool_types::{Error, InodeId, Result, WorkerId};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordV2 {
@@ -130,10 +130,12 @@ pub enum OpV2 {
     },
 }
 
-impl From<&LogRecord> for RecordV2 {
-    fn from(r: &LogRecord) -> Self {
+impl TryFrom<&LogRecord> for RecordV2 {
+    type Error = tierpool_types::Error;
+    /// Ops added after version 2 have no version 2 form.
+    fn try_from(r: &LogRecord) -> Result<Self> {
         let owner = OwnerV2 { uid: r.owner.uid, gid: r.owner.gid };
-        RecordV2 { lsn: r.lsn, time: r.time, owner, op: op_to_v2(&r.op) }
+        Ok(RecordV2 { lsn: r.lsn, time: r.time, owner, op: op_to_v2(&r.op)? })
     }
 }
 
@@ -145,8 +147,8 @@ impl TryFrom<RecordV2> for LogRecord {
     }
 }
 
-fn op_to_v2(op: &MetaOp) -> OpV2 {
-    match op.clone() {
+fn op_to_v2(op: &MetaOp) -> Result<OpV2> {
+    Ok(match op.clone() {
         MetaOp::Init { partitions } => OpV2::Init { partitions },
         MetaOp::Mkdir { path, parents, mode } => OpV2::Mkdir { path, parents, mode },
         MetaOp::AllocInodes { count } => OpV2::AllocInodes { count },
@@ -158,8 +160,11 @@ fn op_to_v2(op: &MetaOp) -> OpV2 {
         MetaOp::SetAttrs { path, priority, pinned } => {
             OpV2::SetAttrs { path, priority: priority.map(|p| p.get()), pinned }
         }
-        MetaOp::RegisterWorker { id, addr, host, rack, mem_capacity, disk_capacity } => {
+        MetaOp::RegisterWorker { id, addr, host, rack, mem_capacity, disk_capacity, at_once: true } => {
             OpV2::RegisterWorker { id: id.map(|w| w.0), addr, host, rack, mem_capacity, disk_capacity }
+        }
+        MetaOp::RegisterWorker { at_once: false, .. } => {
+            return Err(Error::invalid("log version 2 has no worker joining by moves"));
         }
         MetaOp::GcDone { inodes } => OpV2::GcDone { inodes: inodes.iter().map(|i| i.0).collect() },
         MetaOp::CommitRegion { path, inode, size, chunk_size, attrs, mode } => {
@@ -194,7 +199,13 @@ fn op_to_v2(op: &MetaOp) -> OpV2 {
             OpV2::SetAttrsAt { inode: inode.0, priority: priority.map(|p| p.get()), pinned }
         }
         MetaOp::Retire { ids } => OpV2::Retire { ids },
-    }
+        MetaOp::BeginMoves { .. }
+        | MetaOp::FinishMoves { .. }
+        | MetaOp::AbortMoves { .. }
+        | MetaOp::DrainWorker { .. }
+        | MetaOp::RemoveWorker { .. }
+        | MetaOp::Rebalance => return Err(corrupt("moves and membership ops have no form in log record version 2")),
+    })
 }
 
 fn op_from_v2(op: OpV2) -> Result<MetaOp> {
@@ -216,9 +227,16 @@ fn op_from_v2(op: OpV2) -> Result<MetaOp> {
         OpV2::Remove { path, recursive } => MetaOp::Remove { path, recursive },
         OpV2::Rename { from, to } => MetaOp::Rename { from, to },
         OpV2::SetAttrs { path, priority, pinned } => MetaOp::SetAttrs { path, priority: prio(priority)?, pinned },
-        OpV2::RegisterWorker { id, addr, host, rack, mem_capacity, disk_capacity } => {
-            MetaOp::RegisterWorker { id: id.map(WorkerId), addr, host, rack, mem_capacity, disk_capacity }
-        }
+        // Version 2 workers took their share of the partitions at once.
+        OpV2::RegisterWorker { id, addr, host, rack, mem_capacity, disk_capacity } => MetaOp::RegisterWorker {
+            id: id.map(WorkerId),
+            addr,
+            host,
+            rack,
+            mem_capacity,
+            disk_capacity,
+            at_once: true,
+        },
         OpV2::GcDone { inodes } => MetaOp::GcDone { inodes: inodes.into_iter().map(InodeId).collect() },
         OpV2::CommitRegion { path, inode, size, chunk_size, attrs, mode } => {
             MetaOp::CommitRegion { path, inode: InodeId(inode), size, chunk_size, attrs: attrs.try_into()?, mode }

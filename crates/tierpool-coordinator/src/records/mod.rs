@@ -23,9 +23,11 @@
 pub mod frozen;
 pub mod log_v1;
 pub mod log_v2;
+pub mod log_v3;
 pub mod snapshot_v1;
 pub mod snapshot_v2;
 pub mod snapshot_v3;
+pub mod snapshot_v4;
 #[cfg(test)]
 mod tests;
 
@@ -35,9 +37,9 @@ use tierpool_meta::{MetaOp, MetaState, Owner};
 use tierpool_types::{Error, ErrorKind, Result};
 
 /// The version new log records are written in.
-pub const LOG_RECORD_VERSION: u8 = 2;
+pub const LOG_RECORD_VERSION: u8 = 3;
 /// The version new snapshots are written in.
-pub const SNAPSHOT_VERSION: u8 = 3;
+pub const SNAPSHOT_VERSION: u8 = 4;
 const SNAPSHOT_MAGIC: &[u8; 6] = b"TPSNAP";
 const SNAPSHOT_HEADER: usize = 19;
 const MAX_RECORD_LEN: u32 = 512 << 20;
@@ -62,7 +64,7 @@ fn decode<T: DeserializeOwned>(b: &[u8], what: &str) -> Result<T> {
 
 /// Appends the framed record to `out`, in the newest version.
 pub fn encode_record(rec: &LogRecord, out: &mut Vec<u8>) {
-    frame_record(LOG_RECORD_VERSION, &encode(&log_v2::RecordV2::from(rec)), out);
+    frame_record(LOG_RECORD_VERSION, &encode(&log_v3::RecordV3::from(rec)), out);
 }
 
 /// Appends the framed record to `out` in an older `version` (to check that
@@ -70,7 +72,8 @@ pub fn encode_record(rec: &LogRecord, out: &mut Vec<u8>) {
 pub fn encode_record_in(version: u8, rec: &LogRecord, out: &mut Vec<u8>) -> Result<()> {
     match version {
         1 => frame_record(1, &encode(&log_v1::RecordV1::try_from(rec)?), out),
-        2 => encode_record(rec, out),
+        2 => frame_record(2, &encode(&log_v2::RecordV2::try_from(rec)?), out),
+        3 => encode_record(rec, out),
         v => return Err(Error::invalid(format!("no log record version {v}"))),
     }
     Ok(())
@@ -117,6 +120,7 @@ pub fn decode_record(buf: &[u8]) -> Decoded {
     let rec = match body[0] {
         1 => decode::<log_v1::RecordV1>(&body[1..], "log record").and_then(LogRecord::try_from),
         2 => decode::<log_v2::RecordV2>(&body[1..], "log record").and_then(LogRecord::try_from),
+        3 => decode::<log_v3::RecordV3>(&body[1..], "log record").and_then(LogRecord::try_from),
         v => Err(Error::new(
             ErrorKind::Corrupt,
             format!("log record version {v} is not known to this build (it reads up to {LOG_RECORD_VERSION})"),
@@ -130,7 +134,7 @@ pub fn decode_record(buf: &[u8]) -> Decoded {
 
 /// The snapshot of `state` after record `lsn`, in the newest version.
 pub fn encode_snapshot(lsn: u64, state: &MetaState) -> Vec<u8> {
-    let snap = snapshot_v3::SnapshotV3 { lsn, state: snapshot_v3::StateV3::from_view(&state.view()) };
+    let snap = snapshot_v4::SnapshotV4 { lsn, state: snapshot_v4::StateV4::from_view(&state.view()) };
     frame_snapshot(SNAPSHOT_VERSION, &encode(&snap))
 }
 
@@ -142,7 +146,11 @@ pub fn encode_snapshot_in(version: u8, lsn: u64, state: &MetaState) -> Result<Ve
             let snap = snapshot_v2::SnapshotV2 { lsn, state: snapshot_v2::StateV2::from_view(&state.view())? };
             Ok(frame_snapshot(2, &encode(&snap)))
         }
-        3 => Ok(encode_snapshot(lsn, state)),
+        3 => {
+            let snap = snapshot_v3::SnapshotV3 { lsn, state: snapshot_v3::StateV3::from_view(&state.view())? };
+            Ok(frame_snapshot(3, &encode(&snap)))
+        }
+        4 => Ok(encode_snapshot(lsn, state)),
         v => Err(Error::invalid(format!("no snapshot version {v} is written"))),
     }
 }
@@ -186,6 +194,10 @@ pub fn decode_snapshot(buf: &[u8]) -> Result<(u64, MetaState)> {
         }
         3 => {
             let s: snapshot_v3::SnapshotV3 = decode(body, what)?;
+            Ok((s.lsn, s.state.into_state().map_err(|e| e.context(what))?))
+        }
+        4 => {
+            let s: snapshot_v4::SnapshotV4 = decode(body, what)?;
             Ok((s.lsn, s.state.into_state().map_err(|e| e.context(what))?))
         }
         v => Err(corrupt(&format!("version {v} is not known to this build (it reads up to {SNAPSHOT_VERSION})"))),

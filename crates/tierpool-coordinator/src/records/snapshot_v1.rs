@@ -63,6 +63,9 @@ impl StateV1 {
             pending_gc: self.pending_gc.into_iter().map(InodeId).collect(),
             pending_chunks: BTreeSet::new(),
             retired: BTreeSet::new(),
+            goal: Vec::new(),
+            draining: BTreeSet::new(),
+            removed: BTreeSet::new(),
         })
         .map_err(corrupt)
     }

@@ -87,6 +87,9 @@ impl StateV2 {
             pending_gc: self.pending_gc.into_iter().map(InodeId).collect(),
             pending_chunks: self.pending_chunks.into_iter().map(Into::into).collect(),
             retired: BTreeSet::new(),
+            goal: Vec::new(),
+            draining: BTreeSet::new(),
+            removed: BTreeSet::new(),
         })
         .map_err(corrupt)
     }

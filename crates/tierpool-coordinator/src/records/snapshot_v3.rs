@@ -30,8 +30,12 @@ pub struct StateV3 {
 }
 
 impl StateV3 {
-    pub fn from_view(s: &StateView<'_>) -> StateV3 {
-        StateV3 {
+    /// Version 3 has no moves: a state with some has no version 3 form.
+    pub fn from_view(s: &StateView<'_>) -> Result<StateV3> {
+        if !s.table.moving().is_empty() || !s.goal.is_empty() || !s.draining.is_empty() || !s.removed.is_empty() {
+            return Err(corrupt("a state moving partitions has no snapshot version 3 form"));
+        }
+        Ok(StateV3 {
             initialised: s.initialised,
             inodes: s.inodes.iter().map(|(id, n)| (id.0, inode_to_v2(n))).collect(),
             next_inode: s.next_inode,
@@ -41,7 +45,7 @@ impl StateV3 {
             pending_gc: s.pending_gc.iter().map(|i| i.0).collect(),
             pending_chunks: s.pending_chunks.iter().map(|k| (*k).into()).collect(),
             retired: s.retired.clone(),
-        }
+        })
     }
 
     pub fn into_state(self) -> Result<MetaState> {
@@ -58,6 +62,9 @@ impl StateV3 {
             pending_gc: self.pending_gc.into_iter().map(InodeId).collect(),
             pending_chunks: self.pending_chunks.into_iter().map(Into::into).collect(),
             retired: self.retired,
+            goal: Vec::new(),
+            draining: BTreeSet::new(),
+            removed: BTreeSet::new(),
         })
         .map_err(corrupt)
     }

@@ -95,6 +95,8 @@ fn released() -> Vec<(&'static str, Registry)> {
         ("snapshot-v2", trace_with(t::<snapshot_v2::SnapshotV2>, &[&t::<KindV1>, &t::<snapshot_v2::BodyV2>])),
         ("log-v2", trace_with(t::<log_v2::RecordV2>, &[&t::<KindV1>, &t::<log_v1::NewNodeV1>, &t::<log_v2::OpV2>])),
         ("snapshot-v3", trace_with(t::<snapshot_v3::SnapshotV3>, &[&t::<KindV1>, &t::<snapshot_v2::BodyV2>])),
+        ("log-v3", trace_with(t::<log_v3::RecordV3>, &[&t::<KindV1>, &t::<log_v1::NewNodeV1>, &t::<log_v3::OpV3>])),
+        ("snapshot-v4", trace_with(t::<snapshot_v4::SnapshotV4>, &[&t::<KindV1>, &t::<snapshot_v2::BodyV2>])),
     ]
 }
 

@@ -27,6 +27,13 @@ pub fn dump(s: &MetaState) -> String {
     if !s.retired().is_empty() {
         writeln!(out, "retired {:?}", s.retired()).unwrap();
     }
+    if !t.moving().is_empty() || !s.goal().is_empty() || !s.draining().is_empty() || !s.removed().is_empty() {
+        writeln!(out, "moving {:?}", t.moving()).unwrap();
+        let goal: Vec<String> = s.goal().iter().map(|g| g.map_or("-".into(), |w| w.0.to_string())).collect();
+        writeln!(out, "goal {}", goal.join(",")).unwrap();
+        writeln!(out, "draining {:?}", s.draining()).unwrap();
+        writeln!(out, "removed {:?}", s.removed()).unwrap();
+    }
     if s.is_initialised() {
         walk(s, InodeId::ROOT, "/", &mut out);
     }

@@ -20,12 +20,14 @@
 pub mod gc;
 pub mod leases;
 pub mod liveness;
+pub mod moves;
 pub mod orphans;
 
 use crate::{Garbage, MetaOp, MetaReply, MetaState, Owner, Timestamp};
 use gc::{Batch, GcSchedule};
 use leases::Leases;
 use liveness::{Liveness, Standing};
+use moves::{Move, Mover, Progress};
 use orphans::{Reservations, Verdict};
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -42,6 +44,8 @@ pub struct EngineConfig {
     pub hold_period: Duration,
     /// Most items deleted in one round.
     pub gc_batch: usize,
+    /// Most partitions moving at once.
+    pub max_moving: usize,
 }
 
 /// What the shell must do for the engine.
@@ -64,6 +68,10 @@ pub enum Effect {
     /// leases do not protect garbage: a writer's inode is garbage only once
     /// committed and then removed or replaced.)
     Reclaim(Garbage),
+    /// The partition table or its goal changed: give every worker the
+    /// table (once the change is durable) and see whether partitions are
+    /// to move ([`Engine::next_moves`]).
+    Placement,
 }
 
 pub struct Engine {
@@ -79,6 +87,7 @@ pub struct Engine {
     synced: BTreeSet<WorkerId>,
     /// Ids reserved lately: their writers may not have renewed a hold yet.
     reservations: Reservations,
+    mover: Mover,
 }
 
 /// The orphans found in part of a worker's inventory.
@@ -103,6 +112,7 @@ impl Engine {
             writers: Leases::new(cfg.hold_period),
             gc: GcSchedule::new(cfg.gc_grace, cfg.gc_batch),
             synced: BTreeSet::new(),
+            mover: Mover::new(cfg.max_moving),
             state,
             cfg,
         }
@@ -128,6 +138,13 @@ impl Engine {
     ) -> Result<(MetaReply, Vec<Effect>)> {
         let reply = self.state.execute_as(op, owner, wall)?;
         let mut effects = Vec::new();
+        if op.changes_placement() {
+            effects.push(Effect::Placement);
+            if let MetaOp::BeginMoves { moves } = op {
+                let ps: Vec<u32> = moves.iter().map(|(p, _)| *p).collect();
+                self.mover.started(&ps, now);
+            }
+        }
         let mut garbage = self.state.take_garbage();
         if !garbage.is_empty() {
             // A removed file held open keeps its chunks; a replaced version
@@ -268,6 +285,33 @@ impl Engine {
         self.leases.held(now);
         self.writers.held(now);
         self.leases.sessions() + self.writers.sessions()
+    }
+
+    /// The moves to start now (see [`moves`]): log `BeginMoves` of them all.
+    pub fn next_moves(&mut self, now: Duration) -> Vec<Move> {
+        let liveness = &self.liveness;
+        self.mover.next(&self.state, |w| liveness.is_alive(w, now), now)
+    }
+
+    /// The copy of move `m` is complete (`bytes` copied): log `FinishMoves`.
+    pub fn move_copied(&mut self, m: &Move, bytes: u64) {
+        self.mover.copied(m, bytes);
+    }
+
+    /// The copy of move `m` failed: log `AbortMoves`.
+    pub fn move_failed(&mut self, m: &Move, now: Duration) {
+        self.mover.failed(m, now);
+    }
+
+    /// Moves a coordinator that stopped left under way: log `AbortMoves`.
+    pub fn interrupted_moves(&self) -> Vec<u32> {
+        self.mover.interrupted(&self.state)
+    }
+
+    /// How far along the migration is.
+    pub fn migration(&mut self, now: Duration) -> Progress {
+        let state = &self.state;
+        self.mover.progress(state, || state.partition_bytes(), now)
     }
 
     /// Inodes held open now (for status and tests).

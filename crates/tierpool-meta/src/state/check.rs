@@ -103,6 +103,29 @@ impl MetaState {
                 }
             }
         }
+        for (p, to) in self.table.moving() {
+            if !self.workers.contains_key(to) || self.table.owner(*p) == Some(*to) {
+                return fail(format!("partition {p} moves to {to}, unknown or its owner"));
+            }
+        }
+        if !self.goal.is_empty() {
+            if self.goal.len() != self.table.partitions() as usize {
+                return fail(format!("a goal of {} partitions for {}", self.goal.len(), self.table.partitions()));
+            }
+            if let Some(g) = self
+                .goal
+                .iter()
+                .find(|g| !g.is_some_and(|g| self.workers.contains_key(&g) && !self.draining.contains(&g)))
+            {
+                return fail(format!("the goal names {g:?}, not a worker taking partitions"));
+            }
+        }
+        if let Some(d) = self.draining.iter().find(|d| !self.workers.contains_key(d)) {
+            return fail(format!("draining worker {d} is unknown"));
+        }
+        if let Some(r) = self.removed.iter().find(|r| self.workers.contains_key(r)) {
+            return fail(format!("removed worker {r} is still a member"));
+        }
         Ok(())
     }
 }

@@ -26,6 +26,9 @@ pub struct StateView<'a> {
     pub pending_gc: &'a BTreeSet<InodeId>,
     pub pending_chunks: &'a BTreeSet<ChunkKey>,
     pub retired: &'a BTreeSet<u64>,
+    pub goal: &'a [Option<WorkerId>],
+    pub draining: &'a BTreeSet<WorkerId>,
+    pub removed: &'a BTreeSet<WorkerId>,
 }
 
 /// Every field of a state, owned: what a decoded snapshot holds.
@@ -40,6 +43,9 @@ pub struct StateParts {
     pub pending_gc: BTreeSet<InodeId>,
     pub pending_chunks: BTreeSet<ChunkKey>,
     pub retired: BTreeSet<u64>,
+    pub goal: Vec<Option<WorkerId>>,
+    pub draining: BTreeSet<WorkerId>,
+    pub removed: BTreeSet<WorkerId>,
 }
 
 impl MetaState {
@@ -55,6 +61,9 @@ impl MetaState {
             pending_gc: &self.pending_gc,
             pending_chunks: &self.pending_chunks,
             retired: &self.retired,
+            goal: &self.goal,
+            draining: &self.draining,
+            removed: &self.removed,
         }
     }
 
@@ -70,6 +79,9 @@ impl MetaState {
             pending_gc: p.pending_gc,
             pending_chunks: p.pending_chunks,
             retired: p.retired,
+            goal: p.goal,
+            draining: p.draining,
+            removed: p.removed,
             fresh: Default::default(),
         };
         s.check_invariants()?;
@@ -90,6 +102,9 @@ impl StateView<'_> {
             pending_gc: self.pending_gc.clone(),
             pending_chunks: self.pending_chunks.clone(),
             retired: self.retired.clone(),
+            goal: self.goal.to_vec(),
+            draining: self.draining.clone(),
+            removed: self.removed.clone(),
         }
     }
 }

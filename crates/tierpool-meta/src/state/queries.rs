@@ -73,4 +73,28 @@ impl MetaState {
             .map(|(id, n)| (*id, n.attrs))
             .collect()
     }
+
+    /// Bytes of live chunk data per partition, as the metadata counts them
+    /// (a region's chunks all count, a file's holes do not).
+    pub fn partition_bytes(&self) -> Vec<u64> {
+        let n = self.table.partitions();
+        let mut out = vec![0u64; n as usize];
+        for (id, inode) in &self.inodes {
+            match &inode.body {
+                Body::File { chunks, .. } => {
+                    for (index, c) in chunks.iter().enumerate().filter(|(_, c)| !c.is_hole()) {
+                        out[tierpool_placement::partition_of(*id, index as u64, n) as usize] += c.len;
+                    }
+                }
+                Body::Region { size, chunk_size } => {
+                    for index in 0..size.div_ceil((*chunk_size).max(1)) {
+                        let len = (size - index * chunk_size).min(*chunk_size);
+                        out[tierpool_placement::partition_of(*id, index, n) as usize] += len;
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
 }

@@ -1,20 +1,42 @@
-//! `RegisterWorker`: membership and the partition table.
+//! Membership and the partition table: workers joining, being drained,
+//! removed; the goal the table moves toward, and the moves that get it there.
 //!
-//! A new worker gets the id it asked for or the next free one, and the
-//! partition table is rebalanced over every known worker, weighted by
-//! `mem_capacity + disk_capacity`, moving partitions only to the newcomer. A known worker coming back updates its
-//! record only: its partitions stay where they are.
+//! A worker's weight is `mem_capacity + disk_capacity`. The first workers of
+//! a pool take the unowned partitions at once (there is nothing to copy).
+//! Once every partition has an owner, a change of membership never moves
+//! an owner by itself: it sets a *goal* (the table the weights ask for, moving
+//! as few partitions as it takes) and the coordinator moves partitions toward
+//! it a few at a time (`BeginMoves` / `FinishMoves`), each copied before its
+//! new owner takes it. Only `RemoveWorker` changes owners at once (a dead
+//! worker's chunks cannot be copied), and only those of the removed worker;
+//! its id may never register again. Removing the last worker not draining
+//! calls the drains off (no one else could take their partitions).
+//!
+//! Invariants (also in `check.rs`): a goal, if any, has one entry per
+//! partition, each a known worker that is not draining; moving partitions
+//! go to known workers other than their owners; draining workers are known.
 
 use super::MetaState;
 use crate::{MetaReply, WorkerRecord};
-use tierpool_types::{Error, Result, WorkerId};
+use tierpool_placement::PartitionTable;
+use tierpool_types::{Error, ErrorKind, Result, WorkerId};
 
 impl MetaState {
-    pub(super) fn register_worker(&mut self, id: Option<WorkerId>, mut record: WorkerRecord) -> Result<MetaReply> {
+    pub(super) fn register_worker(
+        &mut self,
+        id: Option<WorkerId>,
+        mut record: WorkerRecord,
+        at_once: bool,
+    ) -> Result<MetaReply> {
         if let Some(known) = id.and_then(|id| self.workers.get_mut(&id)) {
             record.id = known.id;
             *known = record;
             return Ok(MetaReply::Worker { id: known.id });
+        }
+        if let Some(gone) = id.filter(|id| self.removed.contains(id)) {
+            return Err(Error::invalid(format!(
+                "worker {gone} was removed from the pool; start it on an empty directory to join as a new worker"
+            )));
         }
         let id = match id {
             Some(id) => id,
@@ -25,9 +47,128 @@ impl MetaState {
         record.id = id;
         self.workers.insert(id, record);
         self.next_worker_id = self.next_worker_id.max(u64::from(id.0) + 1);
-        let weights: Vec<(WorkerId, u64)> =
-            self.workers.values().map(|w| (w.id, w.mem_capacity.saturating_add(w.disk_capacity))).collect();
-        self.table = self.table.joined(&weights, id);
+        let weights = self.weights();
+        if at_once || self.table.owners().iter().any(Option::is_none) {
+            // Partitions no one holds are taken at once: nothing to copy.
+            self.table = self.table.joined(&weights, id);
+            self.goal.clear();
+        } else {
+            self.goal = self.planned().joined(&weights, id).owners().to_vec();
+        }
         Ok(MetaReply::Worker { id })
+    }
+
+    /// Every known worker that is not draining, with its weight.
+    fn weights(&self) -> Vec<(WorkerId, u64)> {
+        (self.workers.values())
+            .filter(|w| !self.draining.contains(&w.id))
+            .map(|w| (w.id, w.mem_capacity.saturating_add(w.disk_capacity)))
+            .collect()
+    }
+
+    /// The table as it will be once the goal is reached (no moves).
+    fn planned(&self) -> PartitionTable {
+        let owners = if self.goal.is_empty() { self.table.owners().to_vec() } else { self.goal.clone() };
+        PartitionTable::from_parts(self.table.epoch(), owners).expect("a table has partitions")
+    }
+
+    fn known(&self, id: WorkerId) -> Result<()> {
+        if self.workers.contains_key(&id) {
+            Ok(())
+        } else {
+            Err(Error::new(ErrorKind::NotFound, format!("worker {id} is not part of the pool")))
+        }
+    }
+
+    pub(super) fn drain_worker(&mut self, id: WorkerId) -> Result<MetaReply> {
+        self.known(id)?;
+        if self.workers.len() - self.draining.len() - usize::from(!self.draining.contains(&id)) == 0 {
+            return Err(Error::invalid(format!(
+                "worker {id} is the last one not draining: nothing could take its partitions"
+            )));
+        }
+        self.draining.insert(id);
+        self.goal = self.planned().rebalanced(&self.weights()).owners().to_vec();
+        Ok(MetaReply::Done)
+    }
+
+    pub(super) fn remove_worker(&mut self, id: WorkerId) -> Result<MetaReply> {
+        self.known(id)?;
+        if self.workers.len() == 1 {
+            return Err(Error::invalid(format!("worker {id} is the pool's last worker")));
+        }
+        let partitions: Vec<u32> = (0..self.table.partitions()).filter(|p| self.table.owner(*p) == Some(id)).collect();
+        self.workers.remove(&id);
+        self.draining.remove(&id);
+        self.removed.insert(id);
+        if self.workers.keys().all(|w| self.draining.contains(w)) {
+            // No one left could take a drained worker's partitions: the
+            // drains are called off.
+            self.draining.clear();
+        }
+        let weights = self.weights();
+        self.table = self.table.without(id, &weights);
+        if !self.goal.is_empty() {
+            // The goal had partitions on `id` too: the weights deal them again.
+            self.goal = self.planned().rebalanced(&weights).owners().to_vec();
+            self.goal_reached();
+        }
+        Ok(MetaReply::WorkerRemoved { partitions })
+    }
+
+    pub(super) fn rebalance(&mut self) -> Result<MetaReply> {
+        if self.workers.is_empty() {
+            return Err(Error::invalid("the pool has no workers to balance"));
+        }
+        self.goal = self.table.rebalanced(&self.weights()).owners().to_vec();
+        self.goal_reached();
+        Ok(MetaReply::Done)
+    }
+
+    pub(super) fn begin_moves(&mut self, moves: &[(u32, WorkerId)]) -> Result<MetaReply> {
+        for (_, to) in moves {
+            self.known(*to)?;
+            if self.draining.contains(to) {
+                return Err(Error::invalid(format!("worker {to} is draining: it takes no partitions")));
+            }
+        }
+        self.table.begin_moves(moves).map_err(Error::invalid)?;
+        Ok(MetaReply::Done)
+    }
+
+    pub(super) fn finish_moves(&mut self, partitions: &[u32]) -> Result<MetaReply> {
+        if let Some(p) = partitions.iter().find(|p| !self.table.moving().contains_key(p)) {
+            return Err(Error::invalid(format!("partition {p} is not moving")));
+        }
+        self.table.finish_moves(partitions);
+        self.goal_reached();
+        Ok(MetaReply::Done)
+    }
+
+    pub(super) fn abort_moves(&mut self, partitions: &[u32]) -> Result<MetaReply> {
+        self.table.abort_moves(partitions);
+        Ok(MetaReply::Done)
+    }
+
+    /// Forgets the goal once the table is there.
+    fn goal_reached(&mut self) {
+        if !self.goal.is_empty() && tierpool_placement::plan::remaining(&self.table, &self.goal) == 0 {
+            self.goal.clear();
+        }
+    }
+
+    /// The owner each partition should end with (empty: where it is).
+    pub fn goal(&self) -> &[Option<WorkerId>] {
+        &self.goal
+    }
+
+    /// Workers removed from the pool (their ids may not come back).
+    pub fn removed(&self) -> &std::collections::BTreeSet<WorkerId> {
+        &self.removed
+    }
+
+    /// Workers being emptied.
+    pub fn draining(&self) -> &std::collections::BTreeSet<WorkerId> {
+        &self.draining
     }
 }

@@ -155,7 +155,22 @@ fn worker_strategy() -> impl Strategy<Value = MetaOp> {
         rack: "r".into(),
         mem_capacity: mem,
         disk_capacity: disk,
+        at_once: false,
     })
+}
+
+/// Moves, drains, removals and rebalances over the few ids of a short run.
+fn membership_op() -> impl Strategy<Value = MetaOp> {
+    let id = || (0u32..6).prop_map(WorkerId);
+    let parts = || prop::collection::vec(0u32..18, 0..4);
+    prop_oneof![
+        3 => prop::collection::vec((0u32..18, id()), 0..4).prop_map(|moves| MetaOp::BeginMoves { moves }),
+        2 => parts().prop_map(|partitions| MetaOp::FinishMoves { partitions }),
+        1 => parts().prop_map(|partitions| MetaOp::AbortMoves { partitions }),
+        1 => id().prop_map(|id| MetaOp::DrainWorker { id }),
+        1 => id().prop_map(|id| MetaOp::RemoveWorker { id }),
+        1 => Just(MetaOp::Rebalance),
+    ]
 }
 
 fn small_inode() -> impl Strategy<Value = InodeId> {
@@ -226,6 +241,7 @@ fn any_root_op() -> impl Strategy<Value = MetaOp> {
             MetaOp::SetAttrs { path: p, priority: pr.map(|x| Priority::new(x).unwrap()), pinned }
         }),
         2 => worker_strategy(),
+        2 => membership_op(),
         1 => prop::collection::vec((0u64..16).prop_map(InodeId), 0..4).prop_map(|inodes| MetaOp::GcDone { inodes }),
         1 => prop::collection::vec(0u64..20, 0..3).prop_map(|ids| MetaOp::Retire { ids }),
         8 => inode_op(),

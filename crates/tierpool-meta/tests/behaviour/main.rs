@@ -6,6 +6,7 @@
 
 mod common;
 mod inodes;
+mod membership;
 mod model;
 mod namespace;
 mod props;

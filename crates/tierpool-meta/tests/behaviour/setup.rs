@@ -3,25 +3,7 @@
 
 use crate::common::*;
 use tierpool_meta::{InodeKind, MetaOp, MetaReply, MetaState};
-use tierpool_types::{ChunkAttrs, ErrorKind, InodeId, Priority, WorkerId};
-
-fn worker(id: Option<u32>, mem: u64, disk: u64) -> MetaOp {
-    MetaOp::RegisterWorker {
-        id: id.map(WorkerId),
-        addr: format!("10.0.0.1:{mem}"),
-        host: "node1".into(),
-        rack: "r1".into(),
-        mem_capacity: mem,
-        disk_capacity: disk,
-    }
-}
-
-fn register(s: &mut MetaState, op: MetaOp) -> WorkerId {
-    match s.execute(&op, 3).unwrap() {
-        MetaReply::Worker { id } => id,
-        r => panic!("unexpected reply {r:?}"),
-    }
-}
+use tierpool_types::{ChunkAttrs, ErrorKind, InodeId, Priority};
 
 #[test]
 fn init_creates_the_root_directory() {
@@ -107,30 +89,6 @@ fn set_meta_changes_mode_bits_and_mtime_of_one_inode() {
     assert_eq!(s.stat("/d/a").unwrap().mode, 0o644);
     let e = fails(&mut s, MetaOp::SetMeta { path: "/x".into(), mode: Some(0o600), mtime: None });
     assert_eq!(e, (ErrorKind::NotFound, "/x: no such file or directory".into()));
-}
-
-#[test]
-fn new_workers_get_increasing_ids_and_a_share_of_partitions() {
-    let mut s = ready();
-    assert_eq!(register(&mut s, worker(None, 1, 0)), WorkerId(1));
-    assert_eq!(register(&mut s, worker(Some(7), 1, 2)), WorkerId(7));
-    assert_eq!(register(&mut s, worker(None, 0, 0)), WorkerId(8));
-    let shares = s.table().shares();
-    assert_eq!(shares, [(WorkerId(1), 4), (WorkerId(7), 12)].into_iter().collect());
-    assert_eq!(s.workers().len(), 3);
-    assert_eq!(s.workers()[&WorkerId(7)].disk_capacity, 2);
-}
-
-#[test]
-fn a_known_worker_is_updated_without_a_rebalance() {
-    let mut s = ready();
-    let id = register(&mut s, worker(None, 1, 1));
-    register(&mut s, worker(None, 1, 1));
-    let table = s.table().clone();
-    assert_eq!(register(&mut s, worker(Some(id.0), 100, 100)), id);
-    assert_eq!(*s.table(), table);
-    let w = &s.workers()[&id];
-    assert_eq!((w.id, w.mem_capacity, w.addr.as_str()), (id, 100, "10.0.0.1:100"));
 }
 
 #[test]

@@ -59,6 +59,7 @@ fn setup() -> Engine {
             rack: "r".into(),
             mem_capacity: 1,
             disk_capacity: 1,
+            at_once: false,
         };
         e.execute(&op, Owner::default(), 1, secs(0)).unwrap();
     }

@@ -15,7 +15,7 @@ pub const GRACE: Duration = Duration::from_secs(5);
 pub const HOLD: Duration = Duration::from_secs(10);
 
 pub fn config() -> EngineConfig {
-    EngineConfig { dead_after: DEAD_AFTER, gc_grace: GRACE, hold_period: HOLD, gc_batch: 4 }
+    EngineConfig { dead_after: DEAD_AFTER, gc_grace: GRACE, hold_period: HOLD, gc_batch: 4, max_moving: 4 }
 }
 
 /// An engine over an initialised pool of 8 partitions.

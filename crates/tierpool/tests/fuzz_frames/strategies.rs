@@ -156,6 +156,14 @@ fn meta_op(sample: &MetaOp) -> BoxedStrategy<MetaOp> {
             .prop_map(|(inode, priority, pinned)| M::SetAttrsAt { inode, priority, pinned })
             .boxed(),
         M::Retire { .. } => many(num().boxed()).prop_map(|ids| M::Retire { ids }).boxed(),
+        M::BeginMoves { .. } => {
+            many((num32(), num32().prop_map(WorkerId)).boxed()).prop_map(|moves| M::BeginMoves { moves }).boxed()
+        }
+        M::FinishMoves { .. } => many(num32()).prop_map(|partitions| M::FinishMoves { partitions }).boxed(),
+        M::AbortMoves { .. } => many(num32()).prop_map(|partitions| M::AbortMoves { partitions }).boxed(),
+        M::DrainWorker { .. } => num32().prop_map(|id| M::DrainWorker { id: WorkerId(id) }).boxed(),
+        M::RemoveWorker { .. } => num32().prop_map(|id| M::RemoveWorker { id: WorkerId(id) }).boxed(),
+        M::Rebalance => Just(M::Rebalance).boxed(),
     }
 }
 
@@ -184,6 +192,7 @@ fn register_worker() -> BoxedStrategy<MetaOp> {
             rack,
             mem_capacity,
             disk_capacity,
+            at_once: false,
         })
         .boxed()
 }
@@ -214,7 +223,7 @@ fn rename_at() -> BoxedStrategy<MetaOp> {
 }
 
 fn stats() -> BoxedStrategy<WorkerStats> {
-    (prop::collection::vec(num(), 13), any::<bool>())
+    (prop::collection::vec(num(), 14), any::<bool>())
         .prop_map(|(v, disk_full)| WorkerStats {
             tiers: tierpool_types::TierStats {
                 mem_capacity: v[0],
@@ -232,6 +241,7 @@ fn stats() -> BoxedStrategy<WorkerStats> {
             },
             bytes_written: v[11],
             bytes_read: v[12],
+            bytes_moved_in: v[13],
         })
         .boxed()
 }
@@ -333,7 +343,34 @@ fn worker(sample: &WorkerRequest) -> BoxedStrategy<Req<WorkerRequest>> {
                 .prop_map(|(after, limit)| W::Inventory { after, limit })
                 .boxed(),
         ),
+        W::Table { .. } => plain(
+            (num(), 1..300u32, many((0..8u32, num()).boxed()))
+                .prop_map(|(version, n, weights)| {
+                    let weights: Vec<(WorkerId, u64)> = weights.into_iter().map(|(w, x)| (WorkerId(w), x)).collect();
+                    W::Table { version, table: tierpool_placement::PartitionTable::new(n).rebalanced(&weights) }
+                })
+                .boxed(),
+        ),
+        W::Track { .. } => plain(many(num32()).prop_map(|partitions| W::Track { partitions }).boxed()),
+        W::MovingChunks { .. } => plain(
+            (moves(), proptest::option::of(key()), prop_oneof![0..100u32, any::<u32>()])
+                .prop_map(|(moves, after, limit)| W::MovingChunks { moves, after, limit })
+                .boxed(),
+        ),
+        W::Fetch { .. } => plain((moves(), many(key())).prop_map(|(moves, keys)| W::Fetch { moves, keys }).boxed()),
+        W::TakeChanges { .. } => plain(moves().prop_map(|moves| W::TakeChanges { moves }).boxed()),
+        W::Freeze { .. } => plain(moves().prop_map(|moves| W::Freeze { moves }).boxed()),
+        W::Copy { .. } => plain(
+            (prop_oneof![Just("127.0.0.1:1".to_string()), text()], many(num32()), num())
+                .prop_map(|(from, partitions, rate)| W::Copy { from, partitions, rate })
+                .boxed(),
+        ),
     }
+}
+
+/// Partitions with tracking ids.
+fn moves() -> BoxedStrategy<Vec<(u32, u64)>> {
+    many((num32(), num()).boxed())
 }
 
 /// Any worker request, every variant equally likely, with its payload.

@@ -1,0 +1,171 @@
+//! Moving partitions toward the goal: which moves to start, which pairs of
+//! workers to leave alone for a while after a failure, and how far along
+//! the current migration is.
+//!
+//! A move is started by logging `BeginMoves`, carried out by the shell
+//! (the new owner copies the partition from the old one), and ended by
+//! logging `FinishMoves` once the copy is complete or `AbortMoves` if it
+//! failed. At most `max_moving` partitions move at once, dealt round-robin
+//! over their sources (see `tierpool_placement::plan`); both ends of a
+//! move must be alive. A pair whose move failed is not tried again before
+//! a back-off (doubling from one second up to a minute).
+//!
+//! Moves that were under way when the coordinator stopped cannot be
+//! resumed (no copy survives it): [`Mover::interrupted`] names them, to be
+//! given up and started again.
+
+use crate::MetaState;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+use tierpool_placement::plan;
+use tierpool_types::WorkerId;
+
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// One move being carried out: the partitions going from `from` to `to`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Move {
+    pub from: WorkerId,
+    pub to: WorkerId,
+    pub partitions: Vec<u32>,
+}
+
+/// The current migration: since the goal last became unreached.
+#[derive(Clone, Debug)]
+struct Run {
+    started: Duration,
+    partitions_done: u32,
+    bytes_moved: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Mover {
+    max_moving: usize,
+    /// Partitions this engine started moving and has not ended.
+    running: BTreeSet<u32>,
+    /// Pairs `(from, to)` whose last move failed: not before, failures in a row.
+    backoff: BTreeMap<(WorkerId, WorkerId), (Duration, u32)>,
+    run: Option<Run>,
+    failed: u64,
+}
+
+/// How far along the current migration is (see `tierpool_proto::MigrationStatus`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    pub active: bool,
+    pub partitions_moving: u32,
+    pub partitions_left: u32,
+    pub partitions_done: u32,
+    pub bytes_moved: u64,
+    pub bytes_total: u64,
+    pub elapsed: Duration,
+    pub moves_failed: u64,
+}
+
+impl Mover {
+    pub fn new(max_moving: usize) -> Mover {
+        Mover {
+            max_moving: max_moving.max(1),
+            running: BTreeSet::new(),
+            backoff: BTreeMap::new(),
+            run: None,
+            failed: 0,
+        }
+    }
+
+    /// Partitions the table says are moving that this engine did not start
+    /// (moves of a coordinator that stopped): to be given up.
+    pub fn interrupted(&self, state: &MetaState) -> Vec<u32> {
+        state.table().moving().keys().filter(|p| !self.running.contains(p)).copied().collect()
+    }
+
+    /// The moves to start now, grouped by pair of workers: as many
+    /// partitions as there is room for, both ends alive, no pair in
+    /// back-off. The caller logs `BeginMoves` of them all and then calls
+    /// [`started`](Self::started).
+    pub fn next(&mut self, state: &MetaState, alive: impl Fn(WorkerId) -> bool, now: Duration) -> Vec<Move> {
+        self.backoff.retain(|_, (until, _)| *until > now);
+        let room = self.max_moving.saturating_sub(state.table().moving().len());
+        if room == 0 || state.goal().is_empty() {
+            return Vec::new();
+        }
+        let t = state.table();
+        let candidates = plan::next_moves(t, state.goal(), usize::MAX);
+        let mut pairs: BTreeMap<(WorkerId, WorkerId), Vec<u32>> = BTreeMap::new();
+        let mut taken = 0;
+        for (p, to) in candidates {
+            let Some(from) = t.owner(p) else { continue };
+            if taken == room || !alive(from) || !alive(to) || self.backoff.contains_key(&(from, to)) {
+                continue;
+            }
+            pairs.entry((from, to)).or_default().push(p);
+            taken += 1;
+        }
+        pairs.into_iter().map(|((from, to), partitions)| Move { from, to, partitions }).collect()
+    }
+
+    /// Moves of these partitions were logged as begun.
+    pub fn started(&mut self, partitions: &[u32], now: Duration) {
+        self.run.get_or_insert(Run { started: now, partitions_done: 0, bytes_moved: 0 });
+        self.running.extend(partitions);
+    }
+
+    /// The copy of `m` is complete (`bytes` copied): log `FinishMoves`.
+    pub fn copied(&mut self, m: &Move, bytes: u64) {
+        self.end(&m.partitions);
+        self.backoff.remove(&(m.from, m.to));
+        if let Some(r) = &mut self.run {
+            r.partitions_done += m.partitions.len() as u32;
+            r.bytes_moved += bytes;
+        }
+    }
+
+    /// The copy of `m` failed: log `AbortMoves`; the pair rests a while.
+    pub fn failed(&mut self, m: &Move, now: Duration) {
+        self.end(&m.partitions);
+        self.failed += 1;
+        let failures = self.backoff.get(&(m.from, m.to)).map_or(0, |(_, n)| *n) + 1;
+        let wait = FIRST_BACKOFF.saturating_mul(1 << (failures - 1).min(6)).min(MAX_BACKOFF);
+        self.backoff.insert((m.from, m.to), (now + wait, failures));
+    }
+
+    fn end(&mut self, partitions: &[u32]) {
+        for p in partitions {
+            self.running.remove(p);
+        }
+    }
+
+    /// How far along the migration is; a reached goal ends it. `bytes` is
+    /// the state's bytes per partition (`MetaState::partition_bytes`),
+    /// asked for only while a migration is active.
+    pub fn progress(&mut self, state: &MetaState, bytes: impl FnOnce() -> Vec<u64>, now: Duration) -> Progress {
+        let t = state.table();
+        let left = plan::remaining(t, state.goal()) as u32;
+        if left == 0 && t.moving().is_empty() {
+            self.run = None;
+        }
+        let mut p = Progress {
+            active: left > 0,
+            partitions_moving: t.moving().len() as u32,
+            partitions_left: left,
+            moves_failed: self.failed,
+            ..Progress::default()
+        };
+        if let Some(r) = &self.run {
+            p.partitions_done = r.partitions_done;
+            p.bytes_moved = r.bytes_moved;
+            p.elapsed = now.saturating_sub(r.started);
+        }
+        if p.active {
+            let per = bytes();
+            let goal = state.goal();
+            let rest: u64 = (0..t.partitions())
+                .filter(|q| goal.get(*q as usize).copied().flatten().is_some_and(|g| t.owner(*q) != Some(g)))
+                .map(|q| per[q as usize])
+                .sum();
+            p.bytes_total = p.bytes_moved + rest;
+        }
+        p
+    }
+}
