@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tierpool_meta::{DirEntry, InodeInfo, MetaOp, MetaReply, Owner};
-use tierpool_net::{Pool, PoolConfig};
+use tierpool_net::{Connection, Pool, PoolConfig};
 use tierpool_proto::{
     CoordRequest, CoordResponse, Coordinator, Layout, PoolStatus, Worker, WorkerRequest, WorkerResponse,
 };
@@ -65,6 +65,9 @@ pub struct Client {
 const ID_BATCH: u64 = 256;
 
 /// How long a chunk request follows a moving partition before giving up.
+/// How long calls wait for a coordinator that cannot be reached (one
+/// restarting replays its log) before they fail.
+const COORDINATOR_PATIENCE: Duration = Duration::from_secs(20);
 const MOVE_PATIENCE: Duration = Duration::from_secs(30);
 
 impl Client {
@@ -84,7 +87,8 @@ impl Client {
                 leases: Default::default(),
             }),
         };
-        match c.coord(CoordRequest::Ping).await {
+        // Once: a coordinator that is not there is said at once.
+        match c.inner.coord.call(&CoordRequest::Ping, &[], true).await.map(|r| r.0) {
             Ok(CoordResponse::Pong) => Ok(c),
             Ok(other) => Err(unexpected(other)),
             Err(e) if e.kind == ErrorKind::InvalidArgument && e.message.starts_with("this is a worker") => {
@@ -105,9 +109,25 @@ impl Client {
         &self.inner.cfg.coordinator
     }
 
+    /// Asks the coordinator. A coordinator that cannot be reached (one
+    /// restarting) is asked again for up to `COORDINATOR_PATIENCE` when
+    /// that is safe: the request is idempotent, or it was never sent.
     pub(crate) async fn coord(&self, req: CoordRequest) -> Result<CoordResponse> {
         let idempotent = !matches!(req, CoordRequest::Meta { .. });
-        Ok(self.inner.coord.call(&req, &[], idempotent).await?.0)
+        let since = std::time::Instant::now();
+        let mut pause = Duration::from_millis(20);
+        loop {
+            match self.inner.coord.call(&req, &[], idempotent).await {
+                Err(e)
+                    if (idempotent && e.kind == ErrorKind::Unavailable || Connection::never_sent(&e))
+                        && since.elapsed() + pause < COORDINATOR_PATIENCE =>
+                {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(500));
+                }
+                r => return Ok(r?.0),
+            }
+        }
     }
 
     /// Runs a metadata op as this client's owner (`cfg.owner`).
@@ -171,6 +191,29 @@ impl Client {
             MetaReply::Info(i) => Ok(i),
             other => Err(unexpected_meta(other)),
         }
+    }
+
+    /// Starts emptying worker `id`: its partitions move to the others, a
+    /// few at a time, while it serves them; it takes none.
+    pub async fn drain_worker(&self, id: WorkerId) -> Result<()> {
+        self.meta(MetaOp::DrainWorker { id }).await.map(|_| ())
+    }
+
+    /// Removes worker `id` from the pool (one that is dead, or drained): its
+    /// partitions go to the others at once. Returns the partitions it
+    /// owned and the paths of the files and regions that had chunks only on
+    /// it (lost).
+    pub async fn remove_worker(&self, id: WorkerId) -> Result<(Vec<u32>, Vec<String>)> {
+        match self.meta(MetaOp::RemoveWorker { id }).await? {
+            MetaReply::WorkerRemoved { partitions, lost } => Ok((partitions, lost)),
+            other => Err(unexpected_meta(other)),
+        }
+    }
+
+    /// Sets the pool moving partitions toward the share each worker's
+    /// capacity asks for.
+    pub async fn rebalance(&self) -> Result<()> {
+        self.meta(MetaOp::Rebalance).await.map(|_| ())
     }
 
     pub async fn status(&self) -> Result<PoolStatus> {

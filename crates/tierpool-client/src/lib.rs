@@ -30,7 +30,7 @@ pub use tierpool_cache::CacheStats;
 pub use tierpool_meta::{DirEntry, DirName, InodeInfo, InodeKind, NewNode};
 pub use tierpool_net::{Background, Step};
 pub use tierpool_proto::ChunkPlace;
-pub use tierpool_proto::{PoolStatus, WorkerStatus};
+pub use tierpool_proto::{MigrationStatus, PoolStatus, WorkerStatus};
 pub use tierpool_types::ChunkRef;
 pub use write::{FileWriter, PutOptions};
 

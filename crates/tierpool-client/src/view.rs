@@ -22,7 +22,33 @@ pub struct StatusView {
     pub orphans: OrphansView,
     /// Client sessions holding files open or being written.
     pub held_sessions: u64,
+    /// Partitions moving between workers (after a join, a drain, a rebalance).
+    pub migration: MigrationView,
     pub workers: Vec<WorkerView>,
+}
+
+/// How far the moving of partitions toward their goal is.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MigrationView {
+    /// Whether any partition is still to move.
+    pub active: bool,
+    /// Partitions being copied now.
+    pub partitions_moving: u32,
+    /// Partitions not yet where they should be (moving ones included).
+    pub partitions_left: u32,
+    /// Partitions moved since the migration started.
+    pub partitions_done: u32,
+    /// Bytes copied by the moves finished since it started.
+    pub bytes_moved: u64,
+    /// `bytes_moved` plus the bytes still to move.
+    pub bytes_total: u64,
+    pub elapsed_secs: f64,
+    /// Bytes a second so far.
+    pub rate: u64,
+    /// Seconds left at that rate (`null` before there is one).
+    pub eta_secs: Option<u64>,
+    /// Moves given up (a worker died or failed) since the coordinator started.
+    pub moves_failed: u64,
 }
 
 /// Orphans deleted, in chunks and bytes.
@@ -41,6 +67,8 @@ pub struct WorkerView {
     pub rack: String,
     pub alive: bool,
     pub partitions: u32,
+    /// Being emptied: its partitions move to the others and it takes none.
+    pub draining: bool,
     pub mem: TierView,
     pub disk: TierView,
     /// The worker's disk was found out of space: writes that need it fail
@@ -58,6 +86,8 @@ pub struct WorkerView {
     pub promotions: u64,
     pub bytes_written: u64,
     pub bytes_read: u64,
+    /// Chunk bytes copied to it by moves of partitions since it started.
+    pub bytes_moved_in: u64,
 }
 
 /// One tier of a worker.
@@ -83,6 +113,7 @@ impl StatusView {
                     rack: w.record.rack.clone(),
                     alive: w.alive,
                     partitions: w.partitions,
+                    draining: w.draining,
                     mem: TierView { capacity: w.record.mem_capacity, used: st.mem_used, chunks: st.mem_chunks },
                     disk: TierView { capacity: w.record.disk_capacity, used: st.disk_used, chunks: st.disk_chunks },
                     disk_full: st.disk_full,
@@ -93,6 +124,7 @@ impl StatusView {
                     promotions: st.promotions,
                     bytes_written: stats.bytes_written,
                     bytes_read: stats.bytes_read,
+                    bytes_moved_in: stats.bytes_moved_in,
                 }
             })
             .collect();
@@ -105,7 +137,25 @@ impl StatusView {
             pending_chunks: s.pending_chunks,
             orphans: OrphansView { chunks: s.orphan_chunks, bytes: s.orphan_bytes },
             held_sessions: s.held_sessions,
+            migration: MigrationView::new(&s.migration),
             workers,
+        }
+    }
+}
+
+impl MigrationView {
+    fn new(m: &crate::MigrationStatus) -> MigrationView {
+        MigrationView {
+            active: m.active,
+            partitions_moving: m.partitions_moving,
+            partitions_left: m.partitions_left,
+            partitions_done: m.partitions_done,
+            bytes_moved: m.bytes_moved,
+            bytes_total: m.bytes_total,
+            elapsed_secs: m.elapsed_ms as f64 / 1000.0,
+            rate: m.rate,
+            eta_secs: m.eta_secs,
+            moves_failed: m.moves_failed,
         }
     }
 }

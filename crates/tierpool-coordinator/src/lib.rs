@@ -73,7 +73,7 @@ impl CoordinatorConfig {
             hold_period: Duration::from_secs(10),
             sweep_every: Duration::from_secs(60),
             limits: Limits::default(),
-            max_moving: 4,
+            max_moving: 64,
             move_rate: 0,
         }
     }

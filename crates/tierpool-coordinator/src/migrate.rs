@@ -35,6 +35,25 @@ const COPY_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 /// Starts the moves the engine asks for, whenever woken (by a change of
 /// the table or goal, a move ending, a worker coming up) or every second.
 pub async fn drive(svc: Arc<Coordinator>) {
+    // Moves a coordinator that stopped left under way (nothing of them
+    // survives it): given up once, before any move starts.
+    loop {
+        let interrupted = svc.with_engine(|e| e.interrupted_moves());
+        if interrupted.is_empty() {
+            break;
+        }
+        tracing::info!(
+            "giving up {} moves of partitions left under way by a restart; they start again",
+            interrupted.len()
+        );
+        match svc.execute(MetaOp::AbortMoves { partitions: interrupted }, Owner::default()).await {
+            Ok(_) => break,
+            Err(e) => {
+                tracing::warn!("giving up interrupted moves: {e}");
+                tokio::time::sleep(LOOK_EVERY).await;
+            }
+        }
+    }
     loop {
         if let Err(e) = step(&svc).await {
             tracing::warn!("moving partitions: {e}");
@@ -44,14 +63,6 @@ pub async fn drive(svc: Arc<Coordinator>) {
 }
 
 async fn step(svc: &Arc<Coordinator>) -> Result<()> {
-    let interrupted = svc.with_engine(|e| e.interrupted_moves());
-    if !interrupted.is_empty() {
-        tracing::info!(
-            "giving up {} moves of partitions left under way by a restart; they start again",
-            interrupted.len()
-        );
-        svc.execute(MetaOp::AbortMoves { partitions: interrupted }, Owner::default()).await?;
-    }
     let now = svc.now();
     let moves = svc.with_engine(|e| e.next_moves(now));
     if moves.is_empty() {

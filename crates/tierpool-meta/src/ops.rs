@@ -196,9 +196,11 @@ pub enum MetaReply {
         id: WorkerId,
     },
     /// The partitions a removed worker owned, now owned by others (their
-    /// chunks were only on it).
+    /// chunks were only on it), and the paths of the files and regions that
+    /// had chunks in them (lost).
     WorkerRemoved {
         partitions: Vec<u32>,
+        lost: Vec<String>,
     },
 }
 

@@ -39,6 +39,9 @@ pub struct Connection {
     write_stall: Option<Duration>,
 }
 
+/// How a failure to connect begins.
+pub const CONNECT_FAILED: &str = "cannot connect to";
+
 impl Connection {
     /// A client connection over `stream`.
     pub fn new(stream: TcpStream) -> Connection {
@@ -57,15 +60,21 @@ impl Connection {
         Connection { reader: BufReader::with_capacity(buffer, r), writer: w, peer, write_stall }
     }
 
+    /// Connects to `addr`. A failure is `Unavailable` and starts with
+    /// [`CONNECT_FAILED`]: nothing was sent, so any call may be tried again.
     pub async fn connect(addr: &str, timeout: Duration) -> Result<Connection> {
         match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
             Ok(Ok(s)) => Ok(Connection::new(s)),
-            Ok(Err(e)) => Err(Error::new(ErrorKind::Unavailable, format!("cannot connect to {addr}: {e}"))),
-            Err(_) => Err(Error::new(
-                ErrorKind::Unavailable,
-                format!("cannot connect to {addr}: timed out after {timeout:?}"),
-            )),
+            Ok(Err(e)) => Err(Error::new(ErrorKind::Unavailable, format!("{CONNECT_FAILED} {addr}: {e}"))),
+            Err(_) => {
+                Err(Error::new(ErrorKind::Unavailable, format!("{CONNECT_FAILED} {addr}: timed out after {timeout:?}")))
+            }
         }
+    }
+
+    /// Whether `e` is a failure to connect (the request never left).
+    pub fn never_sent(e: &Error) -> bool {
+        e.kind == ErrorKind::Unavailable && e.message.starts_with(CONNECT_FAILED)
     }
 
     pub fn peer(&self) -> &str {

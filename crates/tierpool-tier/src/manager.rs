@@ -104,6 +104,17 @@ impl TierManager {
 
     /// The chunk's bytes. `NotFound` if absent; `Corrupt` if the DISK copy fails its checksum.
     pub fn get(&self, key: ChunkKey) -> Result<Bytes> {
+        self.read(key, true)
+    }
+
+    /// [`get`](Self::get) for a copy to another worker: the read does not
+    /// count toward promoting the chunk to MEM (a partition moving away
+    /// must not displace what this worker keeps serving).
+    pub fn get_for_copy(&self, key: ChunkKey) -> Result<Bytes> {
+        self.read(key, false)
+    }
+
+    fn read(&self, key: ChunkKey, counts: bool) -> Result<Bytes> {
         for _ in 0..MAX_READ_RACES {
             let ticket = match self.tiers.lock().lookup(key) {
                 Lookup::Mem(data) => return Ok(data),
@@ -113,7 +124,9 @@ impl TierManager {
             let permit = self.reads.acquire();
             match DiskStore::read(&ticket) {
                 Ok(data) => {
-                    self.tiers.lock().after_disk_read(key, ticket.gen, &data);
+                    if counts {
+                        self.tiers.lock().after_disk_read(key, ticket.gen, &data);
+                    }
                     return Ok(crate::reads::hold(data, permit));
                 }
                 Err(e) if e.kind == ErrorKind::NotFound => {

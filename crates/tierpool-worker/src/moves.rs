@@ -89,7 +89,7 @@ impl WorkerService {
             if !payload.is_empty() && payload.len() >= FETCH_BYTES {
                 break;
             }
-            match block_in_place(|| self.tiers.get(*key)) {
+            match block_in_place(|| self.tiers.get_for_copy(*key)) {
                 Ok(data) => {
                     if !payload.is_empty() && payload.len() + data.len() > tierpool_proto::MAX_PAYLOAD_LEN as usize {
                         break;

@@ -37,8 +37,9 @@ pub enum Cmd {
     },
     /// Run a coordinator in the foreground.
     Coordinator(CoordinatorArgs),
-    /// Run a worker in the foreground.
-    Worker(WorkerArgs),
+    /// Run a worker in the foreground (`tierpool worker --dir D --mem M --disk D`),
+    /// or change the pool's membership (`tierpool worker drain 2`, `tierpool worker remove 2`).
+    Worker(WorkerCmd),
     /// Copy a local file (or - for stdin) into the pool.
     Put {
         local: String,
@@ -154,6 +155,56 @@ pub enum Cmd {
     /// Memory regions: pooled memory with a name, used page by page.
     #[command(subcommand)]
     Region(RegionCmd),
+    /// Move partitions so each worker holds the share its capacity asks for.
+    Rebalance {
+        /// Show what would move, change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Wait until the partitions are where they should be, showing progress.
+        #[arg(long)]
+        wait: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+}
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct WorkerCmd {
+    #[command(subcommand)]
+    pub action: Option<WorkerAction>,
+    #[command(flatten)]
+    pub run: WorkerArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum WorkerAction {
+    /// Empty a worker: its partitions move to the others while it serves
+    /// them; it takes none. Then it can be stopped and removed.
+    Drain {
+        /// Worker id, as `status` shows it (e.g. 2 or w2).
+        #[arg(value_parser = worker_id)]
+        worker: u32,
+        /// Wait until it holds no partition, showing progress.
+        #[arg(long)]
+        wait: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Remove a worker from the pool: one that is dead or drained. Its
+    /// partitions go to the others at once; what only it held is lost (listed).
+    Remove {
+        /// Worker id, as `status` shows it (e.g. 2 or w2).
+        #[arg(value_parser = worker_id)]
+        worker: u32,
+        #[command(flatten)]
+        conn: Conn,
+    },
+}
+
+/// A worker id: `2` or `w2`.
+fn worker_id(s: &str) -> Result<u32, String> {
+    s.strip_prefix('w').unwrap_or(s).parse().map_err(|_| format!("{s:?} is not a worker id (e.g. 2 or w2)"))
 }
 
 #[derive(Subcommand, Debug)]
@@ -245,6 +296,14 @@ pub struct CoordinatorArgs {
     /// longer is given up on.
     #[arg(long, default_value = "10s", value_name = "DURATION")]
     pub hold_period: Span,
+    /// Most partitions moving between workers at once (after a join, a
+    /// drain, a rebalance).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub max_moving: u32,
+    /// Most bytes a second the moves of partitions copy, all together
+    /// (e.g. 100MiB; 0: as fast as they can).
+    #[arg(long, default_value = "0", value_name = "SIZE")]
+    pub move_rate: ByteSize,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -276,15 +335,17 @@ impl LimitArgs {
 
 #[derive(Args, Debug)]
 pub struct WorkerArgs {
+    // Required to run a worker, not with a subcommand (clap drops the
+    // requirement then, hence the options).
     /// State directory (DISK tier chunks, identity).
-    #[arg(long)]
-    pub dir: PathBuf,
+    #[arg(long, required = true)]
+    pub dir: Option<PathBuf>,
     /// MEM budget, e.g. 1GiB.
-    #[arg(long)]
-    pub mem: ByteSize,
+    #[arg(long, required = true)]
+    pub mem: Option<ByteSize>,
     /// DISK budget, e.g. 10GiB.
-    #[arg(long)]
-    pub disk: ByteSize,
+    #[arg(long, required = true)]
+    pub disk: Option<ByteSize>,
     /// Address to listen on (port 0 picks a free port).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: String,

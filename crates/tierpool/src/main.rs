@@ -16,8 +16,9 @@ fn main() {
         Err(e) => {
             // One line, like every other error; `--help` has the rest.
             let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            eprintln!("tierpool: {}", first.trim_start_matches("error: "));
+            let head: Vec<&str> = text.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
+            let line = if head.is_empty() { "invalid arguments".to_string() } else { head.join(" ") };
+            eprintln!("tierpool: {}", line.trim_start_matches("error: "));
             std::process::exit(2);
         }
     };

@@ -1,7 +1,7 @@
 //! Human renderings of what the pool reports; JSON is the serialised
 //! views of `tierpool_client::view`, the one shape every surface shows.
 
-use tierpool_client::view::{StatusView, TierView};
+use tierpool_client::view::{MigrationView, StatusView, TierView};
 use tierpool_client::{DirEntry, InodeInfo, InodeKind};
 use tierpool_types::ByteSize;
 
@@ -19,7 +19,7 @@ pub fn status_text(v: &StatusView) -> String {
         "ADDRESS",
         "HOST",
         "RACK",
-        "ALIVE",
+        "STATE",
         "PARTS",
         "MEM used/capacity (chunks)",
         "DISK used/capacity (chunks)",
@@ -34,14 +34,42 @@ pub fn status_text(v: &StatusView) -> String {
             w.address,
             w.host,
             w.rack,
-            if w.alive { "yes" } else { "NO" },
+            match (w.alive, w.draining) {
+                (false, _) => "DOWN",
+                (true, true) => "drain",
+                (true, false) => "up",
+            },
             w.partitions,
             tier(&w.mem),
             disk,
             ByteSize(w.reclaimable),
         );
     }
+    if v.migration.active {
+        out += &format!("{}\n", migration_text(&v.migration));
+    }
     out
+}
+
+/// One line on the partitions moving between workers.
+pub fn migration_text(m: &MigrationView) -> String {
+    let mut s = format!(
+        "moving partitions: {} moved, {} left ({} moving now)",
+        m.partitions_done, m.partitions_left, m.partitions_moving
+    );
+    if m.bytes_total > 0 {
+        s += &format!(", {} of {}", ByteSize(m.bytes_moved), ByteSize(m.bytes_total));
+    }
+    if m.rate > 0 {
+        s += &format!(", {}/s", ByteSize(m.rate));
+    }
+    if let Some(eta) = m.eta_secs {
+        s += &format!(", about {eta}s left");
+    }
+    if m.moves_failed > 0 {
+        s += &format!(", {} moves given up", m.moves_failed);
+    }
+    s
 }
 
 fn kind(k: InodeKind) -> &'static str {

@@ -20,6 +20,8 @@ use std::time::Duration;
 use tierpool_placement::plan;
 use tierpool_types::WorkerId;
 
+/// Partitions copied by one move at most.
+pub const MOVE_GROUP: usize = 8;
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
@@ -31,10 +33,12 @@ pub struct Move {
     pub partitions: Vec<u32>,
 }
 
-/// The current migration: since the goal last became unreached.
+/// The current migration (since the goal last became unreached), or the
+/// last one once `ended`: its figures stay on show until the next begins.
 #[derive(Clone, Debug)]
 struct Run {
     started: Duration,
+    ended: Option<Duration>,
     partitions_done: u32,
     bytes_moved: u64,
 }
@@ -44,7 +48,8 @@ pub struct Mover {
     max_moving: usize,
     /// Partitions this engine started moving and has not ended.
     running: BTreeSet<u32>,
-    /// Pairs `(from, to)` whose last move failed: not before, failures in a row.
+    /// Pairs `(from, to)` whose last move failed: not before, failures in a
+    /// row (moves that fail together, e.g. at one crash, count once).
     backoff: BTreeMap<(WorkerId, WorkerId), (Duration, u32)>,
     run: Option<Run>,
     failed: u64,
@@ -75,17 +80,20 @@ impl Mover {
     }
 
     /// Partitions the table says are moving that this engine did not start
-    /// (moves of a coordinator that stopped): to be given up.
+    /// (moves of a coordinator that stopped): to be given up. Meaningful
+    /// before this engine starts any move (a move that just ended is no
+    /// longer running but may not be logged as ended yet).
     pub fn interrupted(&self, state: &MetaState) -> Vec<u32> {
         state.table().moving().keys().filter(|p| !self.running.contains(p)).copied().collect()
     }
 
-    /// The moves to start now, grouped by pair of workers: as many
-    /// partitions as there is room for, both ends alive, no pair in
+    /// The moves to start now, grouped by pair of workers in moves of at
+    /// most [`MOVE_GROUP`] partitions (each finishes on its own: the table
+    /// changes in steps readers can follow, a failure gives up few): as
+    /// many partitions as there is room for, both ends alive, no pair in
     /// back-off. The caller logs `BeginMoves` of them all and then calls
     /// [`started`](Self::started).
     pub fn next(&mut self, state: &MetaState, alive: impl Fn(WorkerId) -> bool, now: Duration) -> Vec<Move> {
-        self.backoff.retain(|_, (until, _)| *until > now);
         let room = self.max_moving.saturating_sub(state.table().moving().len());
         if room == 0 || state.goal().is_empty() {
             return Vec::new();
@@ -96,18 +104,25 @@ impl Mover {
         let mut taken = 0;
         for (p, to) in candidates {
             let Some(from) = t.owner(p) else { continue };
-            if taken == room || !alive(from) || !alive(to) || self.backoff.contains_key(&(from, to)) {
+            if taken == room || !alive(from) || !alive(to) || self.resting((from, to), now) {
                 continue;
             }
             pairs.entry((from, to)).or_default().push(p);
             taken += 1;
         }
-        pairs.into_iter().map(|((from, to), partitions)| Move { from, to, partitions }).collect()
+        (pairs.into_iter())
+            .flat_map(|((from, to), partitions)| {
+                let groups: Vec<Vec<u32>> = partitions.chunks(MOVE_GROUP).map(<[u32]>::to_vec).collect();
+                groups.into_iter().map(move |partitions| Move { from, to, partitions })
+            })
+            .collect()
     }
 
     /// Moves of these partitions were logged as begun.
     pub fn started(&mut self, partitions: &[u32], now: Duration) {
-        self.run.get_or_insert(Run { started: now, partitions_done: 0, bytes_moved: 0 });
+        if self.run.as_ref().is_none_or(|r| r.ended.is_some()) {
+            self.run = Some(Run { started: now, ended: None, partitions_done: 0, bytes_moved: 0 });
+        }
         self.running.extend(partitions);
     }
 
@@ -125,9 +140,16 @@ impl Mover {
     pub fn failed(&mut self, m: &Move, now: Duration) {
         self.end(&m.partitions);
         self.failed += 1;
+        if self.resting((m.from, m.to), now) {
+            return;
+        }
         let failures = self.backoff.get(&(m.from, m.to)).map_or(0, |(_, n)| *n) + 1;
         let wait = FIRST_BACKOFF.saturating_mul(1 << (failures - 1).min(6)).min(MAX_BACKOFF);
         self.backoff.insert((m.from, m.to), (now + wait, failures));
+    }
+
+    fn resting(&self, pair: (WorkerId, WorkerId), now: Duration) -> bool {
+        self.backoff.get(&pair).is_some_and(|(until, _)| *until > now)
     }
 
     fn end(&mut self, partitions: &[u32]) {
@@ -143,7 +165,9 @@ impl Mover {
         let t = state.table();
         let left = plan::remaining(t, state.goal()) as u32;
         if left == 0 && t.moving().is_empty() {
-            self.run = None;
+            if let Some(r) = self.run.as_mut().filter(|r| r.ended.is_none()) {
+                r.ended = Some(now);
+            }
         }
         let mut p = Progress {
             active: left > 0,
@@ -155,7 +179,8 @@ impl Mover {
         if let Some(r) = &self.run {
             p.partitions_done = r.partitions_done;
             p.bytes_moved = r.bytes_moved;
-            p.elapsed = now.saturating_sub(r.started);
+            p.elapsed = r.ended.unwrap_or(now).saturating_sub(r.started);
+            p.bytes_total = r.bytes_moved;
         }
         if p.active {
             let per = bytes();

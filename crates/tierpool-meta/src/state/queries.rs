@@ -74,6 +74,49 @@ impl MetaState {
             .collect()
     }
 
+    /// Files and regions with a stored chunk in one of `partitions`.
+    pub fn inodes_in_partitions(&self, partitions: &std::collections::BTreeSet<u32>) -> Vec<InodeId> {
+        let n = self.table.partitions();
+        let hit = |id: InodeId, index: u64| partitions.contains(&tierpool_placement::partition_of(id, index, n));
+        (self.inodes.iter())
+            .filter(|(id, inode)| match &inode.body {
+                Body::File { chunks, .. } => {
+                    chunks.iter().enumerate().any(|(i, c)| !c.is_hole() && hit(**id, i as u64))
+                }
+                Body::Region { size, chunk_size } => (0..size.div_ceil((*chunk_size).max(1))).any(|i| hit(**id, i)),
+                _ => false,
+            })
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// A path for each of `wanted` that the namespace reaches (the first in
+    /// name order when hard links give several), sorted; an inode no entry
+    /// names any more (unlinked while open) as `(unlinked inode N)`.
+    pub fn paths_of(&self, wanted: &[InodeId]) -> Vec<String> {
+        let mut left: std::collections::BTreeSet<InodeId> = wanted.iter().copied().collect();
+        let mut out = Vec::new();
+        let mut stack = vec![(InodeId::ROOT, String::new())];
+        while let Some((dir, path)) = stack.pop() {
+            let Some(children) = self.inodes.get(&dir).and_then(|d| d.children()) else { continue };
+            for (name, id) in children.iter().rev() {
+                let child = format!("{path}/{name}");
+                if left.remove(id) {
+                    out.push(child.clone());
+                }
+                if self.inodes.get(id).is_some_and(|n| n.children().is_some()) {
+                    stack.push((*id, child));
+                }
+            }
+            if left.is_empty() {
+                break;
+            }
+        }
+        out.sort();
+        out.extend(left.iter().map(|id| format!("(unlinked inode {id})")));
+        out
+    }
+
     /// Bytes of live chunk data per partition, as the metadata counts them
     /// (a region's chunks all count, a file's holes do not).
     pub fn partition_bytes(&self) -> Vec<u64> {

@@ -98,6 +98,7 @@ impl MetaState {
             return Err(Error::invalid(format!("worker {id} is the pool's last worker")));
         }
         let partitions: Vec<u32> = (0..self.table.partitions()).filter(|p| self.table.owner(*p) == Some(id)).collect();
+        let lost = self.paths_of(&self.inodes_in_partitions(&partitions.iter().copied().collect()));
         self.workers.remove(&id);
         self.draining.remove(&id);
         self.removed.insert(id);
@@ -113,7 +114,7 @@ impl MetaState {
             self.goal = self.planned().rebalanced(&weights).owners().to_vec();
             self.goal_reached();
         }
-        Ok(MetaReply::WorkerRemoved { partitions })
+        Ok(MetaReply::WorkerRemoved { partitions, lost })
     }
 
     pub(super) fn rebalance(&mut self) -> Result<MetaReply> {

@@ -164,7 +164,7 @@ fn a_removed_worker_s_partitions_change_owner_at_once_and_its_moves_are_given_up
     s.execute(&MetaOp::BeginMoves { moves }, 4).unwrap();
     let before = s.table().clone();
     let reply = s.execute(&MetaOp::RemoveWorker { id: WorkerId(1) }, 5).unwrap();
-    assert_eq!(reply, MetaReply::WorkerRemoved { partitions: mine.clone() });
+    assert_eq!(reply, MetaReply::WorkerRemoved { partitions: mine.clone(), lost: vec![] });
     assert!(!s.workers().contains_key(&WorkerId(1)));
     for p in 0..16 {
         let o = s.table().owner(p).unwrap();

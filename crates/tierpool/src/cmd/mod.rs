@@ -2,16 +2,17 @@
 
 mod bench;
 mod fs;
+mod members;
 mod mount;
 mod pool;
 mod server;
 
-use crate::cli::{Cli, Cmd, Conn};
+use crate::cli::{Cli, Cmd, Conn, WorkerAction, WorkerCmd};
 use anyhow::Result;
 use tierpool_client::{Client, ClientConfig};
 
 pub fn run(cli: Cli) -> Result<()> {
-    let server = matches!(cli.cmd, Cmd::Coordinator { .. } | Cmd::Worker(_));
+    let server = matches!(cli.cmd, Cmd::Coordinator { .. } | Cmd::Worker(WorkerCmd { action: None, .. }));
     init_logging(if server { "info" } else { "warn" });
     if let Cmd::Up(a) = &cli.cmd {
         // `up` forks servers; it needs no runtime of its own.
@@ -26,16 +27,23 @@ pub fn run(cli: Cli) -> Result<()> {
             return mount::mount(mountpoint, &opts, *foreground, conn);
         }
         Cmd::Umount { mountpoint } => return mount::umount(mountpoint),
-        Cmd::Worker(_) => server::return_freed_memory(),
+        Cmd::Worker(WorkerCmd { action: None, .. }) => server::return_freed_memory(),
         _ => {}
     }
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {
         match cli.cmd {
             Cmd::Coordinator(a) => server::coordinator(a).await,
-            Cmd::Worker(a) => server::worker(a).await,
+            Cmd::Worker(WorkerCmd { action: Some(WorkerAction::Drain { worker, wait, conn }), .. }) => {
+                members::drain(&connect(&conn).await?, worker, wait).await
+            }
+            Cmd::Worker(WorkerCmd { action: Some(WorkerAction::Remove { worker, conn }), .. }) => {
+                members::remove(&connect(&conn).await?, worker).await
+            }
+            Cmd::Worker(WorkerCmd { action: None, run }) => server::worker(run).await,
             Cmd::Status { json, conn } => pool::status(&connect(&conn).await?, json).await,
             Cmd::Bench(a) => bench::run(&connect(&a.conn).await?, &a).await,
+            Cmd::Rebalance { dry_run, wait, conn } => members::rebalance(&connect(&conn).await?, dry_run, wait).await,
             other => fs::run(other).await,
         }
     })

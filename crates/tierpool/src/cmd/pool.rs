@@ -2,7 +2,8 @@
 //!
 //! `up` starts one coordinator and N workers as background processes (their
 //! own session, logs under `DIR/logs`), records them in `DIR/pool.json`, and
-//! returns once every worker is registered and alive; `down` stops them. This
+//! returns once every worker is registered and alive and the partitions are
+//! spread over them; `down` stops them. This
 //! is the one launcher of local pools: `tierpool.local()` in Python runs
 //! `up --port 0 --json --stop-with PID` and `down` too. With `--port 0` the
 //! coordinator binds any free port and `up` reads the address it wrote to its
@@ -226,13 +227,19 @@ fn wait_workers(addr: &str, n: usize, pids: &[i32], limit: Duration) -> Result<(
         let t = Instant::now();
         loop {
             let s = client.status().await?;
-            if s.workers.iter().filter(|w| w.alive).count() >= n {
+            if s.workers.iter().filter(|w| w.alive).count() >= n && !s.migration.active {
                 return Ok(());
             }
             if let Some(p) = pids.iter().find(|p| !alive(**p)) {
                 bail!("worker process {p} exited");
             }
             if t.elapsed() > limit {
+                if s.workers.iter().filter(|w| w.alive).count() >= n {
+                    // Up, still moving partitions (a pool restarted with
+                    // data): usable meanwhile.
+                    eprintln!("tierpool: {}", crate::output::migration_text(&StatusView::new(addr, &s).migration));
+                    return Ok(());
+                }
                 bail!("timed out waiting for {n} workers");
             }
             tokio::time::sleep(Duration::from_millis(100)).await;

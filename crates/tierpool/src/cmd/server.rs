@@ -21,6 +21,8 @@ pub async fn coordinator(a: CoordinatorArgs) -> Result<()> {
         "--hold-period must be at least 4s (clients renew every 2s)"
     );
     cfg.hold_period = a.hold_period.0;
+    cfg.max_moving = a.max_moving as usize;
+    cfg.move_rate = a.move_rate.0;
     cfg.limits = a.limits.apply(tierpool_net::Limits::default());
     tokio::select! {
         r = tierpool_coordinator::run(cfg) => r?,
@@ -46,14 +48,17 @@ pub fn return_freed_memory() {
 
 pub async fn worker(a: WorkerArgs) -> Result<()> {
     let host = a.host.unwrap_or_else(hostname);
+    let (Some(dir), Some(mem), Some(disk)) = (a.dir, a.mem, a.disk) else {
+        anyhow::bail!("a worker needs --dir, --mem and --disk");
+    };
     let cfg = WorkerConfig {
-        dir: a.dir,
+        dir,
         coordinator: a.conn.coordinator,
         listen: a.listen,
         host,
         rack: a.rack,
-        mem: a.mem,
-        disk: a.disk,
+        mem,
+        disk,
         limits: a.limits.apply(tierpool_net::Limits::worker()),
     };
     tokio::select! {

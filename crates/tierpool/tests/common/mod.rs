@@ -31,6 +31,8 @@ pub struct Pool {
     pub addr: String,
     pub coordinator: Option<Child>,
     pub workers: Vec<WorkerProc>,
+    /// Flags every start of the coordinator gets besides the usual ones.
+    pub coordinator_args: Vec<String>,
 }
 
 fn log_file(dir: &Path, name: &str) -> std::fs::File {
@@ -39,19 +41,38 @@ fn log_file(dir: &Path, name: &str) -> std::fs::File {
 }
 
 impl Pool {
-    /// Starts a coordinator and `n` workers and waits until all are alive.
+    /// Starts a coordinator and `n` workers and waits until all are alive
+    /// and the partitions are spread over them.
     pub fn start(n: usize, mem: &str, disk: &str) -> Pool {
+        Pool::start_with(n, mem, disk, &[])
+    }
+
+    /// [`Pool::start`] with more flags for the coordinator.
+    pub fn start_with(n: usize, mem: &str, disk: &str, coordinator_args: &[&str]) -> Pool {
         let tmp = tempfile::tempdir().unwrap();
         let addr = format!("127.0.0.1:{}", free_port());
-        let mut pool = Pool { tmp, addr, coordinator: None, workers: Vec::new() };
+        let coordinator_args = coordinator_args.iter().map(|s| s.to_string()).collect();
+        let mut pool = Pool { tmp, addr, coordinator: None, workers: Vec::new(), coordinator_args };
         pool.start_coordinator();
-        for i in 0..n {
-            let dir = pool.tmp.path().join(format!("worker-{i}"));
-            pool.workers.push(WorkerProc { dir, mem: mem.into(), disk: disk.into(), child: None });
-            pool.start_worker(i);
+        for _ in 0..n {
+            pool.add_worker(mem, disk);
         }
         pool.wait_alive(n);
+        pool.wait_balanced();
         pool
+    }
+
+    /// Waits until no partition is left to move.
+    pub fn wait_balanced(&self) {
+        let t = Instant::now();
+        loop {
+            let v = self.status();
+            if v["migration"]["active"] == false {
+                return;
+            }
+            assert!(t.elapsed() < Duration::from_secs(60), "partitions still moving: {}", v["migration"]);
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     pub fn dir(&self) -> &Path {
@@ -59,6 +80,13 @@ impl Pool {
     }
 
     pub fn start_coordinator(&mut self) {
+        let child = self.spawn_coordinator();
+        self.coordinator = Some(child);
+    }
+
+    /// Starts the coordinator (again) and waits until it listens; the
+    /// caller keeps the process.
+    pub fn spawn_coordinator(&self) -> Child {
         let dir = self.tmp.path().join("coordinator");
         let log = log_file(self.tmp.path(), "coordinator.log");
         let child = Command::new(BIN)
@@ -67,12 +95,12 @@ impl Pool {
             // longer than a hold period also checks that no live chunk is
             // ever taken for one.
             .args(["--sweep-every", "1s"])
+            .args(&self.coordinator_args)
             .env("TIERPOOL_LOG", "info")
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
             .unwrap();
-        self.coordinator = Some(child);
         let t = Instant::now();
         while std::net::TcpStream::connect(&self.addr).is_err() {
             assert!(
@@ -82,18 +110,41 @@ impl Pool {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+        child
     }
 
-    pub fn start_worker(&mut self, i: usize) {
-        let w = &self.workers[i];
+    /// Starts one more worker (index `workers.len()` before); returns its index.
+    pub fn add_worker(&mut self, mem: &str, disk: &str) -> usize {
+        let w = self.spawn_worker(self.workers.len(), mem, disk);
+        self.workers.push(w);
+        self.workers.len() - 1
+    }
+
+    /// Starts worker `i` (a new one: the caller adds it to `workers`).
+    pub fn spawn_worker(&self, i: usize, mem: &str, disk: &str) -> WorkerProc {
+        let mut w = WorkerProc {
+            dir: self.tmp.path().join(format!("worker-{i}")),
+            mem: mem.into(),
+            disk: disk.into(),
+            child: None,
+        };
+        w.child = Some(self.worker_child(i, &w));
+        w
+    }
+
+    fn worker_child(&self, i: usize, w: &WorkerProc) -> Child {
         let log = log_file(self.tmp.path(), &format!("worker-{i}.log"));
-        let child = Command::new(BIN)
+        Command::new(BIN)
             .args(["worker", "--dir", w.dir.to_str().unwrap(), "--mem", &w.mem, "--disk", &w.disk])
             .args(["--coordinator", &self.addr, "--host", &format!("host{i}")])
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
-            .unwrap();
+            .unwrap()
+    }
+
+    pub fn start_worker(&mut self, i: usize) {
+        let child = self.worker_child(i, &self.workers[i]);
         self.workers[i].child = Some(child);
     }
 
