@@ -195,7 +195,8 @@ tail_log() {
     tail -n 15 "$DIR/logs/$1.log" >&2 || true
 }
 
-# The coordinator's view of worker ADDRESS: yes, NO, or ? (not listed / unreachable).
+# The coordinator's view of worker ADDRESS: up, drain, DOWN, or ? (not
+# listed / unreachable).
 pool_alive_of() { # STATUS_TEXT ADDRESS
     awk -v a="$2" '$2 == a { print $5; f = 1 } END { if (!f) print "?" }' <<<"$1"
 }
@@ -203,14 +204,14 @@ pool_alive_of() { # STATUS_TEXT ADDRESS
 worker_listed() { # ADDRESS: succeeds when the coordinator reports it alive
     local st
     st="$(pool_cli status)" || return 1
-    [ "$(pool_alive_of "$st" "$1")" = yes ]
+    case "$(pool_alive_of "$st" "$1")" in up | drain) ;; *) return 1 ;; esac
 }
 
 workers_alive() { # N: succeeds when the coordinator reports the N workers alive
     local st n=0 i
     st="$(pool_cli status)" || return 1
     for ((i = 1; i <= $1; i++)); do
-        [ "$(pool_alive_of "$st" "$(ip_of "$i"):$WORKER_PORT")" = yes ] && n=$((n + 1))
+        case "$(pool_alive_of "$st" "$(ip_of "$i"):$WORKER_PORT")" in up | drain) n=$((n + 1)) ;; esac
     done
     [ "$n" -eq "$1" ]
 }

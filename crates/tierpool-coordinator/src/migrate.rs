@@ -20,6 +20,7 @@ use crate::service::Coordinator;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tierpool_meta::engine::moves::{Move, Progress};
+use tierpool_meta::engine::Engine;
 use tierpool_meta::{MetaOp, Owner};
 use tierpool_net::{Pool, PoolConfig};
 use tierpool_proto::{MigrationStatus, Worker, WorkerRequest, WorkerResponse};
@@ -93,7 +94,17 @@ async fn carry_out(svc: &Arc<Coordinator>, m: Move, rate: u64) {
                 ByteSize(bytes),
                 started.elapsed()
             );
-            (MetaOp::FinishMoves { partitions: m.partitions.clone() }, "finish")
+            // Only what still moves to `m.to`: a drain or a removal may have
+            // given some up meanwhile, and they may be moving elsewhere now.
+            let finish = |e: &Engine| {
+                let partitions = e.finishable(&m);
+                (!partitions.is_empty()).then_some(MetaOp::FinishMoves { partitions })
+            };
+            if let Err(e) = svc.execute_with(finish, Owner::default()).await {
+                tracing::error!("could not record the end of a move (finish): {e}");
+            }
+            svc.migrate_wake.notify_one();
+            return;
         }
         Err(e) => {
             let now = svc.now();

@@ -104,6 +104,22 @@ impl Coordinator {
         self.finish(applied).await
     }
 
+    /// [`execute`](Self::execute) of the op `make` builds from the engine
+    /// under the same lock (nothing changes between the look and the op);
+    /// `None` if it builds none.
+    pub async fn execute_with(
+        &self,
+        make: impl FnOnce(&Engine) -> Option<MetaOp>,
+        owner: Owner,
+    ) -> Result<Option<MetaReply>> {
+        let applied = {
+            let mut g = self.inner.lock();
+            let Some(op) = make(&g.engine) else { return Ok(None) };
+            self.apply(&mut g, op, owner)?
+        };
+        self.finish(applied).await.map(Some)
+    }
+
     /// Applies `op` under the lock and queues its log record (in lsn order,
     /// since the lock is held). Nothing may be acknowledged before `finish`.
     fn apply(&self, g: &mut Inner, op: MetaOp, owner: Owner) -> Result<Applied> {

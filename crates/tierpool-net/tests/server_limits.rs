@@ -161,6 +161,8 @@ async fn a_frame_too_large_for_the_server_is_refused_unread() {
     let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
     s.write_all(&head(64 * 1024 + 1, 0)).await.unwrap();
     assert!(closed_after(&mut s, 2 * SECOND).await < SECOND);
+    // The count may follow the close by a moment.
+    wait_until(2 * SECOND, "both refusals counted", || stats.snapshot().dropped.frame_too_large == 2).await;
     let st = stats.snapshot();
     assert_eq!(st.dropped, Dropped { frame_too_large: 2, ..Dropped::default() });
     assert_eq!(st.bytes_held_peak, 0);

@@ -9,10 +9,16 @@ use crate::PartitionTable;
 use std::collections::BTreeMap;
 use tierpool_types::WorkerId;
 
-/// Partitions whose goal owner is not their owner, moving ones included.
+/// Partitions not where the goal wants them: owned by another worker, or
+/// moving to another (a move begun toward an older goal).
 pub fn remaining(table: &PartitionTable, goal: &[Option<WorkerId>]) -> usize {
     (0..table.partitions())
-        .filter(|p| goal.get(*p as usize).copied().flatten().is_some_and(|g| table.owner(*p) != Some(g)))
+        .filter(|p| {
+            goal.get(*p as usize)
+                .copied()
+                .flatten()
+                .is_some_and(|g| table.owner(*p) != Some(g) || table.moving().get(p).is_some_and(|to| *to != g))
+        })
         .count()
 }
 

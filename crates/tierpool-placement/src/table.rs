@@ -5,11 +5,13 @@
 //! - with at least one worker, every partition has an owner that is in the table's worker set;
 //! - after `rebalanced`, each worker owns `target_counts(weights)[w]`
 //!   partitions exactly;
-//! - after `joined`, no worker but the newcomer gains any: largest-remainder
-//!   rounding can hand an old worker one more partition as the total weight
-//!   grows (the "new states paradox"), and that partition would have to come
-//!   from another old worker; it goes to the newcomer instead (so an old
-//!   worker may keep one partition above its rounded share);
+//! - after `joined`, no worker but the newcomer gains any, and it gets its
+//!   rounded share; largest-remainder rounding can hand an old worker one
+//!   more partition as the total weight grows (the "new states paradox"),
+//!   which it does not get (it would come from another old worker): the
+//!   newcomer takes from whoever is furthest above its exact share, so
+//!   after any sequence of joins every worker is within one partition of
+//!   its exact share;
 //! - a rebalance moves a partition only away from a worker above its target.
 
 use serde::{Deserialize, Serialize};
@@ -58,6 +60,17 @@ pub fn target_counts(weights: &[(WorkerId, u64)], partitions: u32) -> BTreeMap<W
         *out.get_mut(&w).expect("inserted above") += 1;
     }
     out
+}
+
+/// Each worker's exact (unrounded) share of `partitions`.
+fn exact_shares(weights: &[(WorkerId, u64)], partitions: u32) -> BTreeMap<WorkerId, f64> {
+    let mut ws: BTreeMap<WorkerId, f64> = weights.iter().map(|&(w, x)| (w, x as f64)).collect();
+    let total: f64 = ws.values().sum();
+    let k = ws.len() as f64;
+    for x in ws.values_mut() {
+        *x = if total == 0.0 { f64::from(partitions) / k } else { *x / total * f64::from(partitions) };
+    }
+    ws
 }
 
 impl PartitionTable {
@@ -128,26 +141,46 @@ impl PartitionTable {
         self.dealt(target_counts(weights, self.partitions()))
     }
 
-    /// `rebalanced` for worker `newcomer` joining: only it gains partitions,
-    /// so only partitions that move to it move at all.
+    /// `rebalanced` for worker `newcomer` joining: only it gains partitions
+    /// (so only partitions that move to it move at all), its rounded share,
+    /// each taken from the worker then furthest above its exact share.
     pub fn joined(&self, weights: &[(WorkerId, u64)], newcomer: WorkerId) -> PartitionTable {
-        let mut targets = target_counts(weights, self.partitions());
-        let current = self.shares();
-        let mut excess = 0;
-        for (w, t) in targets.iter_mut().filter(|(w, _)| **w != newcomer) {
-            let owned = current.get(w).copied().unwrap_or(0);
-            excess += t.saturating_sub(owned);
-            *t = (*t).min(owned);
+        let n = self.partitions();
+        let targets = target_counts(weights, n);
+        let Some(&want) = targets.get(&newcomer) else { return self.rebalanced(weights) };
+        let shares = self.shares();
+        let mut left: BTreeMap<WorkerId, u32> =
+            targets.keys().map(|w| (*w, shares.get(w).copied().unwrap_or(0))).collect();
+        let kept: u32 = left.values().sum();
+        // Partitions of no worker in `weights` go to the newcomer first.
+        let Some(take) = want.saturating_sub(left[&newcomer]).checked_sub(n - kept) else {
+            return self.rebalanced(weights);
+        };
+        let exact = exact_shares(weights, n);
+        for _ in 0..take {
+            let (&w, _) = (left.iter())
+                .filter(|(w, c)| **w != newcomer && **c > 0)
+                .max_by(|(a, ca), (b, cb)| {
+                    let over = |w: &WorkerId, c: u32| f64::from(c) - exact.get(w).copied().unwrap_or(0.0);
+                    over(a, **ca).total_cmp(&over(b, **cb)).then(b.cmp(a))
+                })
+                .expect("the others own what the newcomer takes");
+            *left.get_mut(&w).expect("a key") -= 1;
         }
-        if let Some(t) = targets.get_mut(&newcomer) {
-            *t += excess;
-        }
-        self.dealt(targets)
+        *left.get_mut(&newcomer).expect("a key") =
+            n - left.iter().filter(|(w, _)| **w != newcomer).map(|(_, c)| c).sum::<u32>();
+        self.dealt(left)
     }
 
     /// A new table meeting `targets`: keeps every partition whose owner is
     /// still within its target and deals the others to workers below theirs.
     fn dealt(&self, targets: BTreeMap<WorkerId, u32>) -> PartitionTable {
+        self.dealt_near(targets, None)
+    }
+
+    /// [`dealt`](Self::dealt), a freed partition going first to the worker
+    /// `hint` names for it if that one is below its target.
+    fn dealt_near(&self, targets: BTreeMap<WorkerId, u32>, hint: Option<&[Option<WorkerId>]>) -> PartitionTable {
         if targets.is_empty() {
             return PartitionTable {
                 epoch: self.epoch + 1,
@@ -166,6 +199,19 @@ impl PartitionTable {
                     free.push(p);
                 }
             }
+        }
+        // A free partition whose hinted worker is short of its target goes
+        // to it (where it is, or is on its way to, in the table the goal
+        // is for: no copy, or no copy wasted).
+        if let Some(hint) = hint {
+            free.retain(|p| match hint.get(*p).copied().flatten() {
+                Some(w) if count.get(&w).is_some_and(|c| *c < targets[&w]) => {
+                    owners[*p] = Some(w);
+                    *count.get_mut(&w).expect("a key") += 1;
+                    false
+                }
+                _ => true,
+            });
         }
         // Deal free partitions round-robin over workers with a deficit, so a
         // newcomer's partitions interleave with everyone else's.
@@ -241,14 +287,43 @@ impl PartitionTable {
     pub fn without(&self, gone: WorkerId, weights: &[(WorkerId, u64)]) -> PartitionTable {
         let mut moving = self.moving.clone();
         moving.retain(|p, to| *to != gone && self.owners[*p as usize] != Some(gone));
-        let mut targets = target_counts(weights, self.partitions());
-        for (w, owned) in self.shares().into_iter().filter(|(w, _)| *w != gone) {
-            let t = targets.entry(w).or_insert(0);
-            *t = (*t).max(owned);
-        }
-        let mut next = self.dealt(targets);
+        let mut next = self.handed_out(gone, weights, None);
         next.moving = moving;
         next
+    }
+
+    /// The partitions of `gone` dealt to the workers of `weights`, each to
+    /// the one then furthest below its exact share (so shares stay within
+    /// one partition of the weights); no other partition changes owner.
+    /// `near`, if given, is the table this one is a goal for: a partition
+    /// of `gone` stays with, or goes on to, the worker it is with or
+    /// moving to there when that one takes any.
+    pub fn handed_out(
+        &self,
+        gone: WorkerId,
+        weights: &[(WorkerId, u64)],
+        near: Option<&PartitionTable>,
+    ) -> PartitionTable {
+        let n = self.partitions();
+        let exact = exact_shares(weights, n);
+        let mut targets = self.shares();
+        let freed = targets.remove(&gone).unwrap_or(0);
+        for w in exact.keys().filter(|w| **w != gone) {
+            targets.entry(*w).or_insert(0);
+        }
+        for _ in 0..freed {
+            let below = |w: &WorkerId, c: u32| exact[w] - f64::from(c);
+            let Some((&w, _)) = (targets.iter())
+                .filter(|(w, _)| exact.contains_key(w) && **w != gone)
+                .max_by(|(a, ca), (b, cb)| below(a, **ca).total_cmp(&below(b, **cb)).then(b.cmp(a)))
+            else {
+                break;
+            };
+            *targets.get_mut(&w).expect("a key") += 1;
+        }
+        let hint: Option<Vec<Option<WorkerId>>> =
+            near.map(|t| (0..t.partitions()).map(|p| t.moving.get(&p).copied().or(t.owner(p))).collect());
+        self.dealt_near(targets, hint.as_deref())
     }
 }
 
@@ -353,6 +428,26 @@ mod tests {
             for (w, x) in &ws {
                 let exact = if total == 0.0 { p as f64 / ws.len() as f64 } else { *x as f64 / total * p as f64 };
                 prop_assert!((targets[w] as f64 - exact).abs() < 1.0 + 1e-9);
+            }
+        }
+
+        #[test]
+        fn after_any_joins_every_worker_is_within_one_partition_of_its_share(
+            xs in prop::collection::vec(1u64..1 << 20, 1..24),
+            p in 1u32..600,
+        ) {
+            let mut ws = vec![(WorkerId(0), xs[0])];
+            let mut t = PartitionTable::new(p).rebalanced(&ws);
+            for (i, x) in xs.iter().enumerate().skip(1) {
+                ws.push((WorkerId(i as u32), *x));
+                t = t.joined(&ws, WorkerId(i as u32));
+                let exact = exact_shares(&ws, p);
+                let shares = t.shares();
+                prop_assert_eq!(shares.values().sum::<u32>(), p);
+                for (w, e) in &exact {
+                    let got = f64::from(shares.get(w).copied().unwrap_or(0));
+                    prop_assert!((got - e).abs() < 1.0 + 1e-9, "after {} joins, {}: {} for {}", i, w, got, e);
+                }
             }
         }
 

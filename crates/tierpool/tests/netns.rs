@@ -229,8 +229,8 @@ fn a_pool_of_namespaces_carries_shaped_links_survives_a_cut_and_leaves_nothing_b
         .collect();
     assert_eq!(workers, want);
     let (n, ip) = (&pool.name, |i| pool.ip(i));
-    assert_eq!(pool.status_of("3").1, format!("{n}-w3 {} alive up 100Mbit 100Mbit yes", ip(3)));
-    assert_eq!(pool.status_of("1").1, format!("{n}-w1 {} alive up - - yes", ip(1)));
+    assert_eq!(pool.status_of("3").1, format!("{n}-w3 {} alive up 100Mbit 100Mbit up", ip(3)));
+    assert_eq!(pool.status_of("1").1, format!("{n}-w1 {} alive up - - up", ip(1)));
     assert_eq!(pool.status_of("coord").1, format!("{n}-coord {}.1 alive up - - -", pool.net));
 
     eprintln!("== iperf3: the shaped link carries its rate both ways, an unshaped one far more");
@@ -244,7 +244,7 @@ fn a_pool_of_namespaces_carries_shaped_links_survives_a_cut_and_leaves_nothing_b
     let to3 = pool.iperf(3, false);
     eprintln!("   to worker 3 {to3:.1} Mbit/s");
     assert!(within(to3, RESHAPED_MBIT), "worker 3 reshaped to {RESHAPED_MBIT}mbit carries {to3:.1} Mbit/s");
-    assert_eq!(pool.status_of("3").1, format!("{n}-w3 {} alive up 40Mbit 40Mbit yes", ip(3)));
+    assert_eq!(pool.status_of("3").1, format!("{n}-w3 {} alive up 40Mbit 40Mbit up", ip(3)));
 
     eprintln!("== put and get 32MiB in 1MiB chunks from the root namespace, through every worker");
     let data: Vec<u8> = (0..32u64 << 20).map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8).collect();
@@ -253,7 +253,7 @@ fn a_pool_of_namespaces_carries_shaped_links_survives_a_cut_and_leaves_nothing_b
     let out = pool.cli(&["put", "--chunk-size", "1MiB", local.to_str().unwrap(), "/big.bin"]);
     assert!(out.status.success(), "put: {}", text(&out.stderr));
     pool.ok(&["shape", "3", "off"]);
-    assert_eq!(pool.status_of("3").1, format!("{n}-w3 {} alive up - - yes", ip(3)));
+    assert_eq!(pool.status_of("3").1, format!("{n}-w3 {} alive up - - up", ip(3)));
     let got = pool.cli(&["cat", "/big.bin"]);
     assert!(got.status.success(), "cat: {}", text(&got.stderr));
     assert!(got.stdout == data, "read back {} bytes that differ from the 32MiB written", got.stdout.len());
@@ -266,11 +266,11 @@ fn a_pool_of_namespaces_carries_shaped_links_survives_a_cut_and_leaves_nothing_b
     let (w2, _) = pool.status_of("2");
     pool.ok(&["cut", "2"]);
     let dead_after = pool.wait_alive(2, false, Duration::from_secs(8));
-    assert_eq!(pool.status_of("2"), (w2.clone(), format!("{n}-w2 {} alive cut - - NO", ip(2))));
+    assert_eq!(pool.status_of("2"), (w2.clone(), format!("{n}-w2 {} alive cut - - DOWN", ip(2))));
     pool.ok(&["heal", "2"]);
     let back_after = pool.wait_alive(2, true, Duration::from_secs(15));
     eprintln!("   reported dead {dead_after:.1?} after the cut, alive {back_after:.1?} after healing");
-    assert_eq!(pool.status_of("2"), (w2, format!("{n}-w2 {} alive up - - yes", ip(2))));
+    assert_eq!(pool.status_of("2"), (w2, format!("{n}-w2 {} alive up - - up", ip(2))));
     let again = pool.cli(&["cat", "/big.bin"]);
     assert!(again.status.success() && again.stdout == data, "read after heal: {}", text(&again.stderr));
 

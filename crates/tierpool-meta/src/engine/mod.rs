@@ -298,6 +298,15 @@ impl Engine {
         self.mover.copied(m, bytes);
     }
 
+    /// The partitions of move `m` that are still moving to `m.to`: those
+    /// its `FinishMoves` may name (the others were given up meanwhile, by
+    /// a drain or a removal, and may be moving elsewhere now). Build the
+    /// op and apply it under one lock.
+    pub fn finishable(&self, m: &Move) -> Vec<u32> {
+        let moving = self.state.table().moving();
+        m.partitions.iter().copied().filter(|p| moving.get(p) == Some(&m.to)).collect()
+    }
+
     /// The copy of move `m` failed: log `AbortMoves`.
     pub fn move_failed(&mut self, m: &Move, now: Duration) {
         self.mover.failed(m, now);

@@ -54,6 +54,7 @@ impl MetaState {
             self.goal.clear();
         } else {
             self.goal = self.planned().joined(&weights, id).owners().to_vec();
+            self.goal_reached();
         }
         Ok(MetaReply::Worker { id })
     }
@@ -88,7 +89,12 @@ impl MetaState {
             )));
         }
         self.draining.insert(id);
-        self.goal = self.planned().rebalanced(&self.weights()).owners().to_vec();
+        // Copies into it are given up: it is to take nothing.
+        let into: Vec<u32> = self.table.moving().iter().filter(|(_, to)| **to == id).map(|(p, _)| *p).collect();
+        self.table.abort_moves(&into);
+        // Only its partitions move: to the others furthest below their share.
+        self.goal = self.planned().handed_out(id, &self.weights(), Some(&self.table)).owners().to_vec();
+        self.goal_reached();
         Ok(MetaReply::Done)
     }
 
@@ -108,10 +114,11 @@ impl MetaState {
             self.draining.clear();
         }
         let weights = self.weights();
+        let goal = self.planned();
         self.table = self.table.without(id, &weights);
         if !self.goal.is_empty() {
-            // The goal had partitions on `id` too: the weights deal them again.
-            self.goal = self.planned().rebalanced(&weights).owners().to_vec();
+            // The goal had partitions on `id` too: they go to the others.
+            self.goal = goal.handed_out(id, &weights, Some(&self.table)).owners().to_vec();
             self.goal_reached();
         }
         Ok(MetaReply::WorkerRemoved { partitions, lost })

@@ -4,6 +4,7 @@
 mod attrs;
 mod collection;
 mod liveness;
+mod migration;
 mod orphans;
 
 use std::time::Duration;
