@@ -5,7 +5,8 @@ Measures, in one run on this machine:
   - loopback TCP throughput (iperf3, one stream): the ceiling of the bulk path;
   - tierpool large-file write/read throughput (`tierpool bench`), as a fraction of it;
   - tierpool 4 KiB put/get ops/s and p99 next to redis-server with the same clients;
-  - tierpool metadata ops/s: create, stat and delete of empty files.
+  - tierpool metadata ops/s: create, stat and delete of empty files;
+  - the cost of a fresh connection: 1,000 opened one after another, one ping each.
 Writes JSON to stdout and to bench/results/<timestamp>.json.
 
 Usage: python3 bench/run.py [--quick]
@@ -82,6 +83,12 @@ def tp_bench(addr, files, size, threads):
     return json.loads(out)
 
 
+def tp_connections(addr, n):
+    env = dict(os.environ, TIERPOOL_COORDINATOR=addr)
+    out = sh(BIN, "bench", "--connections", str(n), "--json", env=env)
+    return json.loads(out)["connect"]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller sizes for a fast check")
@@ -100,6 +107,7 @@ def main():
         large = tp_bench(addr, big_files, big_size, 2)
         small = tp_bench(addr, small_n, "4KiB", clients)
         meta = tp_bench(addr, small_n, "0", clients)
+        conns = tp_connections(addr, 1000)
     finally:
         sh(BIN, "down", "--dir", state)
         shutil.rmtree(state, ignore_errors=True)
@@ -125,6 +133,13 @@ def main():
             "create_ops_per_sec": meta["write"]["ops_per_sec"],
             "stat_ops_per_sec": meta["stat"]["ops_per_sec"],
             "delete_ops_per_sec": meta["delete"]["ops_per_sec"],
+        },
+        "fresh_connections": {
+            "connections": conns["ops"],
+            "seconds": conns["seconds"],
+            "mean_us": conns["seconds"] / conns["ops"] * 1e6,
+            "p50_us": conns["p50_ms"] * 1e3,
+            "p99_us": conns["p99_ms"] * 1e3,
         },
     }
     os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)

@@ -98,6 +98,19 @@ impl Client {
         }
     }
 
+    /// Opens a connection of its own to the coordinator, pings it and closes
+    /// it: what a new connection costs, measured by `tierpool bench --connections`.
+    pub async fn ping_fresh(&self) -> Result<()> {
+        let cfg = &self.inner.cfg;
+        let pool_cfg =
+            PoolConfig { connect_timeout: cfg.connect_timeout, request_timeout: cfg.request_timeout, max_idle: 0 };
+        let fresh: Pool<Coordinator> = Pool::new(cfg.coordinator.clone(), pool_cfg);
+        match fresh.call(&CoordRequest::Ping, &[], false).await?.0 {
+            CoordResponse::Pong => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+
     pub fn coordinator_addr(&self) -> &str {
         &self.inner.cfg.coordinator
     }

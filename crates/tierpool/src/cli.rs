@@ -317,6 +317,10 @@ pub struct BenchArgs {
     /// Chunk size.
     #[arg(long, default_value = "4MiB")]
     pub chunk_size: ByteSize,
+    /// Instead of files: open N fresh connections to the coordinator, one
+    /// after another, each carrying one ping; report what each cost.
+    #[arg(long, value_name = "N")]
+    pub connections: Option<u32>,
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
