@@ -16,6 +16,10 @@ pub struct Conn {
     /// Coordinator address (host:port).
     #[arg(long, global = true, env = "TIERPOOL_COORDINATOR", default_value = "127.0.0.1:7700")]
     pub coordinator: String,
+    /// File holding the pool's secret (default: the one `tierpool up` recorded
+    /// for the coordinator's address in ~/.tierpool/pools/).
+    #[arg(long, global = true, env = "TIERPOOL_SECRET_FILE", value_name = "PATH")]
+    pub secret_file: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -207,6 +211,10 @@ pub struct UpArgs {
     /// Seconds to wait for the coordinator, then for the workers, to be ready.
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub timeout: u64,
+    /// File holding the pool's secret (default: DIR/coordinator/secret, made on
+    /// first start). `up` records it in ~/.tierpool/pools/ for local clients.
+    #[arg(long, value_name = "PATH")]
+    pub secret_file: Option<PathBuf>,
 }
 
 /// Most workers `up` starts on one machine.
@@ -245,6 +253,10 @@ pub struct CoordinatorArgs {
     /// longer is given up on.
     #[arg(long, default_value = "10s", value_name = "DURATION")]
     pub hold_period: Span,
+    /// File holding the pool's secret, which every peer must prove it knows
+    /// (default: DIR/secret, 32 random bytes made on first start, mode 0600).
+    #[arg(long, value_name = "PATH")]
+    pub secret_file: Option<PathBuf>,
     #[command(flatten)]
     pub limits: LimitArgs,
 }

@@ -22,6 +22,7 @@ pub async fn coordinator(a: CoordinatorArgs) -> Result<()> {
     );
     cfg.hold_period = a.hold_period.0;
     cfg.limits = a.limits.apply(tierpool_net::Limits::default());
+    cfg.secret_file = a.secret_file;
     tokio::select! {
         r = tierpool_coordinator::run(cfg) => r?,
         _ = shutdown_signal() => tracing::info!("coordinator stopping"),
@@ -46,6 +47,13 @@ pub fn return_freed_memory() {
 
 pub async fn worker(a: WorkerArgs) -> Result<()> {
     let host = a.host.unwrap_or_else(hostname);
+    let found = tierpool_net::auth::find_secret(a.conn.secret_file.as_deref(), &a.conn.coordinator)?;
+    let Some(secret) = found.secret().cloned() else {
+        anyhow::bail!(
+            "a worker needs the pool's secret: name the file with --secret-file or TIERPOOL_SECRET_FILE \
+             (the coordinator keeps it as `secret` in its --dir)"
+        );
+    };
     let cfg = WorkerConfig {
         dir: a.dir,
         coordinator: a.conn.coordinator,
@@ -55,6 +63,7 @@ pub async fn worker(a: WorkerArgs) -> Result<()> {
         mem: a.mem,
         disk: a.disk,
         limits: a.limits.apply(tierpool_net::Limits::worker()),
+        secret,
     };
     tokio::select! {
         r = tierpool_worker::run(cfg) => r?,
