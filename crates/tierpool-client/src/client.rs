@@ -35,9 +35,9 @@ pub struct ClientConfig {
     /// `secret_file`.
     pub secret: Option<Secret>,
     /// The file holding the pool's secret. Unset (and no `secret`), the
-    /// client uses `$TIERPOOL_SECRET_FILE`, else the file `tierpool up`
-    /// recorded for the coordinator's address in `~/.tierpool/pools/`, else
-    /// none (and the pool refuses it, saying so).
+    /// client uses the file `tierpool up` recorded for the coordinator's
+    /// address in `~/.tierpool/pools/`, else `$TIERPOOL_SECRET_FILE`, else
+    /// none (and the pool refuses it, saying so). See `tierpool_net::auth::find_secret`.
     pub secret_file: Option<PathBuf>,
 }
 

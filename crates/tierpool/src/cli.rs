@@ -17,8 +17,8 @@ pub struct Conn {
     #[arg(long, global = true, env = "TIERPOOL_COORDINATOR", default_value = "127.0.0.1:7700")]
     pub coordinator: String,
     /// File holding the pool's secret (default: the one `tierpool up` recorded
-    /// for the coordinator's address in ~/.tierpool/pools/).
-    #[arg(long, global = true, env = "TIERPOOL_SECRET_FILE", value_name = "PATH")]
+    /// for the coordinator's address in ~/.tierpool/pools/, else $TIERPOOL_SECRET_FILE).
+    #[arg(long, global = true, value_name = "PATH")]
     pub secret_file: Option<PathBuf>,
 }
 

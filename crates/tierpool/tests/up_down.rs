@@ -51,6 +51,16 @@ fn up_starts_a_ready_pool_and_down_stops_it() {
              file with --secret-file or TIERPOOL_SECRET_FILE\n"
         )
     );
+    // The record names exactly this pool's secret: it comes before a variable
+    // naming another's, and an explicit --secret-file comes before both.
+    let other = tmp.path().join("other-secret");
+    std::fs::write(&other, "5eb3c1e7".repeat(8)).unwrap();
+    std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out =
+        tierpool(tmp.path()).args(["ls", "/", "--coordinator", &addr]).env("TIERPOOL_SECRET_FILE", &other).output();
+    assert!(out.unwrap().status.success());
+    let out = run(&["ls", "/", "--secret-file", other.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("refused this client's secret"));
     let again = run(&["up", "--dir", d, "--port", &port]);
     assert!(String::from_utf8_lossy(&again.stderr).contains("already running"));
     let st: serde_json::Value = serde_json::from_slice(&run(&["status", "--json"]).stdout).unwrap();

@@ -52,19 +52,25 @@ impl From<Secret> for Credentials {
 }
 
 /// The secret a process that connects to the pool at `addr` uses: the file
-/// `given`, else the one `$TIERPOOL_SECRET_FILE` names, else the one `tierpool up`
-/// recorded for `addr` in the [`registry`]; none if nothing names one. A
-/// file that is named but cannot be used (missing, readable by others, not
-/// a key) is an error, never silently skipped.
+/// `given`, else the one `tierpool up` recorded for `addr` in the
+/// [`registry`], else the one `$TIERPOOL_SECRET_FILE` names; none if nothing
+/// names one. The record comes before the variable because it names the
+/// secret of exactly the pool at `addr` (started on this machine), where the
+/// variable names one for whichever pool: a client of a local pool is not
+/// led astray by a variable set for another. A file that is named but
+/// cannot be used (missing, readable by others, not a key) is an error,
+/// never silently skipped.
 pub fn find_secret(given: Option<&Path>, addr: &str) -> Result<Credentials> {
     if let Some(path) = given {
         return Secret::load(path).map(Credentials::from);
     }
-    if let Some(path) = std::env::var_os(SECRET_FILE_ENV).filter(|p| !p.is_empty()) {
-        return Secret::load(Path::new(&path)).map(Credentials::from);
+    if let Some(path) = registry::lookup(addr) {
+        let s = Secret::load(&path)?;
+        let origin = format!("{}, recorded for {addr} by `tierpool up`", s.origin());
+        return Ok(s.with_origin(origin).into());
     }
-    match registry::lookup(addr) {
-        Some(path) => Secret::load(&path).map(Credentials::from),
+    match std::env::var_os(SECRET_FILE_ENV).filter(|p| !p.is_empty()) {
+        Some(path) => Secret::load(Path::new(&path)).map(Credentials::from),
         None => Ok(Credentials::none()),
     }
 }

@@ -62,6 +62,11 @@ impl Secret {
         &self.origin
     }
 
+    /// The same key, said to come from `origin`.
+    pub fn with_origin(self, origin: impl fmt::Display) -> Secret {
+        Secret { origin: origin.to_string().into(), ..self }
+    }
+
     /// HMAC-SHA256 of `data` under this key.
     pub(crate) fn sign(&self, data: &[u8]) -> [u8; MAC_LEN] {
         self.mac.clone().chain_update(data).finalize().into_bytes().into()
