@@ -9,7 +9,10 @@ Measures, in one run on this machine:
   - the cost of a fresh connection: 1,000 opened one after another, one ping each.
 Writes JSON to stdout and to bench/results/<timestamp>.json.
 
-Usage: python3 bench/run.py [--quick]
+Usage: python3 bench/run.py [--quick] [--bin PATH]
+
+--bin measures another build of the binary (e.g. an older commit's, kept aside)
+instead of building this checkout's.
 """
 
 import argparse
@@ -26,6 +29,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "release", "tierpool")
+#: The pool's secret, named explicitly for every command (set once the pool is up).
+SECRET = {}
 
 
 def sh(*args, **kw):
@@ -78,13 +83,13 @@ def redis(clients, n):
 
 
 def tp_bench(addr, files, size, threads):
-    env = dict(os.environ, TIERPOOL_COORDINATOR=addr)
+    env = dict(os.environ, TIERPOOL_COORDINATOR=addr, **SECRET)
     out = sh(BIN, "bench", "--files", str(files), "--size", size, "--threads", str(threads), "--json", env=env)
     return json.loads(out)
 
 
 def tp_connections(addr, n):
-    env = dict(os.environ, TIERPOOL_COORDINATOR=addr)
+    env = dict(os.environ, TIERPOOL_COORDINATOR=addr, **SECRET)
     out = sh(BIN, "bench", "--connections", str(n), "--json", env=env)
     return json.loads(out)["connect"]
 
@@ -92,9 +97,14 @@ def tp_connections(addr, n):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller sizes for a fast check")
+    ap.add_argument("--bin", help="the tierpool binary to measure (default: build this checkout's)")
     a = ap.parse_args()
     ensure_tools()
-    subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "tierpool"], cwd=ROOT, check=True)
+    global BIN
+    if a.bin:
+        BIN = os.path.abspath(a.bin)
+    else:
+        subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "tierpool"], cwd=ROOT, check=True)
     big_files, big_size = (4, "64MiB") if a.quick else (8, "256MiB")
     small_n = 2000 if a.quick else 20000
     clients = 32
@@ -102,6 +112,7 @@ def main():
     port = free_port()
     addr = f"127.0.0.1:{port}"
     sh(BIN, "up", "--dir", state, "--port", str(port), "--workers", "2", "--mem", "2GiB", "--disk", "4GiB")
+    SECRET["TIERPOOL_SECRET_FILE"] = os.path.join(state, "coordinator", "secret")
     try:
         tcp = iperf3()
         large = tp_bench(addr, big_files, big_size, 2)
@@ -114,6 +125,7 @@ def main():
     rd = redis(clients, small_n * 5)
     result = {
         "machine": {"cores": os.cpu_count()},
+        "binary": BIN,
         "loopback_tcp_mb_per_sec": tcp,
         "large_files": {
             "files": big_files, "size": big_size,
