@@ -129,21 +129,8 @@ pub fn up(a: &UpArgs) -> Result<()> {
     let mut pids = vec![cpid];
     let mut worker_pids = Vec::new();
     for i in 0..a.workers {
-        let mut args = vec![
-            "worker".into(),
-            "--dir".into(),
-            path_arg(&dir.join(format!("worker-{i}"))),
-            "--mem".into(),
-            mem.to_string(),
-            "--disk".into(),
-            disk.to_string(),
-            "--coordinator".into(),
-            addr.clone(),
-            "--secret-file".into(),
-            path_arg(&secret_file),
-        ];
-        args.extend(stop_with.iter().cloned());
-        let pid = spawn(&exe, &args, &dir.join(format!("logs/worker-{i}.log")))?;
+        let worker = [("--mem", mem.to_string()), ("--disk", disk.to_string()), ("--coordinator", addr.clone())];
+        let pid = start_worker(&exe, &dir, i, &worker, &secret_file, &stop_with)?;
         worker_pids.push(pid);
         pids.push(pid);
     }
@@ -163,20 +150,24 @@ pub fn up(a: &UpArgs) -> Result<()> {
     if let Err(e) = registry::record(&addr, &secret_file) {
         eprintln!("tierpool: the pool is up, but clients will need --secret-file: {e}");
     }
-    if a.json {
-        let report = UpReport { pool: &pf, dir: &dir, workers: a.workers, mem, disk, partitions: a.partitions };
-        println!("{}", serde_json::to_string(&report)?);
-    } else {
-        println!(
-            "pool up: coordinator {addr}, {} workers with MEM {} + DISK {} each; state in {}; secret in {}",
-            a.workers,
-            ByteSize(mem),
-            ByteSize(disk),
-            dir.display(),
-            secret_file.display()
-        );
-    }
-    Ok(())
+    let report = UpReport { pool: &pf, dir: &dir, workers: a.workers, mem, disk, partitions: a.partitions };
+    report.print(a.json)
+}
+
+/// Starts worker `i` of the pool in `dir` with `args` and the pool's secret.
+fn start_worker(
+    exe: &Path,
+    dir: &Path,
+    i: u32,
+    args: &[(&str, String)],
+    secret_file: &Path,
+    stop_with: &[String],
+) -> Result<i32> {
+    let mut argv = vec!["worker".into(), "--dir".into(), path_arg(&dir.join(format!("worker-{i}")))];
+    argv.extend(args.iter().flat_map(|(flag, value)| [flag.to_string(), value.clone()]));
+    argv.extend(["--secret-file".into(), path_arg(secret_file)]);
+    argv.extend(stop_with.iter().cloned());
+    spawn(exe, &argv, &dir.join(format!("logs/worker-{i}.log")))
 }
 
 /// What `up --json` prints: where the pool listens, its secret file, where
@@ -190,6 +181,26 @@ struct UpReport<'a> {
     mem: u64,
     disk: u64,
     partitions: u32,
+}
+
+impl UpReport<'_> {
+    fn print(&self, json: bool) -> Result<()> {
+        if json {
+            println!("{}", serde_json::to_string(self)?);
+            return Ok(());
+        }
+        let secret = self.pool.secret_file.as_deref().unwrap_or(Path::new("?"));
+        println!(
+            "pool up: coordinator {}, {} workers with MEM {} + DISK {} each; state in {}; secret in {}",
+            self.pool.coordinator,
+            self.workers,
+            ByteSize(self.mem),
+            ByteSize(self.disk),
+            self.dir.display(),
+            secret.display()
+        );
+        Ok(())
+    }
 }
 
 /// Starts the coordinator (on `--port`, or any free port for 0) and returns
