@@ -13,6 +13,7 @@ use std::time::Duration;
 use tierpool_proto::handshake::{
     self as hs, BadHead, Step, HEAD_LEN, MAC_LEN, NONCE_LEN, NO_MAC, REFUSED_NOT_A_HANDSHAKE, REFUSED_SECRET,
 };
+use tierpool_proto::PROTOCOL_VERSION;
 use tierpool_types::{Error, ErrorKind, Result};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -119,7 +120,7 @@ where
         Ok(r) => r,
         Err(_) => Err(Error::new(
             ErrorKind::Unavailable,
-            format!("{peer} did not complete the tierpool handshake within {limit:?}"),
+            format!("{peer} did not complete the tierpool handshake within {limit:?} (is it a tierpool server of protocol {PROTOCOL_VERSION}?)"),
         )),
     }
 }

@@ -149,7 +149,10 @@ async fn silent_and_slow_peers_run_out_of_time_on_either_side() {
     let e = introduce(&mut c, &secret(1).into(), "10.0.0.1:80", limit).await.unwrap_err();
     assert_eq!(
         (e.kind, e.message.as_str()),
-        (ErrorKind::Unavailable, "10.0.0.1:80 did not complete the tierpool handshake within 200ms")
+        (
+            ErrorKind::Unavailable,
+            "10.0.0.1:80 did not complete the tierpool handshake within 200ms (is it a tierpool server of protocol 4?)"
+        )
     );
 }
 
