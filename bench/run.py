@@ -5,10 +5,14 @@ Measures, in one run on this machine:
   - loopback TCP throughput (iperf3, one stream): the ceiling of the bulk path;
   - tierpool large-file write/read throughput (`tierpool bench`), as a fraction of it;
   - tierpool 4 KiB put/get ops/s and p99 next to redis-server with the same clients;
-  - tierpool metadata ops/s: create, stat and delete of empty files.
+  - tierpool metadata ops/s: create, stat and delete of empty files;
+  - the cost of a fresh connection: 1,000 opened one after another, one ping each.
 Writes JSON to stdout and to bench/results/<timestamp>.json.
 
-Usage: python3 bench/run.py [--quick]
+Usage: python3 bench/run.py [--quick] [--bin PATH]
+
+--bin measures another build of the binary (e.g. an older commit's, kept aside)
+instead of building this checkout's.
 """
 
 import argparse
@@ -25,6 +29,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "release", "tierpool")
+#: The pool's secret, named explicitly for every command (set once the pool is up).
+SECRET = {}
 
 
 def sh(*args, **kw):
@@ -77,17 +83,28 @@ def redis(clients, n):
 
 
 def tp_bench(addr, files, size, threads):
-    env = dict(os.environ, TIERPOOL_COORDINATOR=addr)
+    env = dict(os.environ, TIERPOOL_COORDINATOR=addr, **SECRET)
     out = sh(BIN, "bench", "--files", str(files), "--size", size, "--threads", str(threads), "--json", env=env)
     return json.loads(out)
+
+
+def tp_connections(addr, n):
+    env = dict(os.environ, TIERPOOL_COORDINATOR=addr, **SECRET)
+    out = sh(BIN, "bench", "--connections", str(n), "--json", env=env)
+    return json.loads(out)["connect"]
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller sizes for a fast check")
+    ap.add_argument("--bin", help="the tierpool binary to measure (default: build this checkout's)")
     a = ap.parse_args()
     ensure_tools()
-    subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "tierpool"], cwd=ROOT, check=True)
+    global BIN
+    if a.bin:
+        BIN = os.path.abspath(a.bin)
+    else:
+        subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "tierpool"], cwd=ROOT, check=True)
     big_files, big_size = (4, "64MiB") if a.quick else (8, "256MiB")
     small_n = 2000 if a.quick else 20000
     clients = 32
@@ -95,17 +112,20 @@ def main():
     port = free_port()
     addr = f"127.0.0.1:{port}"
     sh(BIN, "up", "--dir", state, "--port", str(port), "--workers", "2", "--mem", "2GiB", "--disk", "4GiB")
+    SECRET["TIERPOOL_SECRET_FILE"] = os.path.join(state, "coordinator", "secret")
     try:
         tcp = iperf3()
         large = tp_bench(addr, big_files, big_size, 2)
         small = tp_bench(addr, small_n, "4KiB", clients)
         meta = tp_bench(addr, small_n, "0", clients)
+        conns = tp_connections(addr, 1000)
     finally:
         sh(BIN, "down", "--dir", state)
         shutil.rmtree(state, ignore_errors=True)
     rd = redis(clients, small_n * 5)
     result = {
         "machine": {"cores": os.cpu_count()},
+        "binary": BIN,
         "loopback_tcp_mb_per_sec": tcp,
         "large_files": {
             "files": big_files, "size": big_size,
@@ -125,6 +145,13 @@ def main():
             "create_ops_per_sec": meta["write"]["ops_per_sec"],
             "stat_ops_per_sec": meta["stat"]["ops_per_sec"],
             "delete_ops_per_sec": meta["delete"]["ops_per_sec"],
+        },
+        "fresh_connections": {
+            "connections": conns["ops"],
+            "seconds": conns["seconds"],
+            "mean_us": conns["seconds"] / conns["ops"] * 1e6,
+            "p50_us": conns["p50_ms"] * 1e3,
+            "p99_us": conns["p99_ms"] * 1e3,
         },
     }
     os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)

@@ -36,6 +36,8 @@ trap cleanup EXIT
 
 mkdir -p "$WORK/mnt"
 "$BIN" up --dir "$WORK/pool" --workers 1 --mem 64MiB --disk 512MiB --port "$PORT" >/dev/null
+# The pool's secret, named explicitly (up also records it in ~/.tierpool/pools/).
+export TIERPOOL_SECRET_FILE="$WORK/pool/coordinator/secret"
 "$BIN" mount "$WORK/mnt" >/dev/null
 # Every optional feature the mount has is tested: fallocate, ctime moved by
 # rename, utimensat with UTIME_NOW. Skipped then are only the tests needing a

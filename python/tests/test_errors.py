@@ -154,6 +154,7 @@ def test_the_hierarchy_mirrors_the_error_kinds() -> None:
         tierpool.Protocol: OSError,
         tierpool.Io: OSError,
         tierpool.Internal: OSError,
+        tierpool.Unauthenticated: PermissionError,
     }
     for cls, builtin in pairs.items():
         assert issubclass(cls, tierpool.TierpoolError) and issubclass(cls, builtin), cls

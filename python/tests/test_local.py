@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -50,6 +51,7 @@ def test_the_package_ships_the_binary_that_starts_pools(monkeypatch: pytest.Monk
 
 def test_local_pool_lifecycle(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TIERPOOL_COORDINATOR", "192.0.2.1:1")
+    monkeypatch.setenv("TIERPOOL_SECRET_FILE", "/nowhere/secret")
     pool = tierpool.local(workers=3, mem="32MiB", disk="64MiB", partitions=128)
     with pool as client:
         assert isinstance(client, tierpool.Client)
@@ -57,6 +59,15 @@ def test_local_pool_lifecycle(monkeypatch: pytest.MonkeyPatch) -> None:
         assert host == "127.0.0.1" and int(port) > 0
         assert pool.address == client.address
         assert os.environ["TIERPOOL_COORDINATOR"] == client.address
+        # The pool's secret: private, in its directory, named for clients started meanwhile.
+        secret = pool.secret_file
+        assert secret == os.path.join(pool.dir or "", "coordinator", "secret") == client.secret_file
+        assert os.environ["TIERPOOL_SECRET_FILE"] == secret
+        assert stat.S_IMODE(os.stat(secret).st_mode) == 0o600
+        registered = os.path.join(os.path.expanduser("~"), ".tierpool", "pools", client.address)
+        with open(registered) as f:
+            assert f.read() == secret + "\n"
+        assert tierpool.connect().address == client.address
         s = client.status()
         assert s["partitions"] == 128
         assert len(s["workers"]) == 3 and all(w["alive"] for w in s["workers"])
@@ -71,6 +82,8 @@ def test_local_pool_lifecycle(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not os.path.exists(directory)
     assert wait_gone(pids, 10)
     assert os.environ["TIERPOOL_COORDINATOR"] == "192.0.2.1:1"
+    assert os.environ["TIERPOOL_SECRET_FILE"] == "/nowhere/secret"
+    assert not os.path.exists(registered), "down forgets the pool"
     with pytest.raises(RuntimeError):
         pool.address
 

@@ -15,6 +15,9 @@ DEFAULT_REGION_CACHE = 64 << 20
 #: Where :func:`connect` looks when no address is given.
 DEFAULT_ADDRESS = "127.0.0.1:7700"
 ADDRESS_ENV = "TIERPOOL_COORDINATOR"
+#: Names the file holding the pool's secret when no ``secret_file`` is given
+#: and ``tierpool up`` recorded none for the address.
+SECRET_FILE_ENV = "TIERPOOL_SECRET_FILE"
 
 Size = Union[int, str]
 PathLike = Union[str, "os.PathLike[str]"]
@@ -46,14 +49,24 @@ class Client:
     subclasses: ``FileNotFoundError``, ``FileExistsError``,
     ``NotADirectoryError``, ``IsADirectoryError``, ``OSError`` with
     ``errno.ENOTEMPTY`` or ``errno.ENOSPC`` (pool full), ``ConnectionError``
-    (pool unreachable), ``ValueError`` (bad argument); the message names the path.
+    (pool unreachable), ``PermissionError`` (the pool refused this client's
+    secret), ``ValueError`` (bad argument); the message names the path.
     """
 
-    def __init__(self, address: Optional[str] = None, *, timeout: float = 3.0) -> None:
+    def __init__(
+        self, address: Optional[str] = None, *, timeout: float = 3.0, secret_file: Optional[PathLike] = None
+    ) -> None:
         """Connects to the coordinator at ``address`` (``host:port``; default:
         ``$TIERPOOL_COORDINATOR``, then ``127.0.0.1:7700``), waiting at most
-        ``timeout`` seconds. Raises ``ConnectionError`` if it does not answer."""
-        self._native = _native.Client(resolve_address(address), timeout)
+        ``timeout`` seconds. Raises ``ConnectionError`` if it does not answer.
+
+        Every connection proves the pool's secret, read from ``secret_file``;
+        by default from the file ``tierpool up`` recorded for ``address``
+        (``~/.tierpool/pools/``), else the one ``$TIERPOOL_SECRET_FILE`` names.
+        Raises :class:`tierpool.Unauthenticated` (a ``PermissionError``) if the
+        pool refuses it, or if there is none."""
+        path = None if secret_file is None else os.fspath(secret_file)
+        self._native = _native.Client(resolve_address(address), timeout, path)
 
     @property
     def address(self) -> str:
@@ -63,9 +76,15 @@ class Client:
     def __repr__(self) -> str:
         return f"tierpool.Client({self.address!r})"
 
+    @property
+    def secret_file(self) -> Optional[str]:
+        """The secret file this client was given, or ``None`` if it found its own."""
+        return self._native.secret_file
+
     def __reduce__(self) -> Any:
-        # Pickles as its address, so tasks shipped to other processes reconnect.
-        return (Client, (self.address,))
+        # Pickles as its address and the secret file it was given (a path,
+        # never the key), so tasks shipped to other processes reconnect.
+        return (_reconnect, (self.address, self.secret_file))
 
     def __enter__(self) -> "Client":
         return self
@@ -275,8 +294,17 @@ class Client:
         )
 
 
-def connect(address: Optional[str] = None, *, timeout: float = 3.0) -> Client:
+def connect(
+    address: Optional[str] = None, *, timeout: float = 3.0, secret_file: Optional[PathLike] = None
+) -> Client:
     """Connects to a pool: ``address`` (``host:port``), else
     ``$TIERPOOL_COORDINATOR``, else ``127.0.0.1:7700``. Raises
-    ``ConnectionError`` if the coordinator does not answer within ``timeout`` s."""
-    return Client(address, timeout=timeout)
+    ``ConnectionError`` if the coordinator does not answer within ``timeout`` s.
+    The pool's secret comes from ``secret_file``, else the file ``tierpool up``
+    recorded for the address, else ``$TIERPOOL_SECRET_FILE``; a pool that
+    refuses it raises :class:`tierpool.Unauthenticated` (a ``PermissionError``)."""
+    return Client(address, timeout=timeout, secret_file=secret_file)
+
+
+def _reconnect(address: str, secret_file: Optional[str]) -> Client:
+    return Client(address, secret_file=secret_file)

@@ -16,11 +16,11 @@ import shutil
 import subprocess
 import tempfile
 import warnings
-from typing import Any, List, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 from tierpool import _native
 from tierpool._bin import find_binary
-from tierpool._client import ADDRESS_ENV, Client
+from tierpool._client import ADDRESS_ENV, SECRET_FILE_ENV, Client
 from tierpool._native import InvalidArgument
 
 
@@ -49,9 +49,13 @@ class LocalPool:
 
     Entering starts the pool and returns a connected :class:`Client`;
     leaving stops the processes and deletes the directory. While the pool runs,
-    ``$TIERPOOL_COORDINATOR`` points at it (unless ``set_env=False``), so
+    ``$TIERPOOL_COORDINATOR`` points at it and ``$TIERPOOL_SECRET_FILE`` at its
+    secret (unless ``set_env=False``; both are restored on exit), so
     :func:`tierpool.connect`, ``fsspec.open("tierpool://...")`` and Dask
-    workers started meanwhile find it.
+    workers started meanwhile find it. ``tierpool up`` also records the secret
+    for the pool's address in ``~/.tierpool/pools/`` until the pool stops, so
+    ``tierpool.connect(address)`` finds it on this machine even with
+    ``set_env=False``.
     """
 
     def __init__(
@@ -82,7 +86,9 @@ class LocalPool:
         """Process ids of the running pool's coordinator, then its workers."""
         self.client: Optional[Client] = None
         self._binary: Optional[str] = None
-        self._old_env: Optional[str] = None
+        self.secret_file: Optional[str] = None
+        """The running pool's secret file (in its directory)."""
+        self._old_env: Dict[str, Optional[str]] = {}
         self._owner = os.getpid()
 
     @property
@@ -124,11 +130,29 @@ class LocalPool:
             raise RuntimeError(f"the local pool did not start: {_one_line(done.stderr)}")
         up = json.loads(done.stdout)
         self.pids = [up["coordinator_pid"], *up["worker_pids"]]
-        self.client = Client(up["coordinator"])
+        secret: str = up["secret_file"]
+        self.secret_file = secret
+        self.client = Client(up["coordinator"], secret_file=secret)
         if self.set_env:
-            self._old_env = os.environ.get(ADDRESS_ENV)
-            os.environ[ADDRESS_ENV] = self.client.address
+            self._set_env({ADDRESS_ENV: self.client.address, SECRET_FILE_ENV: secret})
         return self.client
+
+    def _set_env(self, values: Dict[str, str]) -> None:
+        self._old_env = {name: os.environ.get(name) for name in values}
+        os.environ.update(values)
+
+    def _restore_env(self) -> None:
+        """Puts back what :meth:`_set_env` changed, where no one changed it since."""
+        assert self.client is not None
+        ours = {ADDRESS_ENV: self.client.address, SECRET_FILE_ENV: self.secret_file}
+        for name, old in self._old_env.items():
+            if os.environ.get(name) != ours[name]:
+                continue
+            if old is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = old
+        self._old_env = {}
 
     def stop(self) -> None:
         """Stops every process of the pool (``tierpool down``) and deletes its
@@ -139,12 +163,9 @@ class LocalPool:
         if os.getpid() != self._owner:
             return
         if self.set_env and self.client is not None:
-            if os.environ.get(ADDRESS_ENV) == self.client.address:
-                if self._old_env is None:
-                    os.environ.pop(ADDRESS_ENV, None)
-                else:
-                    os.environ[ADDRESS_ENV] = self._old_env
+            self._restore_env()
         self.client = None
+        self.secret_file = None
         directory, self.dir = self.dir, None
         if directory is None:
             return

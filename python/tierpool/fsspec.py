@@ -52,6 +52,9 @@ class TierpoolFileSystem(AbstractFileSystem, metaclass=_ResolveAddress):
         An existing :class:`tierpool.Client` to use instead of connecting.
     timeout:
         Seconds to wait for the coordinator when connecting.
+    secret_file:
+        The file holding the pool's secret; default: the one ``tierpool up``
+        recorded for the address, else ``$TIERPOOL_SECRET_FILE``.
     """
 
     protocol = (PROTOCOL,)
@@ -63,10 +66,11 @@ class TierpoolFileSystem(AbstractFileSystem, metaclass=_ResolveAddress):
         *,
         client: Optional[Client] = None,
         timeout: float = 3.0,
+        secret_file: Optional[str] = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.client = client if client is not None else Client(address, timeout=timeout)
+        self.client = client if client is not None else Client(address, timeout=timeout, secret_file=secret_file)
         self.address = self.client.address
 
     # ---- paths -----------------------------------------------------------

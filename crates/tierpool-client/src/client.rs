@@ -1,15 +1,19 @@
 //! Connection state shared by all calls of one client: the coordinator pool,
 //! the cached layout, worker pools, and a batch of reserved inode ids.
 //!
+//! Every pool's connections prove the pool's secret, found once by
+//! [`Client::connect`] (see [`ClientConfig::secret_file`]).
+//!
 //! Lock order: `layout`, then `workers`, then `ids`; none is held across an await.
 
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tierpool_meta::{DirEntry, InodeInfo, MetaOp, MetaReply, Owner};
-use tierpool_net::{Connection, Pool, PoolConfig};
+use tierpool_net::{Connection, Credentials, Pool, PoolConfig, Secret};
 use tierpool_proto::{
     CoordRequest, CoordResponse, Coordinator, Layout, PoolStatus, Worker, WorkerRequest, WorkerResponse,
 };
@@ -27,6 +31,14 @@ pub struct ClientConfig {
     /// `(uid, gid)` owning the files, directories and regions this client
     /// creates by path; by default the process's effective ids.
     pub owner: (u32, u32),
+    /// The pool's secret, if the caller holds it already; it comes before
+    /// `secret_file`.
+    pub secret: Option<Secret>,
+    /// The file holding the pool's secret. Unset (and no `secret`), the
+    /// client uses the file `tierpool up` recorded for the coordinator's
+    /// address in `~/.tierpool/pools/`, else `$TIERPOOL_SECRET_FILE`, else
+    /// none (and the pool refuses it, saying so). See `tierpool_net::auth::find_secret`.
+    pub secret_file: Option<PathBuf>,
 }
 
 impl ClientConfig {
@@ -38,6 +50,25 @@ impl ClientConfig {
             request_timeout: Duration::from_secs(60),
             // SAFETY: plain getters without preconditions.
             owner: unsafe { (libc::geteuid(), libc::getegid()) },
+            secret: None,
+            secret_file: None,
+        }
+    }
+
+    /// What this client proves itself with (see `secret_file`).
+    pub fn credentials(&self) -> Result<Credentials> {
+        match &self.secret {
+            Some(s) => Ok(s.clone().into()),
+            None => tierpool_net::auth::find_secret(self.secret_file.as_deref(), &self.coordinator),
+        }
+    }
+
+    fn pool_config(&self, credentials: &Credentials, max_idle: usize) -> PoolConfig {
+        PoolConfig {
+            connect_timeout: self.connect_timeout,
+            request_timeout: self.request_timeout,
+            max_idle,
+            credentials: credentials.clone(),
         }
     }
 }
@@ -47,6 +78,7 @@ pub(crate) type WorkerPool = Arc<Pool<Worker>>;
 
 pub(crate) struct Inner {
     pub(crate) cfg: ClientConfig,
+    credentials: Credentials,
     coord: Pool<Coordinator>,
     layout: Mutex<Option<Arc<Layout>>>,
     workers: Mutex<HashMap<(WorkerId, String), WorkerPool>>,
@@ -64,21 +96,23 @@ pub struct Client {
 
 const ID_BATCH: u64 = 256;
 
-/// How long a chunk request follows a moving partition before giving up.
 /// How long calls wait for a coordinator that cannot be reached (one
 /// restarting replays its log) before they fail.
 const COORDINATOR_PATIENCE: Duration = Duration::from_secs(20);
+/// How long a chunk request follows a moving partition before giving up.
 const MOVE_PATIENCE: Duration = Duration::from_secs(30);
 
 impl Client {
-    /// Connects and checks that the coordinator answers.
+    /// Finds the pool's secret, connects, and checks that the coordinator
+    /// answers. A pool that refuses the secret (or its absence) is an
+    /// `Unauthenticated` error naming the coordinator.
     pub async fn connect(cfg: ClientConfig) -> Result<Client> {
-        let pool_cfg =
-            PoolConfig { connect_timeout: cfg.connect_timeout, request_timeout: cfg.request_timeout, max_idle: 32 };
-        let coord = Pool::new(cfg.coordinator.clone(), pool_cfg);
+        let credentials = cfg.credentials()?;
+        let coord = Pool::new(cfg.coordinator.clone(), cfg.pool_config(&credentials, 32));
         let c = Client {
             inner: Arc::new(Inner {
                 cfg,
+                credentials,
                 coord,
                 layout: Mutex::new(None),
                 workers: Mutex::new(HashMap::new()),
@@ -102,6 +136,18 @@ impl Client {
                 format!("cannot reach the coordinator at {}: {}", c.inner.cfg.coordinator, e.message),
             )),
             Err(e) => Err(e),
+        }
+    }
+
+    /// Opens a connection of its own to the coordinator, pings it and closes
+    /// it: what a new connection costs (its handshake included), measured
+    /// by `tierpool bench --connections`.
+    pub async fn ping_fresh(&self) -> Result<()> {
+        let cfg = &self.inner.cfg;
+        let fresh: Pool<Coordinator> = Pool::new(cfg.coordinator.clone(), cfg.pool_config(&self.inner.credentials, 0));
+        match fresh.call(&CoordRequest::Ping, &[], false).await?.0 {
+            CoordResponse::Pong => Ok(()),
+            other => Err(unexpected(other)),
         }
     }
 
@@ -246,14 +292,7 @@ impl Client {
         let mut w = self.inner.workers.lock();
         w.entry((id, addr.to_string()))
             .or_insert_with(|| {
-                Arc::new(Pool::new(
-                    addr.to_string(),
-                    PoolConfig {
-                        connect_timeout: self.inner.cfg.connect_timeout,
-                        request_timeout: self.inner.cfg.request_timeout,
-                        max_idle: 64,
-                    },
-                ))
+                Arc::new(Pool::new(addr.to_string(), self.inner.cfg.pool_config(&self.inner.credentials, 64)))
             })
             .clone()
     }

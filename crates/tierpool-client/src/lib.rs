@@ -28,6 +28,7 @@ pub use region::RegionOptions;
 pub use region_handle::{PoolBackend, Region};
 pub use tierpool_cache::CacheStats;
 pub use tierpool_meta::{DirEntry, DirName, InodeInfo, InodeKind, NewNode};
+pub use tierpool_net::auth::{Secret, SECRET_FILE_ENV};
 pub use tierpool_net::{Background, Step};
 pub use tierpool_proto::ChunkPlace;
 pub use tierpool_proto::{MigrationStatus, PoolStatus, WorkerStatus};

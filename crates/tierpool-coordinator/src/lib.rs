@@ -13,6 +13,10 @@
 //!
 //! A metadata change is acknowledged only after the log record holding it is
 //! on disk; reads wait until everything they may have seen is on disk too.
+//!
+//! The coordinator holds the pool's secret: `DIR/secret`, made on first
+//! start, unless `secret_file` names another. Every peer proves it knows
+//! it, and so does the coordinator to the workers it calls.
 
 pub mod effects;
 pub mod log;
@@ -24,7 +28,7 @@ pub mod sweep;
 use std::path::PathBuf;
 use std::time::Duration;
 use tierpool_meta::engine::EngineConfig;
-use tierpool_net::{Background, Limits};
+use tierpool_net::{Background, Limits, Secret};
 use tierpool_types::{Error, Result};
 
 /// How often the coordinator lets time act (liveness, garbage due).
@@ -59,6 +63,8 @@ pub struct CoordinatorConfig {
     pub max_moving: usize,
     /// Most bytes a second all moves of partitions copy together (0: no limit).
     pub move_rate: u64,
+    /// The pool's secret; `None`: `DIR/secret`, made on first start.
+    pub secret_file: Option<PathBuf>,
 }
 
 impl CoordinatorConfig {
@@ -75,7 +81,21 @@ impl CoordinatorConfig {
             limits: Limits::default(),
             max_moving: 64,
             move_rate: 0,
+            secret_file: None,
         }
+    }
+
+    /// The pool's secret: `secret_file`, or `DIR/secret`, made now if it is not there.
+    pub fn secret(&self) -> Result<Secret> {
+        if let Some(path) = &self.secret_file {
+            return Secret::load(path);
+        }
+        let path = self.dir.join("secret");
+        let (secret, made) = Secret::load_or_create(&path)?;
+        if made {
+            tracing::info!("made the pool's secret in {}", path.display());
+        }
+        Ok(secret)
     }
 
     pub(crate) fn engine(&self) -> EngineConfig {
@@ -89,15 +109,17 @@ impl CoordinatorConfig {
     }
 }
 
-/// Recovers the state, binds, writes `DIR/coordinator.addr`, and serves until the process ends.
+/// Reads (or makes) the pool's secret, recovers the state, binds, writes
+/// `DIR/coordinator.addr`, and serves until the process ends.
 pub async fn run(cfg: CoordinatorConfig) -> Result<()> {
     std::fs::create_dir_all(&cfg.dir).map_err(|e| Error::from(e).context(cfg.dir.display()))?;
+    let secret = cfg.secret()?;
     let started = std::time::Instant::now();
     let (state, lsn, writer) = log::open(&cfg.dir.join("meta"))?;
     tracing::info!("recovered metadata at lsn {lsn} ({} inodes) in {:?}", state.inode_count(), started.elapsed());
     let listener = tierpool_net::bind(&cfg.listen).await?;
     let addr = listener.local_addr()?;
-    let svc = service::Coordinator::new(cfg.clone(), state, lsn, writer);
+    let svc = service::Coordinator::new(cfg.clone(), secret.clone().into(), state, lsn, writer);
     svc.initialise().await?;
     write_addr_file(&cfg.dir.join("coordinator.addr"), &addr)?;
     tracing::info!("coordinator listening on {addr}");
@@ -119,7 +141,7 @@ pub async fn run(cfg: CoordinatorConfig) -> Result<()> {
             Ok(tierpool_net::Step::Continue)
         }
     });
-    tierpool_net::serve_with(listener, svc, cfg.limits.clone()).await?;
+    tierpool_net::serve(listener, svc, cfg.limits.clone(), secret).await?;
     Ok(())
 }
 

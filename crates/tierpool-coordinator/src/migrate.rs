@@ -132,7 +132,8 @@ async fn copy(svc: &Arc<Coordinator>, m: &Move, rate: u64) -> Result<(u64, u64)>
         svc.worker_addr(w).ok_or_else(|| Error::new(ErrorKind::NotFound, format!("worker {w} left the pool")))
     };
     let (from, to) = (addr(m.from)?, addr(m.to)?);
-    let pool: Pool<Worker> = Pool::new(to, PoolConfig { request_timeout: COPY_TIMEOUT, ..PoolConfig::default() });
+    let pool: Pool<Worker> =
+        Pool::new(to, PoolConfig { request_timeout: COPY_TIMEOUT, ..PoolConfig::with(svc.credentials.clone()) });
     let req = WorkerRequest::Copy { from, partitions: m.partitions.clone(), rate };
     let watch = async {
         loop {

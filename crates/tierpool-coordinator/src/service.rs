@@ -17,7 +17,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tierpool_meta::engine::{Effect, Engine, Sweep};
 use tierpool_meta::{Garbage, MetaOp, MetaReply, MetaState, Owner};
-use tierpool_net::{Handler, Pool, PoolConfig};
+use tierpool_net::{Credentials, Handler, Pool, PoolConfig};
 use tierpool_proto::{CoordRequest, CoordResponse, Layout, PoolStatus, WorkerRequest, WorkerResponse, WorkerStats};
 use tierpool_proto::{Worker, WorkerStatus};
 use tierpool_types::{ChunkKey, Error, InodeId, Result, WorkerId};
@@ -50,6 +50,8 @@ pub struct Coordinator {
     /// Each worker's last reported figures.
     stats: Mutex<HashMap<WorkerId, WorkerStats>>,
     pools: Mutex<HashMap<WorkerId, Arc<Pool<Worker>>>>,
+    /// What the coordinator proves itself with to workers: the pool's secret.
+    pub(crate) credentials: Credentials,
     /// Orphans deleted since this coordinator started.
     swept: Mutex<Swept>,
     /// Garbage not yet marked reclaimable on the workers, and the signal
@@ -65,7 +67,13 @@ pub(crate) fn now_nanos() -> u64 {
 }
 
 impl Coordinator {
-    pub fn new(cfg: CoordinatorConfig, state: MetaState, lsn: u64, log: LogWriter) -> Arc<Self> {
+    pub fn new(
+        cfg: CoordinatorConfig,
+        credentials: Credentials,
+        state: MetaState,
+        lsn: u64,
+        log: LogWriter,
+    ) -> Arc<Self> {
         let engine = Engine::new(state, cfg.engine());
         Arc::new_cyclic(|me| Coordinator {
             cfg,
@@ -75,6 +83,7 @@ impl Coordinator {
             log,
             stats: Mutex::new(HashMap::new()),
             pools: Mutex::new(HashMap::new()),
+            credentials,
             swept: Mutex::new(Swept::default()),
             reclaims: Mutex::new(Garbage::default()),
             reclaim_wake: tokio::sync::Notify::new(),
@@ -219,9 +228,10 @@ impl Coordinator {
     pub(crate) fn worker_pool(&self, id: WorkerId) -> Option<Arc<Pool<Worker>>> {
         let addr = self.inner.lock().engine.state().workers().get(&id)?.addr.clone();
         let mut pools = self.pools.lock();
-        let p = pools.entry(id).or_insert_with(|| Arc::new(Pool::new(addr.clone(), PoolConfig::default())));
+        let pool = |addr: String| Arc::new(Pool::new(addr, PoolConfig::with(self.credentials.clone())));
+        let p = pools.entry(id).or_insert_with(|| pool(addr.clone()));
         if p.addr() != addr {
-            *p = Arc::new(Pool::new(addr, PoolConfig::default()));
+            *p = pool(addr);
         }
         Some(p.clone())
     }

@@ -14,7 +14,7 @@ fn open(dir: &Path, snapshot_every: u64) -> Arc<Coordinator> {
     cfg.snapshot_every = snapshot_every;
     cfg.partitions = 16;
     let (state, lsn, writer) = log::open(&dir.join("meta")).unwrap();
-    Coordinator::new(cfg, state, lsn, writer)
+    Coordinator::new(cfg, tierpool_net::Credentials::none(), state, lsn, writer)
 }
 
 fn reopened_state(dir: &Path) -> MetaState {

@@ -1,14 +1,14 @@
 //! tierpool errors as errno values: the kind's own errno
 //! ([`ErrorKind::errno`], the one mapping shared with the Python binding),
 //! logged once here when it hides a cause the caller cannot see (`EIO`,
-//! `EHOSTUNREACH`).
+//! `EHOSTUNREACH`, and `EACCES` from a pool that refused the mount's secret).
 
 use fuser::Errno;
-use tierpool_types::Error;
+use tierpool_types::{Error, ErrorKind};
 
 pub fn errno(e: &Error) -> Errno {
     let code = e.kind.errno();
-    if code == libc::EIO || code == libc::EHOSTUNREACH {
+    if code == libc::EIO || code == libc::EHOSTUNREACH || e.kind == ErrorKind::Unauthenticated {
         tracing::warn!("{e}");
     }
     Errno::from_i32(code)
@@ -17,7 +17,6 @@ pub fn errno(e: &Error) -> Errno {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tierpool_types::ErrorKind;
 
     #[test]
     fn the_kinds_errno_values_are_this_systems() {
@@ -36,6 +35,7 @@ mod tests {
             (ErrorKind::Protocol, libc::EIO),
             (ErrorKind::Io, libc::EIO),
             (ErrorKind::Internal, libc::EIO),
+            (ErrorKind::Unauthenticated, libc::EACCES),
         ];
         assert_eq!(expected.map(|(k, _)| k), ErrorKind::ALL);
         for (kind, code) in expected {

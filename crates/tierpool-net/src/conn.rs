@@ -1,11 +1,17 @@
 //! One framed connection, client or server side.
 //!
+//! A connection carries frames only after the handshake (`auth`): a client
+//! connection is handed out by [`Connection::connect`] once the server
+//! proved it knows the secret, a server connection is handed to its
+//! session, which runs [`Connection::accept_handshake`] first.
+//!
 //! Reading goes through `frame_io`: bodies grow as bytes arrive,
 //! on both sides (a client reads a large listing the same way). A server
 //! connection has a stall bound for its writes and a small read buffer,
 //! since it may have a thousand peers; a client connection has neither
 //! (its pool bounds each call as a whole).
 
+use crate::auth::{self, Credentials, Refusal, Secret};
 use crate::budget::Charge;
 use crate::frame_io::{self, FrameError};
 use bytes::Bytes;
@@ -43,8 +49,8 @@ pub struct Connection {
 pub const CONNECT_FAILED: &str = "cannot connect to";
 
 impl Connection {
-    /// A client connection over `stream`.
-    pub fn new(stream: TcpStream) -> Connection {
+    /// A client connection over `stream`, before its handshake.
+    fn new(stream: TcpStream) -> Connection {
         Connection::with_buffer(stream, CLIENT_READ_BUFFER, None)
     }
 
@@ -60,16 +66,29 @@ impl Connection {
         Connection { reader: BufReader::with_capacity(buffer, r), writer: w, peer, write_stall }
     }
 
-    /// Connects to `addr`. A failure is `Unavailable` and starts with
+    /// Connects to `addr` and does the handshake with `creds`, each within
+    /// `timeout`. A failure to connect is `Unavailable` and starts with
     /// [`CONNECT_FAILED`]: nothing was sent, so any call may be tried again.
-    pub async fn connect(addr: &str, timeout: Duration) -> Result<Connection> {
-        match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
-            Ok(Ok(s)) => Ok(Connection::new(s)),
-            Ok(Err(e)) => Err(Error::new(ErrorKind::Unavailable, format!("{CONNECT_FAILED} {addr}: {e}"))),
+    pub async fn connect(addr: &str, timeout: Duration, creds: &Credentials) -> Result<Connection> {
+        let mut conn = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
+            Ok(Ok(s)) => Connection::new(s),
+            Ok(Err(e)) => return Err(Error::new(ErrorKind::Unavailable, format!("{CONNECT_FAILED} {addr}: {e}"))),
             Err(_) => {
-                Err(Error::new(ErrorKind::Unavailable, format!("{CONNECT_FAILED} {addr}: timed out after {timeout:?}")))
+                return Err(Error::new(
+                    ErrorKind::Unavailable,
+                    format!("{CONNECT_FAILED} {addr}: timed out after {timeout:?}"),
+                ))
             }
-        }
+        };
+        let mut stream = tokio::io::join(&mut conn.reader, &mut conn.writer);
+        auth::introduce(&mut stream, creds, addr, timeout).await?;
+        Ok(conn)
+    }
+
+    /// Server side: the handshake, before anything else is read, within `limit`.
+    pub(crate) async fn accept_handshake(&mut self, secret: &Secret, limit: Duration) -> Result<(), Refusal> {
+        let mut stream = tokio::io::join(&mut self.reader, &mut self.writer);
+        auth::accept(&mut stream, secret, limit).await
     }
 
     /// Whether `e` is a failure to connect (the request never left).

@@ -1,6 +1,8 @@
-//! Sockets and the runtime's background work: framed request/response
-//! transport over TCP, and the loops that keep a process's peers informed.
+//! Sockets and the runtime's background work: authenticated, framed
+//! request/response transport over TCP, and the loops that keep a
+//! process's peers informed.
 //!
+//! - [`auth`]: the pool's secret, where it is found, and the handshake every connection opens with;
 //! - `conn`: one connection, writing frames and reading them through `frame_io`;
 //! - `frame_io`: frame headers and bodies read as bytes arrive, under time and memory bounds;
 //! - `pool`: a pool of idle connections to one address, with timeouts;
@@ -11,6 +13,10 @@
 //! - `stats`: a server's figures ([`ServerStats`]);
 //! - [`background`]: loops that repeat work on the runtime (heartbeats, renewals, policy ticks).
 //!
+//! Every connection starts with the handshake: a server reads no frame of a
+//! peer that has not proved it knows the pool's secret, and a client sends
+//! none to a server that has not proved it back.
+//!
 //! One request is in flight per connection; concurrency comes from several
 //! connections. Chunk payloads are written straight from the caller's
 //! buffer and read into one buffer that grows as they arrive and ends
@@ -20,6 +26,7 @@
 //! at most `max_connections` (1024) connections, and drops a peer that
 //! breaks a size or time bound without disturbing the others.
 
+pub mod auth;
 pub mod background;
 mod budget;
 mod conn;
@@ -30,9 +37,10 @@ mod server;
 mod session;
 mod stats;
 
+pub use auth::{Credentials, Secret};
 pub use background::{Background, Step};
 pub use conn::Connection;
 pub use limits::{Limits, ALLOWANCE};
 pub use pool::{Pool, PoolConfig, REUSE_WITHIN};
-pub use server::{bind, can_listen, serve, serve_with, Handler, Listener, Server};
+pub use server::{bind, can_listen, serve, Handler, Listener, Server};
 pub use stats::{DropReason, Dropped, ServerStats, StatsHandle};

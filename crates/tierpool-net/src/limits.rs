@@ -11,7 +11,7 @@
 //! | `max_connections`   | 1024     | a few dozen clients with full connection pools; each holds a descriptor, a task and buffers |
 //! | `max_message`       | 16 MiB   | the largest request message: a file of 3 million chunks committed at once |
 //! | `max_payload`       | 64 MiB   | one chunk of the largest size (`MAX_CHUNK_SIZE`) |
-//! | `handshake_timeout` | 10 s     | a client connects only to send a request at once |
+//! | `handshake_timeout` | 10 s     | a client answers the server's hello at once (one round trip) |
 //! | `idle_timeout`      | 5 min    | clients reuse pooled connections idle for less than a minute |
 //! | `stall_timeout`     | 30 s     | half a client's request timeout without a byte moving |
 //!
@@ -46,9 +46,9 @@ pub struct Limits {
     pub max_message: ByteSize,
     /// Largest payload (a frame's raw chunk bytes) this server reads.
     pub max_payload: ByteSize,
-    /// Time from accepting a connection to the arrival of its first frame's header.
+    /// Time from accepting a connection to the end of its handshake.
     pub handshake_timeout: Duration,
-    /// Time a connection may wait between frames, its last answer sent.
+    /// Time a connection may wait for its next frame, its handshake done or its last answer sent.
     pub idle_timeout: Duration,
     /// Time a frame being read or an answer being written may go without a
     /// byte moving, or a reader may wait for the budget.

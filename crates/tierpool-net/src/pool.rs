@@ -1,11 +1,16 @@
 //! Idle connections to one server, reused across calls.
 //!
+//! Every new connection does the handshake with the pool's credentials
+//! ([`PoolConfig::credentials`]) once; a reused one carries calls at no
+//! further cost.
+//!
 //! A server drops connections idle longer than its `idle_timeout` (5
 //! minutes by default), so an idle connection is reused only if it has
 //! been idle less than [`REUSE_WITHIN`] and the server has not closed it;
 //! otherwise the call opens a fresh one. That keeps a request that must
 //! not be retried from being sent into a connection the server just closed.
 
+use crate::auth::Credentials;
 use crate::Connection;
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -20,14 +25,30 @@ pub const REUSE_WITHIN: Duration = Duration::from_secs(60);
 
 #[derive(Clone, Debug)]
 pub struct PoolConfig {
+    /// Bounds the TCP connect, and then the handshake.
     pub connect_timeout: Duration,
     pub request_timeout: Duration,
     pub max_idle: usize,
+    /// What new connections prove themselves with.
+    pub credentials: Credentials,
+}
+
+impl PoolConfig {
+    /// The default timeouts with `credentials`.
+    pub fn with(credentials: impl Into<Credentials>) -> PoolConfig {
+        PoolConfig { credentials: credentials.into(), ..PoolConfig::default() }
+    }
 }
 
 impl Default for PoolConfig {
+    /// No credentials: every server refuses these connections.
     fn default() -> Self {
-        PoolConfig { connect_timeout: Duration::from_secs(3), request_timeout: Duration::from_secs(60), max_idle: 32 }
+        PoolConfig {
+            connect_timeout: Duration::from_secs(3),
+            request_timeout: Duration::from_secs(60),
+            max_idle: 32,
+            credentials: Credentials::none(),
+        }
     }
 }
 
@@ -57,15 +78,19 @@ impl<S: Service> Pool<S> {
         let was_reused = reused.is_some();
         let conn = match reused {
             Some(c) => c,
-            None => Connection::connect(&self.addr, self.cfg.connect_timeout).await?,
+            None => self.connect().await?,
         };
         match self.call_on(conn, req, payload).await {
             Err(e) if was_reused && retry_stale && e.kind == ErrorKind::Unavailable => {
-                let conn = Connection::connect(&self.addr, self.cfg.connect_timeout).await?;
+                let conn = self.connect().await?;
                 self.call_on(conn, req, payload).await
             }
             r => r,
         }
+    }
+
+    async fn connect(&self) -> Result<Connection> {
+        Connection::connect(&self.addr, self.cfg.connect_timeout, &self.cfg.credentials).await
     }
 
     /// The most recently used idle connection still fit for a call; staler

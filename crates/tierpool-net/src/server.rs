@@ -1,7 +1,8 @@
 //! Binding, and the accept loop that feeds requests to a [`Handler`] under
 //! a server's [`Limits`] (see `limits.rs` for each bound and its default).
 //!
-//! Each connection is served by its own task (`session.rs`). A connection
+//! Each connection is served by its own task (`session.rs`), which first
+//! has the peer prove it knows the pool's secret (`auth`). A connection
 //! beyond `max_connections` is closed as soon as it is accepted, before
 //! anything is read from it, and logged. The memory a server holds for
 //! its peers' requests is then at most the budget, plus per open
@@ -15,6 +16,7 @@
 //!
 //! No locks: connection slots are a semaphore, figures are atomics.
 
+use crate::auth::Secret;
 use crate::budget::Budget;
 use crate::session::{serve_conn, Shared};
 use crate::stats::{Counters, DropReason, StatsHandle};
@@ -67,13 +69,15 @@ pub struct Server {
 }
 
 impl Server {
-    /// Checks `limits` (see [`Limits::validate`]).
-    pub fn new(listener: Listener, limits: Limits) -> Result<Server> {
+    /// A server whose peers must prove they know `secret`; checks `limits`
+    /// (see [`Limits::validate`]).
+    pub fn new(listener: Listener, limits: Limits, secret: Secret) -> Result<Server> {
         limits.validate()?;
         let counters = Counters::new(limits.budget);
         let budget = Budget::new(&limits, counters.clone());
         let slots = Arc::new(Semaphore::new(limits.max_connections));
-        Ok(Server { listener: listener.0, shared: Arc::new(Shared { limits, budget, counters }), slots })
+        let shared = Arc::new(Shared { limits, secret, budget, counters });
+        Ok(Server { listener: listener.0, shared, slots })
     }
 
     pub fn local_addr(&self) -> Result<String> {
@@ -125,12 +129,8 @@ async fn serve_slot<H: Handler>(stream: TcpStream, slot: OwnedSemaphorePermit, h
     serve_conn(conn, handler, shared).await;
 }
 
-/// Serves with `limits` until the process ends; invalid limits are an error at once.
-pub async fn serve_with<H: Handler>(listener: Listener, handler: Arc<H>, limits: Limits) -> Result<()> {
-    Server::new(listener, limits)?.run(handler).await
-}
-
-/// [`serve_with`] the default [`Limits`], which suit the coordinator and a worker.
-pub async fn serve<H: Handler>(listener: Listener, handler: Arc<H>) -> Result<()> {
-    serve_with(listener, handler, Limits::default()).await
+/// Serves peers that know `secret` with `limits` until the process ends;
+/// invalid limits are an error at once.
+pub async fn serve<H: Handler>(listener: Listener, handler: Arc<H>, limits: Limits, secret: Secret) -> Result<()> {
+    Server::new(listener, limits, secret)?.run(handler).await
 }

@@ -1,9 +1,11 @@
 //! One server connection: read a frame, hand it to the handler, answer,
 //! until the peer leaves or breaks a limit.
 //!
-//! Time limits by phase: the first frame header must come within
-//! `handshake_timeout` of accepting, each later one within `idle_timeout`
-//! of the last answer; inside a frame (the rest of its header, its body,
+//! The handshake comes first: the peer must prove it knows the pool's
+//! secret within `handshake_timeout` of accepting, or it is refused and
+//! dropped with nothing read beyond its proof (`auth`). Then time limits by
+//! phase: each frame header must come within `idle_timeout` of the
+//! handshake or the last answer; inside a frame (the rest of its header, its body,
 //! waits for the budget) and while answering, `stall_timeout` bounds every
 //! step that moves no byte. A frame announcing more than `max_message` or
 //! `max_payload` is refused before its body is read.
@@ -22,6 +24,7 @@
 //! with its address and the reason; a peer that just leaves (end of
 //! stream, reset) is not a drop. No locks: the session owns its connection.
 
+use crate::auth::{Refusal, Secret};
 use crate::budget::Budget;
 use crate::conn::{Connection, Frame};
 use crate::frame_io::FrameError;
@@ -43,6 +46,8 @@ use tokio::time::Instant;
 /// What every connection of one server shares.
 pub(crate) struct Shared {
     pub limits: Limits,
+    /// What every peer must prove it knows.
+    pub secret: Secret,
     pub budget: Arc<Budget>,
     pub counters: Arc<Counters>,
 }
@@ -52,6 +57,16 @@ enum End {
     /// The peer left or the connection failed.
     Left,
     Dropped(DropReason, String),
+}
+
+impl From<Refusal> for End {
+    fn from(r: Refusal) -> End {
+        match r {
+            Refusal::Left => End::Left,
+            Refusal::TooSlow(_) => End::Dropped(DropReason::HandshakeTimeout, r.to_string()),
+            _ => End::Dropped(DropReason::Unauthenticated, r.to_string()),
+        }
+    }
 }
 
 impl From<FrameError> for End {
@@ -103,8 +118,8 @@ async fn answer<H: Handler>(handler: &H, req: Request<H>, payload: Bytes) -> (Re
     }
 }
 
-/// The wait for a connection's next frame, bounded by the handshake or idle
-/// timeout. One timer per connection, re-armed lazily: restarting the wait
+/// The wait for a connection's next frame, bounded by the idle timeout.
+/// One timer per connection, re-armed lazily: restarting the wait
 /// after each answer only moves the deadline, and the timer, when it fires
 /// early, is set to the deadline then. So a busy connection costs the
 /// timer wheel nothing per request.
@@ -168,7 +183,10 @@ fn other_role(kind: u8) -> &'static str {
 impl<H: Handler> Session<H> {
     async fn run(mut self) -> End {
         let l = self.shared.limits.clone();
-        let mut wait = Wait::new(l.handshake_timeout, DropReason::HandshakeTimeout);
+        if let Err(refused) = self.conn.accept_handshake(&self.shared.secret, l.handshake_timeout).await {
+            return refused.into();
+        }
+        let mut wait = Wait::new(l.idle_timeout, DropReason::IdleTimeout);
         loop {
             match wait.for_frame(&mut self.conn).await {
                 Ok(true) => {}

@@ -19,7 +19,7 @@ pub enum DropReason {
     TooManyConnections,
     /// A frame announced more than `max_message` or `max_payload`.
     FrameTooLarge,
-    /// No frame header within `handshake_timeout` of connecting.
+    /// No handshake within `handshake_timeout` of connecting.
     HandshakeTimeout,
     /// No frame within `idle_timeout` of the last answer.
     IdleTimeout,
@@ -28,26 +28,31 @@ pub enum DropReason {
     Stalled,
     /// Not a tierpool frame, or a message that does not decode.
     Malformed,
+    /// Failed the handshake: a wrong secret or none, or something other
+    /// than a handshake (a request sent without one, another protocol).
+    Unauthenticated,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 6] = [
+    pub const ALL: [DropReason; 7] = [
         DropReason::TooManyConnections,
         DropReason::FrameTooLarge,
         DropReason::HandshakeTimeout,
         DropReason::IdleTimeout,
         DropReason::Stalled,
         DropReason::Malformed,
+        DropReason::Unauthenticated,
     ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             DropReason::TooManyConnections => "too many connections",
             DropReason::FrameTooLarge => "frame too large",
-            DropReason::HandshakeTimeout => "no request after connecting",
+            DropReason::HandshakeTimeout => "no handshake in time",
             DropReason::IdleTimeout => "idle too long",
             DropReason::Stalled => "stalled",
             DropReason::Malformed => "malformed frame",
+            DropReason::Unauthenticated => "failed the handshake",
         }
     }
 
@@ -71,6 +76,7 @@ pub struct Dropped {
     pub idle_timeout: u64,
     pub stalled: u64,
     pub malformed: u64,
+    pub unauthenticated: u64,
 }
 
 impl Dropped {
@@ -82,6 +88,7 @@ impl Dropped {
             DropReason::IdleTimeout => self.idle_timeout,
             DropReason::Stalled => self.stalled,
             DropReason::Malformed => self.malformed,
+            DropReason::Unauthenticated => self.unauthenticated,
         }
     }
 
@@ -163,6 +170,7 @@ impl Counters {
                 idle_timeout: d(DropReason::IdleTimeout),
                 stalled: d(DropReason::Stalled),
                 malformed: d(DropReason::Malformed),
+                unauthenticated: d(DropReason::Unauthenticated),
             },
         }
     }

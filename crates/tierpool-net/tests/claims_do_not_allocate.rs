@@ -9,7 +9,7 @@ use common::*;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use tierpool_net::{Connection, Limits};
+use tierpool_net::Limits;
 use tierpool_proto::frame::{FrameHeader, KIND_RESPONSE, MAX_HEADER_LEN};
 use tierpool_proto::{Worker, WorkerRequest};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -55,7 +55,7 @@ async fn claimed_lengths_are_not_allocated() {
     let before = live();
     let mut hogs = Vec::new();
     for _ in 0..6 {
-        let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let mut s = raw(&addr).await;
         s.write_all(&head(16 * MIB, 64 * MIB)).await.unwrap();
         s.write_all(&[0; 100]).await.unwrap();
         hogs.push(s);
@@ -71,6 +71,7 @@ async fn claimed_lengths_are_not_allocated() {
     let fake_addr = fake.local_addr().unwrap().to_string();
     let answer = tokio::spawn(async move {
         let (mut s, _) = fake.accept().await.unwrap();
+        tierpool_net::auth::accept(&mut s, &secret(), Duration::from_secs(1)).await.unwrap();
         let mut req = [0u8; 13];
         s.read_exact(&mut req).await.unwrap();
         let fh = FrameHeader { kind: KIND_RESPONSE, header_len: MAX_HEADER_LEN, payload_len: 0 };
@@ -79,7 +80,7 @@ async fn claimed_lengths_are_not_allocated() {
         std::future::pending::<()>().await;
     });
     let before = live();
-    let mut conn = Connection::connect(&fake_addr, Duration::from_secs(1)).await.unwrap();
+    let mut conn = connect(&fake_addr).await;
     let call = conn.call::<Worker>(&WorkerRequest::Ping, &[]);
     assert!(tokio::time::timeout(Duration::from_millis(300), call).await.is_err(), "no answer is whole");
     let grown = live().saturating_sub(before);

@@ -5,14 +5,14 @@ mod common;
 
 use common::*;
 use std::time::Duration;
-use tierpool_net::{Connection, Dropped, Limits};
+use tierpool_net::{Dropped, Limits};
 use tierpool_proto::{Worker, WorkerRequest, WorkerResponse};
 use tierpool_types::ErrorKind;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_handler_answers_an_internal_error_and_the_connection_stays() {
     let (addr, stats) = start(Limits::default(), Duration::ZERO).await;
-    let mut conn = Connection::connect(&addr, Duration::from_secs(1)).await.unwrap();
+    let mut conn = connect(&addr).await;
     let e = conn.call::<Worker>(&WorkerRequest::Stats, &[]).await.unwrap_err();
     assert_eq!(
         (e.kind, e.message.as_str()),

@@ -13,7 +13,7 @@ use tierpool_proto::{Worker, WorkerRequest, WorkerResponse};
 async fn a_connection_the_server_dropped_while_idle_is_not_reused() {
     let limits = Limits { idle_timeout: Duration::from_millis(200), ..Limits::default() };
     let (addr, stats) = start(limits, Duration::ZERO).await;
-    let pool: Pool<Worker> = Pool::new(addr, PoolConfig::default());
+    let pool: Pool<Worker> = Pool::new(addr, PoolConfig::with(secret()));
     for round in 1..=3u64 {
         let (r, _) = pool.call(&WorkerRequest::Ping, &[], false).await.unwrap();
         assert_eq!(r, WorkerResponse::Pong);

@@ -9,7 +9,7 @@ use common::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tierpool_net::{Connection, Dropped, Limits, ALLOWANCE};
+use tierpool_net::{Dropped, Limits, ALLOWANCE};
 use tierpool_proto::{Worker, WorkerRequest, WorkerResponse};
 use tierpool_types::{ChunkAttrs, ChunkKey, InodeId};
 use tokio::io::AsyncWriteExt;
@@ -63,7 +63,7 @@ async fn bytes_held_never_exceed_the_budget() {
     for c in 0..8u64 {
         let addr = addr.clone();
         clients.push(tokio::spawn(async move {
-            let mut conn = Connection::connect(&addr, SECOND).await.unwrap();
+            let mut conn = connect(&addr).await;
             for i in 0..5 {
                 let payload = vec![c as u8; 2 * MIB];
                 let (r, _) = conn.call::<Worker>(&put(c * 10 + i), &payload).await.unwrap();
@@ -88,7 +88,7 @@ async fn stalled_peer_is_dropped_after_the_stall_timeout() {
     let limits = Limits { stall_timeout: Duration::from_millis(300), ..Limits::default() };
     let (addr, stats) = start(limits, Duration::ZERO).await;
     let mut s = hog(&addr, 10 * MIB, 100_000).await;
-    let mut other = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let mut other = raw(&addr).await;
     let took = closed_after(&mut s.read, 5 * SECOND).await;
     assert!(took >= Duration::from_millis(250) && took < 3 * SECOND, "{took:?}");
     assert_eq!(stats.snapshot().dropped, Dropped { stalled: 1, ..Dropped::default() });
@@ -102,7 +102,7 @@ async fn a_frame_waiting_for_the_budget_past_the_stall_timeout_is_dropped() {
         Limits { stall_timeout: Duration::from_millis(300), ..small_limits(4, 3 * MIB as u64, 2 * MIB as u64) };
     let (addr, stats) = start(limits, Duration::from_secs(2)).await;
     // The first put is held by the handler for two seconds, and its bytes with it.
-    let mut first = Connection::connect(&addr, SECOND).await.unwrap();
+    let mut first = connect(&addr).await;
     let first = tokio::spawn(async move { first.call::<Worker>(&put(1), &vec![1; 2 * MIB]).await });
     wait_until(SECOND, "first put read", || stats.snapshot().bytes_held > 2 * MIB as u64).await;
     let mut second = hog(&addr, 2 * MIB, 2 * MIB).await;
@@ -117,7 +117,7 @@ async fn a_frame_waiting_for_the_budget_past_the_stall_timeout_is_dropped() {
 async fn idle_peer_is_dropped_after_the_idle_timeout() {
     let limits = Limits { idle_timeout: Duration::from_millis(300), ..Limits::default() };
     let (addr, stats) = start(limits, Duration::ZERO).await;
-    let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let mut s = raw(&addr).await;
     ping_raw(&mut s).await;
     let took = closed_after(&mut s, 5 * SECOND).await;
     assert!(took >= Duration::from_millis(250) && took < 3 * SECOND, "{took:?}");
@@ -137,8 +137,8 @@ async fn silent_peer_is_dropped_after_the_handshake_timeout() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_connection_over_the_limit_is_refused() {
     let (addr, stats) = start(small_limits(2, 4 * MIB as u64, MIB as u64), Duration::ZERO).await;
-    let mut a = tokio::net::TcpStream::connect(&addr).await.unwrap();
-    let mut b = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let mut a = raw(&addr).await;
+    let mut b = raw(&addr).await;
     ping_raw(&mut a).await;
     ping_raw(&mut b).await;
     let mut c = tokio::net::TcpStream::connect(&addr).await.unwrap();
@@ -148,7 +148,7 @@ async fn one_connection_over_the_limit_is_refused() {
     ping_raw(&mut b).await;
     drop(a);
     wait_until(2 * SECOND, "a slot freed", || stats.snapshot().connections_open == 1).await;
-    let mut d = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let mut d = raw(&addr).await;
     ping_raw(&mut d).await;
     assert_eq!(stats.snapshot().connections_accepted, 3);
 }
@@ -158,7 +158,7 @@ async fn a_frame_too_large_for_the_server_is_refused_unread() {
     let (addr, stats) = start(small_limits(4, 4 * MIB as u64, MIB as u64), Duration::ZERO).await;
     let mut s = hog(&addr, MIB + 1, 1000).await;
     assert!(closed_after(&mut s.read, 2 * SECOND).await < SECOND);
-    let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let mut s = raw(&addr).await;
     s.write_all(&head(64 * 1024 + 1, 0)).await.unwrap();
     assert!(closed_after(&mut s, 2 * SECOND).await < SECOND);
     // The count may follow the close by a moment.
@@ -179,7 +179,7 @@ async fn honest_requests_are_answered_while_hogs_hold_the_budget() {
     // their length, the other two wait, holding their allowance.
     let spent = 2 * (put_message().len() + 2 * MIB) as u64 + 2 * ALLOWANCE;
     wait_until(5 * SECOND, "hogs read", || stats.snapshot().bytes_held == spent).await;
-    let mut conn = Connection::connect(&addr, SECOND).await.unwrap();
+    let mut conn = connect(&addr).await;
     let pong = tokio::time::timeout(SECOND, conn.call::<Worker>(&WorkerRequest::Ping, &[])).await;
     assert_eq!(pong.unwrap().unwrap().0, WorkerResponse::Pong, "a small request uses its own allowance");
     let small = tokio::time::timeout(SECOND, conn.call::<Worker>(&put(1), &[1; 1000])).await;

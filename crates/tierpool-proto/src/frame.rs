@@ -1,4 +1,4 @@
-//! Frame layout, little endian:
+//! Frame layout, little endian (frames follow the handshake, `handshake.rs`):
 //!
 //! ```text
 //! magic "TP" | version u8 | kind u8 | header_len u32 | payload_len u32 | header | payload
@@ -15,8 +15,10 @@
 use tierpool_types::{Error, ErrorKind, Result, MAX_CHUNK_SIZE};
 
 pub const MAGIC: [u8; 2] = *b"TP";
-/// Bumped on any incompatible change of frames or messages.
-pub const PROTOCOL_VERSION: u8 = 4;
+/// Bumped on any incompatible change of frames, messages or the handshake.
+/// 4: every connection opens with the handshake; 5: partitions move
+/// between workers (table versions, moved/busy answers, copies).
+pub const PROTOCOL_VERSION: u8 = 5;
 pub const FRAME_HEADER_LEN: usize = 12;
 /// Largest encoded message (a listing of a very large directory fits).
 pub const MAX_HEADER_LEN: u32 = 256 << 20;

@@ -1,5 +1,6 @@
 //! What crosses a socket between tierpool processes.
 //!
+//! - [`handshake`]: the bytes that open every connection, by which both ends prove they know the pool's secret;
 //! - [`frame`]: the framing of every message (magic, version, kind, lengths), checked before decoding;
 //! - [`coord`]: what clients and workers ask the coordinator, and its answers;
 //! - [`worker`]: what clients and the coordinator ask a worker, and its answers;
@@ -11,12 +12,13 @@
 //! every one. A response carries `Result<Response, Error>`.
 //!
 //! The protocol is versioned as a whole ([`PROTOCOL_VERSION`], checked on
-//! every frame): both ends of a connection run the same version. Durable
+//! every frame and in the handshake): both ends of a connection run the same version. Durable
 //! formats are not defined here (see the coordinator's `records` and the
 //! tier's chunk file format).
 
 pub mod coord;
 pub mod frame;
+pub mod handshake;
 pub mod status;
 pub mod worker;
 

@@ -14,6 +14,7 @@ use crate::runtime::{blocking, wait};
 use crate::writer::{self, WriteMode, WriteRequest, Writer};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use std::path::PathBuf;
 use std::time::Duration;
 use tierpool_client::{ClientConfig, InodeKind, PutOptions};
 use tierpool_types::{ChunkAttrs, Error, ErrorKind, DEFAULT_CHUNK_SIZE};
@@ -24,6 +25,8 @@ use tokio::io::AsyncWriteExt;
 pub struct Client {
     address: String,
     timeout: Duration,
+    /// The secret file given, if any (else the client looks for one: see `ClientConfig::secret_file`).
+    secret_file: Option<PathBuf>,
     /// This process's connection to the pool.
     conn: PerProcess<tierpool_client::Client>,
 }
@@ -32,13 +35,19 @@ impl Client {
     /// The connection of this process: the one `new` made, or in a child
     /// forked since, a new one made now (which may fail like `new`).
     fn conn(&self, py: Python<'_>) -> PyResult<&tierpool_client::Client> {
-        self.conn.get_or_try_init(|| connect(py, &self.address, self.timeout))
+        self.conn.get_or_try_init(|| connect(py, &self.address, self.timeout, self.secret_file.clone()))
     }
 }
 
-fn connect(py: Python<'_>, address: &str, timeout: Duration) -> PyResult<tierpool_client::Client> {
+fn connect(
+    py: Python<'_>,
+    address: &str,
+    timeout: Duration,
+    secret_file: Option<PathBuf>,
+) -> PyResult<tierpool_client::Client> {
     let mut cfg = ClientConfig::new(address);
     cfg.connect_timeout = timeout;
+    cfg.secret_file = secret_file;
     wait(py, tierpool_client::Client::connect(cfg))
 }
 
@@ -60,19 +69,27 @@ fn is_a_directory(path: &str) -> Error {
 
 #[pymethods]
 impl Client {
-    /// Connects to the coordinator at `address` (`host:port`) and checks that it answers.
+    /// Connects to the coordinator at `address` (`host:port`), proving the
+    /// pool's secret (from `secret_file`, else the file `tierpool up` recorded
+    /// for `address`, else `$TIERPOOL_SECRET_FILE`), and checks that it answers.
     #[new]
-    #[pyo3(signature = (address, timeout=3.0))]
-    fn new(py: Python<'_>, address: String, timeout: f64) -> PyResult<Client> {
+    #[pyo3(signature = (address, timeout=3.0, secret_file=None))]
+    fn new(py: Python<'_>, address: String, timeout: f64, secret_file: Option<PathBuf>) -> PyResult<Client> {
         let timeout = args::timeout(py, timeout)?;
-        let conn = PerProcess::with(connect(py, &address, timeout)?);
-        Ok(Client { address, timeout, conn })
+        let conn = PerProcess::with(connect(py, &address, timeout, secret_file.clone())?);
+        Ok(Client { address, timeout, secret_file, conn })
     }
 
     /// Coordinator address, `host:port`.
     #[getter]
     fn address(&self) -> &str {
         &self.address
+    }
+
+    /// The secret file this client was given, or `None` if it found its own.
+    #[getter]
+    fn secret_file(&self) -> Option<String> {
+        self.secret_file.as_ref().map(|p| p.to_string_lossy().into_owned())
     }
 
     fn stat(&self, py: Python<'_>, path: &str) -> PyResult<FileInfo> {

@@ -1,7 +1,7 @@
 //! tierpool errors as Python exceptions: one class per [`ErrorKind`], all
 //! subclasses of `tierpool.TierpoolError`, each also a subclass of the
 //! built-in exception a Python programmer expects (`FileNotFoundError`,
-//! `OSError` with `errno.ENOSPC`, `ConnectionError`, `ValueError`, ...), so
+//! `OSError` with `errno.ENOSPC`, `ConnectionError`, `PermissionError`, `ValueError`, ...), so
 //! `except FileNotFoundError` and `except tierpool.TierpoolError` both work.
 //!
 //! [`to_py_err`] is the only place where a kind is mapped to an exception;
@@ -117,6 +117,13 @@ const CLASSES: &[KindClass] = &[
         name: "Internal",
         builtin: "OSError",
         doc: "A broken invariant inside tierpool; please report it (errno EIO).",
+    },
+    KindClass {
+        kind: ErrorKind::Unauthenticated,
+        name: "Unauthenticated",
+        builtin: "PermissionError",
+        doc: "The pool refused this client's secret, or the client has none, or the secret file cannot be \
+              used (errno EACCES). Name the pool's secret file with secret_file= or $TIERPOOL_SECRET_FILE.",
     },
 ];
 

@@ -39,6 +39,10 @@ pub enum ErrorKind {
     Io,
     /// A broken invariant inside tierpool.
     Internal,
+    /// A peer did not prove that it knows the pool's secret (a wrong secret,
+    /// or none), or the pool's secret file cannot be used. Retrying with the
+    /// same secret cannot help, unlike `Unavailable`.
+    Unauthenticated,
 }
 
 /// errno values of Linux (the asm-generic numbering: x86, arm, riscv...),
@@ -46,6 +50,7 @@ pub enum ErrorKind {
 pub mod errno {
     pub const ENOENT: i32 = 2;
     pub const EIO: i32 = 5;
+    pub const EACCES: i32 = 13;
     pub const EEXIST: i32 = 17;
     pub const ENOTDIR: i32 = 20;
     pub const EISDIR: i32 = 21;
@@ -58,7 +63,7 @@ pub mod errno {
 
 impl ErrorKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ErrorKind; 14] = [
+    pub const ALL: [ErrorKind; 15] = [
         ErrorKind::NotFound,
         ErrorKind::AlreadyExists,
         ErrorKind::NotADirectory,
@@ -73,12 +78,14 @@ impl ErrorKind {
         ErrorKind::Protocol,
         ErrorKind::Io,
         ErrorKind::Internal,
+        ErrorKind::Unauthenticated,
     ];
 
     /// The errno that a POSIX surface reports for this kind (Linux values).
     /// `Unavailable` is `EHOSTUNREACH`: the data lives on a machine that cannot
     /// be reached now, which is neither the caller's fault nor lost data.
     /// Everything that means "these bytes cannot be delivered" is `EIO`.
+    /// `Unauthenticated` is `EACCES`: the pool refused this process.
     pub fn errno(self) -> i32 {
         match self {
             ErrorKind::NotFound => errno::ENOENT,
@@ -90,6 +97,7 @@ impl ErrorKind {
             ErrorKind::Unavailable => errno::EHOSTUNREACH,
             ErrorKind::InvalidArgument => errno::EINVAL,
             ErrorKind::Stale => errno::ESTALE,
+            ErrorKind::Unauthenticated => errno::EACCES,
             ErrorKind::Corrupt | ErrorKind::Lost | ErrorKind::Protocol | ErrorKind::Io | ErrorKind::Internal => {
                 errno::EIO
             }
@@ -113,6 +121,7 @@ impl ErrorKind {
             ErrorKind::Protocol => "protocol",
             ErrorKind::Io => "io",
             ErrorKind::Internal => "internal",
+            ErrorKind::Unauthenticated => "unauthenticated",
         }
     }
 }
@@ -192,6 +201,7 @@ mod tests {
             (ErrorKind::Protocol, 5),
             (ErrorKind::Io, 5),
             (ErrorKind::Internal, 5),
+            (ErrorKind::Unauthenticated, 13),
         ];
         assert_eq!(expected.map(|(k, _)| k), ErrorKind::ALL, "the table lists every kind once, in order");
         for (kind, errno) in expected {

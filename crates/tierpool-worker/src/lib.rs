@@ -15,6 +15,10 @@
 //! serves chunk requests only once it has the partition table, fetched
 //! right after registering and kept current by the coordinator's pushes
 //! and, should one be lost, by the version each heartbeat's answer carries.
+//!
+//! A worker holds the pool's secret (`WorkerConfig::secret`): its peers
+//! prove they know it, and every connection it opens (to the coordinator,
+//! and to other workers) proves it in turn, through `PoolConfig::with`.
 
 pub mod identity;
 pub mod moves;
@@ -25,7 +29,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tierpool_meta::{MetaOp, MetaReply, Owner};
-use tierpool_net::{Background, Limits, Pool, PoolConfig, Step};
+use tierpool_net::{Background, Limits, Pool, PoolConfig, Secret, Step};
 use tierpool_proto::{CoordRequest, CoordResponse, Coordinator};
 use tierpool_tier::{TierConfig, TierManager};
 use tierpool_types::{ByteSize, Error, ErrorKind, Result, WorkerId};
@@ -51,6 +55,8 @@ pub struct WorkerConfig {
     pub disk: ByteSize,
     /// What peers may make the worker hold (see `tierpool_net::Limits::worker`).
     pub limits: Limits,
+    /// The pool's secret: what peers must prove, and what this worker proves.
+    pub secret: Secret,
 }
 
 /// Chunks read from DISK held in memory at once (answers being written).
@@ -153,10 +159,10 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
     let reg = Arc::new(Registration {
         cfg: cfg.clone(),
         addr: addr.clone(),
-        coordinator: Pool::new(cfg.coordinator.clone(), PoolConfig::default()),
+        coordinator: Pool::new(cfg.coordinator.clone(), PoolConfig::with(cfg.secret.clone())),
     });
     let known = identity::load(&cfg.dir)?.map(|i| i.id);
-    let svc = Arc::new(service::WorkerService::new(tiers));
+    let svc = Arc::new(service::WorkerService::new(tiers, cfg.secret.clone().into()));
     svc.set_id(reg.register(known).await?);
     reg.fetch_table(&svc).await?;
     tokio::spawn(moves::drop_strays(svc.clone()));
@@ -166,7 +172,7 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
         async move { reg.beat(&svc).await }
     });
     write_addr_file(&cfg.dir.join("worker.addr"), &addr)?;
-    tierpool_net::serve_with(listener, svc, cfg.limits.clone()).await?;
+    tierpool_net::serve(listener, svc, cfg.limits.clone(), cfg.secret.clone()).await?;
     Ok(())
 }
 

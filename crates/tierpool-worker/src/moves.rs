@@ -138,7 +138,7 @@ impl WorkerService {
                 return Err(Error::invalid(format!("partition {p} is not moving to this worker")));
             }
         }
-        let source = Pool::<Worker>::new(from.to_string(), PoolConfig::default());
+        let source = Pool::<Worker>::new(from.to_string(), PoolConfig::with(self.credentials.clone()));
         let ids = track(&source, partitions).await?;
         let moves: Vec<(u32, u64)> = partitions.iter().copied().zip(ids).collect();
         let mut c = Copier { svc: self, source, moves, rate, started: Instant::now(), chunks: 0, bytes: 0 };

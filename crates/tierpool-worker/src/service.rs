@@ -32,6 +32,8 @@ pub struct WorkerService {
     /// Partitions whose chunks here are no one's, to delete (see `moves::drop_strays`).
     pub(crate) strays: Mutex<BTreeSet<u32>>,
     pub(crate) strays_wake: tokio::sync::Notify,
+    /// What this worker proves itself with to other workers (copies).
+    pub(crate) credentials: tierpool_net::Credentials,
 }
 
 pub(crate) type Answer = Result<(WorkerResponse, Bytes)>;
@@ -89,7 +91,7 @@ fn check_transit(key: ChunkKey, payload: &[u8], checksum: Checksum) -> Result<()
 }
 
 impl WorkerService {
-    pub fn new(tiers: Arc<TierManager>) -> Self {
+    pub fn new(tiers: Arc<TierManager>, credentials: tierpool_net::Credentials) -> Self {
         WorkerService {
             tiers,
             bytes_written: AtomicU64::new(0),
@@ -99,6 +101,7 @@ impl WorkerService {
             routing: Mutex::new(Routing::new(rand_nonce())),
             strays: Mutex::new(BTreeSet::new()),
             strays_wake: tokio::sync::Notify::new(),
+            credentials,
         }
     }
 

@@ -16,6 +16,10 @@ pub struct Conn {
     /// Coordinator address (host:port).
     #[arg(long, global = true, env = "TIERPOOL_COORDINATOR", default_value = "127.0.0.1:7700")]
     pub coordinator: String,
+    /// File holding the pool's secret (default: the one `tierpool up` recorded
+    /// for the coordinator's address in ~/.tierpool/pools/, else $TIERPOOL_SECRET_FILE).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub secret_file: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -258,6 +262,10 @@ pub struct UpArgs {
     /// Seconds to wait for the coordinator, then for the workers, to be ready.
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub timeout: u64,
+    /// File holding the pool's secret (default: DIR/coordinator/secret, made on
+    /// first start). `up` records it in ~/.tierpool/pools/ for local clients.
+    #[arg(long, value_name = "PATH")]
+    pub secret_file: Option<PathBuf>,
 }
 
 /// Most workers `up` starts on one machine.
@@ -304,6 +312,10 @@ pub struct CoordinatorArgs {
     /// (e.g. 100MiB; 0: as fast as they can).
     #[arg(long, default_value = "0", value_name = "SIZE")]
     pub move_rate: ByteSize,
+    /// File holding the pool's secret, which every peer must prove it knows
+    /// (default: DIR/secret, 32 random bytes made on first start, mode 0600).
+    #[arg(long, value_name = "PATH")]
+    pub secret_file: Option<PathBuf>,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -378,6 +390,10 @@ pub struct BenchArgs {
     /// Chunk size.
     #[arg(long, default_value = "4MiB")]
     pub chunk_size: ByteSize,
+    /// Instead of files: open N fresh connections to the coordinator, one
+    /// after another, each carrying one ping; report what each cost.
+    #[arg(long, value_name = "N")]
+    pub connections: Option<u32>,
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]

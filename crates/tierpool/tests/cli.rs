@@ -87,8 +87,8 @@ fn unreachable_coordinator_fails_fast() {
     assert!(t.elapsed() < Duration::from_secs(5));
 }
 
-fn junk(addr: &str, bytes: &[u8]) -> Vec<u8> {
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
+/// Sends `bytes` on `s` and reads what comes back until the server closes.
+fn junk(mut s: std::net::TcpStream, bytes: &[u8]) -> Vec<u8> {
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     s.write_all(bytes).unwrap();
     let mut out = Vec::new();
@@ -98,41 +98,41 @@ fn junk(addr: &str, bytes: &[u8]) -> Vec<u8> {
 
 #[test]
 fn servers_survive_malformed_messages() {
-    const V: u8 = tierpool_proto::PROTOCOL_VERSION;
     let pool = Pool::start(1, "16MiB", "16MiB");
     let worker = pool.status()["workers"][0]["address"].as_str().unwrap().to_string();
+    let v = tierpool_proto::PROTOCOL_VERSION;
     // Frame kinds: 1 = a coordinator request, 2 = a worker request, 3 = a response.
     for (addr, kind, other) in [(pool.addr.as_str(), 1u8, 2u8), (worker.as_str(), 2, 1)] {
-        // Not our protocol at all: the connection is dropped without a reply.
-        assert!(junk(addr, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").is_empty());
+        // Not our protocol at all, before the handshake: the hello, a refusal, the end.
+        let reply = junk(std::net::TcpStream::connect(addr).unwrap(), b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert_eq!((reply.len(), &reply[36..]), (41, &b"TP\x05\x13\x02"[..]), "{reply:?}");
         // A well-framed message whose body is garbage: an error reply, then close.
-        let mut frame = vec![b'T', b'P', V, kind, 4, 0, 0, 0, 0, 0, 0, 0];
+        let mut frame = vec![b'T', b'P', v, kind, 4, 0, 0, 0, 0, 0, 0, 0];
         frame.extend_from_slice(&[0xff, 0xff, 0xff, 0xff]);
-        let reply = junk(addr, &frame);
-        assert!(reply.starts_with(&[b'T', b'P', V, 3]), "{reply:?}");
+        let reply = junk(pool.raw(addr), &frame);
+        assert!(reply.starts_with(&[b'T', b'P', v, 3]), "{reply:?}");
         // A request for the other role: an error naming the right one, and the
         // connection stays open for the next request (here a Ping, variant 0).
-        let mut frames = vec![b'T', b'P', V, other, 1, 0, 0, 0, 0, 0, 0, 0, 0];
-        frames.extend_from_slice(&[b'T', b'P', V, kind, 1, 0, 0, 0, 0, 0, 0, 0, 0]);
-        let replies = junk_replies(addr, &frames, 2);
+        let mut frames = vec![b'T', b'P', v, other, 1, 0, 0, 0, 0, 0, 0, 0, 0];
+        frames.extend_from_slice(&[b'T', b'P', v, kind, 1, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let replies = junk_replies(pool.raw(addr), &frames, 2);
         assert!(String::from_utf8_lossy(&replies[0]).contains("that request is for"), "{:?}", replies[0]);
         // The Ping's answer: Ok (0) then Pong (variant 0).
         assert_eq!(replies[1], [0, 0], "{:?}", replies[1]);
         // A frame announcing a giant payload is refused before allocating it.
-        let mut frame = vec![b'T', b'P', V, kind, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f];
+        let mut frame = vec![b'T', b'P', v, kind, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f];
         frame.push(0);
-        assert!(junk(addr, &frame).is_empty());
+        assert!(junk(pool.raw(addr), &frame).is_empty());
         // An older protocol version is refused.
-        assert!(junk(addr, &[b'T', b'P', V - 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]).is_empty());
+        assert!(junk(pool.raw(addr), &[b'T', b'P', v - 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]).is_empty());
     }
     pool.put("/still", &data(9, 5000));
     assert_eq!(pool.get("/still"), data(9, 5000));
     assert!(pool.log("coordinator.log").contains("dropping connection"));
 }
 
-/// Sends `bytes` and reads `n` response frames; returns their message bodies.
-fn junk_replies(addr: &str, bytes: &[u8], n: usize) -> Vec<Vec<u8>> {
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
+/// Sends `bytes` on `s` and reads `n` response frames; returns their message bodies.
+fn junk_replies(mut s: std::net::TcpStream, bytes: &[u8], n: usize) -> Vec<Vec<u8>> {
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     s.write_all(bytes).unwrap();
     (0..n)

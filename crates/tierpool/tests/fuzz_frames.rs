@@ -22,18 +22,18 @@ mod common;
 #[path = "fuzz_frames/strategies.rs"]
 mod strategies;
 
-use common::{data, running, Pool};
+use common::{authenticated, data, running, Pool};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use std::io::{Read, Write};
-use std::net::{Shutdown, TcpStream};
+use std::net::Shutdown;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tierpool_meta::MetaOp;
-use tierpool_net::Limits;
+use tierpool_net::{Credentials, Limits};
 use tierpool_proto::frame::{FrameHeader, FRAME_HEADER_LEN, KIND_RESPONSE};
 use tierpool_proto::{CoordRequest, CoordResponse, Service, WorkerRequest, WorkerResponse};
 use tierpool_types::{Error, ErrorKind, MAX_CHUNK_SIZE};
@@ -116,8 +116,8 @@ fn mutated_case(server: Server) -> BoxedStrategy<Vec<u8>> {
 fn arbitrary_case(server: Server) -> BoxedStrategy<Vec<u8>> {
     let kind = server.kind();
     let bytes = prop::collection::vec(any::<u8>(), 0..300);
-    let version = tierpool_proto::PROTOCOL_VERSION;
-    prop_oneof![bytes.clone(), bytes.prop_map(move |b| [&[b'T', b'P', version, kind][..], &b].concat())].boxed()
+    let v = tierpool_proto::PROTOCOL_VERSION;
+    prop_oneof![bytes.clone(), bytes.prop_map(move |b| [&[b'T', b'P', v, kind][..], &b].concat())].boxed()
 }
 
 fn case(server: Server) -> BoxedStrategy<Vec<u8>> {
@@ -215,8 +215,8 @@ fn classify(server: Server, msg: &[u8]) -> Option<(bool, bool)> {
 
 /// Sends `bytes` and the end of the stream; reads the response frames
 /// until the server closes, checking each is whole and decodes.
-fn exchange(addr: &str, server: Server, bytes: &[u8]) -> Result<Answers, String> {
-    let mut s = TcpStream::connect(addr).map_err(|e| format!("cannot connect: {e}"))?;
+fn exchange(addr: &str, creds: &Credentials, server: Server, bytes: &[u8]) -> Result<Answers, String> {
+    let mut s = authenticated(addr, creds);
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     // The server may drop the connection before taking every byte.
     let _ = s.write_all(bytes);
@@ -282,8 +282,8 @@ struct Tally {
     known_panics: usize,
 }
 
-/// Runs every case on `threads` threads.
-fn run(cases: &[Case], addrs: [&str; 2], threads: usize) -> Tally {
+/// Runs every case on `threads` threads, each on a connection whose handshake is done.
+fn run(cases: &[Case], addrs: [&str; 2], creds: &Credentials, threads: usize) -> Tally {
     let (next, tally) = (AtomicUsize::new(0), Mutex::new(Tally::default()));
     std::thread::scope(|scope| {
         for _ in 0..threads {
@@ -291,7 +291,7 @@ fn run(cases: &[Case], addrs: [&str; 2], threads: usize) -> Tally {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(c) = cases.get(i) else { return };
                 let addr = addrs[(c.server == Server::Worker) as usize];
-                let got = exchange(addr, c.server, &c.bytes);
+                let got = exchange(addr, creds, c.server, &c.bytes);
                 let mut t = tally.lock().unwrap();
                 match got {
                     Ok(got) if as_owed(&c.owed, &got) => {
@@ -325,7 +325,7 @@ fn servers_answer_every_whole_frame_and_survive_fuzzed_frames() {
     let owed: usize = cases.iter().map(|c| c.owed.len()).sum();
     eprintln!("generated {} cases ({skipped} forbidden left out) in {:?}", cases.len(), t.elapsed());
     let t = Instant::now();
-    let Tally { failures, ok, known_panics } = run(&cases, [&pool.addr, &worker], 4);
+    let Tally { failures, ok, known_panics } = run(&cases, [&pool.addr, &worker], &pool.credentials(), 4);
     eprintln!("sent them in {:?}: {owed} responses owed, {ok} successes", t.elapsed());
     assert_eq!(known_panics, 0, "no request may make a handler panic");
     assert!(running(pool.coordinator.as_mut().unwrap()), "the coordinator died");

@@ -28,7 +28,7 @@ fn forge(
     rt().block_on(async {
         let mut out = Vec::new();
         for a in addrs {
-            let c: Conn<Worker> = Conn::new(a, PoolConfig::default());
+            let c: Conn<Worker> = Conn::new(a, PoolConfig::with(pool.credentials()));
             let req = WorkerRequest::PutChunk { key, checksum, attrs: ChunkAttrs::default() };
             out.push(c.call(&req, payload, false).await.map(|(r, _)| r));
         }

@@ -45,8 +45,8 @@ struct Hog {
     thread: JoinHandle<(u64, Option<std::io::Error>)>,
 }
 
-fn hog(addr: &str, fh: FrameHeader, msg: &[u8], send: u64, whole: &Arc<AtomicUsize>) -> Hog {
-    let mut s = TcpStream::connect(addr).unwrap();
+fn hog(pool: &Pool, addr: &str, fh: FrameHeader, msg: &[u8], send: u64, whole: &Arc<AtomicUsize>) -> Hog {
+    let mut s = pool.raw(addr);
     let control = s.try_clone().unwrap();
     let mut head = fh.encode().to_vec();
     head.extend_from_slice(msg);
@@ -149,7 +149,7 @@ fn coordinator_memory_stays_bounded_under_hogs() {
     let peak = Peak::start(&[pid]);
     let whole = Arc::new(AtomicUsize::new(0));
     let claim = FrameHeader { kind: KIND_COORD_REQUEST, header_len: 256 << 20, payload_len: 0 };
-    let hogs: Vec<Hog> = (0..6).map(|_| hog(&pool.addr, claim, &[], 250 * MIB, &whole)).collect();
+    let hogs: Vec<Hog> = (0..6).map(|_| hog(&pool, &pool.addr, claim, &[], 250 * MIB, &whole)).collect();
     for h in hogs {
         let (sent, err) = h.thread.join().unwrap();
         assert!(err.is_some() && sent < 250 * MIB, "sent {sent} bytes, {err:?}: refused at the header");
@@ -164,7 +164,7 @@ fn coordinator_memory_stays_bounded_under_hogs() {
     eprintln!("phase 2: 16 peers claim the largest message accepted (16 MiB) and send all but a byte");
     let peak = Peak::start(&[pid]);
     let claim = FrameHeader { kind: KIND_COORD_REQUEST, header_len: 16 << 20, payload_len: 0 };
-    let hogs: Vec<Hog> = (0..16).map(|_| hog(&pool.addr, claim, &[], 16 * MIB - 1, &whole)).collect();
+    let hogs: Vec<Hog> = (0..16).map(|_| hog(&pool, &pool.addr, claim, &[], 16 * MIB - 1, &whole)).collect();
     wait_whole(&whole, frames_read_whole(&limits, 16 * MIB));
     round_trip(&pool, "/during-hogs");
     assert!(hogs.iter().all(Hog::connected), "every hog is still connected");
@@ -193,7 +193,7 @@ fn worker_memory_stays_bounded_under_hogs() {
     let key = ChunkKey { inode: InodeId(1 << 40), index: 0, version: 1 };
     let msg = tierpool_proto::encode(&WorkerRequest::PutChunk { key, checksum: 0, attrs: ChunkAttrs::default() });
     let claim = FrameHeader { kind: KIND_WORKER_REQUEST, header_len: msg.len() as u32, payload_len: 64 << 20 };
-    let hogs: Vec<Hog> = (0..6).map(|_| hog(&addr, claim, &msg, 63 * MIB, &whole)).collect();
+    let hogs: Vec<Hog> = (0..6).map(|_| hog(&pool, &addr, claim, &msg, 63 * MIB, &whole)).collect();
     let n = frames_read_whole(&limits, msg.len() as u64 + 64 * MIB);
     wait_whole(&whole, n);
     round_trip(&pool, "/during-hogs");

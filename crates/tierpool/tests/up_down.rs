@@ -1,8 +1,24 @@
-//! The embedded pool: `tierpool up` and `tierpool down`.
+//! The embedded pool: `tierpool up` and `tierpool down`, and how commands
+//! on the same machine find its secret with no flags. Every command runs
+//! with `HOME` in the test's directory, so the registry of pools
+//! (`~/.tierpool/pools/`) is the test's own.
 
 mod common;
 use common::{free_port, BIN};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::process::Command;
+
+/// `tierpool` with `HOME` at `home` and no secret file named by the environment.
+fn tierpool(home: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    c.env("HOME", home).env_remove("TIERPOOL_SECRET_FILE").env_remove("TIERPOOL_COORDINATOR");
+    c
+}
+
+fn mode(p: &Path) -> u32 {
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
 
 #[test]
 fn up_starts_a_ready_pool_and_down_stops_it() {
@@ -10,12 +26,41 @@ fn up_starts_a_ready_pool_and_down_stops_it() {
     let dir = tmp.path().join("pool");
     let port = free_port().to_string();
     let addr = format!("127.0.0.1:{port}");
-    let run = |args: &[&str]| Command::new(BIN).args(args).env("TIERPOOL_COORDINATOR", &addr).output().unwrap();
+    let run = |args: &[&str]| tierpool(tmp.path()).args(args).env("TIERPOOL_COORDINATOR", &addr).output().unwrap();
     let d = dir.to_str().unwrap();
     let out = run(&["up", "--dir", d, "--port", &port, "--workers", "2", "--mem", "16MiB", "--disk", "64MiB"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let msg = String::from_utf8_lossy(&out.stdout);
     assert!(msg.starts_with(&format!("pool up: coordinator {addr}, 2 workers with MEM 16MiB + DISK 64MiB")), "{msg}");
+    // The secret: 32 random bytes in hex, private, recorded for the address.
+    let secret = dir.canonicalize().unwrap().join("coordinator/secret");
+    assert!(msg.trim_end().ends_with(&format!("; secret in {}", secret.display())), "{msg}");
+    let key = std::fs::read_to_string(&secret).unwrap();
+    assert!(key.trim().len() == 64 && key.trim().bytes().all(|b| b.is_ascii_hexdigit()), "{key:?}");
+    let entry = tmp.path().join(".tierpool/pools").join(&addr);
+    assert_eq!(std::fs::read_to_string(&entry).unwrap(), format!("{}\n", secret.display()));
+    assert_eq!((mode(&secret), mode(&entry), mode(entry.parent().unwrap())), (0o600, 0o600, 0o700));
+    // Another user's home has no record of it: refused, saying why.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = tierpool(elsewhere.path()).args(["ls", "/", "--coordinator", &addr]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "tierpool: the pool at {addr} refused this client, which has no secret: name the pool's secret \
+             file with --secret-file or TIERPOOL_SECRET_FILE\n"
+        )
+    );
+    // The record names exactly this pool's secret: it comes before a variable
+    // naming another's, and an explicit --secret-file comes before both.
+    let other = tmp.path().join("other-secret");
+    std::fs::write(&other, "5eb3c1e7".repeat(8)).unwrap();
+    std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out =
+        tierpool(tmp.path()).args(["ls", "/", "--coordinator", &addr]).env("TIERPOOL_SECRET_FILE", &other).output();
+    assert!(out.unwrap().status.success());
+    let out = run(&["ls", "/", "--secret-file", other.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("refused this client's secret"));
     let again = run(&["up", "--dir", d, "--port", &port]);
     assert!(String::from_utf8_lossy(&again.stderr).contains("already running"));
     let st: serde_json::Value = serde_json::from_slice(&run(&["status", "--json"]).stdout).unwrap();
@@ -24,6 +69,7 @@ fn up_starts_a_ready_pool_and_down_stops_it() {
     assert!(workers.iter().all(|w| w["alive"] == true && w["mem"]["capacity"] == 16 << 20));
     let out = run(&["down", "--dir", d]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!entry.exists(), "down forgets the pool");
     let out = run(&["ls", "/"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot reach the coordinator"));
     assert!(!run(&["down", "--dir", d]).status.success());
@@ -52,7 +98,7 @@ fn up_on_port_0_reports_json_and_its_servers_stop_with_the_owner() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("pool");
     let mut owner = Command::new("sleep").arg("120").spawn().unwrap();
-    let out = Command::new(BIN)
+    let out = tierpool(tmp.path())
         .args(["up", "--dir", dir.to_str().unwrap(), "--port", "0", "--workers", "2", "--mem", "16MiB"])
         .args(["--disk", "64MiB", "--partitions", "64", "--json", "--stop-with", &owner.id().to_string()])
         .output()
@@ -63,6 +109,7 @@ fn up_on_port_0_reports_json_and_its_servers_stop_with_the_owner() {
     let port: u16 = addr.strip_prefix("127.0.0.1:").unwrap().parse().unwrap();
     assert_ne!(port, 0);
     assert_eq!(up["dir"], dir.canonicalize().unwrap().to_str().unwrap());
+    assert_eq!(up["secret_file"], dir.canonicalize().unwrap().join("coordinator/secret").to_str().unwrap());
     assert_eq!(
         (up["workers"].as_u64(), up["mem"].as_u64(), up["partitions"].as_u64()),
         (Some(2), Some(16 << 20), Some(64))
@@ -70,7 +117,7 @@ fn up_on_port_0_reports_json_and_its_servers_stop_with_the_owner() {
     let mut pids = vec![up["coordinator_pid"].as_i64().unwrap()];
     pids.extend(up["worker_pids"].as_array().unwrap().iter().map(|p| p.as_i64().unwrap()));
     assert!(pids.iter().all(|p| !gone(*p)));
-    let st = Command::new(BIN).args(["status", "--json", "--coordinator", &addr]).output().unwrap();
+    let st = tierpool(tmp.path()).args(["status", "--json", "--coordinator", &addr]).output().unwrap();
     let st: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
     assert_eq!(st["partitions"], 64);
     assert!(st["workers"].as_array().unwrap().iter().all(|w| w["alive"] == true));

@@ -1,14 +1,14 @@
 //! An in-process server on loopback for the limit tests: a worker-speaking
 //! handler that answers `Ping` and `PutChunk` (after an optional delay, so
 //! frames stay charged while handled) and panics on `Stats`, and raw peers
-//! that send frames by hand.
+//! that do the handshake, then send frames by hand.
 
 #![allow(dead_code)]
 
 use bytes::Bytes;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tierpool_net::{Handler, Limits, Server, StatsHandle};
+use tierpool_net::{Connection, Credentials, Handler, Limits, Secret, Server, StatsHandle};
 use tierpool_proto::frame::{FrameHeader, KIND_WORKER_REQUEST};
 use tierpool_proto::{Worker, WorkerRequest, WorkerResponse};
 use tierpool_types::{ByteSize, ChunkAttrs, ChunkKey, Error, InodeId, Result};
@@ -39,10 +39,32 @@ impl Handler for TestHandler {
     }
 }
 
+/// The secret of every test server.
+pub fn secret() -> Secret {
+    Secret::from_key(b"the secret of the test servers..", "the tests").unwrap()
+}
+
+pub fn creds() -> Credentials {
+    secret().into()
+}
+
+/// A client connection to a test server, its handshake done.
+pub async fn connect(addr: &str) -> Connection {
+    Connection::connect(addr, Duration::from_secs(1), &creds()).await.unwrap()
+}
+
+/// A raw stream to a test server, its handshake done: what is written to
+/// it next is read as frames.
+pub async fn raw(addr: &str) -> TcpStream {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    tierpool_net::auth::introduce(&mut s, &creds(), addr, Duration::from_secs(1)).await.unwrap();
+    s
+}
+
 /// Starts a server with `limits` on the current runtime: its address and figures.
 pub async fn start(limits: Limits, delay: Duration) -> (String, StatsHandle) {
     let listener = tierpool_net::bind("127.0.0.1:0").await.unwrap();
-    let server = Server::new(listener, limits).unwrap();
+    let server = Server::new(listener, limits, secret()).unwrap();
     let (addr, stats) = (server.local_addr().unwrap(), server.stats());
     tokio::spawn(server.run(Arc::new(TestHandler { delay })));
     (addr, stats)
@@ -86,7 +108,7 @@ impl Drop for Hog {
 }
 
 pub async fn hog(addr: &str, claimed: usize, sent: usize) -> Hog {
-    let (read, mut w) = TcpStream::connect(addr).await.unwrap().into_split();
+    let (read, mut w) = raw(addr).await.into_split();
     let msg = put_message();
     let writer = tokio::spawn(async move {
         let mut bytes = head(msg.len(), claimed).to_vec();

@@ -1,5 +1,6 @@
 //! `tierpool bench`: writes N files, reads them back and verifies them, then
 //! stats and deletes them; reports throughput, ops/s and latency percentiles.
+//! With `--connections N` it measures fresh connections instead.
 //!
 //! File contents are generated per file from a seed, so verification needs no
 //! second copy and catches misplaced chunks.
@@ -82,6 +83,9 @@ where
 }
 
 pub async fn run(c: &Client, a: &BenchArgs) -> Result<()> {
+    if let Some(n) = a.connections {
+        return connections(c, n, a.json).await;
+    }
     if a.files == 0 || a.threads == 0 {
         bail!("--files and --threads must be at least 1");
     }
@@ -147,6 +151,37 @@ pub async fn run(c: &Client, a: &BenchArgs) -> Result<()> {
     );
     c.remove(&dir, true).await?;
     report(a, &phases)
+}
+
+/// `n` fresh connections to the coordinator, one after another, each
+/// carrying one ping: what a client pays to connect.
+async fn connections(c: &Client, n: u32, json: bool) -> Result<()> {
+    if n == 0 {
+        bail!("--connections must be at least 1");
+    }
+    c.ping_fresh().await?;
+    let p = phase("connect", n, 1, 0, {
+        let c = c.clone();
+        move |_| {
+            let c = c.clone();
+            async move { c.ping_fresh().await.map_err(Into::into) }
+        }
+    })
+    .await?;
+    let j = p.json();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&json!({ "connections": n, "connect": j }))?);
+        return Ok(());
+    }
+    let us = |key: &str| j[key].as_f64().unwrap_or(0.0) * 1e3;
+    println!(
+        "{n} fresh connections, each with one ping: {:.0}/s, mean {:.0} us, p50 {:.0} us, p99 {:.0} us",
+        j["ops_per_sec"].as_f64().unwrap_or(0.0),
+        p.elapsed.as_secs_f64() * 1e6 / f64::from(n),
+        us("p50_ms"),
+        us("p99_ms")
+    );
+    Ok(())
 }
 
 fn report(a: &BenchArgs, phases: &[Phase]) -> Result<()> {

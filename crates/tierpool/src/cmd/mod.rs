@@ -50,7 +50,14 @@ pub fn run(cli: Cli) -> Result<()> {
 }
 
 pub async fn connect(conn: &Conn) -> Result<Client> {
-    Ok(Client::connect(ClientConfig::new(conn.coordinator.clone())).await?)
+    Ok(Client::connect(client_config(conn)).await?)
+}
+
+/// How a command reaches the pool: its address and secret file.
+pub fn client_config(conn: &Conn) -> ClientConfig {
+    let mut cfg = ClientConfig::new(conn.coordinator.clone());
+    cfg.secret_file = conn.secret_file.clone();
+    cfg
 }
 
 fn init_logging(default: &str) {

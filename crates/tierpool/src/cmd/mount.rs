@@ -1,11 +1,12 @@
 //! `mount` and `umount`: the pool as a FUSE file system.
 
 use crate::cli::Conn;
+use crate::cmd::client_config;
 use crate::cmd::pool::{log_tail, spawn};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use tierpool_client::{Client, ClientConfig};
+use tierpool_client::Client;
 use tierpool_fuse::{MountOptions, TierpoolFs};
 
 /// Whether `dir` is a mount point now.
@@ -30,9 +31,7 @@ pub fn mount(mountpoint: &Path, opts: &MountOptions, foreground: bool, conn: &Co
     }
     keep_freed_memory();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let client = rt
-        .block_on(Client::connect(ClientConfig::new(conn.coordinator.clone())))
-        .with_context(|| format!("cannot reach the coordinator at {}", conn.coordinator))?;
+    let client = rt.block_on(Client::connect(client_config(conn)))?;
     let fs = TierpoolFs::new(client, rt.handle().clone(), opts.clone());
     tracing::info!("serving the pool at {} on {}", conn.coordinator, mp.display());
     tierpool_fuse::run(fs, &mp).with_context(|| format!("mounting at {}", mp.display()))?;
@@ -56,7 +55,7 @@ fn keep_freed_memory() {
 fn mount_in_background(mp: &Path, opts: &MountOptions, conn: &Conn) -> Result<()> {
     let exe = std::env::current_exe()?;
     let log = std::env::temp_dir().join(format!("tierpool-mount-{}.log", std::process::id()));
-    let args: Vec<String> = vec![
+    let mut args: Vec<String> = vec![
         "mount".into(),
         mp.to_string_lossy().into(),
         "--foreground".into(),
@@ -67,6 +66,9 @@ fn mount_in_background(mp: &Path, opts: &MountOptions, conn: &Conn) -> Result<()
         "--coordinator".into(),
         conn.coordinator.clone(),
     ];
+    if let Some(f) = &conn.secret_file {
+        args.extend(["--secret-file".into(), std::path::absolute(f)?.to_string_lossy().into_owned()]);
+    }
     let pid = spawn(&exe, &args, &log)?;
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(15) {

@@ -9,6 +9,13 @@
 //! coordinator binds any free port and `up` reads the address it wrote to its
 //! directory; with `--stop-with PID` every server exits by itself once that
 //! process is gone.
+//!
+//! The pool's secret is the coordinator's (`DIR/coordinator/secret`, made on
+//! its first start) unless `--secret-file` names one; `up` hands it to the
+//! workers, and once the pool is ready records it for the coordinator's
+//! address in `~/.tierpool/pools/` (`tierpool_net::auth::registry`), so
+//! commands, Python and mounts on this machine find it with no flags.
+//! `down` removes that record.
 
 use super::server::Process;
 use crate::cli::UpArgs;
@@ -16,11 +23,12 @@ use crate::output;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use tierpool_client::view::StatusView;
 use tierpool_client::{Client, ClientConfig};
+use tierpool_net::auth::registry;
 use tierpool_types::ByteSize;
 
 #[derive(Serialize, Deserialize, Debug)]
@@ -28,6 +36,9 @@ struct PoolFile {
     coordinator: String,
     coordinator_pid: i32,
     worker_pids: Vec<i32>,
+    /// The pool's secret (absent in files written before pools had one).
+    #[serde(default)]
+    secret_file: Option<PathBuf>,
 }
 
 /// Whether `pid` runs (exited but unreaped processes do not).
@@ -111,51 +122,57 @@ pub fn up(a: &UpArgs) -> Result<()> {
     let exe = std::env::current_exe()?;
     let limit = Duration::from_secs(a.timeout);
     let stop_with: Vec<String> = a.stop_with.iter().flat_map(|p| ["--stop-with".into(), p.to_string()]).collect();
+    let secret_file = match &a.secret_file {
+        Some(f) => std::path::absolute(f)?,
+        None => dir.join("coordinator/secret"),
+    };
     let (cpid, addr) = start_coordinator(&exe, &dir, a, &stop_with, limit)?;
     let mut pids = vec![cpid];
     let mut worker_pids = Vec::new();
     for i in 0..a.workers {
-        let mut args = vec![
-            "worker".into(),
-            "--dir".into(),
-            path_arg(&dir.join(format!("worker-{i}"))),
-            "--mem".into(),
-            mem.to_string(),
-            "--disk".into(),
-            disk.to_string(),
-            "--coordinator".into(),
-            addr.clone(),
-        ];
-        args.extend(stop_with.iter().cloned());
-        let pid = spawn(&exe, &args, &dir.join(format!("logs/worker-{i}.log")))?;
+        let worker = [("--mem", mem.to_string()), ("--disk", disk.to_string()), ("--coordinator", addr.clone())];
+        let pid = start_worker(&exe, &dir, i, &worker, &secret_file, &stop_with)?;
         worker_pids.push(pid);
         pids.push(pid);
     }
-    let pf = PoolFile { coordinator: addr.clone(), coordinator_pid: cpid, worker_pids: worker_pids.clone() };
+    let pf = PoolFile {
+        coordinator: addr.clone(),
+        coordinator_pid: cpid,
+        worker_pids: worker_pids.clone(),
+        secret_file: Some(secret_file.clone()),
+    };
     std::fs::write(dir.join("pool.json"), serde_json::to_string_pretty(&pf)?)?;
-    if let Err(e) = wait_workers(&addr, a.workers as usize, &worker_pids, limit) {
+    if let Err(e) = wait_workers(&addr, &secret_file, a.workers as usize, &worker_pids, limit) {
         stop_all(&pids);
         let _ = std::fs::remove_file(dir.join("pool.json"));
         let tails: Vec<String> = (0..a.workers).map(|i| log_tail(&dir.join(format!("logs/worker-{i}.log")))).collect();
         bail!("workers did not start ({e}): {}", tails.join(" | "));
     }
-    if a.json {
-        let report = UpReport { pool: &pf, dir: &dir, workers: a.workers, mem, disk, partitions: a.partitions };
-        println!("{}", serde_json::to_string(&report)?);
-    } else {
-        println!(
-            "pool up: coordinator {addr}, {} workers with MEM {} + DISK {} each; state in {}",
-            a.workers,
-            ByteSize(mem),
-            ByteSize(disk),
-            dir.display()
-        );
+    if let Err(e) = registry::record(&addr, &secret_file) {
+        eprintln!("tierpool: the pool is up, but clients will need --secret-file: {e}");
     }
-    Ok(())
+    let report = UpReport { pool: &pf, dir: &dir, workers: a.workers, mem, disk, partitions: a.partitions };
+    report.print(a.json)
 }
 
-/// What `up --json` prints: where the pool listens, where its state is, and
-/// its processes (the same ids `down` stops).
+/// Starts worker `i` of the pool in `dir` with `args` and the pool's secret.
+fn start_worker(
+    exe: &Path,
+    dir: &Path,
+    i: u32,
+    args: &[(&str, String)],
+    secret_file: &Path,
+    stop_with: &[String],
+) -> Result<i32> {
+    let mut argv = vec!["worker".into(), "--dir".into(), path_arg(&dir.join(format!("worker-{i}")))];
+    argv.extend(args.iter().flat_map(|(flag, value)| [flag.to_string(), value.clone()]));
+    argv.extend(["--secret-file".into(), path_arg(secret_file)]);
+    argv.extend(stop_with.iter().cloned());
+    spawn(exe, &argv, &dir.join(format!("logs/worker-{i}.log")))
+}
+
+/// What `up --json` prints: where the pool listens, its secret file, where
+/// its state is, and its processes (the same ids `down` stops).
 #[derive(Serialize)]
 struct UpReport<'a> {
     #[serde(flatten)]
@@ -165,6 +182,26 @@ struct UpReport<'a> {
     mem: u64,
     disk: u64,
     partitions: u32,
+}
+
+impl UpReport<'_> {
+    fn print(&self, json: bool) -> Result<()> {
+        if json {
+            println!("{}", serde_json::to_string(self)?);
+            return Ok(());
+        }
+        let secret = self.pool.secret_file.as_deref().unwrap_or(Path::new("?"));
+        println!(
+            "pool up: coordinator {}, {} workers with MEM {} + DISK {} each; state in {}; secret in {}",
+            self.pool.coordinator,
+            self.workers,
+            ByteSize(self.mem),
+            ByteSize(self.disk),
+            self.dir.display(),
+            secret.display()
+        );
+        Ok(())
+    }
 }
 
 /// Starts the coordinator (on `--port`, or any free port for 0) and returns
@@ -187,6 +224,9 @@ fn start_coordinator(
         "--partitions".into(),
         a.partitions.to_string(),
     ];
+    if let Some(f) = &a.secret_file {
+        args.extend(["--secret-file".into(), path_arg(&std::path::absolute(f)?)]);
+    }
     args.extend(stop_with.iter().cloned());
     let clog = dir.join("logs/coordinator.log");
     let cpid = spawn(exe, &args, &clog)?;
@@ -220,10 +260,12 @@ fn wait_for(limit: Duration, mut ready: impl FnMut() -> Result<bool>, mut runnin
     bail!("timed out after {limit:?}")
 }
 
-fn wait_workers(addr: &str, n: usize, pids: &[i32], limit: Duration) -> Result<()> {
+fn wait_workers(addr: &str, secret_file: &Path, n: usize, pids: &[i32], limit: Duration) -> Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let mut cfg = ClientConfig::new(addr);
+    cfg.secret_file = Some(secret_file.to_path_buf());
     rt.block_on(async {
-        let client = Client::connect(ClientConfig::new(addr)).await?;
+        let client = Client::connect(cfg).await?;
         let t = Instant::now();
         loop {
             let s = client.status().await?;
@@ -280,6 +322,9 @@ pub fn down(dir: &Path) -> Result<()> {
     pids.extend(&p.worker_pids);
     stop_all(&pids);
     std::fs::remove_file(dir.join("pool.json"))?;
+    if let Some(f) = &p.secret_file {
+        registry::forget(&p.coordinator, f)?;
+    }
     println!("pool down ({} processes stopped)", pids.len());
     Ok(())
 }

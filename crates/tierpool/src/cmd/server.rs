@@ -24,6 +24,7 @@ pub async fn coordinator(a: CoordinatorArgs) -> Result<()> {
     cfg.max_moving = a.max_moving as usize;
     cfg.move_rate = a.move_rate.0;
     cfg.limits = a.limits.apply(tierpool_net::Limits::default());
+    cfg.secret_file = a.secret_file;
     tokio::select! {
         r = tierpool_coordinator::run(cfg) => r?,
         _ = shutdown_signal() => tracing::info!("coordinator stopping"),
@@ -51,6 +52,13 @@ pub async fn worker(a: WorkerArgs) -> Result<()> {
     let (Some(dir), Some(mem), Some(disk)) = (a.dir, a.mem, a.disk) else {
         anyhow::bail!("a worker needs --dir, --mem and --disk");
     };
+    let found = tierpool_net::auth::find_secret(a.conn.secret_file.as_deref(), &a.conn.coordinator)?;
+    let Some(secret) = found.secret().cloned() else {
+        anyhow::bail!(
+            "a worker needs the pool's secret: name the file with --secret-file or TIERPOOL_SECRET_FILE \
+             (the coordinator keeps it as `secret` in its --dir)"
+        );
+    };
     let cfg = WorkerConfig {
         dir,
         coordinator: a.conn.coordinator,
@@ -60,6 +68,7 @@ pub async fn worker(a: WorkerArgs) -> Result<()> {
         mem,
         disk,
         limits: a.limits.apply(tierpool_net::Limits::worker()),
+        secret,
     };
     tokio::select! {
         r = tierpool_worker::run(cfg) => r?,

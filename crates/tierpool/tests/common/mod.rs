@@ -1,6 +1,9 @@
 //! Test harness: a real pool of `tierpool` processes on loopback, each test
 //! in its own temporary directory, with helpers to run the CLI against it
-//! and to kill and restart processes.
+//! and to kill and restart processes. The coordinator makes the pool's
+//! secret in its directory; workers and commands are given it explicitly
+//! (`--secret-file`, `TIERPOOL_SECRET_FILE`), and raw peers do the handshake
+//! with it ([`Pool::raw`]).
 
 #![allow(dead_code)]
 
@@ -79,6 +82,21 @@ impl Pool {
         self.tmp.path()
     }
 
+    /// The pool's secret file, made by the coordinator on its first start.
+    pub fn secret_file(&self) -> PathBuf {
+        self.tmp.path().join("coordinator").join("secret")
+    }
+
+    pub fn credentials(&self) -> tierpool_net::Credentials {
+        tierpool_net::Secret::load(&self.secret_file()).unwrap().into()
+    }
+
+    /// A connection to `addr` (the coordinator or a worker) whose handshake
+    /// is done: what is written to it next is read as frames.
+    pub fn raw(&self, addr: &str) -> std::net::TcpStream {
+        authenticated(addr, &self.credentials())
+    }
+
     pub fn start_coordinator(&mut self) {
         let child = self.spawn_coordinator();
         self.coordinator = Some(child);
@@ -137,6 +155,8 @@ impl Pool {
         Command::new(BIN)
             .args(["worker", "--dir", w.dir.to_str().unwrap(), "--mem", &w.mem, "--disk", &w.disk])
             .args(["--coordinator", &self.addr, "--host", &format!("host{i}")])
+            .arg("--secret-file")
+            .arg(self.secret_file())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
@@ -191,7 +211,8 @@ impl Pool {
 
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(BIN);
-        c.args(args).env("TIERPOOL_COORDINATOR", &self.addr).stdin(Stdio::null());
+        c.args(args).env("TIERPOOL_COORDINATOR", &self.addr).env("TIERPOOL_SECRET_FILE", self.secret_file());
+        c.stdin(Stdio::null());
         c
     }
 
@@ -260,6 +281,18 @@ impl Drop for Pool {
             let _ = c.wait();
         }
     }
+}
+
+/// A connection to `addr` whose handshake with `creds` is done.
+pub fn authenticated(addr: &str, creds: &tierpool_net::Credentials) -> std::net::TcpStream {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let s = rt.block_on(async {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        tierpool_net::auth::introduce(&mut s, creds, addr, Duration::from_secs(5)).await.unwrap();
+        s.into_std().unwrap()
+    });
+    s.set_nonblocking(false).unwrap();
+    s
 }
 
 /// Deterministic pseudo-random bytes.
