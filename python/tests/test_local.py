@@ -179,3 +179,27 @@ def test_the_servers_stop_when_the_python_that_started_them_is_killed(tmp_path: 
             notebook.wait()
         # Nobody was left to remove it.
         shutil.rmtree(started["dir"], ignore_errors=True)
+
+
+def test_a_worker_is_drained_and_removed_and_nothing_is_lost() -> None:
+    with tierpool.local(workers=3, mem="32MiB", disk="128MiB", partitions=128) as client:
+        client.mkdir("/d")
+        files = {f"/d/f{i}": os.urandom(50_000 + i * 7_000) for i in range(24)}
+        for path, data in files.items():
+            client.put(data, path)
+        with pytest.raises(ValueError, match="'x2' is not a worker id"):
+            client.drain("x2")
+        client.drain("w3", wait=True, timeout=60)
+        s = client.status()
+        w3 = next(w for w in s["workers"] if w["id"] == 3)
+        assert (w3["partitions"], w3["draining"]) == (0, True)
+        assert sum(w["partitions"] for w in s["workers"]) == 128
+        assert s["migration"]["partitions_done"] > 0 and not s["migration"]["active"]
+        assert client.remove_worker(3) == {"partitions": [], "lost": []}
+        assert [w["id"] for w in client.status()["workers"]] == [1, 2]
+        for path, data in files.items():
+            assert client.get(path) == data
+        client.rebalance(wait=True, timeout=30)
+        assert [w["partitions"] for w in client.status()["workers"]] == [64, 64]
+        with pytest.raises(tierpool.TierpoolError, match="worker w1 is alive and owns 64 partitions"):
+            client.remove_worker(1)

@@ -2,7 +2,8 @@
 
 import os
 import shutil
-from typing import IO, Any, BinaryIO, Dict, List, Literal, Optional, Union, overload
+import time
+from typing import IO, Any, BinaryIO, Callable, Dict, List, Literal, Optional, Union, overload
 
 from tierpool import _native
 from tierpool._io import DEFAULT_BUFFER_SIZE, RawWriter, TierpoolWriter, open_file
@@ -26,6 +27,17 @@ PathLike = Union[str, "os.PathLike[str]"]
 def resolve_address(address: Optional[str] = None) -> str:
     """``address``, else ``$TIERPOOL_COORDINATOR``, else ``127.0.0.1:7700``."""
     return address or os.environ.get(ADDRESS_ENV) or DEFAULT_ADDRESS
+
+
+def _worker_id(worker: Union[int, str]) -> int:
+    """A worker id from ``2`` or ``"w2"``."""
+    if isinstance(worker, int) and not isinstance(worker, bool) and worker >= 0:
+        return worker
+    if isinstance(worker, str):
+        digits = worker[1:] if worker.startswith("w") else worker
+        if digits.isdigit():
+            return int(digits)
+    raise ValueError(f"{worker!r} is not a worker id (e.g. 2 or 'w2')")
 
 
 def _size(value: Optional[Size]) -> Optional[int]:
@@ -158,6 +170,46 @@ class Client:
         liveness, capacities and usage, as plain dicts and lists: the same
         fields as ``tierpool status --json`` (e.g. ``s["workers"][0]["mem"]["used"]``)."""
         return self._native.status()
+
+    # ---- membership --------------------------------------------------------
+
+    def drain(self, worker: Union[int, str], *, wait: bool = False, timeout: Optional[float] = None) -> None:
+        """Starts emptying a worker (``2`` or ``"w2"``, as ``status()`` shows
+        it): its partitions move to the others while it serves them, and it
+        takes none. With ``wait``, returns once it holds no partition
+        (``TimeoutError`` after ``timeout`` seconds, if given); then it can
+        be stopped and removed."""
+        wid = _worker_id(worker)
+        self._native.drain(wid)
+        if wait:
+            self._wait(lambda s: all(w["partitions"] == 0 for w in s["workers"] if w["id"] == wid), timeout)
+
+    def remove_worker(self, worker: Union[int, str]) -> Dict[str, Any]:
+        """Removes a worker that is dead or drained: the partitions it owned
+        go to the others at once. Returns ``{"partitions": [...], "lost":
+        [paths]}``: what it owned, and the files and regions that had chunks
+        only on it (reading them raises an error saying they are lost)."""
+        partitions, lost = self._native.remove_worker(_worker_id(worker))
+        return {"partitions": partitions, "lost": lost}
+
+    def rebalance(self, *, wait: bool = False, timeout: Optional[float] = None) -> None:
+        """Sets partitions moving toward the share each worker's capacity
+        asks for (``status()["migration"]`` follows them). With ``wait``,
+        returns once none is left to move."""
+        self._native.rebalance()
+        if wait:
+            self._wait(lambda s: not s["migration"]["active"], timeout)
+
+    def _wait(self, done: Callable[[Dict[str, Any]], bool], timeout: Optional[float]) -> None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not done(self.status()):
+            if deadline is not None and time.monotonic() > deadline:
+                m = self.status()["migration"]
+                raise TimeoutError(
+                    f"partitions still moving after {timeout} s: {m['partitions_left']} left, "
+                    f"{m['partitions_moving']} moving"
+                )
+            time.sleep(0.2)
 
     # ---- data ------------------------------------------------------------
 

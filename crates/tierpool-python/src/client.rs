@@ -199,6 +199,25 @@ impl Client {
         status_dict(py, &self.address, &s)
     }
 
+    /// Starts emptying worker `worker`: its partitions move to the others.
+    fn drain(&self, py: Python<'_>, worker: u32) -> PyResult<()> {
+        let c = self.conn(py)?;
+        wait(py, c.drain_worker(tierpool_types::WorkerId(worker)))
+    }
+
+    /// Removes worker `worker`: the partitions it owned (now the others')
+    /// and the paths of what only it held.
+    fn remove_worker(&self, py: Python<'_>, worker: u32) -> PyResult<(Vec<u32>, Vec<String>)> {
+        let c = self.conn(py)?;
+        wait(py, c.remove_worker(tierpool_types::WorkerId(worker)))
+    }
+
+    /// Sets partitions moving toward the shares the weights ask for.
+    fn rebalance(&self, py: Python<'_>) -> PyResult<()> {
+        let c = self.conn(py)?;
+        wait(py, c.rebalance())
+    }
+
     /// Writes the bytes of `data` (any contiguous buffer) to `path`.
     #[pyo3(signature = (path, data, chunk_size=None, priority=None, pinned=false, overwrite=true))]
     #[allow(clippy::too_many_arguments)]

@@ -4,14 +4,14 @@
 mod common;
 use bytes::Bytes;
 use common::{data, Pool};
-use tierpool_client::{Client, ClientConfig, PutOptions};
+use tierpool_client::{Client, PutOptions};
 
 #[test]
 fn streamed_writes_and_random_reads_match_the_model() {
     let pool = Pool::start(2, "1MiB", "64MiB");
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async {
-        let c = Client::connect(ClientConfig::new(pool.addr.clone())).await.unwrap();
+        let c = Client::connect(pool.client_config()).await.unwrap();
         let opts = PutOptions { chunk_size: 64 << 10, ..PutOptions::default() };
         let model = data(7, 900_000);
         // Odd write sizes straddle chunk boundaries.

@@ -4,7 +4,7 @@
 
 mod common;
 use common::{data, Pool};
-use tierpool_client::{Client, ClientConfig, Region, RegionOptions};
+use tierpool_client::{Client, Region, RegionOptions};
 use tierpool_types::ErrorKind;
 
 const MIB: u64 = 1 << 20;
@@ -18,7 +18,7 @@ struct Session {
 impl Session {
     fn new(pool: &Pool) -> Session {
         let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-        let client = rt.block_on(Client::connect(ClientConfig::new(pool.addr.clone()))).unwrap();
+        let client = rt.block_on(Client::connect(pool.client_config())).unwrap();
         Session { rt, client }
     }
 

@@ -87,6 +87,13 @@ impl Pool {
         self.tmp.path().join("coordinator").join("secret")
     }
 
+    /// A client configuration for this pool, its secret included.
+    pub fn client_config(&self) -> tierpool_client::ClientConfig {
+        let mut cfg = tierpool_client::ClientConfig::new(self.addr.clone());
+        cfg.secret_file = Some(self.secret_file());
+        cfg
+    }
+
     pub fn credentials(&self) -> tierpool_net::Credentials {
         tierpool_net::Secret::load(&self.secret_file()).unwrap().into()
     }
