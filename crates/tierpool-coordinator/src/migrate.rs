@@ -71,9 +71,13 @@ async fn step(svc: &Arc<Coordinator>) -> Result<()> {
     }
     let begin = moves.iter().flat_map(|m| m.partitions.iter().map(|p| (*p, m.to))).collect();
     svc.execute(MetaOp::BeginMoves { moves: begin }, Owner::default()).await?;
-    let rate = svc.cfg.move_rate / moves.len() as u64;
+    // Each move gets the cap's share of its partitions out of the most that
+    // may move at once: together they never copy faster than the cap.
+    let max = svc.cfg.max_moving.max(1) as u64;
     for m in moves {
         let svc = svc.clone();
+        let rate = (svc.cfg.move_rate.saturating_mul(m.partitions.len() as u64) / max).max(1);
+        let rate = if svc.cfg.move_rate == 0 { 0 } else { rate };
         tokio::spawn(async move { carry_out(&svc, m, rate).await });
     }
     Ok(())
