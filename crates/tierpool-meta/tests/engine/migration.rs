@@ -15,7 +15,8 @@
 //!   back: a drain of the worker they go to);
 //!
 //! and once the events are over and every worker is back, the moves reach
-//! the goal and the shares follow the weights within one partition.
+//! the goal and the shares follow the weights within two partitions (one
+//! of rounding, one that only a rebalance, not a join, may even out).
 
 use crate::*;
 use proptest::prelude::*;
@@ -334,7 +335,7 @@ impl Sim {
         for w in &active {
             let want = PARTITIONS as f64 * w.mem_capacity as f64 / total as f64;
             let got = shares.get(&w.id).copied().unwrap_or(0) as f64;
-            prop_assert!((got - want).abs() < 1.0 + 1e-9, "{}: {got} partitions for a share of {want}", w.id);
+            prop_assert!((got - want).abs() < 2.0, "{}: {got} partitions for a share of {want}", w.id);
         }
         for w in state.draining() {
             prop_assert_eq!(shares.get(w).copied().unwrap_or(0), 0, "a drained worker ends with nothing");
