@@ -22,6 +22,7 @@ A real multi-host pool on one machine: one network namespace per process.
 Commands:
   up [--workers N] [--mem SIZE] [--disk SIZE] [--dir DIR] [--subnet A.B.C.0/24]
      [--racks K] [--rate ID=RATE]... [--partitions P] [--keep] [--stop-with PID] [--timeout S]
+     [--coordinator-arg ARG]...
       Start a coordinator and N workers (default 3, MEM 256MiB and DISK 1GiB
       each), wait until every worker is alive and print the coordinator's
       address. Workers are labelled --host hostI and dealt over racks r1..rK
@@ -30,6 +31,8 @@ Commands:
       /tmp/tierpool-netns-NAME); up starts a new pool there, or with --keep
       restarts the pool the last run left in DIR (its files, its workers'
       identities). --stop-with PID stops the servers when PID exits.
+      --coordinator-arg passes ARG to the coordinator (repeatable), e.g.
+      --coordinator-arg --bandwidth-window --coordinator-arg 5s.
   down [--purge]
       Stop the processes, delete the namespaces, veths and the bridge.
       Safe to run at any time, also after a partial up. --purge also deletes DIR.
@@ -249,10 +252,11 @@ up_exit() {
 
 cmd_up() {
     local workers=3 mem=256MiB disk=1GiB dir="" subnet=10.77.0.0/24 racks=1 partitions="" stop_with="" timeout=30 keep=0
-    local -a rates=()
+    local -a rates=() coord_extra=()
     while [ $# -gt 0 ]; do
         case "$1" in
             --workers) workers="${2:?}"; shift 2 ;;
+            --coordinator-arg) coord_extra+=("${2:?}"); shift 2 ;;
             --mem) mem="${2:?}"; shift 2 ;;
             --disk) disk="${2:?}"; shift 2 ;;
             --dir) dir="${2:?}"; shift 2 ;;
@@ -330,6 +334,7 @@ cmd_up() {
     [ -z "$stop_with" ] || common+=(--stop-with "$stop_with")
     local -a cargs=(coordinator --dir "$DIR/coordinator" --listen "$NET.1:$COORD_PORT" "${common[@]}")
     [ -z "$partitions" ] || cargs+=(--partitions "$partitions")
+    cargs+=("${coord_extra[@]}")
     start_in "$NAME-coord" coordinator "${cargs[@]}"
     # A pool with a shared secret: the coordinator writes it, every other
     # process (the CLI asking for status here too) proves it knows it.

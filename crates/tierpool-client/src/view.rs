@@ -88,6 +88,12 @@ pub struct WorkerView {
     pub bytes_read: u64,
     /// Chunk bytes copied to it by moves of partitions since it started.
     pub bytes_moved_in: u64,
+    /// Percent of the fastest worker's bandwidth it delivers, as its share
+    /// of partitions counts it (100: healthy).
+    pub speed: u8,
+    /// Bytes a second its links carried data at over the coordinator's
+    /// window (`null`: too little traffic to say).
+    pub bandwidth: Option<u64>,
 }
 
 /// One tier of a worker.
@@ -114,6 +120,8 @@ impl StatusView {
                     alive: w.alive,
                     partitions: w.partitions,
                     draining: w.draining,
+                    speed: w.speed,
+                    bandwidth: w.bandwidth,
                     mem: TierView { capacity: w.record.mem_capacity, used: st.mem_used, chunks: st.mem_chunks },
                     disk: TierView { capacity: w.record.disk_capacity, used: st.disk_used, chunks: st.disk_chunks },
                     disk_full: st.disk_full,

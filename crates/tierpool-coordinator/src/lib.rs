@@ -65,6 +65,13 @@ pub struct CoordinatorConfig {
     pub move_rate: u64,
     /// The pool's secret; `None`: `DIR/secret`, made on first start.
     pub secret_file: Option<PathBuf>,
+    /// Percent points a worker's measured bandwidth must fall below the
+    /// fastest worker's before its share shrinks with it (0: shares by
+    /// capacity only).
+    pub speed_threshold: u8,
+    /// How long a worker's bandwidth must stay off before its share
+    /// changes; also the window it is measured over.
+    pub speed_window: Duration,
 }
 
 impl CoordinatorConfig {
@@ -82,6 +89,8 @@ impl CoordinatorConfig {
             max_moving: 64,
             move_rate: 0,
             secret_file: None,
+            speed_threshold: 20,
+            speed_window: Duration::from_secs(30),
         }
     }
 
@@ -105,6 +114,8 @@ impl CoordinatorConfig {
             hold_period: self.hold_period,
             gc_batch: 10_000,
             max_moving: self.max_moving,
+            speed_threshold: self.speed_threshold,
+            speed_window: self.speed_window,
         }
     }
 }
@@ -133,6 +144,7 @@ pub async fn run(cfg: CoordinatorConfig) -> Result<()> {
     });
     tokio::spawn(effects::mark_reclaimable(svc.clone()));
     tokio::spawn(migrate::drive(svc.clone()));
+    tokio::spawn(migrate::probe(svc.clone()));
     let sweeper = svc.clone();
     let _sweep = Background::every("orphan sweep", cfg.sweep_every, move || {
         let svc = sweeper.clone();

@@ -65,6 +65,14 @@ pub async fn drive(svc: Arc<Coordinator>) {
 
 async fn step(svc: &Arc<Coordinator>) -> Result<()> {
     let now = svc.now();
+    // Links that stayed slower (or came back) for a window: weigh again.
+    for (id, percent) in svc.with_engine(|e| e.speed_changes(now)) {
+        let bw = svc.with_engine(|e| e.bandwidth(id, now)).map_or("?".into(), |b| format!("{}/s", ByteSize(b)));
+        tracing::info!(
+            "worker {id} delivers {percent}% of the fastest worker's bandwidth ({bw}): its share is weighed again"
+        );
+        svc.execute(MetaOp::SetSpeed { id, percent }, Owner::default()).await?;
+    }
     let moves = svc.with_engine(|e| e.next_moves(now));
     if moves.is_empty() {
         return Ok(());
@@ -198,5 +206,34 @@ pub(crate) fn status(p: Progress) -> MigrationStatus {
         rate,
         eta_secs,
         moves_failed: p.moves_failed,
+    }
+}
+
+/// Bytes a probe of a slow worker carries: enough to time its link.
+const PROBE_BYTES: usize = 4 << 20;
+
+/// Sends each live worker whose share is weighed down by a slow link a
+/// probe now and then (a ping carrying [`PROBE_BYTES`], which it times like
+/// any large payload), so that a link that recovered is noticed even when
+/// the worker, holding few partitions, sees little traffic.
+pub async fn probe(svc: Arc<Coordinator>) {
+    let payload = bytes::Bytes::from(vec![0u8; PROBE_BYTES]);
+    let every = (svc.cfg.speed_window / 4).max(Duration::from_millis(250));
+    loop {
+        tokio::time::sleep(every).await;
+        if svc.cfg.speed_threshold == 0 {
+            continue;
+        }
+        let slow: Vec<WorkerId> = svc.with_engine(|e| e.state().speeds().keys().copied().collect());
+        for id in slow.into_iter().filter(|w| svc.is_alive(*w)) {
+            if let Some(pool) = svc.worker_pool(id) {
+                let payload = payload.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = pool.call(&WorkerRequest::Ping, &payload, true).await {
+                        tracing::debug!("probing worker {id}: {e}");
+                    }
+                });
+            }
+        }
     }
 }

@@ -317,6 +317,8 @@ impl Coordinator {
                 partitions: shares.get(&w.id).copied().unwrap_or(0),
                 draining: s.draining().contains(&w.id),
                 stats: stats.get(&w.id).cloned(),
+                speed: s.speeds().get(&w.id).copied().unwrap_or(100),
+                bandwidth: g.engine.bandwidth(w.id, now),
             })
             .collect();
         PoolStatus {
@@ -349,6 +351,7 @@ impl Coordinator {
             MetaOp::FinishMoves { .. } => own("FinishMoves"),
             MetaOp::AbortMoves { .. } => own("AbortMoves"),
             MetaOp::RegisterWorker { at_once: true, .. } => own("a join that takes partitions at once"),
+            MetaOp::SetSpeed { .. } => own("SetSpeed (the coordinator measures workers' bandwidth)"),
             MetaOp::RemoveWorker { id } => {
                 let g = self.inner.lock();
                 let owned = g.engine.state().table().shares().get(id).copied().unwrap_or(0);
@@ -366,7 +369,15 @@ impl Coordinator {
     }
 
     async fn heartbeat(&self, id: WorkerId, stats: WorkerStats) -> Result<CoordResponse> {
-        let (known, effects) = self.inner.lock().engine.heartbeat(id, self.now());
+        let now = self.now();
+        let (known, effects) = {
+            let mut g = self.inner.lock();
+            let (known, effects) = g.engine.heartbeat(id, now);
+            if let (true, Some((bytes, nanos))) = (known, stats.transfer) {
+                g.engine.transfers(id, now, bytes, nanos);
+            }
+            (known, effects)
+        };
         if known {
             self.stats.lock().insert(id, stats);
         }

@@ -139,7 +139,7 @@ fn log_v3_replays_to_its_state_and_encodes_to_the_same_bytes() {
     assert_eq!(dump::dump(&state), expected("state-log-v3.txt"));
     let mut again = Vec::new();
     for r in &recs {
-        encode_record(r, &mut again);
+        encode_record_in(3, r, &mut again).unwrap();
     }
     assert!(again == seg, "log records of version 3 no longer encode as they did");
 }
@@ -150,7 +150,57 @@ fn snapshot_v4_decodes_to_its_state_and_encodes_to_the_same_bytes() {
     let (lsn, state) = decode_snapshot(&bytes).unwrap();
     assert_eq!(lsn, 36);
     assert_eq!(dump::dump(&state), expected("state-log-v3.txt"));
-    assert!(encode_snapshot(lsn, &state) == bytes, "snapshots of version 4 no longer encode as they did");
+    assert!(
+        encode_snapshot_in(4, lsn, &state).unwrap() == bytes,
+        "snapshots of version 4 no longer encode as they did"
+    );
+}
+
+#[test]
+fn log_v4_replays_to_its_state_and_encodes_to_the_same_bytes() {
+    let seg = read("log-v4");
+    let recs = records(&seg);
+    assert_eq!(recs.len(), 38);
+    let mut state = MetaState::new();
+    for r in &recs {
+        state.execute_as(&r.op, r.owner, r.time).unwrap_or_else(|e| panic!("lsn {}: {e}", r.lsn));
+    }
+    assert_eq!(dump::dump(&state), expected("state-log-v4.txt"));
+    let mut again = Vec::new();
+    for r in &recs {
+        encode_record(r, &mut again);
+    }
+    assert!(again == seg, "log records of version 4 no longer encode as they did");
+    // Older versions cannot hold a speed: an error, not a silent loss.
+    assert!(encode_record_in(3, &recs[36], &mut Vec::new()).is_err());
+    assert!(encode_snapshot_in(4, 38, &state).is_err());
+}
+
+#[test]
+fn snapshot_v5_decodes_to_its_state_and_encodes_to_the_same_bytes() {
+    let bytes = read("snapshot-v5");
+    let (lsn, state) = decode_snapshot(&bytes).unwrap();
+    assert_eq!(lsn, 38);
+    assert_eq!(dump::dump(&state), expected("state-log-v4.txt"));
+    assert!(encode_snapshot(lsn, &state) == bytes, "snapshots of version 5 no longer encode as they did");
+}
+
+/// The ops of `log-v3`, then worker 8 slowed to 40% of a healthy worker's
+/// bandwidth and worker 1 to 25% (ops 37 and 38).
+fn log_v4_records() -> Vec<LogRecord> {
+    let mut recs = log_v3_records();
+    let mut state = MetaState::new();
+    for r in &recs {
+        state.execute_as(&r.op, r.owner, r.time).unwrap();
+    }
+    for (id, percent) in [(8, 40), (1, 25)] {
+        let last = recs.last().unwrap().clone();
+        let op = MetaOp::SetSpeed { id: tierpool_types::WorkerId(id), percent };
+        let r = LogRecord { lsn: last.lsn + 1, time: last.time + 1_000_000_007, owner: Owner::default(), op };
+        state.execute_as(&r.op, r.owner, r.time).unwrap();
+        recs.push(r);
+    }
+    recs
 }
 
 /// The ops of `log-v2` and then a worker joining, a move begun, one
@@ -193,16 +243,16 @@ fn log_v3_records() -> Vec<LogRecord> {
 #[test]
 #[ignore = "writes the golden files of a new version: TIERPOOL_WRITE_GOLDEN=1 cargo test --test golden -- --ignored"]
 fn write_missing_golden_files_of_the_current_versions() {
-    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v3").exists() {
+    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v4").exists() {
         return;
     }
-    let recs = log_v3_records();
+    let recs = log_v4_records();
     let (mut seg, mut state) = (Vec::new(), MetaState::new());
     for r in &recs {
         state.execute_as(&r.op, r.owner, r.time).unwrap();
         encode_record(r, &mut seg);
     }
-    std::fs::write(golden("log-v3"), seg).unwrap();
-    std::fs::write(golden("snapshot-v4"), encode_snapshot(recs.len() as u64, &state)).unwrap();
-    std::fs::write(golden("state-log-v3.txt"), dump::dump(&state)).unwrap();
+    std::fs::write(golden("log-v4"), seg).unwrap();
+    std::fs::write(golden("snapshot-v5"), encode_snapshot(recs.len() as u64, &state)).unwrap();
+    std::fs::write(golden("state-log-v4.txt"), dump::dump(&state)).unwrap();
 }

@@ -138,6 +138,11 @@ pub enum MetaOp {
     /// Sets the goal to the table the workers' weights ask for, moving as
     /// few partitions as it takes. Reply: [`MetaReply::Done`].
     Rebalance,
+    /// Worker `id` delivers `percent` (1..=100) of the bandwidth a healthy
+    /// worker does, as the coordinator measured it: its weight is its
+    /// capacity times that share, and the goal is set again (moving as few
+    /// partitions as it takes). Reply: [`MetaReply::Done`].
+    SetSpeed { id: WorkerId, percent: u8 },
 }
 
 impl MetaOp {
@@ -154,6 +159,7 @@ impl MetaOp {
                 | MetaOp::DrainWorker { .. }
                 | MetaOp::RemoveWorker { .. }
                 | MetaOp::Rebalance
+                | MetaOp::SetSpeed { .. }
         )
     }
 }

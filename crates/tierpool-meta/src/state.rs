@@ -69,6 +69,9 @@ pub struct MetaState {
     draining: BTreeSet<WorkerId>,
     /// Workers removed from the pool: their ids may not register again.
     removed: BTreeSet<WorkerId>,
+    /// Workers slower than a healthy one: the percent of its bandwidth they
+    /// deliver (1..=99; a worker not listed delivers 100).
+    speeds: BTreeMap<WorkerId, u8>,
     /// What the ops run since the last [`MetaState::take_garbage`] queued
     /// for collection; not part of the state proper (see [`Fresh`]).
     fresh: Fresh,
@@ -122,6 +125,7 @@ impl MetaState {
             goal: Vec::new(),
             draining: BTreeSet::new(),
             removed: BTreeSet::new(),
+            speeds: BTreeMap::new(),
             fresh: Fresh::default(),
         }
     }
@@ -223,6 +227,7 @@ impl MetaState {
             MetaOp::DrainWorker { id } => self.drain_worker(*id),
             MetaOp::RemoveWorker { id } => self.remove_worker(*id),
             MetaOp::Rebalance => self.rebalance(),
+            MetaOp::SetSpeed { id, percent } => self.set_speed(*id, *percent),
         }
     }
 

@@ -43,4 +43,4 @@ pub use conn::Connection;
 pub use limits::{Limits, ALLOWANCE};
 pub use pool::{Pool, PoolConfig, REUSE_WITHIN};
 pub use server::{bind, can_listen, serve, Handler, Listener, Server};
-pub use stats::{DropReason, Dropped, ServerStats, StatsHandle};
+pub use stats::{DropReason, Dropped, ServerStats, StatsHandle, LARGE_PAYLOAD};

@@ -29,7 +29,7 @@ use crate::budget::Budget;
 use crate::conn::{Connection, Frame};
 use crate::frame_io::FrameError;
 use crate::limits::Limits;
-use crate::stats::{Counters, DropReason};
+use crate::stats::{Counters, DropReason, LARGE_PAYLOAD};
 use crate::Handler;
 use bytes::Bytes;
 use std::future::Future;
@@ -227,7 +227,11 @@ impl<H: Handler> Session<H> {
     async fn serve_frame(&mut self, head: &FrameHeader) -> Result<(), End> {
         let stall = Some(self.shared.limits.stall_timeout);
         let mut charge = self.shared.budget.frame(u64::from(head.header_len) + u64::from(head.payload_len));
+        let started = std::time::Instant::now();
         let frame = self.conn.read_body(head, &mut charge, stall).await?;
+        if head.payload_len as usize >= LARGE_PAYLOAD {
+            self.shared.counters.transferred(head.payload_len as usize, started.elapsed());
+        }
         let role = <H::Service as Service>::ROLE;
         if frame.kind != <H::Service as Service>::KIND {
             let e = Error::invalid(format!("this is a {role}; that request is for {}", other_role(frame.kind)));
@@ -248,6 +252,11 @@ impl<H: Handler> Session<H> {
         let (resp, out) = answer(&*self.handler, req, payload).await;
         // Answered: what the handler kept of the payload is its own to account.
         drop(charge);
-        Ok(self.conn.send_response(&resp, &out).await?)
+        let started = std::time::Instant::now();
+        self.conn.send_response(&resp, &out).await?;
+        if out.len() >= LARGE_PAYLOAD {
+            self.shared.counters.transferred(out.len(), started.elapsed());
+        }
+        Ok(())
     }
 }

@@ -109,7 +109,16 @@ pub struct ServerStats {
     /// What `bytes_held` may reach.
     pub budget: ByteSize,
     pub dropped: Dropped,
+    /// Payload bytes of large frames (at least [`LARGE_PAYLOAD`]) read or
+    /// written, and the nanoseconds that took: what the links to this
+    /// server achieve when they carry data (the rate of the link, or of
+    /// the peers, whichever is slower).
+    pub transfer_bytes: u64,
+    pub transfer_nanos: u64,
 }
+
+/// Frames with a payload this large are timed (see `ServerStats::transfer_bytes`).
+pub const LARGE_PAYLOAD: usize = 256 << 10;
 
 /// The live counters of one server.
 pub(crate) struct Counters {
@@ -119,6 +128,8 @@ pub(crate) struct Counters {
     held: AtomicU64,
     peak: AtomicU64,
     dropped: [AtomicU64; DropReason::ALL.len()],
+    transfer_bytes: AtomicU64,
+    transfer_nanos: AtomicU64,
 }
 
 impl Counters {
@@ -130,6 +141,8 @@ impl Counters {
             held: AtomicU64::new(0),
             peak: AtomicU64::new(0),
             dropped: Default::default(),
+            transfer_bytes: AtomicU64::new(0),
+            transfer_nanos: AtomicU64::new(0),
         })
     }
 
@@ -149,6 +162,12 @@ impl Counters {
 
     pub(crate) fn released(&self, n: u64) {
         self.held.fetch_sub(n, Ordering::Relaxed);
+    }
+
+    /// A large payload of `bytes` took `took` to read or write.
+    pub(crate) fn transferred(&self, bytes: usize, took: std::time::Duration) {
+        self.transfer_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+        self.transfer_nanos.fetch_add(took.as_nanos().min(u128::from(u64::MAX)) as u64, Ordering::Relaxed);
     }
 
     pub(crate) fn dropped(&self, reason: DropReason) {
@@ -172,6 +191,8 @@ impl Counters {
                 malformed: d(DropReason::Malformed),
                 unauthenticated: d(DropReason::Unauthenticated),
             },
+            transfer_bytes: self.transfer_bytes.load(Ordering::Relaxed),
+            transfer_nanos: self.transfer_nanos.load(Ordering::Relaxed),
         }
     }
 }

@@ -15,6 +15,9 @@ pub struct WorkerStats {
     /// Chunk bytes copied here from other workers by moves of partitions,
     /// since the worker started.
     pub bytes_moved_in: u64,
+    /// Payload bytes of large frames this worker read and wrote, and the
+    /// nanoseconds that took, since it started (`None`: not measured).
+    pub transfer: Option<(u64, u64)>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,6 +30,12 @@ pub struct WorkerStatus {
     pub draining: bool,
     /// Last reported statistics; `None` if it has not reported since the coordinator started.
     pub stats: Option<WorkerStats>,
+    /// Percent of the fastest worker's bandwidth it delivers, as its
+    /// weight counts it (100: healthy).
+    pub speed: u8,
+    /// Bytes a second its links achieved over the last window (`None`:
+    /// too little traffic to say).
+    pub bandwidth: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

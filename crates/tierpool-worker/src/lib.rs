@@ -156,6 +156,7 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
     })?);
     let listener = tierpool_net::bind(&cfg.listen).await?;
     let addr = listener.local_addr()?;
+    let server = tierpool_net::Server::new(listener, cfg.limits.clone(), cfg.secret.clone())?;
     let reg = Arc::new(Registration {
         cfg: cfg.clone(),
         addr: addr.clone(),
@@ -163,6 +164,7 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
     });
     let known = identity::load(&cfg.dir)?.map(|i| i.id);
     let svc = Arc::new(service::WorkerService::new(tiers, cfg.secret.clone().into()));
+    svc.set_server_stats(server.stats());
     svc.set_id(reg.register(known).await?);
     reg.fetch_table(&svc).await?;
     tokio::spawn(moves::drop_strays(svc.clone()));
@@ -172,7 +174,7 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
         async move { reg.beat(&svc).await }
     });
     write_addr_file(&cfg.dir.join("worker.addr"), &addr)?;
-    tierpool_net::serve(listener, svc, cfg.limits.clone(), cfg.secret.clone()).await?;
+    server.run(svc).await?;
     Ok(())
 }
 

@@ -34,6 +34,7 @@ pub struct WorkerService {
     pub(crate) strays_wake: tokio::sync::Notify,
     /// What this worker proves itself with to other workers (copies).
     pub(crate) credentials: tierpool_net::Credentials,
+    net: std::sync::OnceLock<tierpool_net::StatsHandle>,
 }
 
 pub(crate) type Answer = Result<(WorkerResponse, Bytes)>;
@@ -102,6 +103,7 @@ impl WorkerService {
             strays: Mutex::new(BTreeSet::new()),
             strays_wake: tokio::sync::Notify::new(),
             credentials,
+            net: std::sync::OnceLock::new(),
         }
     }
 
@@ -111,7 +113,16 @@ impl WorkerService {
             bytes_written: self.bytes_written.load(Ordering::Relaxed),
             bytes_read: self.bytes_read.load(Ordering::Relaxed),
             bytes_moved_in: self.bytes_moved_in.load(Ordering::Relaxed),
+            transfer: self.net.get().map(|n| {
+                let s = n.snapshot();
+                (s.transfer_bytes, s.transfer_nanos)
+            }),
         }
+    }
+
+    /// The figures of the server that serves this worker (its transfers).
+    pub fn set_server_stats(&self, stats: tierpool_net::StatsHandle) {
+        let _ = self.net.set(stats);
     }
 
     /// The id this worker registered with.

@@ -312,6 +312,16 @@ pub struct CoordinatorArgs {
     /// (e.g. 100MiB; 0: as fast as they can).
     #[arg(long, default_value = "0", value_name = "SIZE")]
     pub move_rate: ByteSize,
+    /// A worker whose links carry data more than PERCENT slower than the
+    /// fastest worker's, for a whole --bandwidth-window, gets a share of
+    /// partitions weighed by its bandwidth as well as its capacity (and
+    /// gets it back when it recovers). 0: shares by capacity only.
+    #[arg(long, default_value_t = 20, value_name = "PERCENT", value_parser = clap::value_parser!(u8).range(0..=99))]
+    pub bandwidth_threshold: u8,
+    /// The window workers' bandwidth is measured over, and how long a
+    /// change must last before shares follow it.
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    pub bandwidth_window: Span,
     /// File holding the pool's secret, which every peer must prove it knows
     /// (default: DIR/secret, 32 random bytes made on first start, mode 0600).
     #[arg(long, value_name = "PATH")]

@@ -14,7 +14,7 @@ pub fn status_text(v: &StatusView) -> String {
         v.workers.len()
     );
     out += &format!(
-        "{:<5} {:<22} {:<12} {:<8} {:<5} {:>5}  {:<28} {:<28} {}\n",
+        "{:<5} {:<22} {:<12} {:<8} {:<5} {:>5}  {:<28} {:<28} {:<10} {}\n",
         "ID",
         "ADDRESS",
         "HOST",
@@ -23,14 +23,17 @@ pub fn status_text(v: &StatusView) -> String {
         "PARTS",
         "MEM used/capacity (chunks)",
         "DISK used/capacity (chunks)",
-        "GARBAGE"
+        "GARBAGE",
+        "BANDWIDTH (share)"
     );
     for w in &v.workers {
         let tier = |t: &TierView| format!("{}/{} ({})", ByteSize(t.used), ByteSize(t.capacity), t.chunks);
         let disk = if w.disk_full { format!("{} FULL", tier(&w.disk)) } else { tier(&w.disk) };
+        let bandwidth = w.bandwidth.map_or("-".into(), |b| format!("{}/s", ByteSize(b)));
+        let (id, share) = (format!("w{}", w.id), format!("{bandwidth} ({}%)", w.speed));
         out += &format!(
-            "{:<5} {:<22} {:<12} {:<8} {:<5} {:>5}  {:<28} {:<28} {}\n",
-            format!("w{}", w.id),
+            "{:<5} {:<22} {:<12} {:<8} {:<5} {:>5}  {:<28} {:<28} {:<10} {}\n",
+            id,
             w.address,
             w.host,
             w.rack,
@@ -42,7 +45,8 @@ pub fn status_text(v: &StatusView) -> String {
             w.partitions,
             tier(&w.mem),
             disk,
-            ByteSize(w.reclaimable),
+            ByteSize(w.reclaimable).to_string(),
+            share,
         );
     }
     if v.migration.active {

@@ -82,6 +82,33 @@ impl NetnsPool {
         w.unwrap_or_else(|| panic!("no worker {host} in {st}"))
     }
 
+    /// Writes and reads back `data` (from `local`) until `done` holds for the
+    /// pool; returns how long it took.
+    fn traffic_until(&self, local: &std::path::Path, data: &[u8], done: impl Fn(&NetnsPool) -> bool) -> Duration {
+        let t = Instant::now();
+        while !done(self) {
+            assert!(t.elapsed() < Duration::from_secs(90), "not within 90 s: {}", self.status());
+            let out = self.cli(&["put", "--chunk-size", "1MiB", local.to_str().unwrap(), "/traffic.bin"]);
+            assert!(out.status.success(), "put: {}", text(&out.stderr));
+            let got = self.cli(&["cat", "/traffic.bin"]);
+            assert!(got.status.success() && got.stdout == data, "cat: {}", text(&got.stderr));
+        }
+        t.elapsed()
+    }
+
+    /// Polls until no partition is left to move.
+    fn wait_settled(&self, limit: Duration) {
+        let t = Instant::now();
+        loop {
+            let m = self.status()["migration"].clone();
+            if m["active"] == false && m["partitions_moving"] == 0 {
+                return;
+            }
+            assert!(t.elapsed() < limit, "partitions still moving after {limit:?}: {m}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
     /// Polls until worker `i` is reported `alive`; returns how long it took.
     fn wait_alive(&self, i: u32, alive: bool, limit: Duration) -> Duration {
         let t = Instant::now();
@@ -214,6 +241,17 @@ fn a_pool_of_namespaces_carries_shaped_links_survives_a_cut_and_leaves_nothing_b
         "256",
         "--stop-with",
         &pid.to_string(),
+        // A short window for a short test; on 2 busy cores unshaped links
+        // measure anywhere within ±30% of one another (their rate is the
+        // CPU's), so a slow link is one at half the others or less.
+        "--coordinator-arg",
+        "--bandwidth-window",
+        "--coordinator-arg",
+        "3s",
+        "--coordinator-arg",
+        "--bandwidth-threshold",
+        "--coordinator-arg",
+        "50",
     ]);
     assert!(out.contains(&format!("export TIERPOOL_COORDINATOR={}\n", pool.coordinator())), "{out}");
     pool.secret = out.lines().find_map(|l| l.strip_prefix("export TIERPOOL_SECRET_FILE=")).map(str::to_string);
@@ -273,6 +311,34 @@ fn a_pool_of_namespaces_carries_shaped_links_survives_a_cut_and_leaves_nothing_b
     assert_eq!(pool.status_of("2"), (w2, format!("{n}-w2 {} alive up - - up", ip(2))));
     let again = pool.cli(&["cat", "/big.bin"]);
     assert!(again.status.success() && again.stdout == data, "read after heal: {}", text(&again.stderr));
+
+    eprintln!(
+        "== a slow link: worker 3 at {SHAPED_MBIT}mbit is given fewer partitions, and its share back once healed"
+    );
+    let share = |pool: &NetnsPool, i| pool.worker(i)["partitions"].as_u64().unwrap();
+    // Worker 3 was shaped from the start: once its link is free and
+    // carries traffic, it has its share by capacity.
+    pool.traffic_until(&local, &data, |p| p.worker(3)["speed"].as_u64().unwrap() == 100);
+    pool.wait_settled(Duration::from_secs(60));
+    let even = |pool: &NetnsPool| (1..=3).all(|i| (85..=86).contains(&share(pool, i)));
+    assert!(even(&pool), "shares by capacity: {}", pool.status());
+    pool.ok(&["shape", "3", &format!("{SHAPED_MBIT}mbit")]);
+    let t = Instant::now();
+    let slowed = pool.traffic_until(&local, &data, |p| p.worker(3)["speed"].as_u64().unwrap() < 100);
+    let speed = pool.worker(3)["speed"].as_u64().unwrap();
+    assert!(speed <= 25, "worker 3 at {SHAPED_MBIT}mbit delivers {speed}% of the others");
+    pool.wait_settled(Duration::from_secs(60));
+    let (s1, s2, s3) = (share(&pool, 1), share(&pool, 2), share(&pool, 3));
+    eprintln!("   speed {speed}% after {slowed:.1?}, partitions moved by {:.1?}: shares {s1}/{s2}/{s3}", t.elapsed());
+    assert!(s3 < 86 / 2 && s1 + s2 + s3 == 256, "worker 3 keeps {s3} of 256 partitions");
+    pool.ok(&["shape", "3", "off"]);
+    let t = Instant::now();
+    let back = pool.traffic_until(&local, &data, |p| p.worker(3)["speed"].as_u64().unwrap() == 100);
+    pool.wait_settled(Duration::from_secs(60));
+    eprintln!("   full speed again after {back:.1?}, partitions back by {:.1?}", t.elapsed());
+    assert!(even(&pool), "shares by capacity again: {}", pool.status());
+    let again = pool.cli(&["cat", "/big.bin"]);
+    assert!(again.status.success() && again.stdout == data, "read after the moves: {}", text(&again.stderr));
 
     eprintln!("== down: no process, namespace or link is left, and down again is harmless");
     let pids: Vec<String> = std::fs::read_dir(dir.join("pids"))

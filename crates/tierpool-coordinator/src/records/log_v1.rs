@@ -228,7 +228,8 @@ fn op_to_v1(op: &MetaOp) -> Result<OpV1> {
         | MetaOp::AbortMoves { .. }
         | MetaOp::DrainWorker { .. }
         | MetaOp::RemoveWorker { .. }
-        | MetaOp::Rebalance => return Err(corrupt("an op added after log record version 1 has no form in it")),
+        | MetaOp::Rebalance
+        | MetaOp::SetSpeed { .. } => return Err(corrupt("an op added after log record version 1 has no form in it")),
     })
 }
 

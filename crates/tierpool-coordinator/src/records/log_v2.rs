@@ -204,7 +204,10 @@ fn op_to_v2(op: &MetaOp) -> Result<OpV2> {
         | MetaOp::AbortMoves { .. }
         | MetaOp::DrainWorker { .. }
         | MetaOp::RemoveWorker { .. }
-        | MetaOp::Rebalance => return Err(corrupt("moves and membership ops have no form in log record version 2")),
+        | MetaOp::Rebalance
+        | MetaOp::SetSpeed { .. } => {
+            return Err(corrupt("moves and membership ops have no form in log record version 2"))
+        }
     })
 }
 

@@ -147,10 +147,11 @@ pub enum OpV3 {
     Rebalance,
 }
 
-impl From<&LogRecord> for RecordV3 {
-    fn from(r: &LogRecord) -> Self {
+impl TryFrom<&LogRecord> for RecordV3 {
+    type Error = tierpool_types::Error;
+    fn try_from(r: &LogRecord) -> Result<Self> {
         let owner = OwnerV2 { uid: r.owner.uid, gid: r.owner.gid };
-        RecordV3 { lsn: r.lsn, time: r.time, owner, op: op_to_v3(&r.op) }
+        Ok(RecordV3 { lsn: r.lsn, time: r.time, owner, op: op_to_v3(&r.op)? })
     }
 }
 
@@ -162,8 +163,8 @@ impl TryFrom<RecordV3> for LogRecord {
     }
 }
 
-fn op_to_v3(op: &MetaOp) -> OpV3 {
-    match op.clone() {
+pub(super) fn op_to_v3(op: &MetaOp) -> Result<OpV3> {
+    Ok(match op.clone() {
         MetaOp::Init { partitions } => OpV3::Init { partitions },
         MetaOp::Mkdir { path, parents, mode } => OpV3::Mkdir { path, parents, mode },
         MetaOp::AllocInodes { count } => OpV3::AllocInodes { count },
@@ -217,10 +218,13 @@ fn op_to_v3(op: &MetaOp) -> OpV3 {
         MetaOp::DrainWorker { id } => OpV3::DrainWorker { id: id.0 },
         MetaOp::RemoveWorker { id } => OpV3::RemoveWorker { id: id.0 },
         MetaOp::Rebalance => OpV3::Rebalance,
-    }
+        MetaOp::SetSpeed { .. } => {
+            return Err(super::frozen::corrupt("speeds of workers have no form in log record version 3"))
+        }
+    })
 }
 
-fn op_from_v3(op: OpV3) -> Result<MetaOp> {
+pub(super) fn op_from_v3(op: OpV3) -> Result<MetaOp> {
     let prio = |p: Option<u8>| p.map(priority).transpose();
     Ok(match op {
         OpV3::Init { partitions } => MetaOp::Init { partitions },

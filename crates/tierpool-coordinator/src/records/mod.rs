@@ -24,10 +24,12 @@ pub mod frozen;
 pub mod log_v1;
 pub mod log_v2;
 pub mod log_v3;
+pub mod log_v4;
 pub mod snapshot_v1;
 pub mod snapshot_v2;
 pub mod snapshot_v3;
 pub mod snapshot_v4;
+pub mod snapshot_v5;
 #[cfg(test)]
 mod tests;
 
@@ -37,9 +39,9 @@ use tierpool_meta::{MetaOp, MetaState, Owner};
 use tierpool_types::{Error, ErrorKind, Result};
 
 /// The version new log records are written in.
-pub const LOG_RECORD_VERSION: u8 = 3;
+pub const LOG_RECORD_VERSION: u8 = 4;
 /// The version new snapshots are written in.
-pub const SNAPSHOT_VERSION: u8 = 4;
+pub const SNAPSHOT_VERSION: u8 = 5;
 const SNAPSHOT_MAGIC: &[u8; 6] = b"TPSNAP";
 const SNAPSHOT_HEADER: usize = 19;
 const MAX_RECORD_LEN: u32 = 512 << 20;
@@ -64,7 +66,8 @@ fn decode<T: DeserializeOwned>(b: &[u8], what: &str) -> Result<T> {
 
 /// Appends the framed record to `out`, in the newest version.
 pub fn encode_record(rec: &LogRecord, out: &mut Vec<u8>) {
-    frame_record(LOG_RECORD_VERSION, &encode(&log_v3::RecordV3::from(rec)), out);
+    let record = log_v4::RecordV4::try_from(rec).expect("version 4 holds every op");
+    frame_record(LOG_RECORD_VERSION, &encode(&record), out);
 }
 
 /// Appends the framed record to `out` in an older `version` (to check that
@@ -73,7 +76,8 @@ pub fn encode_record_in(version: u8, rec: &LogRecord, out: &mut Vec<u8>) -> Resu
     match version {
         1 => frame_record(1, &encode(&log_v1::RecordV1::try_from(rec)?), out),
         2 => frame_record(2, &encode(&log_v2::RecordV2::try_from(rec)?), out),
-        3 => encode_record(rec, out),
+        3 => frame_record(3, &encode(&log_v3::RecordV3::try_from(rec)?), out),
+        4 => encode_record(rec, out),
         v => return Err(Error::invalid(format!("no log record version {v}"))),
     }
     Ok(())
@@ -121,6 +125,7 @@ pub fn decode_record(buf: &[u8]) -> Decoded {
         1 => decode::<log_v1::RecordV1>(&body[1..], "log record").and_then(LogRecord::try_from),
         2 => decode::<log_v2::RecordV2>(&body[1..], "log record").and_then(LogRecord::try_from),
         3 => decode::<log_v3::RecordV3>(&body[1..], "log record").and_then(LogRecord::try_from),
+        4 => decode::<log_v4::RecordV4>(&body[1..], "log record").and_then(LogRecord::try_from),
         v => Err(Error::new(
             ErrorKind::Corrupt,
             format!("log record version {v} is not known to this build (it reads up to {LOG_RECORD_VERSION})"),
@@ -134,7 +139,7 @@ pub fn decode_record(buf: &[u8]) -> Decoded {
 
 /// The snapshot of `state` after record `lsn`, in the newest version.
 pub fn encode_snapshot(lsn: u64, state: &MetaState) -> Vec<u8> {
-    let snap = snapshot_v4::SnapshotV4 { lsn, state: snapshot_v4::StateV4::from_view(&state.view()) };
+    let snap = snapshot_v5::SnapshotV5 { lsn, state: snapshot_v5::StateV5::from_view(&state.view()) };
     frame_snapshot(SNAPSHOT_VERSION, &encode(&snap))
 }
 
@@ -150,7 +155,15 @@ pub fn encode_snapshot_in(version: u8, lsn: u64, state: &MetaState) -> Result<Ve
             let snap = snapshot_v3::SnapshotV3 { lsn, state: snapshot_v3::StateV3::from_view(&state.view())? };
             Ok(frame_snapshot(3, &encode(&snap)))
         }
-        4 => Ok(encode_snapshot(lsn, state)),
+        4 => {
+            let view = state.view();
+            if !view.speeds.is_empty() {
+                return Err(Error::invalid("snapshot version 4 has no speeds of workers"));
+            }
+            let snap = snapshot_v4::SnapshotV4 { lsn, state: snapshot_v4::StateV4::from_view(&view) };
+            Ok(frame_snapshot(4, &encode(&snap)))
+        }
+        5 => Ok(encode_snapshot(lsn, state)),
         v => Err(Error::invalid(format!("no snapshot version {v} is written"))),
     }
 }
@@ -198,6 +211,10 @@ pub fn decode_snapshot(buf: &[u8]) -> Result<(u64, MetaState)> {
         }
         4 => {
             let s: snapshot_v4::SnapshotV4 = decode(body, what)?;
+            Ok((s.lsn, s.state.into_state().map_err(|e| e.context(what))?))
+        }
+        5 => {
+            let s: snapshot_v5::SnapshotV5 = decode(body, what)?;
             Ok((s.lsn, s.state.into_state().map_err(|e| e.context(what))?))
         }
         v => Err(corrupt(&format!("version {v} is not known to this build (it reads up to {SNAPSHOT_VERSION})"))),

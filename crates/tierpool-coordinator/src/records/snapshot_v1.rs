@@ -66,6 +66,7 @@ impl StateV1 {
             goal: Vec::new(),
             draining: BTreeSet::new(),
             removed: BTreeSet::new(),
+            speeds: Default::default(),
         })
         .map_err(corrupt)
     }

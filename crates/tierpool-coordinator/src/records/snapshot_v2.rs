@@ -90,6 +90,7 @@ impl StateV2 {
             goal: Vec::new(),
             draining: BTreeSet::new(),
             removed: BTreeSet::new(),
+            speeds: Default::default(),
         })
         .map_err(corrupt)
     }

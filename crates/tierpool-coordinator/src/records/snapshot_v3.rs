@@ -65,6 +65,7 @@ impl StateV3 {
             goal: Vec::new(),
             draining: BTreeSet::new(),
             removed: BTreeSet::new(),
+            speeds: Default::default(),
         })
         .map_err(corrupt)
     }

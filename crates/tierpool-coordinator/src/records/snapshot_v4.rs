@@ -58,10 +58,16 @@ impl StateV4 {
     }
 
     pub fn into_state(self) -> Result<MetaState> {
+        MetaState::from_parts(self.into_parts()?).map_err(corrupt)
+    }
+
+    /// The state's fields (no worker slower than a healthy one: version 4
+    /// knows no speeds).
+    pub fn into_parts(self) -> Result<StateParts> {
         let inodes = (self.inodes.into_iter())
             .map(|(id, n)| Ok((InodeId(id), inode_from_v2(n)?)))
             .collect::<Result<BTreeMap<_, _>>>()?;
-        MetaState::from_parts(StateParts {
+        Ok(StateParts {
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,
@@ -76,7 +82,7 @@ impl StateV4 {
             goal: self.goal.into_iter().map(|g| g.map(WorkerId)).collect(),
             draining: self.draining.into_iter().map(WorkerId).collect(),
             removed: self.removed.into_iter().map(WorkerId).collect(),
+            speeds: BTreeMap::new(),
         })
-        .map_err(corrupt)
     }
 }

@@ -97,6 +97,14 @@ fn released() -> Vec<(&'static str, Registry)> {
         ("snapshot-v3", trace_with(t::<snapshot_v3::SnapshotV3>, &[&t::<KindV1>, &t::<snapshot_v2::BodyV2>])),
         ("log-v3", trace_with(t::<log_v3::RecordV3>, &[&t::<KindV1>, &t::<log_v1::NewNodeV1>, &t::<log_v3::OpV3>])),
         ("snapshot-v4", trace_with(t::<snapshot_v4::SnapshotV4>, &[&t::<KindV1>, &t::<snapshot_v2::BodyV2>])),
+        (
+            "log-v4",
+            trace_with(
+                t::<log_v4::RecordV4>,
+                &[&t::<KindV1>, &t::<log_v1::NewNodeV1>, &t::<log_v3::OpV3>, &t::<log_v4::OpV4>],
+            ),
+        ),
+        ("snapshot-v5", trace_with(t::<snapshot_v5::SnapshotV5>, &[&t::<KindV1>, &t::<snapshot_v2::BodyV2>])),
     ]
 }
 

@@ -34,6 +34,9 @@ pub fn dump(s: &MetaState) -> String {
         writeln!(out, "draining {:?}", s.draining()).unwrap();
         writeln!(out, "removed {:?}", s.removed()).unwrap();
     }
+    if !s.speeds().is_empty() {
+        writeln!(out, "speeds {:?}", s.speeds()).unwrap();
+    }
     if s.is_initialised() {
         walk(s, InodeId::ROOT, "/", &mut out);
     }

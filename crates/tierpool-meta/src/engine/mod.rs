@@ -22,6 +22,7 @@ pub mod leases;
 pub mod liveness;
 pub mod moves;
 pub mod orphans;
+pub mod speeds;
 
 use crate::{Garbage, MetaOp, MetaReply, MetaState, Owner, Timestamp};
 use gc::{Batch, GcSchedule};
@@ -46,6 +47,12 @@ pub struct EngineConfig {
     pub gc_batch: usize,
     /// Most partitions moving at once.
     pub max_moving: usize,
+    /// Percent points a worker's measured bandwidth must be off the fastest
+    /// worker's (and off the speed logged for it) before its share is
+    /// weighed again; 0: shares by capacity only.
+    pub speed_threshold: u8,
+    /// How long a deviation must last, and the window bandwidth is measured over.
+    pub speed_window: Duration,
 }
 
 /// What the shell must do for the engine.
@@ -88,6 +95,7 @@ pub struct Engine {
     /// Ids reserved lately: their writers may not have renewed a hold yet.
     reservations: Reservations,
     mover: Mover,
+    speeds: speeds::SpeedWatch,
 }
 
 /// The orphans found in part of a worker's inventory.
@@ -113,6 +121,7 @@ impl Engine {
             gc: GcSchedule::new(cfg.gc_grace, cfg.gc_batch),
             synced: BTreeSet::new(),
             mover: Mover::new(cfg.max_moving),
+            speeds: speeds::SpeedWatch::new(cfg.speed_threshold, cfg.speed_window),
             state,
             cfg,
         }
@@ -315,6 +324,25 @@ impl Engine {
     /// Moves a coordinator that stopped left under way: log `AbortMoves`.
     pub fn interrupted_moves(&self) -> Vec<u32> {
         self.mover.interrupted(&self.state)
+    }
+
+    /// Worker `id`'s transfer counters (from its heartbeat).
+    pub fn transfers(&mut self, id: WorkerId, now: Duration, bytes: u64, nanos: u64) {
+        self.speeds.report(id, now, bytes, nanos);
+    }
+
+    /// Bytes a second worker `id`'s links achieved over the last window.
+    pub fn bandwidth(&self, id: WorkerId, now: Duration) -> Option<u64> {
+        self.speeds.measured(id, now)
+    }
+
+    /// Speeds of workers to log now (`SetSpeed`): see [`speeds`].
+    pub fn speed_changes(&mut self, now: Duration) -> Vec<(WorkerId, u8)> {
+        let known = self.state.workers();
+        let current = self.state.speeds().clone();
+        let mut out = self.speeds.changes(now, &current);
+        out.retain(|(w, _)| known.contains_key(w));
+        out
     }
 
     /// How far along the migration is.

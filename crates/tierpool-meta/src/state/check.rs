@@ -120,6 +120,10 @@ impl MetaState {
                 return fail(format!("the goal names {g:?}, not a worker taking partitions"));
             }
         }
+        if let Some((w, p)) = self.speeds.iter().find(|(w, p)| !self.workers.contains_key(w) || !(1..100).contains(*p))
+        {
+            return fail(format!("worker {w} has a speed of {p}% (known workers only, 1..99%)"));
+        }
         if let Some(d) = self.draining.iter().find(|d| !self.workers.contains_key(d)) {
             return fail(format!("draining worker {d} is unknown"));
         }

@@ -29,6 +29,7 @@ pub struct StateView<'a> {
     pub goal: &'a [Option<WorkerId>],
     pub draining: &'a BTreeSet<WorkerId>,
     pub removed: &'a BTreeSet<WorkerId>,
+    pub speeds: &'a BTreeMap<WorkerId, u8>,
 }
 
 /// Every field of a state, owned: what a decoded snapshot holds.
@@ -46,6 +47,7 @@ pub struct StateParts {
     pub goal: Vec<Option<WorkerId>>,
     pub draining: BTreeSet<WorkerId>,
     pub removed: BTreeSet<WorkerId>,
+    pub speeds: BTreeMap<WorkerId, u8>,
 }
 
 impl MetaState {
@@ -64,6 +66,7 @@ impl MetaState {
             goal: &self.goal,
             draining: &self.draining,
             removed: &self.removed,
+            speeds: &self.speeds,
         }
     }
 
@@ -82,6 +85,7 @@ impl MetaState {
             goal: p.goal,
             draining: p.draining,
             removed: p.removed,
+            speeds: p.speeds,
             fresh: Default::default(),
         };
         s.check_invariants()?;
@@ -105,6 +109,7 @@ impl StateView<'_> {
             goal: self.goal.to_vec(),
             draining: self.draining.clone(),
             removed: self.removed.clone(),
+            speeds: self.speeds.clone(),
         }
     }
 }

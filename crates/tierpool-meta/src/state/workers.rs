@@ -59,12 +59,38 @@ impl MetaState {
         Ok(MetaReply::Worker { id })
     }
 
-    /// Every known worker that is not draining, with its weight.
+    /// Every known worker that is not draining, with its weight: its
+    /// capacity (MEM + DISK) times the share of a healthy worker's
+    /// bandwidth it delivers.
     fn weights(&self) -> Vec<(WorkerId, u64)> {
         (self.workers.values())
             .filter(|w| !self.draining.contains(&w.id))
-            .map(|w| (w.id, w.mem_capacity.saturating_add(w.disk_capacity)))
+            .map(|w| {
+                let capacity = w.mem_capacity.saturating_add(w.disk_capacity);
+                let percent = self.speeds.get(&w.id).copied().unwrap_or(100);
+                (w.id, capacity.saturating_mul(u64::from(percent)))
+            })
             .collect()
+    }
+
+    pub(super) fn set_speed(&mut self, id: WorkerId, percent: u8) -> Result<MetaReply> {
+        self.known(id)?;
+        if !(1..=100).contains(&percent) {
+            return Err(Error::invalid(format!("a speed of {percent}% is not in 1..=100")));
+        }
+        if percent == 100 {
+            self.speeds.remove(&id);
+        } else {
+            self.speeds.insert(id, percent);
+        }
+        self.goal = self.planned().rebalanced(&self.weights()).owners().to_vec();
+        self.goal_reached();
+        Ok(MetaReply::Done)
+    }
+
+    /// The share of a healthy worker's bandwidth each slower worker delivers.
+    pub fn speeds(&self) -> &std::collections::BTreeMap<WorkerId, u8> {
+        &self.speeds
     }
 
     /// The table as it will be once the goal is reached (no moves).
@@ -107,6 +133,7 @@ impl MetaState {
         let lost = self.paths_of(&self.inodes_in_partitions(&partitions.iter().copied().collect()));
         self.workers.remove(&id);
         self.draining.remove(&id);
+        self.speeds.remove(&id);
         self.removed.insert(id);
         if self.workers.keys().all(|w| self.draining.contains(w)) {
             // No one left could take a drained worker's partitions: the

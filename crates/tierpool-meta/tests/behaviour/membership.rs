@@ -200,3 +200,39 @@ fn a_known_worker_is_updated_without_a_rebalance() {
     let w = &s.workers()[&id];
     assert_eq!((w.id, w.mem_capacity, w.addr.as_str()), (id, 100, "10.0.0.1:100"));
 }
+
+#[test]
+fn a_slow_worker_s_share_shrinks_with_its_speed_and_comes_back() {
+    let mut s = ready();
+    let a = register(&mut s, worker(None, 1, 0));
+    let b = register(&mut s, worker(None, 1, 0));
+    reach_goal(&mut s, 16);
+    assert_eq!(s.table().shares(), [(a, 8), (b, 8)].into_iter().collect());
+    let before = s.table().clone();
+    // b delivers a quarter of a's bandwidth: weights 1 and 0.25.
+    s.execute(&MetaOp::SetSpeed { id: b, percent: 25 }, 6).unwrap();
+    assert_eq!(s.speeds().get(&b), Some(&25));
+    assert_eq!(goal_shares(&s), [(a, 13), (b, 3)], "16 * 1/1.25 and 16 * 0.25/1.25, rounded");
+    for p in 0..16 {
+        let g = s.goal()[p as usize];
+        assert!(g == before.owner(p) || before.owner(p) == Some(b), "only b's partitions move");
+    }
+    reach_goal(&mut s, 16);
+    // Back to full speed: shares by capacity again, only toward b.
+    let before = s.table().clone();
+    s.execute(&MetaOp::SetSpeed { id: b, percent: 100 }, 7).unwrap();
+    assert!(s.speeds().is_empty());
+    assert_eq!(goal_shares(&s), [(a, 8), (b, 8)]);
+    for p in 0..16 {
+        let g = s.goal()[p as usize];
+        assert!(g == before.owner(p) || g == Some(b), "only partitions toward b move");
+    }
+    for (id, percent, e) in [(b, 0, "a speed of 0% is not in 1..=100"), (b, 101, "a speed of 101% is not in 1..=100")] {
+        let err = s.execute(&MetaOp::SetSpeed { id, percent }, 8).unwrap_err();
+        assert_eq!((err.kind, err.message.as_str()), (ErrorKind::InvalidArgument, e));
+    }
+    assert_eq!(
+        s.execute(&MetaOp::SetSpeed { id: WorkerId(99), percent: 50 }, 8).unwrap_err().kind,
+        ErrorKind::NotFound
+    );
+}

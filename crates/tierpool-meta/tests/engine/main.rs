@@ -6,6 +6,7 @@ mod collection;
 mod liveness;
 mod migration;
 mod orphans;
+mod speeds;
 
 use std::time::Duration;
 use tierpool_meta::engine::{Engine, EngineConfig};
@@ -16,7 +17,15 @@ pub const GRACE: Duration = Duration::from_secs(5);
 pub const HOLD: Duration = Duration::from_secs(10);
 
 pub fn config() -> EngineConfig {
-    EngineConfig { dead_after: DEAD_AFTER, gc_grace: GRACE, hold_period: HOLD, gc_batch: 4, max_moving: 4 }
+    EngineConfig {
+        dead_after: DEAD_AFTER,
+        gc_grace: GRACE,
+        hold_period: HOLD,
+        gc_batch: 4,
+        max_moving: 4,
+        speed_threshold: 20,
+        speed_window: Duration::from_secs(30),
+    }
 }
 
 /// An engine over an initialised pool of 8 partitions.

@@ -23,6 +23,8 @@ pub async fn coordinator(a: CoordinatorArgs) -> Result<()> {
     cfg.hold_period = a.hold_period.0;
     cfg.max_moving = a.max_moving as usize;
     cfg.move_rate = a.move_rate.0;
+    cfg.speed_threshold = a.bandwidth_threshold;
+    cfg.speed_window = a.bandwidth_window.0;
     cfg.limits = a.limits.apply(tierpool_net::Limits::default());
     cfg.secret_file = a.secret_file;
     tokio::select! {

@@ -164,6 +164,9 @@ fn meta_op(sample: &MetaOp) -> BoxedStrategy<MetaOp> {
         M::DrainWorker { .. } => num32().prop_map(|id| M::DrainWorker { id: WorkerId(id) }).boxed(),
         M::RemoveWorker { .. } => num32().prop_map(|id| M::RemoveWorker { id: WorkerId(id) }).boxed(),
         M::Rebalance => Just(M::Rebalance).boxed(),
+        M::SetSpeed { .. } => {
+            (num32(), any::<u8>()).prop_map(|(id, percent)| M::SetSpeed { id: WorkerId(id), percent }).boxed()
+        }
     }
 }
 
@@ -223,7 +226,7 @@ fn rename_at() -> BoxedStrategy<MetaOp> {
 }
 
 fn stats() -> BoxedStrategy<WorkerStats> {
-    (prop::collection::vec(num(), 14), any::<bool>())
+    (prop::collection::vec(num(), 16), any::<bool>())
         .prop_map(|(v, disk_full)| WorkerStats {
             tiers: tierpool_types::TierStats {
                 mem_capacity: v[0],
@@ -242,6 +245,7 @@ fn stats() -> BoxedStrategy<WorkerStats> {
             bytes_written: v[11],
             bytes_read: v[12],
             bytes_moved_in: v[13],
+            transfer: disk_full.then_some((v[14], v[15])),
         })
         .boxed()
 }
