@@ -161,6 +161,9 @@ def test_status_reports_the_workers(client: tierpool.Client) -> None:
     assert s["partitions"] == 4096
     assert len(s["workers"]) == 2 and all(w["alive"] for w in s["workers"])
     assert {w["mem"]["capacity"] for w in s["workers"]} == {64 << 20}
+    # Shares by capacity and bandwidth: no worker is slow; little traffic yet.
+    assert all(w["speed"] == 100 and "bandwidth" in w and not w["draining"] for w in s["workers"])
+    assert s["migration"]["active"] is False and s["migration"]["partitions_left"] == 0
 
 
 def test_client_pickles_as_its_address(client: tierpool.Client, base: str) -> None:

@@ -5,7 +5,9 @@ use tierpool_client::view::{MigrationView, StatusView, TierView};
 use tierpool_client::{DirEntry, InodeInfo, InodeKind};
 use tierpool_types::ByteSize;
 
-pub fn status_text(v: &StatusView) -> String {
+/// The pool's state as `tierpool status` prints it; with `bar`, a
+/// migration under way gets a progress bar (for a terminal).
+pub fn status_text(v: &StatusView, bar: bool) -> String {
     let mut out = format!(
         "coordinator {}  partitions {}  inodes {}  workers {}\n",
         v.coordinator,
@@ -50,12 +52,27 @@ pub fn status_text(v: &StatusView) -> String {
         );
     }
     if v.migration.active {
-        out += &format!("{}\n", migration_text(&v.migration));
+        let bar = if bar { format!("{} ", progress_bar(&v.migration)) } else { String::new() };
+        out += &format!("{bar}{}\n", migration_text(&v.migration));
     }
     out
 }
 
 /// One line on the partitions moving between workers.
+/// `[#########-----------]  45%`: how far a migration is, by bytes when
+/// they are known, else by partitions.
+pub fn progress_bar(m: &MigrationView) -> String {
+    const WIDTH: u64 = 20;
+    let (done, total) = if m.bytes_total > 0 {
+        (m.bytes_moved, m.bytes_total)
+    } else {
+        (u64::from(m.partitions_done), u64::from(m.partitions_done) + u64::from(m.partitions_left))
+    };
+    let frac = if total == 0 { 1.0 } else { (done as f64 / total as f64).min(1.0) };
+    let filled = (frac * WIDTH as f64).round() as u64;
+    format!("[{}{}] {:>3.0}%", "#".repeat(filled as usize), "-".repeat((WIDTH - filled) as usize), frac * 100.0)
+}
+
 pub fn migration_text(m: &MigrationView) -> String {
     let mut s = format!(
         "moving partitions: {} moved, {} left ({} moving now)",
@@ -148,5 +165,24 @@ mod tests {
     fn formats_utc_times() {
         assert_eq!(super::time_text(0), "1970-01-01 00:00:00");
         assert_eq!(super::time_text(1_700_000_000_000_000_000), "2023-11-14 22:13:20");
+    }
+
+    #[test]
+    fn a_progress_bar_goes_by_bytes_else_by_partitions() {
+        let m = |done, left, moved, total| tierpool_client::view::MigrationView {
+            active: true,
+            partitions_moving: 0,
+            partitions_left: left,
+            partitions_done: done,
+            bytes_moved: moved,
+            bytes_total: total,
+            elapsed_secs: 0.0,
+            rate: 0,
+            eta_secs: None,
+            moves_failed: 0,
+        };
+        assert_eq!(super::progress_bar(&m(1, 3, 45, 100)), "[#########-----------]  45%");
+        assert_eq!(super::progress_bar(&m(1, 3, 0, 0)), "[#####---------------]  25%");
+        assert_eq!(super::progress_bar(&m(0, 0, 0, 0)), "[####################] 100%");
     }
 }

@@ -95,6 +95,9 @@ async fn follow(c: &Client, done: impl Fn(&StatusView) -> bool) -> Result<()> {
             return Ok(());
         }
         let mut line = output::migration_text(&s.migration);
+        if tty {
+            line = format!("{} {line}", output::progress_bar(&s.migration));
+        }
         let down: Vec<String> = s.workers.iter().filter(|w| !w.alive).map(|w| format!("w{}", w.id)).collect();
         if !down.is_empty() {
             line += &format!(

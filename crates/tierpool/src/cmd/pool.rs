@@ -334,7 +334,8 @@ pub async fn status(client: &Client, json: bool) -> Result<()> {
     if json {
         println!("{}", serde_json::to_string_pretty(&StatusView::new(client.coordinator_addr(), &s))?);
     } else {
-        print!("{}", output::status_text(&StatusView::new(client.coordinator_addr(), &s)));
+        let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
+        print!("{}", output::status_text(&StatusView::new(client.coordinator_addr(), &s), tty));
     }
     Ok(())
 }
