@@ -209,30 +209,31 @@ pub(crate) fn status(p: Progress) -> MigrationStatus {
     }
 }
 
-/// Bytes a probe of a slow worker carries: enough to time its link.
-const PROBE_BYTES: usize = 4 << 20;
+/// Bytes a probe carries: enough to time a link.
+const PROBE_BYTES: usize = 1 << 20;
 
-/// Sends each live worker whose share is weighed down by a slow link a
-/// probe now and then (a ping carrying [`PROBE_BYTES`], which it times like
-/// any large payload), so that a link that recovered is noticed even when
-/// the worker, holding few partitions, sees little traffic.
+/// Sends each live worker, one after another, a probe eight times a
+/// bandwidth window, at most once a second (a ping carrying
+/// [`PROBE_BYTES`], which the worker times like any large request), so that
+/// every worker's link is measured on the same path however much traffic
+/// it sees, and a slow worker holding few partitions is still seen to
+/// recover. About 0.3 MB/s per worker with the default window.
 pub async fn probe(svc: Arc<Coordinator>) {
     let payload = bytes::Bytes::from(vec![0u8; PROBE_BYTES]);
-    let every = (svc.cfg.speed_window / 4).max(Duration::from_millis(250));
+    let every = (svc.cfg.speed_window / 8).max(Duration::from_secs(1));
     loop {
         tokio::time::sleep(every).await;
         if svc.cfg.speed_threshold == 0 {
             continue;
         }
-        let slow: Vec<WorkerId> = svc.with_engine(|e| e.state().speeds().keys().copied().collect());
-        for id in slow.into_iter().filter(|w| svc.is_alive(*w)) {
-            if let Some(pool) = svc.worker_pool(id) {
-                let payload = payload.clone();
-                tokio::spawn(async move {
-                    if let Err(e) = pool.call(&WorkerRequest::Ping, &payload, true).await {
-                        tracing::debug!("probing worker {id}: {e}");
-                    }
-                });
+        let workers: Vec<WorkerId> = svc.with_engine(|e| e.state().workers().keys().copied().collect());
+        for id in workers.into_iter().filter(|w| svc.is_alive(*w)) {
+            let Some(pool) = svc.worker_pool(id) else { continue };
+            let probe = pool.call(&WorkerRequest::Ping, &payload, true);
+            match tokio::time::timeout(every, probe).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => tracing::debug!("probing worker {id}: {e}"),
+                Err(_) => tracing::debug!("probing worker {id}: no answer within {every:?}"),
             }
         }
     }

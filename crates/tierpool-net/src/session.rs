@@ -227,10 +227,11 @@ impl<H: Handler> Session<H> {
     async fn serve_frame(&mut self, head: &FrameHeader) -> Result<(), End> {
         let stall = Some(self.shared.limits.stall_timeout);
         let mut charge = self.shared.budget.frame(u64::from(head.header_len) + u64::from(head.payload_len));
-        let started = std::time::Instant::now();
+        let large = head.payload_len as usize >= LARGE_PAYLOAD;
+        let transfer = large.then(|| self.shared.counters.transfer());
         let frame = self.conn.read_body(head, &mut charge, stall).await?;
-        if head.payload_len as usize >= LARGE_PAYLOAD {
-            self.shared.counters.transferred(head.payload_len as usize, started.elapsed());
+        if let Some(t) = transfer {
+            t.done(head.payload_len as u64);
         }
         let role = <H::Service as Service>::ROLE;
         if frame.kind != <H::Service as Service>::KIND {
@@ -252,11 +253,8 @@ impl<H: Handler> Session<H> {
         let (resp, out) = answer(&*self.handler, req, payload).await;
         // Answered: what the handler kept of the payload is its own to account.
         drop(charge);
-        let started = std::time::Instant::now();
-        self.conn.send_response(&resp, &out).await?;
-        if out.len() >= LARGE_PAYLOAD {
-            self.shared.counters.transferred(out.len(), started.elapsed());
-        }
-        Ok(())
+        // Responses are not timed: one that fits in the socket's send buffer
+        // is written long before its link has carried it.
+        Ok(self.conn.send_response(&resp, &out).await?)
     }
 }

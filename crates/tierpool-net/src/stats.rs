@@ -109,10 +109,12 @@ pub struct ServerStats {
     /// What `bytes_held` may reach.
     pub budget: ByteSize,
     pub dropped: Dropped,
-    /// Payload bytes of large frames (at least [`LARGE_PAYLOAD`]) read or
-    /// written, and the nanoseconds that took: what the links to this
-    /// server achieve when they carry data (the rate of the link, or of
-    /// the peers, whichever is slower).
+    /// Payload bytes of large requests (at least [`LARGE_PAYLOAD`]) read,
+    /// and the nanoseconds during which at least one was being read (from
+    /// its header to its last byte): what the links to this server achieve
+    /// when they carry data (the rate of the link, or of the peers,
+    /// whichever is slower). Concurrent requests share one busy time, so
+    /// requests queued behind each other on a link do not count it slower.
     pub transfer_bytes: u64,
     pub transfer_nanos: u64,
 }
@@ -129,7 +131,41 @@ pub(crate) struct Counters {
     peak: AtomicU64,
     dropped: [AtomicU64; DropReason::ALL.len()],
     transfer_bytes: AtomicU64,
-    transfer_nanos: AtomicU64,
+    busy: parking_lot::Mutex<Busy>,
+}
+
+/// Time during which at least one large request was being read.
+#[derive(Default)]
+struct Busy {
+    active: u32,
+    since: Option<std::time::Instant>,
+    nanos: u64,
+}
+
+/// One large request being read: [`Transfer::done`] with its bytes once
+/// read; dropped before (an error), it counts its time and no bytes.
+pub(crate) struct Transfer<'a> {
+    counters: &'a Counters,
+    bytes: u64,
+}
+
+impl Transfer<'_> {
+    pub(crate) fn done(mut self, bytes: u64) {
+        self.bytes = bytes;
+    }
+}
+
+impl Drop for Transfer<'_> {
+    fn drop(&mut self) {
+        self.counters.transfer_bytes.fetch_add(self.bytes, Ordering::Relaxed);
+        let mut b = self.counters.busy.lock();
+        b.active -= 1;
+        if b.active == 0 {
+            if let Some(since) = b.since.take() {
+                b.nanos += since.elapsed().as_nanos() as u64;
+            }
+        }
+    }
 }
 
 impl Counters {
@@ -142,7 +178,7 @@ impl Counters {
             peak: AtomicU64::new(0),
             dropped: Default::default(),
             transfer_bytes: AtomicU64::new(0),
-            transfer_nanos: AtomicU64::new(0),
+            busy: parking_lot::Mutex::new(Busy::default()),
         })
     }
 
@@ -164,10 +200,14 @@ impl Counters {
         self.held.fetch_sub(n, Ordering::Relaxed);
     }
 
-    /// A large payload of `bytes` took `took` to read or write.
-    pub(crate) fn transferred(&self, bytes: usize, took: std::time::Duration) {
-        self.transfer_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
-        self.transfer_nanos.fetch_add(took.as_nanos().min(u128::from(u64::MAX)) as u64, Ordering::Relaxed);
+    /// A large request starts being read.
+    pub(crate) fn transfer(&self) -> Transfer<'_> {
+        let mut b = self.busy.lock();
+        if b.active == 0 {
+            b.since = Some(std::time::Instant::now());
+        }
+        b.active += 1;
+        Transfer { counters: self, bytes: 0 }
     }
 
     pub(crate) fn dropped(&self, reason: DropReason) {
@@ -192,7 +232,10 @@ impl Counters {
                 unauthenticated: d(DropReason::Unauthenticated),
             },
             transfer_bytes: self.transfer_bytes.load(Ordering::Relaxed),
-            transfer_nanos: self.transfer_nanos.load(Ordering::Relaxed),
+            transfer_nanos: {
+                let b = self.busy.lock();
+                b.nanos + b.since.map_or(0, |s| s.elapsed().as_nanos() as u64)
+            },
         }
     }
 }
@@ -210,6 +253,24 @@ impl StatsHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn concurrent_transfers_share_one_busy_time() {
+        let c = Counters::new(ByteSize(100));
+        let t0 = std::time::Instant::now();
+        let a = c.transfer();
+        let b = c.transfer();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        a.done(1000);
+        b.done(3000);
+        let wall = t0.elapsed().as_nanos() as u64;
+        let s = c.snapshot();
+        assert_eq!(s.transfer_bytes, 4000);
+        assert!(s.transfer_nanos >= 50_000_000 && s.transfer_nanos <= wall, "{} of {wall}", s.transfer_nanos);
+        // One dropped before its end (an error) counts its time, no bytes.
+        drop(c.transfer());
+        assert_eq!(c.snapshot().transfer_bytes, 4000);
+    }
 
     #[test]
     fn counts_by_reason_and_tracks_the_peak() {
