@@ -178,7 +178,8 @@ class Client:
         it): its partitions move to the others while it serves them, and it
         takes none. With ``wait``, returns once it holds no partition
         (``TimeoutError`` after ``timeout`` seconds, if given); then it can
-        be stopped and removed."""
+        be stopped and removed. Raises ``tierpool.PoolFull`` if the other
+        workers have no room for what it holds."""
         wid = _worker_id(worker)
         self._native.drain(wid)
         if wait:

@@ -20,7 +20,7 @@ use tierpool_meta::{Garbage, MetaOp, MetaReply, MetaState, Owner};
 use tierpool_net::{Credentials, Handler, Pool, PoolConfig};
 use tierpool_proto::{CoordRequest, CoordResponse, Layout, PoolStatus, WorkerRequest, WorkerResponse, WorkerStats};
 use tierpool_proto::{Worker, WorkerStatus};
-use tierpool_types::{ChunkKey, Error, InodeId, Result, WorkerId};
+use tierpool_types::{ByteSize, ChunkKey, Error, ErrorKind, InodeId, Result, WorkerId};
 
 /// How long a status waits for a worker's current statistics.
 const STATS_TIMEOUT: Duration = Duration::from_millis(500);
@@ -342,8 +342,9 @@ impl Coordinator {
         Ok(CoordResponse::Meta(self.execute(op, owner).await?))
     }
 
-    /// Refuses ops only the coordinator itself may run, and removals that
-    /// would lose data a worker still serves.
+    /// Refuses ops only the coordinator itself may run, removals that
+    /// would lose data a worker still serves, and drains the other workers
+    /// cannot hold.
     fn check_from_outside(&self, op: &MetaOp) -> Result<()> {
         let own = |name: &str| Err(Error::invalid(format!("{name} is run by the coordinator itself, not asked for")));
         match op {
@@ -352,6 +353,18 @@ impl Coordinator {
             MetaOp::AbortMoves { .. } => own("AbortMoves"),
             MetaOp::RegisterWorker { at_once: true, .. } => own("a join that takes partitions at once"),
             MetaOp::SetSpeed { .. } => own("SetSpeed (the coordinator measures workers' bandwidth)"),
+            MetaOp::DrainWorker { id } => {
+                let now = self.now();
+                let g = self.inner.lock();
+                let s = g.engine.state();
+                let stats = self.stats.lock();
+                let Some(drained) = stats.get(id) else { return Ok(()) };
+                let others: Vec<&WorkerStats> = (s.workers().keys())
+                    .filter(|w| *w != id && !s.draining().contains(w) && g.engine.is_alive(**w, now))
+                    .filter_map(|w| stats.get(w))
+                    .collect();
+                drain_fits(*id, drained, &others)
+            }
             MetaOp::RemoveWorker { id } => {
                 let g = self.inner.lock();
                 let owned = g.engine.state().table().shares().get(id).copied().unwrap_or(0);
@@ -446,5 +459,57 @@ impl Handler for Coordinator {
 
     async fn handle(&self, req: CoordRequest, _payload: Bytes) -> (Result<CoordResponse>, Bytes) {
         (self.dispatch(req).await, Bytes::new())
+    }
+}
+
+/// Whether the live bytes of `drained` fit in what the `others` (alive, not
+/// draining) have free, by their last reported figures.
+fn drain_fits(id: WorkerId, drained: &WorkerStats, others: &[&WorkerStats]) -> Result<()> {
+    let live = |t: &tierpool_types::TierStats| (t.mem_used + t.disk_used).saturating_sub(t.reclaimable_bytes);
+    let need = live(&drained.tiers);
+    let free: u64 =
+        others.iter().map(|o| (o.tiers.mem_capacity + o.tiers.disk_capacity).saturating_sub(live(&o.tiers))).sum();
+    if need > free {
+        return Err(Error::new(
+            ErrorKind::PoolFull,
+            format!(
+                "worker {id} holds {} that the other workers cannot take ({} free among them): \
+                 add a worker or free space before draining it",
+                ByteSize(need),
+                ByteSize(free)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod drain_tests {
+    use super::*;
+
+    fn stats(cap: u64, used: u64, reclaimable: u64) -> WorkerStats {
+        let mut w = WorkerStats::default();
+        w.tiers.mem_capacity = cap / 2;
+        w.tiers.disk_capacity = cap - cap / 2;
+        w.tiers.disk_used = used;
+        w.tiers.reclaimable_bytes = reclaimable;
+        w
+    }
+
+    #[test]
+    fn a_drain_needs_room_for_the_live_bytes_among_the_others() {
+        let w = WorkerId(2);
+        let (a, b) = (stats(100 << 20, 60 << 20, 0), stats(100 << 20, 90 << 20, 40 << 20));
+        // 90 MiB free among the others (40 + 50, garbage counted free).
+        assert!(drain_fits(w, &stats(100 << 20, 90 << 20, 0), &[&a, &b]).is_ok());
+        assert!(drain_fits(w, &stats(100 << 20, 95 << 20, 10 << 20), &[&a, &b]).is_ok());
+        let e = drain_fits(w, &stats(100 << 20, 91 << 20, 0), &[&a, &b]).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::PoolFull);
+        assert_eq!(
+            e.message,
+            "worker w2 holds 91MiB that the other workers cannot take (90MiB free among them): \
+             add a worker or free space before draining it"
+        );
+        assert!(drain_fits(w, &stats(1, 1, 0), &[]).is_err(), "no one to take it");
     }
 }

@@ -383,3 +383,22 @@ fn a_pool_grows_and_shrinks_under_load_through_a_coordinator_crash() {
     assert_eq!(shares.len(), 3);
     assert!(shares.iter().all(|n| (85..=86).contains(n)), "equal capacities, equal shares: {shares:?}");
 }
+
+#[test]
+fn a_drain_the_others_cannot_hold_is_refused_and_changes_nothing() {
+    let pool = Pool::start(2, "8MiB", "24MiB");
+    pool.ok(&["mkdir", "/data"]);
+    let files = fill(&pool, "/data", 100, 900);
+    pool.fresh_status();
+    let e = pool.err(&["worker", "drain", "2"]);
+    assert!(
+        e.starts_with("tierpool: worker w2 holds ")
+            && e.contains(" that the other workers cannot take (")
+            && e.ends_with(" free among them): add a worker or free space before draining it"),
+        "{e}"
+    );
+    let s = pool.status();
+    assert_eq!((worker(&s, 2)["draining"].as_bool(), worker(&s, 2)["partitions"].as_u64()), (Some(false), Some(128)));
+    assert_eq!(s["migration"]["active"], false);
+    check_all(&pool, &files);
+}
