@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{data, Pool};
+use common::{data, Pool, Reaped};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -349,7 +349,7 @@ fn a_pool_grows_and_shrinks_under_load_through_a_coordinator_crash() {
     let files = fill(&pool, "/data", 160, 500);
     let bytes: u64 = files.values().map(|b| b.len() as u64).sum();
     assert!(bytes > 3 * (24 << 20), "{bytes} bytes: more than the pool's MEM");
-    let coordinator = pool.coordinator.take().unwrap();
+    let coordinator = Reaped(pool.coordinator.take());
     let ((coordinator, fourth), written) = traffic(&pool, &files, || {
         let fourth = pool.spawn_worker(3, "8MiB", "256MiB");
         pool.wait_alive(4);
@@ -362,15 +362,17 @@ fn a_pool_grows_and_shrinks_under_load_through_a_coordinator_crash() {
         }
         assert_eq!(migration(&pool)["active"], true, "killed mid-migration");
         let mut old = coordinator;
-        old.kill().unwrap();
-        old.wait().unwrap();
-        let coordinator = pool.spawn_coordinator();
+        let mut c = old.0.take().unwrap();
+        c.kill().unwrap();
+        c.wait().unwrap();
+        let coordinator = Reaped(Some(pool.spawn_coordinator()));
         pool.wait_alive(4);
         let out = pool.ok(&["worker", "drain", "1", "--wait"]);
         assert!(out.ends_with("worker w1 holds no partitions: stop it, then `tierpool worker remove 1`\n"), "{out}");
         (coordinator, fourth)
     });
-    pool.coordinator = Some(coordinator);
+    let mut coordinator = coordinator;
+    pool.coordinator = coordinator.0.take();
     pool.workers.push(fourth);
     assert!(pool.log("coordinator.log").contains("moves of partitions left under way by a restart"));
     pool.kill_worker(index_of(&pool, 1));

@@ -29,6 +29,29 @@ pub struct WorkerProc {
     pub child: Option<Child>,
 }
 
+/// A worker not yet handed to a pool is still stopped when a test fails.
+impl Drop for WorkerProc {
+    fn drop(&mut self) {
+        if let Some(c) = self.child.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A server process taken out of a pool (to be killed and replaced by a
+/// test), stopped when dropped, also on a failed assertion.
+pub struct Reaped(pub Option<Child>);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 pub struct Pool {
     pub tmp: tempfile::TempDir,
     pub addr: String,
