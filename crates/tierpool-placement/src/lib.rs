@@ -12,4 +12,4 @@ pub mod plan;
 mod table;
 
 pub use hash::partition_of;
-pub use table::{target_counts, PartitionTable};
+pub use table::{target_counts, weight, PartitionTable};

@@ -63,6 +63,12 @@ pub fn target_counts(weights: &[(WorkerId, u64)], partitions: u32) -> BTreeMap<W
     out
 }
 
+/// A worker's weight: its capacity (MEM + DISK) times the percent of a
+/// healthy worker's bandwidth it delivers. Only ratios matter.
+pub fn weight(mem_capacity: u64, disk_capacity: u64, speed_percent: u8) -> u64 {
+    mem_capacity.saturating_add(disk_capacity).saturating_mul(u64::from(speed_percent))
+}
+
 /// Each worker's exact (unrounded) share of `partitions`.
 fn exact_shares(weights: &[(WorkerId, u64)], partitions: u32) -> BTreeMap<WorkerId, f64> {
     let mut ws: BTreeMap<WorkerId, f64> = weights.iter().map(|&(w, x)| (w, x as f64)).collect();

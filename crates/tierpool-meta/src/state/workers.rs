@@ -66,9 +66,14 @@ impl MetaState {
         (self.workers.values())
             .filter(|w| !self.draining.contains(&w.id))
             .map(|w| {
-                let capacity = w.mem_capacity.saturating_add(w.disk_capacity);
-                let percent = self.speeds.get(&w.id).copied().unwrap_or(100);
-                (w.id, capacity.saturating_mul(u64::from(percent)))
+                (
+                    w.id,
+                    tierpool_placement::weight(
+                        w.mem_capacity,
+                        w.disk_capacity,
+                        self.speeds.get(&w.id).copied().unwrap_or(100),
+                    ),
+                )
             })
             .collect()
     }

@@ -63,7 +63,7 @@ async fn print_plan(c: &Client) -> Result<()> {
     let s = StatusView::new(c.coordinator_addr(), &c.status().await?);
     let weights: Vec<(WorkerId, u64)> = (s.workers.iter())
         .filter(|w| !w.draining)
-        .map(|w| (WorkerId(w.id), w.mem.capacity.saturating_add(w.disk.capacity)))
+        .map(|w| (WorkerId(w.id), tierpool_placement::weight(w.mem.capacity, w.disk.capacity, w.speed)))
         .collect();
     if weights.is_empty() {
         bail!("the pool has no workers to balance");
