@@ -27,7 +27,10 @@ import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run as common  # noqa: E402  (results)
+
+ROOT = common.ROOT
 SCRIPT = os.path.join(ROOT, "scripts", "netns-pool.sh")
 
 
@@ -168,12 +171,7 @@ def main():
     for k in ("read_mb_per_sec", "write_mb_per_sec"):
         result[k.replace("_mb_per_sec", "_aware_vs_capacity")] = result["bandwidth_aware"][k] / result["capacity_only"][k]
     result["degrade"] = degrade(binary, a.fast, slow, a.window)
-    os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
-    path = os.path.join(ROOT, "bench", "results", "bandwidth-" + time.strftime("%Y%m%d-%H%M%S") + ".json")
-    with open(path, "w") as f:
-        json.dump(result, f, indent=2)
-    json.dump(result, sys.stdout, indent=2)
-    print()
+    common.write_result("bandwidth-", result)
 
 
 if __name__ == "__main__":

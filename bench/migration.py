@@ -185,12 +185,7 @@ def main():
         result["foreground"] = fg
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
-    path = os.path.join(ROOT, "bench", "results", "migration-" + time.strftime("%Y%m%d-%H%M%S") + ".json")
-    with open(path, "w") as f:
-        json.dump(result, f, indent=2)
-    json.dump(result, sys.stdout, indent=2)
-    print()
+    common.write_result("migration-", result)
 
 
 if __name__ == "__main__":

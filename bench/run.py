@@ -94,6 +94,16 @@ def tp_connections(addr, n):
     return json.loads(out)["connect"]
 
 
+def write_result(prefix, result):
+    """Writes `result` to bench/results/<prefix><timestamp>.json and stdout."""
+    os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
+    path = os.path.join(ROOT, "bench", "results", prefix + time.strftime("%Y%m%d-%H%M%S") + ".json")
+    with open(path, "w") as f:
+        json.dump(result, f, indent=2)
+    json.dump(result, sys.stdout, indent=2)
+    print()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller sizes for a fast check")
@@ -154,12 +164,7 @@ def main():
             "p99_us": conns["p99_ms"] * 1e3,
         },
     }
-    os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
-    path = os.path.join(ROOT, "bench", "results", time.strftime("%Y%m%d-%H%M%S") + ".json")
-    with open(path, "w") as f:
-        json.dump(result, f, indent=2)
-    json.dump(result, sys.stdout, indent=2)
-    print()
+    write_result("", result)
 
 
 if __name__ == "__main__":

@@ -50,6 +50,18 @@ impl NetnsPool {
         text(&out.stdout)
     }
 
+    /// `up` with 3 workers of 64MiB + 256MiB, 256 partitions, stopped with
+    /// this process, and `extra`; keeps the secret it prints. Returns its output.
+    fn up(&mut self, dir: &std::path::Path, extra: &[&str]) -> String {
+        let (subnet, pid) = (format!("{}.0/24", self.net), std::process::id().to_string());
+        let mut args = vec!["up", "--workers", "3", "--mem", "64MiB", "--disk", "256MiB", "--dir"];
+        args.extend([dir.to_str().unwrap(), "--subnet", &subnet, "--partitions", "256", "--stop-with", &pid]);
+        args.extend(extra);
+        let out = self.ok(&args);
+        self.secret = out.lines().find_map(|l| l.strip_prefix("export TIERPOOL_SECRET_FILE=")).map(str::to_string);
+        out
+    }
+
     fn coordinator(&self) -> String {
         format!("{}.1:7700", self.net)
     }
@@ -221,35 +233,22 @@ fn a_pool_of_namespaces_carries_shaped_links_survives_a_cut_and_leaves_nothing_b
 
     eprintln!("== up: a coordinator and 3 workers over 2 racks, worker 3 shaped to {SHAPED_MBIT}mbit");
     let dir = pool.dir.path().join("pool");
-    let out = pool.ok(&[
-        "up",
-        "--workers",
-        "3",
-        "--racks",
-        "2",
-        "--mem",
-        "64MiB",
-        "--disk",
-        "256MiB",
-        "--dir",
-        dir.to_str().unwrap(),
-        "--subnet",
-        &format!("{}.0/24", pool.net),
-        "--rate",
-        &format!("3={SHAPED_MBIT}mbit"),
-        "--partitions",
-        "256",
-        "--stop-with",
-        &pid.to_string(),
-        // Shares by capacity: the links measured here are not to move
-        // partitions under the measurements (the pool below checks that).
-        "--coordinator-arg",
-        "--bandwidth-threshold",
-        "--coordinator-arg",
-        "0",
-    ]);
+    let out = pool.up(
+        &dir,
+        &[
+            "--racks",
+            "2",
+            "--rate",
+            &format!("3={SHAPED_MBIT}mbit"),
+            // Shares by capacity: the links measured here are not to move
+            // partitions under the measurements (the pool below checks that).
+            "--coordinator-arg",
+            "--bandwidth-threshold",
+            "--coordinator-arg",
+            "0",
+        ],
+    );
     assert!(out.contains(&format!("export TIERPOOL_COORDINATOR={}\n", pool.coordinator())), "{out}");
-    pool.secret = out.lines().find_map(|l| l.strip_prefix("export TIERPOOL_SECRET_FILE=")).map(str::to_string);
     let st = pool.status();
     let workers: Vec<(u64, String, String, String, bool)> = (st["workers"].as_array().unwrap().iter())
         .map(|w| {
@@ -329,35 +328,22 @@ fn a_pool_of_namespaces_carries_shaped_links_survives_a_cut_and_leaves_nothing_b
     let mut pool = NetnsPool { name, net, dir: tempfile::tempdir().unwrap(), secret: None };
     let dir = pool.dir.path().join("pool");
     let local = pool.dir.path().join("in.bin");
-    let out = pool.ok(&[
-        "up",
-        "--workers",
-        "3",
-        "--mem",
-        "64MiB",
-        "--disk",
-        "256MiB",
-        "--dir",
-        dir.to_str().unwrap(),
-        "--subnet",
-        &format!("{}.0/24", pool.net),
-        "--partitions",
-        "256",
-        "--stop-with",
-        &pid.to_string(),
-        // A short window for a short test; on 2 busy cores unshaped links
-        // measure anywhere within ±30% of one another (their rate is the
-        // CPU's), so a slow link is one at half the others or less.
-        "--coordinator-arg",
-        "--bandwidth-window",
-        "--coordinator-arg",
-        "3s",
-        "--coordinator-arg",
-        "--bandwidth-threshold",
-        "--coordinator-arg",
-        "50",
-    ]);
-    pool.secret = out.lines().find_map(|l| l.strip_prefix("export TIERPOOL_SECRET_FILE=")).map(str::to_string);
+    pool.up(
+        &dir,
+        &[
+            // A short window for a short test; on 2 busy cores unshaped links
+            // measure anywhere within ±30% of one another (their rate is the
+            // CPU's), so a slow link is one at half the others or less.
+            "--coordinator-arg",
+            "--bandwidth-window",
+            "--coordinator-arg",
+            "3s",
+            "--coordinator-arg",
+            "--bandwidth-threshold",
+            "--coordinator-arg",
+            "50",
+        ],
+    );
     let share = |pool: &NetnsPool, i| pool.worker(i)["partitions"].as_u64().unwrap();
     std::fs::write(&local, &data).unwrap();
     pool.traffic_until(&local, &data, |p| (1..=3).all(|i| !p.worker(i)["bandwidth"].is_null()));
