@@ -194,8 +194,9 @@ class Client:
         return {"partitions": partitions, "lost": lost}
 
     def rebalance(self, *, wait: bool = False, timeout: Optional[float] = None) -> None:
-        """Sets partitions moving toward the share each worker's capacity
-        asks for (``status()["migration"]`` follows them). With ``wait``,
+        """Sets partitions moving toward the share each worker's weight asks
+        for: its capacity, times its measured bandwidth for a slow worker
+        (``status()["migration"]`` follows them). With ``wait``,
         returns once none is left to move."""
         self._native.rebalance()
         if wait:

@@ -257,7 +257,7 @@ impl Client {
     }
 
     /// Sets the pool moving partitions toward the share each worker's
-    /// capacity asks for.
+    /// weight asks for (capacity, times measured bandwidth for a slow one).
     pub async fn rebalance(&self) -> Result<()> {
         self.meta(MetaOp::Rebalance).await.map(|_| ())
     }

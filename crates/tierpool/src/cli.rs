@@ -159,7 +159,8 @@ pub enum Cmd {
     /// Memory regions: pooled memory with a name, used page by page.
     #[command(subcommand)]
     Region(RegionCmd),
-    /// Move partitions so each worker holds the share its capacity asks for.
+    /// Move partitions so each worker holds the share its weight asks for
+    /// (capacity, times its measured bandwidth for a slow worker).
     Rebalance {
         /// Show what would move, change nothing.
         #[arg(long)]
