@@ -19,7 +19,7 @@ mod state;
 pub use ops::{DirEntry, DirName, InodeInfo, InodeKind, MetaOp, MetaReply, NewNode, WorkerRecord};
 pub use path::{check_name, normalize};
 pub use state::inode::{Body, Inode, Owner};
-pub use state::{Garbage, MetaState, StateParts, StateView};
+pub use state::{Garbage, MetaState, ReplicaHealth, StateParts, StateView, MAX_REPLICAS};
 
 /// Nanoseconds since the Unix epoch, read by the shell and passed in.
 pub type Timestamp = u64;

@@ -143,6 +143,21 @@ pub enum MetaOp {
     /// capacity times that share, and the goal is set again (moving as few
     /// partitions as it takes). Reply: [`MetaReply::Done`].
     SetSpeed { id: WorkerId, percent: u8 },
+    /// Sets how many copies of each chunk the pool keeps at most (its
+    /// replication, the default of every path): only before any worker
+    /// joined (right after `Init`).
+    SetReplication { replicas: u8 },
+    /// Worker `id` has been silent for its grace period: the slots it owns
+    /// whose partition has a replica on a live worker are let go, to be
+    /// filled again from that replica (repair). Only in a replicated pool.
+    WorkerDown { id: WorkerId },
+    /// Worker `id`, down, is heard from again: it takes its share again
+    /// (copied in by moves).
+    WorkerUp { id: WorkerId },
+    /// Sets the copies per chunk of the inode at `path` (1..=the pool's
+    /// replication), with `recursive` of everything beneath a directory.
+    /// New entries inherit their directory's. Reply: [`MetaReply::Replicas`].
+    SetReplicas { path: String, replicas: u8, recursive: bool },
 }
 
 impl MetaOp {
@@ -160,6 +175,9 @@ impl MetaOp {
                 | MetaOp::RemoveWorker { .. }
                 | MetaOp::Rebalance
                 | MetaOp::SetSpeed { .. }
+                | MetaOp::SetReplication { .. }
+                | MetaOp::WorkerDown { .. }
+                | MetaOp::WorkerUp { .. }
         )
     }
 }
@@ -208,6 +226,11 @@ pub enum MetaReply {
         partitions: Vec<u32>,
         lost: Vec<String>,
     },
+    /// The files and regions whose copies per chunk changed, with the
+    /// number they now keep (their chunks need copying up to it).
+    Replicas {
+        changed: Vec<(InodeId, u8)>,
+    },
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -249,6 +272,9 @@ pub struct InodeInfo {
     pub mtime: u64,
     pub ctime: u64,
     pub attrs: ChunkAttrs,
+    /// Copies of each chunk the pool keeps (of a directory: what new files
+    /// in it keep): its own setting, capped by the pool's replication.
+    pub replicas: u8,
     /// One entry per chunk of a file (`ceil(size / chunk_size)` entries),
     /// unless the query left them out; empty for every other kind (a
     /// region's chunks change in place and workers check them).

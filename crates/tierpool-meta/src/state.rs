@@ -34,6 +34,8 @@ mod parts;
 pub use parts::{StateParts, StateView};
 mod queries;
 mod remove;
+mod replicas;
+pub use replicas::{ReplicaHealth, MAX_REPLICAS};
 mod rename;
 mod resolve;
 mod update;
@@ -72,6 +74,9 @@ pub struct MetaState {
     /// Workers slower than a healthy one: the percent of its bandwidth they
     /// deliver (1..=99; a worker not listed delivers 100).
     speeds: BTreeMap<WorkerId, u8>,
+    /// Workers silent past their grace period in a replicated pool: they
+    /// take no slots, and their slots with a live sibling were let go.
+    down: BTreeSet<WorkerId>,
     /// What the ops run since the last [`MetaState::take_garbage`] queued
     /// for collection; not part of the state proper (see [`Fresh`]).
     fresh: Fresh,
@@ -126,6 +131,7 @@ impl MetaState {
             draining: BTreeSet::new(),
             removed: BTreeSet::new(),
             speeds: BTreeMap::new(),
+            down: BTreeSet::new(),
             fresh: Fresh::default(),
         }
     }
@@ -228,6 +234,12 @@ impl MetaState {
             MetaOp::RemoveWorker { id } => self.remove_worker(*id),
             MetaOp::Rebalance => self.rebalance(),
             MetaOp::SetSpeed { id, percent } => self.set_speed(*id, *percent),
+            MetaOp::SetReplication { replicas } => self.set_replication(*replicas),
+            MetaOp::WorkerDown { id } => self.worker_down(*id),
+            MetaOp::WorkerUp { id } => self.worker_up(*id),
+            MetaOp::SetReplicas { path, replicas, recursive } => {
+                self.set_replicas(&normalize(path)?, *replicas, *recursive, now)
+            }
         }
     }
 

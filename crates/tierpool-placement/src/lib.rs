@@ -7,9 +7,11 @@
 //!
 //! Pure: no I/O, no clock, no randomness.
 
+mod deal;
 mod hash;
 pub mod plan;
 mod table;
 
+pub use deal::{slot_targets, target_counts, weight};
 pub use hash::partition_of;
-pub use table::{target_counts, weight, PartitionTable};
+pub use table::PartitionTable;

@@ -1,36 +1,45 @@
-//! Moving toward a goal: which partitions to start moving next.
+//! Moving toward a goal: which slots to start moving next.
 //!
-//! A goal is the owner each partition should end with (the table a join,
-//! a drain or a rebalance asked for). Partitions reach it a few at a time
-//! (the caller bounds how many move at once); a partition that is moving
-//! stays where it is until its move finishes.
+//! A goal is the owner each slot should end with (the table a join, a
+//! drain, a rebalance or a repair asked for). Slots reach it a few at a
+//! time (the caller bounds how many move at once); a slot that is moving
+//! stays where it is until its move finishes. One slot of a partition
+//! moves at a time (its holders track and freeze the whole partition), and
+//! never to a worker holding another of its slots.
 
 use crate::PartitionTable;
 use std::collections::BTreeMap;
 use tierpool_types::WorkerId;
 
-/// Partitions not where the goal wants them: owned by another worker, or
-/// moving to another (a move begun toward an older goal).
+/// Slots not where the goal wants them: owned by another worker (or by
+/// none), or moving to another (a move begun toward an older goal).
 pub fn remaining(table: &PartitionTable, goal: &[Option<WorkerId>]) -> usize {
-    (0..table.partitions())
-        .filter(|p| {
-            goal.get(*p as usize)
+    (0..table.slots())
+        .filter(|s| {
+            goal.get(*s as usize)
                 .copied()
                 .flatten()
-                .is_some_and(|g| table.owner(*p) != Some(g) || table.moving().get(p).is_some_and(|to| *to != g))
+                .is_some_and(|g| table.owner(*s) != Some(g) || table.moving().get(s).is_some_and(|to| *to != g))
         })
         .count()
 }
 
-/// Up to `room` moves `(partition, to)` that bring `table` closer to
-/// `goal`, dealt round-robin over their sources so that no one worker
-/// carries every copy at once. Partitions already moving are skipped.
+/// Up to `room` moves `(slot, to)` that bring `table` closer to `goal`,
+/// dealt round-robin over their sources (the slot's owner, or the sibling
+/// an unowned slot is copied from) so that no one worker carries every
+/// copy at once. Slots of a partition already moving are skipped, and so
+/// are moves to a worker that holds another slot of the partition now
+/// (they wait for that slot to move away first).
 pub fn next_moves(table: &PartitionTable, goal: &[Option<WorkerId>], room: usize) -> Vec<(u32, WorkerId)> {
     let mut by_source: BTreeMap<WorkerId, Vec<(u32, WorkerId)>> = BTreeMap::new();
-    for p in 0..table.partitions() {
-        let (Some(g), Some(o)) = (goal.get(p as usize).copied().flatten(), table.owner(p)) else { continue };
-        if g != o && !table.moving().contains_key(&p) {
-            by_source.entry(o).or_default().push((p, g));
+    let mut busy: std::collections::BTreeSet<u32> =
+        table.moving().keys().map(|s| table.partition_of_slot(*s)).collect();
+    for s in 0..table.slots() {
+        let p = table.partition_of_slot(s);
+        let (Some(g), Some(src)) = (goal.get(s as usize).copied().flatten(), table.source_needed(s)) else { continue };
+        if table.owner(s) != Some(g) && !busy.contains(&p) && !table.holds(p, g) {
+            busy.insert(p);
+            by_source.entry(src).or_default().push((s, g));
         }
     }
     let mut queues: Vec<std::vec::IntoIter<(u32, WorkerId)>> = by_source.into_values().map(Vec::into_iter).collect();
@@ -62,7 +71,7 @@ mod tests {
     #[test]
     fn moves_go_round_robin_over_sources_and_stop_at_the_room() {
         let t = PartitionTable::new(8).rebalanced(&[(w(1), 1), (w(2), 1)]);
-        let goal = t.joined(&[(w(1), 1), (w(2), 1), (w(3), 2)], w(3));
+        let goal = t.joined(&[(w(1), 1), (w(2), 1), (w(3), 2)], w(3), None);
         let moves = next_moves(&t, goal.owners(), 3);
         assert_eq!(moves.len(), 3);
         assert!(moves.iter().all(|(_, to)| *to == w(3)));
@@ -83,7 +92,7 @@ mod tests {
         ) {
             let weights: Vec<(WorkerId, u64)> = ws.iter().enumerate().map(|(i, x)| (w(i as u32), *x)).collect();
             let mut t = PartitionTable::new(64).rebalanced(&weights[..weights.len() - 1]);
-            let goal = t.joined(&weights, w(weights.len() as u32 - 1));
+            let goal = t.joined(&weights, w(weights.len() as u32 - 1), None);
             let mut choices = choices.into_iter();
             for _ in 0..1000 {
                 let room_left = room.saturating_sub(t.moving().len());

@@ -1,116 +1,110 @@
-//! The partition table: partition -> owning worker, with shares proportional
-//! to worker weights and minimal movement when the set of workers changes.
+//! The partition table: for each partition, the workers holding its
+//! replicas, and the replicas on their way to another worker.
+//!
+//! A pool keeps `replicas` (R) copies of a chunk at most: every partition
+//! has R *slots*, slot `k` of partition `p` numbered `k * P + p`. Slot 0 is
+//! the partition's first replica; a chunk of a file keeping `f` copies is
+//! written to slots `0..f` (see [`PartitionTable::write_targets`]). With
+//! R = 1 the table is the plain partition -> owner map.
 //!
 //! Invariants (checked by property tests):
-//! - with at least one worker, every partition has an owner that is in the table's worker set;
-//! - after `rebalanced`, each worker owns `target_counts(weights)[w]`
-//!   partitions exactly;
-//! - after `joined`, no worker but the newcomer gains any, and it gets its
-//!   rounded share; largest-remainder rounding can hand an old worker one
-//!   more partition as the total weight grows (the "new states paradox"),
-//!   which it does not get (it would come from another old worker): the
-//!   newcomer takes from whoever is furthest above its exact share, so
-//!   after any sequence of joins every worker is within two partitions of
-//!   its exact share (one from rounding, one that no one but the newcomer
-//!   may gain to even out);
-//! - a rebalance moves a partition only away from a worker above its target.
+//! - no worker holds two slots of one partition, counting the slots it is
+//!   receiving (replicas of a chunk sit on distinct workers);
+//! - a slot is unowned only when it could not be placed (fewer workers than
+//!   R) or while its worker is down: then its replicas are copied to a new
+//!   owner from a sibling slot's (a move from no owner);
+//! - a move goes to a worker other than the slot's owner, holding no other
+//!   slot of the partition; a move from no owner has an owned sibling to
+//!   copy from;
+//! - `epoch` grows at every change of an owner.
+//!
+//! How shares follow weights is in `deal.rs`.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tierpool_types::{ChunkKey, WorkerId};
 
-/// Partition -> owner, and the partitions on their way to another worker.
+/// Slot -> owner, and the slots on their way to another worker.
 /// `epoch` grows by one at every change of an owner (what routing sees); a
 /// move that begins or is given up does not change it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartitionTable {
-    epoch: u64,
-    owners: Vec<Option<WorkerId>>,
-    /// Partition -> the worker it is being copied to (its owner stays the
-    /// owner until the move finishes).
-    moving: BTreeMap<u32, WorkerId>,
-}
-
-/// How many partitions each worker should own: proportional to its weight,
-/// by largest remainder, ties to the lower worker id. A zero total weight
-/// counts every worker as weight 1.
-pub fn target_counts(weights: &[(WorkerId, u64)], partitions: u32) -> BTreeMap<WorkerId, u32> {
-    let mut out = BTreeMap::new();
-    if weights.is_empty() {
-        return out;
-    }
-    let mut ws: Vec<(WorkerId, u128)> = weights.iter().map(|&(w, x)| (w, u128::from(x))).collect();
-    ws.sort();
-    ws.dedup_by_key(|(w, _)| *w);
-    if ws.iter().all(|(_, x)| *x == 0) {
-        ws.iter_mut().for_each(|(_, x)| *x = 1);
-    }
-    let total: u128 = ws.iter().map(|(_, x)| x).sum();
-    let p = u128::from(partitions);
-    let mut rems = Vec::with_capacity(ws.len());
-    let mut given: u128 = 0;
-    for &(w, x) in &ws {
-        let q = x * p / total;
-        given += q;
-        out.insert(w, q as u32);
-        rems.push((x * p % total, w));
-    }
-    // Largest remainder first; ties to the lower id.
-    rems.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    for (_, w) in rems.into_iter().take((p - given) as usize) {
-        *out.get_mut(&w).expect("inserted above") += 1;
-    }
-    out
-}
-
-/// A worker's weight: its capacity (MEM + DISK) times the percent of a
-/// healthy worker's bandwidth it delivers. Only ratios matter.
-pub fn weight(mem_capacity: u64, disk_capacity: u64, speed_percent: u8) -> u64 {
-    mem_capacity.saturating_add(disk_capacity).saturating_mul(u64::from(speed_percent))
-}
-
-/// Each worker's exact (unrounded) share of `partitions`.
-fn exact_shares(weights: &[(WorkerId, u64)], partitions: u32) -> BTreeMap<WorkerId, f64> {
-    let mut ws: BTreeMap<WorkerId, f64> = weights.iter().map(|&(w, x)| (w, x as f64)).collect();
-    let total: f64 = ws.values().sum();
-    let k = ws.len() as f64;
-    for x in ws.values_mut() {
-        *x = if total == 0.0 { f64::from(partitions) / k } else { *x / total * f64::from(partitions) };
-    }
-    ws
+    pub(crate) epoch: u64,
+    /// Slots per partition (R >= 1).
+    pub(crate) replicas: u8,
+    /// R * P entries: slot `k * P + p` is replica `k` of partition `p`.
+    pub(crate) owners: Vec<Option<WorkerId>>,
+    /// Slot -> the worker it is being copied to (its owner, if any, stays
+    /// the owner until the move finishes).
+    pub(crate) moving: BTreeMap<u32, WorkerId>,
 }
 
 impl PartitionTable {
-    /// A table of `partitions` partitions, none owned yet.
+    /// A table of `partitions` partitions of one replica each, none owned yet.
     pub fn new(partitions: u32) -> Self {
-        assert!(partitions > 0, "a pool has at least one partition");
-        PartitionTable { epoch: 0, owners: vec![None; partitions as usize], moving: BTreeMap::new() }
+        Self::replicated(partitions, 1)
     }
 
-    /// A table as stored: its epoch and the owner of each partition.
+    /// A table of `partitions` partitions of `replicas` slots each, none owned yet.
+    pub fn replicated(partitions: u32, replicas: u8) -> Self {
+        assert!(partitions > 0, "a pool has at least one partition");
+        assert!(replicas > 0, "a pool keeps at least one replica");
+        let slots = partitions as usize * usize::from(replicas);
+        PartitionTable { epoch: 0, replicas, owners: vec![None; slots], moving: BTreeMap::new() }
+    }
+
+    /// A table as stored: its epoch and the owner of each partition (one replica).
     /// `owners` must not be empty.
     pub fn from_parts(epoch: u64, owners: Vec<Option<WorkerId>>) -> Option<Self> {
-        (!owners.is_empty()).then_some(PartitionTable { epoch, owners, moving: BTreeMap::new() })
+        Self::from_slots(epoch, 1, owners)
+    }
+
+    /// A table as stored: its epoch, replicas per partition and the owner
+    /// of each slot; `None` if the slots are not `replicas` per partition,
+    /// or a worker holds two slots of one partition.
+    pub fn from_slots(epoch: u64, replicas: u8, owners: Vec<Option<WorkerId>>) -> Option<Self> {
+        let r = usize::from(replicas);
+        if owners.is_empty() || r == 0 || !owners.len().is_multiple_of(r) || owners.len() / r > u32::MAX as usize {
+            return None;
+        }
+        let t = PartitionTable { epoch, replicas, owners, moving: BTreeMap::new() };
+        (0..t.partitions()).all(|p| t.distinct(p)).then_some(t)
+    }
+
+    /// Whether no worker holds two slots of partition `p` (moves counted).
+    fn distinct(&self, p: u32) -> bool {
+        let mut seen = Vec::new();
+        for s in self.slots_of(p) {
+            for w in [self.owner(s), self.moving.get(&s).copied()].into_iter().flatten() {
+                if seen.contains(&w) {
+                    return false;
+                }
+                seen.push(w);
+            }
+        }
+        true
     }
 
     /// A table as stored with its moves in progress; `None` if a move is
-    /// of a partition that does not exist or is unowned, or goes to its owner.
+    /// of a slot that does not exist, goes to its owner, comes from no
+    /// owner with no owned sibling, or would put two slots of a partition
+    /// on one worker.
     pub fn with_moves(mut self, moving: BTreeMap<u32, WorkerId>) -> Option<Self> {
-        for (p, to) in &moving {
-            if self.owner(*p).is_none_or(|o| o == *to) {
+        for (s, to) in &moving {
+            if *s >= self.slots() || self.owner(*s) == Some(*to) || self.source_needed(*s).is_none() {
                 return None;
             }
         }
         self.moving = moving;
-        Some(self)
+        (0..self.partitions()).all(|p| self.distinct(p)).then_some(self)
     }
 
-    /// Partitions being copied to another worker, with that worker.
+    /// Slots being copied to another worker, with that worker.
     pub fn moving(&self) -> &BTreeMap<u32, WorkerId> {
         &self.moving
     }
 
-    /// The owner of every partition, in partition order.
+    /// The owner of every slot, in slot order.
     pub fn owners(&self) -> &[Option<WorkerId>] {
         &self.owners
     }
@@ -119,21 +113,78 @@ impl PartitionTable {
         self.epoch
     }
 
+    /// Partitions (P).
     pub fn partitions(&self) -> u32 {
+        (self.owners.len() / usize::from(self.replicas)) as u32
+    }
+
+    /// Replicas per partition (R): the most copies of a chunk the pool keeps.
+    pub fn replicas(&self) -> u8 {
+        self.replicas
+    }
+
+    /// Slots (R * P).
+    pub fn slots(&self) -> u32 {
         self.owners.len() as u32
     }
 
-    /// Owner of partition `p`, if any worker has joined.
-    pub fn owner(&self, p: u32) -> Option<WorkerId> {
-        self.owners.get(p as usize).copied().flatten()
+    /// The partition of slot `s`.
+    pub fn partition_of_slot(&self, s: u32) -> u32 {
+        s % self.partitions()
     }
 
-    /// The worker that holds `key`.
+    /// The slots of partition `p`, replica 0 first.
+    pub fn slots_of(&self, p: u32) -> impl Iterator<Item = u32> {
+        let n = self.partitions();
+        (0..u32::from(self.replicas)).map(move |k| k * n + p)
+    }
+
+    /// Owner of slot `s` (for `s < P`, the first replica of partition `s`).
+    pub fn owner(&self, s: u32) -> Option<WorkerId> {
+        self.owners.get(s as usize).copied().flatten()
+    }
+
+    /// The slot of partition `p` worker `w` owns, if any.
+    pub fn slot_held(&self, p: u32, w: WorkerId) -> Option<u32> {
+        self.slots_of(p).find(|s| self.owner(*s) == Some(w))
+    }
+
+    /// Whether `w` owns a slot of partition `p` or is receiving one.
+    pub fn holds(&self, p: u32, w: WorkerId) -> bool {
+        self.slots_of(p).any(|s| self.owner(s) == Some(w) || self.moving.get(&s) == Some(&w))
+    }
+
+    /// The owners of partition `p`'s slots, replica 0 first (unowned skipped).
+    pub fn holders(&self, p: u32) -> Vec<WorkerId> {
+        self.slots_of(p).filter_map(|s| self.owner(s)).collect()
+    }
+
+    /// The partition of `key`.
+    pub fn partition(&self, key: ChunkKey) -> u32 {
+        crate::partition_of(key.inode, key.index, self.partitions())
+    }
+
+    /// The workers a chunk keeping `copies` replicas is written to: the
+    /// owners of its partition's first `copies` slots; if none of those is
+    /// owned (their workers are down), the first owner of any slot, so the
+    /// chunk is still written once (and copied on when the slots are filled).
+    pub fn write_targets(&self, key: ChunkKey, copies: u8) -> Vec<WorkerId> {
+        let p = self.partition(key);
+        let first: Vec<WorkerId> =
+            self.slots_of(p).take(usize::from(copies.max(1))).filter_map(|s| self.owner(s)).collect();
+        if first.is_empty() {
+            self.holders(p).into_iter().take(1).collect()
+        } else {
+            first
+        }
+    }
+
+    /// The first replica's owner of `key` (the one worker when R = 1).
     pub fn locate(&self, key: ChunkKey) -> Option<WorkerId> {
-        self.owner(crate::partition_of(key.inode, key.index, self.partitions()))
+        self.write_targets(key, 1).first().copied()
     }
 
-    /// Partitions owned per worker.
+    /// Slots owned per worker.
     pub fn shares(&self) -> BTreeMap<WorkerId, u32> {
         let mut m = BTreeMap::new();
         for w in self.owners.iter().flatten() {
@@ -142,134 +193,58 @@ impl PartitionTable {
         m
     }
 
-    /// A new table for `weights` that keeps every partition whose owner is
-    /// still within its target and hands the others to workers below theirs.
-    pub fn rebalanced(&self, weights: &[(WorkerId, u64)]) -> PartitionTable {
-        self.dealt(target_counts(weights, self.partitions()))
+    /// Where the replicas of slot `s` can be copied from: its owner, or
+    /// else the first owned sibling slot. `None`: nothing holds them.
+    pub fn source_needed(&self, s: u32) -> Option<WorkerId> {
+        self.owner(s).or_else(|| self.holders(self.partition_of_slot(s)).first().copied())
     }
 
-    /// `rebalanced` for worker `newcomer` joining: only it gains partitions
-    /// (so only partitions that move to it move at all), its rounded share,
-    /// each taken from the worker then furthest above its exact share.
-    pub fn joined(&self, weights: &[(WorkerId, u64)], newcomer: WorkerId) -> PartitionTable {
-        let n = self.partitions();
-        let targets = target_counts(weights, n);
-        let Some(&want) = targets.get(&newcomer) else { return self.rebalanced(weights) };
-        let shares = self.shares();
-        let mut left: BTreeMap<WorkerId, u32> =
-            targets.keys().map(|w| (*w, shares.get(w).copied().unwrap_or(0))).collect();
-        let kept: u32 = left.values().sum();
-        // Partitions of no worker in `weights` go to the newcomer first.
-        let Some(take) = want.saturating_sub(left[&newcomer]).checked_sub(n - kept) else {
-            return self.rebalanced(weights);
-        };
-        let exact = exact_shares(weights, n);
-        for _ in 0..take {
-            let (&w, _) = (left.iter())
-                .filter(|(w, c)| **w != newcomer && **c > 0)
-                .max_by(|(a, ca), (b, cb)| {
-                    let over = |w: &WorkerId, c: u32| f64::from(c) - exact.get(w).copied().unwrap_or(0.0);
-                    over(a, **ca).total_cmp(&over(b, **cb)).then(b.cmp(a))
-                })
-                .expect("the others own what the newcomer takes");
-            *left.get_mut(&w).expect("a key") -= 1;
+    /// How messages name slot `s`: "partition P" with one replica per
+    /// partition, "replica K of partition P" otherwise.
+    pub fn slot_name(&self, s: u32) -> String {
+        let p = self.partition_of_slot(s);
+        if self.replicas == 1 {
+            format!("partition {p}")
+        } else {
+            format!("replica {} of partition {p}", s / self.partitions())
         }
-        *left.get_mut(&newcomer).expect("a key") =
-            n - left.iter().filter(|(w, _)| **w != newcomer).map(|(_, c)| c).sum::<u32>();
-        self.dealt(left)
     }
 
-    /// A new table meeting `targets`: keeps every partition whose owner is
-    /// still within its target and deals the others to workers below theirs.
-    fn dealt(&self, targets: BTreeMap<WorkerId, u32>) -> PartitionTable {
-        self.dealt_near(targets, None)
-    }
-
-    /// [`dealt`](Self::dealt), a freed partition going first to the worker
-    /// `hint` names for it if that one is below its target.
-    fn dealt_near(&self, targets: BTreeMap<WorkerId, u32>, hint: Option<&[Option<WorkerId>]>) -> PartitionTable {
-        if targets.is_empty() {
-            return PartitionTable {
-                epoch: self.epoch + 1,
-                owners: vec![None; self.owners.len()],
-                moving: BTreeMap::new(),
-            };
-        }
-        let mut count: BTreeMap<WorkerId, u32> = targets.keys().map(|w| (*w, 0)).collect();
-        let mut owners = self.owners.clone();
-        let mut free = Vec::new();
-        for (p, o) in owners.iter_mut().enumerate() {
-            match o.and_then(|w| count.get_mut(&w).map(|c| (w, c))) {
-                Some((w, c)) if *c < targets[&w] => *c += 1,
-                _ => {
-                    *o = None;
-                    free.push(p);
-                }
-            }
-        }
-        // A free partition whose hinted worker is short of its target goes
-        // to it (where it is, or is on its way to, in the table the goal
-        // is for: no copy, or no copy wasted).
-        if let Some(hint) = hint {
-            free.retain(|p| match hint.get(*p).copied().flatten() {
-                Some(w) if count.get(&w).is_some_and(|c| *c < targets[&w]) => {
-                    owners[*p] = Some(w);
-                    *count.get_mut(&w).expect("a key") += 1;
-                    false
-                }
-                _ => true,
-            });
-        }
-        // Deal free partitions round-robin over workers with a deficit, so a
-        // newcomer's partitions interleave with everyone else's.
-        let mut free = free.into_iter();
-        'deal: loop {
-            let mut dealt = false;
-            for (w, t) in &targets {
-                let c = count.get_mut(w).expect("same keys");
-                if *c < *t {
-                    match free.next() {
-                        Some(p) => {
-                            owners[p] = Some(*w);
-                            *c += 1;
-                            dealt = true;
-                        }
-                        None => break 'deal,
-                    }
-                }
-            }
-            if !dealt {
-                break;
-            }
-        }
-        PartitionTable { epoch: self.epoch + 1, owners, moving: BTreeMap::new() }
-    }
-
-    /// Starts moving partitions `(p, to)`: each must be owned by another
-    /// worker and not moving already (else nothing changes).
+    /// Starts moving slots `(s, to)`: each must exist, not be moving
+    /// already, have something to copy from (its owner or a sibling's), and
+    /// `to` must hold no slot of the partition (else nothing changes).
     pub fn begin_moves(&mut self, moves: &[(u32, WorkerId)]) -> Result<(), String> {
         let mut seen = std::collections::BTreeSet::new();
-        for (p, to) in moves {
-            match self.owner(*p) {
-                None => return Err(format!("partition {p} has no owner to move it from")),
-                Some(o) if o == *to => return Err(format!("partition {p} is already on worker {to}")),
-                Some(_) if self.moving.contains_key(p) || !seen.insert(*p) => {
-                    return Err(format!("partition {p} is moving already"))
-                }
-                Some(_) => {}
+        for (s, to) in moves {
+            let p = self.partition_of_slot(*s);
+            if *s >= self.slots() {
+                return Err(format!("slot {s} does not exist"));
+            }
+            let name = self.slot_name(*s);
+            if self.source_needed(*s).is_none() {
+                return Err(format!("{name} has no owner to move it from"));
+            }
+            if self.owner(*s) == Some(*to) {
+                return Err(format!("{name} is already on worker {to}"));
+            }
+            if self.moving.contains_key(s) || !seen.insert(*s) {
+                return Err(format!("{name} is moving already"));
+            }
+            if self.holds(p, *to) || moves.iter().any(|(o, t)| o != s && t == to && self.partition_of_slot(*o) == p) {
+                return Err(format!("worker {to} holds another replica of partition {p}"));
             }
         }
         self.moving.extend(moves.iter().copied());
         Ok(())
     }
 
-    /// The moves of partitions `ps` are done: their new workers own them.
-    /// Partitions not moving are left alone. The epoch grows if any owner changed.
-    pub fn finish_moves(&mut self, ps: &[u32]) {
+    /// The moves of slots `ss` are done: their new workers own them.
+    /// Slots not moving are left alone. The epoch grows if any owner changed.
+    pub fn finish_moves(&mut self, ss: &[u32]) {
         let mut changed = false;
-        for p in ps {
-            if let Some(to) = self.moving.remove(p) {
-                self.owners[*p as usize] = Some(to);
+        for s in ss {
+            if let Some(to) = self.moving.remove(s) {
+                self.owners[*s as usize] = Some(to);
                 changed = true;
             }
         }
@@ -278,65 +253,71 @@ impl PartitionTable {
         }
     }
 
-    /// The moves of partitions `ps` are given up: their owners stay.
-    pub fn abort_moves(&mut self, ps: &[u32]) {
-        for p in ps {
-            self.moving.remove(p);
+    /// The moves of slots `ss` are given up: their owners stay.
+    pub fn abort_moves(&mut self, ss: &[u32]) {
+        for s in ss {
+            self.moving.remove(s);
         }
     }
 
-    /// Gives every partition owned by `gone` to the workers of `weights`
-    /// (which must not include it) at once, without copying: what `gone`
-    /// held is lost. No other partition changes owner (the others' chunks
-    /// stay where they are, owners missing from `weights` included); the
-    /// freed ones go to the workers of `weights` below their share. Moves from or to `gone` are given up;
+    /// Lets go of the slots of `gone` whose partition has another owned
+    /// slot (held by a worker not in `down`): they become unowned, to be
+    /// filled again from a sibling by moves. Slots with no such sibling
+    /// stay with `gone` (nothing else holds their replicas). Moves to
+    /// `gone` are given up. Returns the slots let go.
+    pub fn released(&self, gone: WorkerId, down: &std::collections::BTreeSet<WorkerId>) -> (PartitionTable, Vec<u32>) {
+        let mut next = self.clone();
+        next.moving.retain(|_, to| *to != gone);
+        let mut freed = Vec::new();
+        for s in 0..self.slots() {
+            if self.owner(s) != Some(gone) {
+                continue;
+            }
+            let p = self.partition_of_slot(s);
+            if self.holders(p).iter().any(|w| *w != gone && !down.contains(w)) {
+                next.owners[s as usize] = None;
+                freed.push(s);
+            }
+        }
+        // A move of a freed slot goes on: it copies from a sibling now.
+        if !freed.is_empty() {
+            next.epoch += 1;
+        }
+        (next, freed)
+    }
+
+    /// Gives every slot owned by `gone` to the workers of `weights` (which
+    /// must not include it) at once, without copying: what only `gone`
+    /// held is lost. A slot whose partition has another owned slot becomes
+    /// unowned instead (to be filled again from that sibling by moves). No
+    /// other slot changes owner; the freed ones go to the workers of
+    /// `weights` below their share. Moves from or to `gone` are given up;
     /// the others go on.
     pub fn without(&self, gone: WorkerId, weights: &[(WorkerId, u64)]) -> PartitionTable {
-        let mut moving = self.moving.clone();
-        moving.retain(|p, to| *to != gone && self.owners[*p as usize] != Some(gone));
-        let mut next = self.handed_out(gone, weights, None);
+        let (released, _) = self.released(gone, &std::collections::BTreeSet::new());
+        let mut moving = released.moving.clone();
+        moving.retain(|s, to| *to != gone && released.owners[*s as usize] != Some(gone));
+        let mut next = if self.replicas == 1 {
+            self.handed_out(gone, weights, None)
+        } else {
+            released.handed_out_only(gone, weights)
+        };
         next.moving = moving;
+        // A move whose target now owns a sibling is given up.
+        let stale: Vec<u32> = (next.moving.iter())
+            .filter(|(s, to)| next.slot_held(next.partition_of_slot(**s), **to).is_some())
+            .map(|(s, _)| *s)
+            .collect();
+        next.abort_moves(&stale);
+        next.epoch = self.epoch + 1;
         next
-    }
-
-    /// The partitions of `gone` dealt to the workers of `weights`, each to
-    /// the one then furthest below its exact share (so shares stay close
-    /// to the weights); no other partition changes owner.
-    /// `near`, if given, is the table this one is a goal for: a partition
-    /// of `gone` stays with, or goes on to, the worker it is with or
-    /// moving to there when that one takes any.
-    pub fn handed_out(
-        &self,
-        gone: WorkerId,
-        weights: &[(WorkerId, u64)],
-        near: Option<&PartitionTable>,
-    ) -> PartitionTable {
-        let n = self.partitions();
-        let exact = exact_shares(weights, n);
-        let mut targets = self.shares();
-        let freed = targets.remove(&gone).unwrap_or(0);
-        for w in exact.keys().filter(|w| **w != gone) {
-            targets.entry(*w).or_insert(0);
-        }
-        for _ in 0..freed {
-            let below = |w: &WorkerId, c: u32| exact[w] - f64::from(c);
-            let Some((&w, _)) = (targets.iter())
-                .filter(|(w, _)| exact.contains_key(w) && **w != gone)
-                .max_by(|(a, ca), (b, cb)| below(a, **ca).total_cmp(&below(b, **cb)).then(b.cmp(a)))
-            else {
-                break;
-            };
-            *targets.get_mut(&w).expect("a key") += 1;
-        }
-        let hint: Option<Vec<Option<WorkerId>>> =
-            near.map(|t| (0..t.partitions()).map(|p| t.moving.get(&p).copied().or(t.owner(p))).collect());
-        self.dealt_near(targets, hint.as_deref())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::deal::{exact_shares, target_counts};
     use proptest::prelude::*;
 
     fn weights() -> impl Strategy<Value = Vec<(WorkerId, u64)>> {
@@ -396,7 +377,7 @@ mod tests {
         let before = PartitionTable::new(4096).rebalanced(&ws);
         let mut ws2 = ws.clone();
         ws2.push((WorkerId(100), 43162994351));
-        let after = before.joined(&ws2, WorkerId(100));
+        let after = before.joined(&ws2, WorkerId(100), None);
         let (b, a) = (before.shares(), after.shares());
         for w in b.keys() {
             assert!(a[w] <= b[w], "worker {w} gained: {} -> {}", b[w], a[w]);
@@ -447,8 +428,8 @@ mod tests {
             let mut t = PartitionTable::new(p).rebalanced(&ws);
             for (i, x) in xs.iter().enumerate().skip(1) {
                 ws.push((WorkerId(i as u32), *x));
-                t = t.joined(&ws, WorkerId(i as u32));
-                let exact = exact_shares(&ws, p);
+                t = t.joined(&ws, WorkerId(i as u32), None);
+                let exact = exact_shares(&ws, p, p);
                 let shares = t.shares();
                 prop_assert_eq!(shares.values().sum::<u32>(), p);
                 for (w, e) in &exact {
@@ -463,7 +444,7 @@ mod tests {
             let before = PartitionTable::new(4096).rebalanced(&ws);
             let mut ws2 = ws.clone();
             ws2.push((WorkerId(extra), wx));
-            let after = before.joined(&ws2, WorkerId(extra));
+            let after = before.joined(&ws2, WorkerId(extra), None);
             prop_assert_eq!(after.epoch(), before.epoch() + 1);
             for q in 0..4096 {
                 let (a, b) = (before.owner(q).unwrap(), after.owner(q).unwrap());

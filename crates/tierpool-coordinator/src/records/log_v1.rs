@@ -229,7 +229,13 @@ fn op_to_v1(op: &MetaOp) -> Result<OpV1> {
         | MetaOp::DrainWorker { .. }
         | MetaOp::RemoveWorker { .. }
         | MetaOp::Rebalance
-        | MetaOp::SetSpeed { .. } => return Err(corrupt("an op added after log record version 1 has no form in it")),
+        | MetaOp::SetSpeed { .. }
+        | MetaOp::SetReplication { .. }
+        | MetaOp::WorkerDown { .. }
+        | MetaOp::WorkerUp { .. }
+        | MetaOp::SetReplicas { .. } => {
+            return Err(corrupt("an op added after log record version 1 has no form in it"))
+        }
     })
 }
 

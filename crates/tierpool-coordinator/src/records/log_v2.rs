@@ -205,7 +205,11 @@ fn op_to_v2(op: &MetaOp) -> Result<OpV2> {
         | MetaOp::DrainWorker { .. }
         | MetaOp::RemoveWorker { .. }
         | MetaOp::Rebalance
-        | MetaOp::SetSpeed { .. } => {
+        | MetaOp::SetSpeed { .. }
+        | MetaOp::SetReplication { .. }
+        | MetaOp::WorkerDown { .. }
+        | MetaOp::WorkerUp { .. }
+        | MetaOp::SetReplicas { .. } => {
             return Err(corrupt("moves and membership ops have no form in log record version 2"))
         }
     })

@@ -218,7 +218,11 @@ pub(super) fn op_to_v3(op: &MetaOp) -> Result<OpV3> {
         MetaOp::DrainWorker { id } => OpV3::DrainWorker { id: id.0 },
         MetaOp::RemoveWorker { id } => OpV3::RemoveWorker { id: id.0 },
         MetaOp::Rebalance => OpV3::Rebalance,
-        MetaOp::SetSpeed { .. } => {
+        MetaOp::SetSpeed { .. }
+        | MetaOp::SetReplication { .. }
+        | MetaOp::WorkerDown { .. }
+        | MetaOp::WorkerUp { .. }
+        | MetaOp::SetReplicas { .. } => {
             return Err(super::frozen::corrupt("speeds of workers have no form in log record version 3"))
         }
     })

@@ -54,6 +54,7 @@ impl StateV1 {
             .map(|(id, n)| Ok((InodeId(id), migrate_inode(n)?)))
             .collect::<Result<BTreeMap<_, _>>>()?;
         MetaState::from_parts(StateParts {
+            down: Default::default(),
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,
@@ -91,6 +92,7 @@ fn migrate_inode(n: InodeV1) -> Result<Inode> {
         BodyV1::Region { size, chunk_size } => Body::Region { size, chunk_size },
     };
     Ok(Inode {
+        replicas: 0,
         mode: n.mode,
         owner: Owner::default(),
         atime: n.mtime,

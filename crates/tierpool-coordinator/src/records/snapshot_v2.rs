@@ -78,6 +78,7 @@ impl StateV2 {
             .map(|(id, n)| Ok((InodeId(id), inode_from_v2(n)?)))
             .collect::<Result<BTreeMap<_, _>>>()?;
         MetaState::from_parts(StateParts {
+            down: Default::default(),
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,
@@ -137,6 +138,7 @@ pub(super) fn inode_from_v2(n: InodeV2) -> Result<Inode> {
         BodyV2::Special { kind, rdev } => Body::Special { kind: kind.into(), rdev },
     };
     Ok(Inode {
+        replicas: 0,
         mode: n.mode,
         owner: Owner { uid: n.owner.uid, gid: n.owner.gid },
         atime: n.atime,

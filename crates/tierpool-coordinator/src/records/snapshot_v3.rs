@@ -53,6 +53,7 @@ impl StateV3 {
             .map(|(id, n)| Ok((InodeId(id), inode_from_v2(n)?)))
             .collect::<Result<BTreeMap<_, _>>>()?;
         MetaState::from_parts(StateParts {
+            down: Default::default(),
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,

@@ -68,6 +68,7 @@ impl StateV4 {
             .map(|(id, n)| Ok((InodeId(id), inode_from_v2(n)?)))
             .collect::<Result<BTreeMap<_, _>>>()?;
         Ok(StateParts {
+            down: Default::default(),
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,

@@ -336,6 +336,33 @@ impl Engine {
         self.speeds.measured(id, now)
     }
 
+    /// Changes of standing to log now in a replicated pool: `WorkerDown`
+    /// for a worker silent for its grace period (or never heard from in
+    /// the grace period since the engine started), `WorkerUp` for one
+    /// down and heard from again. Nothing with one copy per chunk: a
+    /// silent worker's partitions wait for it.
+    pub fn standing_ops(&self, now: Duration) -> Vec<MetaOp> {
+        let state = &self.state;
+        if state.table().replicas() == 1 || now < self.cfg.dead_after {
+            return Vec::new();
+        }
+        let mut ops = Vec::new();
+        for id in state.workers().keys() {
+            let alive = self.liveness.is_alive(*id, now);
+            match (state.down().contains(id), alive) {
+                (false, false) => ops.push(MetaOp::WorkerDown { id: *id }),
+                (true, true) => ops.push(MetaOp::WorkerUp { id: *id }),
+                _ => {}
+            }
+        }
+        ops
+    }
+
+    /// Workers that are not alive now (down, silent, or not heard from since the engine started).
+    pub fn dead(&self, now: Duration) -> BTreeSet<WorkerId> {
+        (self.state.workers().keys()).filter(|w| !self.liveness.is_alive(**w, now)).copied().collect()
+    }
+
     /// Speeds of workers to log now (`SetSpeed`): see [`speeds`].
     pub fn speed_changes(&mut self, now: Duration) -> Vec<(WorkerId, u8)> {
         let known = self.state.workers();

@@ -25,7 +25,9 @@ pub const MOVE_GROUP: usize = 8;
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
-/// One move being carried out: the partitions going from `from` to `to`.
+/// One move being carried out: the slots (see `PartitionTable`) going to
+/// `to`, copied from `from` (their owner, or for a repair a worker holding
+/// another replica of each). With one replica per partition a slot is a partition.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Move {
     pub from: WorkerId,
@@ -103,8 +105,15 @@ impl Mover {
         let mut pairs: BTreeMap<(WorkerId, WorkerId), Vec<u32>> = BTreeMap::new();
         let mut taken = 0;
         for (p, to) in candidates {
-            let Some(from) = t.owner(p) else { continue };
-            if taken == room || !alive(from) || !alive(to) || self.resting((from, to), now) {
+            // The copy comes from the slot's owner, or (owner down or gone)
+            // from the first live worker holding another replica.
+            let part = t.partition_of_slot(p);
+            let Some(from) =
+                t.owner(p).filter(|o| alive(*o)).or_else(|| t.holders(part).into_iter().find(|w| alive(*w)))
+            else {
+                continue;
+            };
+            if taken == room || !alive(to) || self.resting((from, to), now) {
                 continue;
             }
             pairs.entry((from, to)).or_default().push(p);
@@ -185,9 +194,9 @@ impl Mover {
         if p.active {
             let per = bytes();
             let goal = state.goal();
-            let rest: u64 = (0..t.partitions())
+            let rest: u64 = (0..t.slots())
                 .filter(|q| goal.get(*q as usize).copied().flatten().is_some_and(|g| t.owner(*q) != Some(g)))
-                .map(|q| per[q as usize])
+                .map(|q| per[t.partition_of_slot(q) as usize])
                 .sum();
             p.bytes_total = p.bytes_moved + rest;
         }

@@ -5,6 +5,7 @@ use super::inode::Body;
 use super::MetaState;
 use crate::path::MAX_NAME_LEN;
 use std::collections::BTreeMap;
+use tierpool_types::WorkerId;
 use tierpool_types::{Error, InodeId, Result};
 
 fn fail(what: String) -> Result<()> {
@@ -98,27 +99,32 @@ impl MetaState {
         }
         if !self.workers.is_empty() {
             for p in 0..self.table.partitions() {
-                if !self.table.owner(p).is_some_and(|w| self.workers.contains_key(&w)) {
-                    return fail(format!("partition {p} is not owned by a known worker"));
+                if self.table.holders(p).is_empty() {
+                    return fail(format!("partition {p} has no owner"));
                 }
             }
+            if let Some(w) = self.table.owners().iter().flatten().find(|w| !self.workers.contains_key(w)) {
+                return fail(format!("worker {w} owns a slot but is unknown"));
+            }
         }
-        for (p, to) in self.table.moving() {
-            if !self.workers.contains_key(to) || self.table.owner(*p) == Some(*to) {
-                return fail(format!("partition {p} moves to {to}, unknown or its owner"));
+        for (s, to) in self.table.moving() {
+            if !self.workers.contains_key(to) || self.table.owner(*s) == Some(*to) {
+                return fail(format!("slot {s} moves to {to}, unknown or its owner"));
             }
         }
         if !self.goal.is_empty() {
-            if self.goal.len() != self.table.partitions() as usize {
-                return fail(format!("a goal of {} partitions for {}", self.goal.len(), self.table.partitions()));
+            if self.goal.len() != self.table.slots() as usize {
+                return fail(format!("a goal of {} slots for {}", self.goal.len(), self.table.slots()));
             }
-            if let Some(g) = self
-                .goal
-                .iter()
-                .find(|g| !g.is_some_and(|g| self.workers.contains_key(&g) && !self.draining.contains(&g)))
-            {
+            let taking =
+                |g: &WorkerId| self.workers.contains_key(g) && !self.draining.contains(g) && !self.down.contains(g);
+            let replicated = self.table.replicas() > 1;
+            if let Some(g) = self.goal.iter().find(|g| !g.as_ref().map_or(replicated, taking)) {
                 return fail(format!("the goal names {g:?}, not a worker taking partitions"));
             }
+        }
+        if let Some(d) = self.down.iter().find(|d| !self.workers.contains_key(d)) {
+            return fail(format!("down worker {d} is unknown"));
         }
         if let Some((w, p)) = self.speeds.iter().find(|(w, p)| !self.workers.contains_key(w) || !(1..100).contains(*p))
         {

@@ -206,6 +206,9 @@ impl MetaState {
             }
         }
         inode.mode &= MODE_MASK;
+        if inode.replicas == 0 {
+            inode.replicas = dir.replicas;
+        }
         self.inodes.insert(id, inode);
         self.link(parent, name, id);
         self.touch(parent, now);

@@ -36,6 +36,9 @@ pub struct Inode {
     pub attrs: ChunkAttrs,
     /// Entries naming this inode (always 1 for a directory).
     pub links: u32,
+    /// Copies of each chunk kept (of a directory: what new entries in it
+    /// inherit); 0: the pool's replication, whatever it is.
+    pub replicas: u8,
     pub body: Body,
 }
 
@@ -85,6 +88,7 @@ impl Inode {
             ctime: now,
             attrs: ChunkAttrs::default(),
             links: 1,
+            replicas: 0,
             body,
         }
     }
@@ -153,6 +157,7 @@ impl MetaState {
             mtime: n.mtime,
             ctime: n.ctime,
             attrs: n.attrs,
+            replicas: self.copies(id),
             chunks: Vec::new(),
             target: String::new(),
             rdev: 0,

@@ -30,6 +30,7 @@ pub struct StateView<'a> {
     pub draining: &'a BTreeSet<WorkerId>,
     pub removed: &'a BTreeSet<WorkerId>,
     pub speeds: &'a BTreeMap<WorkerId, u8>,
+    pub down: &'a BTreeSet<WorkerId>,
 }
 
 /// Every field of a state, owned: what a decoded snapshot holds.
@@ -48,6 +49,7 @@ pub struct StateParts {
     pub draining: BTreeSet<WorkerId>,
     pub removed: BTreeSet<WorkerId>,
     pub speeds: BTreeMap<WorkerId, u8>,
+    pub down: BTreeSet<WorkerId>,
 }
 
 impl MetaState {
@@ -67,6 +69,7 @@ impl MetaState {
             draining: &self.draining,
             removed: &self.removed,
             speeds: &self.speeds,
+            down: &self.down,
         }
     }
 
@@ -86,6 +89,7 @@ impl MetaState {
             draining: p.draining,
             removed: p.removed,
             speeds: p.speeds,
+            down: p.down,
             fresh: Default::default(),
         };
         s.check_invariants()?;
@@ -110,6 +114,7 @@ impl StateView<'_> {
             draining: self.draining.clone(),
             removed: self.removed.clone(),
             speeds: self.speeds.clone(),
+            down: self.down.clone(),
         }
     }
 }

@@ -48,23 +48,28 @@ impl MetaState {
         self.workers.insert(id, record);
         self.next_worker_id = self.next_worker_id.max(u64::from(id.0) + 1);
         let weights = self.weights();
-        if at_once || self.table.owners().iter().any(Option::is_none) {
+        let fresh = if self.table.replicas() == 1 {
+            self.table.owners().iter().any(Option::is_none)
+        } else {
+            self.table.owners().iter().all(Option::is_none)
+        };
+        if at_once || fresh {
             // Partitions no one holds are taken at once: nothing to copy.
-            self.table = self.table.joined(&weights, id);
+            self.table = self.table.joined(&weights, id, None);
             self.goal.clear();
         } else {
-            self.goal = self.planned().joined(&weights, id).owners().to_vec();
+            self.goal = self.planned().joined(&weights, id, Some(&self.table)).owners().to_vec();
             self.goal_reached();
         }
         Ok(MetaReply::Worker { id })
     }
 
-    /// Every known worker that is not draining, with its weight: its
+    /// Every known worker that is neither draining nor down, with its weight: its
     /// capacity (MEM + DISK) times the share of a healthy worker's
     /// bandwidth it delivers.
-    fn weights(&self) -> Vec<(WorkerId, u64)> {
+    pub(super) fn weights(&self) -> Vec<(WorkerId, u64)> {
         (self.workers.values())
-            .filter(|w| !self.draining.contains(&w.id))
+            .filter(|w| !self.draining.contains(&w.id) && !self.down.contains(&w.id))
             .map(|w| {
                 (
                     w.id,
@@ -99,12 +104,12 @@ impl MetaState {
     }
 
     /// The table as it will be once the goal is reached (no moves).
-    fn planned(&self) -> PartitionTable {
+    pub(super) fn planned(&self) -> PartitionTable {
         let owners = if self.goal.is_empty() { self.table.owners().to_vec() } else { self.goal.clone() };
-        PartitionTable::from_parts(self.table.epoch(), owners).expect("a table has partitions")
+        PartitionTable::from_slots(self.table.epoch(), self.table.replicas(), owners).expect("a goal is a table")
     }
 
-    fn known(&self, id: WorkerId) -> Result<()> {
+    pub(super) fn known(&self, id: WorkerId) -> Result<()> {
         if self.workers.contains_key(&id) {
             Ok(())
         } else {
@@ -117,6 +122,14 @@ impl MetaState {
         if self.workers.len() - self.draining.len() - usize::from(!self.draining.contains(&id)) == 0 {
             return Err(Error::invalid(format!(
                 "worker {id} is the last one not draining: nothing could take its partitions"
+            )));
+        }
+        let left =
+            (self.workers.keys()).filter(|w| **w != id && !self.draining.contains(w) && !self.down.contains(w)).count();
+        if self.table.replicas() > 1 && left < usize::from(self.table.replicas()) {
+            return Err(Error::invalid(format!(
+                "draining worker {id} would leave {left} workers for {} copies of each chunk: add a worker first, or remove it",
+                self.table.replicas()
             )));
         }
         self.draining.insert(id);
@@ -134,11 +147,15 @@ impl MetaState {
         if self.workers.len() == 1 {
             return Err(Error::invalid(format!("worker {id} is the pool's last worker")));
         }
-        let partitions: Vec<u32> = (0..self.table.partitions()).filter(|p| self.table.owner(*p) == Some(id)).collect();
+        // Partitions only it holds: their chunks are lost.
+        let partitions: Vec<u32> = (0..self.table.partitions())
+            .filter(|p| self.table.holders(*p).iter().all(|w| *w == id) && self.table.holds(*p, id))
+            .collect();
         let lost = self.paths_of(&self.inodes_in_partitions(&partitions.iter().copied().collect()));
         self.workers.remove(&id);
         self.draining.remove(&id);
         self.speeds.remove(&id);
+        self.down.remove(&id);
         self.removed.insert(id);
         if self.workers.keys().all(|w| self.draining.contains(w)) {
             // No one left could take a drained worker's partitions: the
@@ -148,7 +165,11 @@ impl MetaState {
         let weights = self.weights();
         let goal = self.planned();
         self.table = self.table.without(id, &weights);
-        if !self.goal.is_empty() {
+        if self.table.replicas() > 1 {
+            // Its slots with a replica elsewhere were let go: dealt again, copied from it.
+            self.goal = self.planned().handed_out(id, &weights, Some(&self.table)).owners().to_vec();
+            self.goal_reached();
+        } else if !self.goal.is_empty() {
             // The goal had partitions on `id` too: they go to the others.
             self.goal = goal.handed_out(id, &weights, Some(&self.table)).owners().to_vec();
             self.goal_reached();
@@ -178,7 +199,7 @@ impl MetaState {
 
     pub(super) fn finish_moves(&mut self, partitions: &[u32]) -> Result<MetaReply> {
         if let Some(p) = partitions.iter().find(|p| !self.table.moving().contains_key(p)) {
-            return Err(Error::invalid(format!("partition {p} is not moving")));
+            return Err(Error::invalid(format!("{} is not moving", self.table.slot_name(*p))));
         }
         self.table.finish_moves(partitions);
         self.goal_reached();
@@ -191,7 +212,7 @@ impl MetaState {
     }
 
     /// Forgets the goal once the table is there.
-    fn goal_reached(&mut self) {
+    pub(super) fn goal_reached(&mut self) {
         if !self.goal.is_empty() && tierpool_placement::plan::remaining(&self.table, &self.goal) == 0 {
             self.goal.clear();
         }

@@ -167,6 +167,12 @@ fn meta_op(sample: &MetaOp) -> BoxedStrategy<MetaOp> {
         M::SetSpeed { .. } => {
             (num32(), any::<u8>()).prop_map(|(id, percent)| M::SetSpeed { id: WorkerId(id), percent }).boxed()
         }
+        M::SetReplication { .. } => any::<u8>().prop_map(|replicas| M::SetReplication { replicas }).boxed(),
+        M::WorkerDown { .. } => num32().prop_map(|id| M::WorkerDown { id: WorkerId(id) }).boxed(),
+        M::WorkerUp { .. } => num32().prop_map(|id| M::WorkerUp { id: WorkerId(id) }).boxed(),
+        M::SetReplicas { .. } => (text(), any::<u8>(), any::<bool>())
+            .prop_map(|(path, replicas, recursive)| M::SetReplicas { path, replicas, recursive })
+            .boxed(),
     }
 }
 

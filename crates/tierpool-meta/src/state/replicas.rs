@@ -1,0 +1,168 @@
+//! Replication: how many copies of each chunk the pool keeps, per path,
+//! and what a worker going down or coming back does to the table.
+//!
+//! The pool's replication R (`SetReplication`, fixed before any worker
+//! joins) is the number of slots per partition; a path keeps 1..=R copies
+//! (`SetReplicas`, inherited by new entries; 0 stored means "the pool's").
+//! A chunk of a file keeping `f` copies lives on the owners of its
+//! partition's first `f` slots.
+//!
+//! `WorkerDown` lets go of the slots of a silent worker whose partition
+//! still has a replica on a live worker, and sets a goal that deals them to
+//! the live workers: moves from no owner then copy each from a surviving
+//! replica (repair). Slots with no live sibling stay with the silent worker
+//! (nothing else holds their chunks): they come back with it. `WorkerUp`
+//! gives a worker back its share, copied in by moves; what it held of slots
+//! let go meanwhile is stale and dropped by it.
+
+use super::MetaState;
+use crate::{MetaReply, Timestamp};
+use std::collections::BTreeSet;
+use tierpool_placement::PartitionTable;
+use tierpool_types::{Error, InodeId, Result, WorkerId};
+
+/// The most copies of a chunk a pool may keep.
+pub const MAX_REPLICAS: u8 = 8;
+
+/// Replication health of one file or region.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplicaHealth {
+    pub inode: InodeId,
+    /// Copies each chunk should have.
+    pub replicas: u8,
+    /// Chunks that have data.
+    pub chunks: u64,
+    /// Chunks with fewer live copies than `replicas` (at least one).
+    pub under: u64,
+    /// Chunks with no live copy: unreadable until a worker comes back.
+    pub lost: u64,
+}
+
+impl MetaState {
+    pub(super) fn set_replication(&mut self, replicas: u8) -> Result<MetaReply> {
+        if !(1..=MAX_REPLICAS).contains(&replicas) {
+            return Err(Error::invalid(format!("a pool keeps 1 to {MAX_REPLICAS} copies of a chunk, not {replicas}")));
+        }
+        if replicas == self.table.replicas() {
+            return Ok(MetaReply::Done);
+        }
+        if !self.workers.is_empty() {
+            return Err(Error::invalid(format!(
+                "the pool keeps {} copies of each chunk (set when it was created): it cannot change to {replicas}",
+                self.table.replicas()
+            )));
+        }
+        self.table = PartitionTable::replicated(self.table.partitions(), replicas);
+        self.goal.clear();
+        Ok(MetaReply::Done)
+    }
+
+    /// Copies of each chunk inode `id` keeps: its own setting capped by the pool's.
+    pub fn copies(&self, id: InodeId) -> u8 {
+        let r = self.table.replicas();
+        match self.inodes.get(&id).map(|n| n.replicas) {
+            Some(0) | None => r,
+            Some(n) => n.min(r),
+        }
+    }
+
+    /// Workers down (silent past their grace period, in a replicated pool).
+    pub fn down(&self) -> &BTreeSet<WorkerId> {
+        &self.down
+    }
+
+    pub(super) fn worker_down(&mut self, id: WorkerId) -> Result<MetaReply> {
+        self.known(id)?;
+        if self.table.replicas() == 1 {
+            return Err(Error::invalid("the pool keeps one copy of each chunk: there is nothing to repair"));
+        }
+        self.down.insert(id);
+        let into: Vec<u32> = self.table.moving().iter().filter(|(_, to)| **to == id).map(|(s, _)| *s).collect();
+        self.table.abort_moves(&into);
+        let (table, _) = self.table.released(id, &self.down);
+        self.table = table;
+        self.goal = self.planned().handed_out(id, &self.weights(), Some(&self.table)).owners().to_vec();
+        self.goal_reached();
+        Ok(MetaReply::Done)
+    }
+
+    pub(super) fn worker_up(&mut self, id: WorkerId) -> Result<MetaReply> {
+        self.known(id)?;
+        if !self.down.remove(&id) {
+            return Err(Error::invalid(format!("worker {id} is not down")));
+        }
+        if !self.draining.contains(&id) {
+            self.goal = self.planned().joined(&self.weights(), id, Some(&self.table)).owners().to_vec();
+            self.goal_reached();
+        }
+        Ok(MetaReply::Done)
+    }
+
+    pub(super) fn set_replicas(
+        &mut self,
+        comps: &[String],
+        replicas: u8,
+        recursive: bool,
+        now: Timestamp,
+    ) -> Result<MetaReply> {
+        let r = self.table.replicas();
+        if replicas == 0 || replicas > r {
+            let why = if r == 1 {
+                "the pool keeps one copy of each chunk (its --replicas when it was created)".to_string()
+            } else {
+                format!("the pool keeps at most {r} copies of each chunk (its --replicas when it was created)")
+            };
+            return Err(Error::invalid(format!("cannot keep {replicas} copies: {why}")));
+        }
+        let id = self.lookup(comps)?;
+        let ids = if recursive { self.subtree(id) } else { vec![id] };
+        let mut changed = Vec::new();
+        for i in ids {
+            let before = self.copies(i);
+            let n = self.node_mut(i);
+            n.replicas = replicas;
+            n.ctime = now;
+            if n.has_data() && before != replicas {
+                changed.push((i, replicas));
+            }
+        }
+        changed.sort();
+        Ok(MetaReply::Replicas { changed })
+    }
+
+    /// The replication health of every file and region with a chunk short
+    /// of copies, counting the workers in `dead` (and those down) as gone.
+    pub fn replica_health(&self, dead: &BTreeSet<WorkerId>) -> Vec<ReplicaHealth> {
+        let live = |w: &WorkerId| !dead.contains(w) && !self.down.contains(w);
+        let n = self.table.partitions();
+        let mut out = Vec::new();
+        for (id, inode) in &self.inodes {
+            let indexes: Vec<u64> = match &inode.body {
+                super::inode::Body::File { chunks, .. } => {
+                    (chunks.iter().enumerate()).filter(|(_, c)| !c.is_hole()).map(|(i, _)| i as u64).collect()
+                }
+                super::inode::Body::Region { size, chunk_size } => (0..size.div_ceil((*chunk_size).max(1))).collect(),
+                _ => continue,
+            };
+            let f = self.copies(*id);
+            let mut h = ReplicaHealth { inode: *id, replicas: f, chunks: indexes.len() as u64, under: 0, lost: 0 };
+            for index in indexes {
+                let p = tierpool_placement::partition_of(*id, index, n);
+                if !self.table.holders(p).iter().any(live) {
+                    h.lost += 1;
+                } else if self
+                    .table
+                    .slots_of(p)
+                    .take(usize::from(f))
+                    .any(|s| !self.table.owner(s).is_some_and(|w| live(&w)))
+                {
+                    h.under += 1;
+                }
+            }
+            if h.under + h.lost > 0 {
+                out.push(h);
+            }
+        }
+        out
+    }
+}
