@@ -6,7 +6,6 @@
 //!
 //! Lock order: `layout`, then `workers`, then `ids`; none is held across an await.
 
-use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -14,10 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tierpool_meta::{DirEntry, InodeInfo, MetaOp, MetaReply, Owner};
 use tierpool_net::{Connection, Credentials, Pool, PoolConfig, Secret};
-use tierpool_proto::{
-    CoordRequest, CoordResponse, Coordinator, Layout, PoolStatus, Worker, WorkerRequest, WorkerResponse,
-};
-use tierpool_types::{ChunkKey, Error, ErrorKind, InodeId, Priority, Result, WorkerId};
+use tierpool_proto::{CoordRequest, CoordResponse, Coordinator, Layout, PoolStatus, Worker, WorkerRequest};
+use tierpool_types::{Error, ErrorKind, InodeId, Priority, Result, WorkerId};
 
 /// How a client reaches its pool.
 #[derive(Clone, Debug)]
@@ -39,6 +36,16 @@ pub struct ClientConfig {
     /// address in `~/.tierpool/pools/`, else `$TIERPOOL_SECRET_FILE`, else
     /// none (and the pool refuses it, saying so). See `tierpool_net::auth::find_secret`.
     pub secret_file: Option<PathBuf>,
+    /// This client's host and rack, to read the nearest replica first
+    /// (workers' `--host` and `--rack` labels); by default the machine's
+    /// hostname and `$TIERPOOL_RACK` (empty: none).
+    pub host: String,
+    pub rack: String,
+}
+
+/// This machine's hostname (empty if unknown).
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
 }
 
 impl ClientConfig {
@@ -52,6 +59,8 @@ impl ClientConfig {
             owner: unsafe { (libc::geteuid(), libc::getegid()) },
             secret: None,
             secret_file: None,
+            host: hostname(),
+            rack: std::env::var("TIERPOOL_RACK").unwrap_or_default(),
         }
     }
 
@@ -86,6 +95,8 @@ pub(crate) struct Inner {
     /// This client's session at the coordinator (its holds).
     pub(crate) session: u64,
     pub(crate) leases: crate::lease::Leases,
+    /// Workers a call failed to reach lately, and when: read from last.
+    pub(crate) suspects: Mutex<HashMap<WorkerId, std::time::Instant>>,
 }
 
 /// A handle to a pool. Cheap to clone; clones share connections and caches.
@@ -100,7 +111,7 @@ const ID_BATCH: u64 = 256;
 /// restarting replays its log) before they fail.
 const COORDINATOR_PATIENCE: Duration = Duration::from_secs(20);
 /// How long a chunk request follows a moving partition before giving up.
-const MOVE_PATIENCE: Duration = Duration::from_secs(30);
+pub(crate) const MOVE_PATIENCE: Duration = Duration::from_secs(30);
 
 impl Client {
     /// Finds the pool's secret, connects, and checks that the coordinator
@@ -119,6 +130,7 @@ impl Client {
                 ids: Mutex::new((0, 0)),
                 session: crate::lease::new_session(),
                 leases: Default::default(),
+                suspects: Default::default(),
             }),
         };
         // Once: a coordinator that is not there is said at once.
@@ -295,67 +307,6 @@ impl Client {
                 Arc::new(Pool::new(addr.to_string(), self.inner.cfg.pool_config(&self.inner.credentials, 64)))
             })
             .clone()
-    }
-
-    /// Sends `req` (a chunk request: safe to send again) to the worker
-    /// owning `key`'s partition, following the partition when it moves: a
-    /// worker that does not own it (`Moved`) makes the client read the
-    /// layout again, one handing it over (`Busy`) makes it wait a little;
-    /// so does a worker that cannot be reached or does not have the chunk
-    /// while the layout changed meanwhile. Gives up after `MOVE_PATIENCE`.
-    /// `NotFound` names the worker that does not have the chunk.
-    pub(crate) async fn call_owner(
-        &self,
-        key: ChunkKey,
-        req: &WorkerRequest,
-        payload: &[u8],
-    ) -> Result<(WorkerResponse, Bytes)> {
-        let since = std::time::Instant::now();
-        let mut wait = Duration::from_millis(1);
-        let mut layout = self.layout().await?;
-        loop {
-            let owner = (layout.table)
-                .locate(key)
-                .ok_or_else(|| Error::new(ErrorKind::Unavailable, "the pool has no workers yet"))?;
-            let w = layout
-                .worker(owner)
-                .ok_or_else(|| Error::internal(format!("worker {owner} is in the partition table but unknown")))?;
-            let why = match self.worker_pool(w.id, &w.addr).call(req, payload, true).await {
-                Ok((WorkerResponse::Moved { epoch }, _)) => format!("worker {owner} no longer owns it (epoch {epoch})"),
-                Ok((WorkerResponse::Busy, _)) => format!("worker {owner} is handing its partition over"),
-                Ok(r) => return Ok(r),
-                Err(e) if matches!(e.kind, ErrorKind::Unavailable | ErrorKind::NotFound) => {
-                    // The partition may have moved away from a worker that
-                    // stopped, or was dropped just after a move: only a
-                    // changed layout makes another try worth it.
-                    let fresh = self.refresh_layout().await?;
-                    if fresh.version == layout.version || since.elapsed() > MOVE_PATIENCE {
-                        return Err(match e.kind {
-                            ErrorKind::NotFound => Error::new(
-                                ErrorKind::NotFound,
-                                format!("worker {owner} at {} does not have its version {}", w.addr, key.version),
-                            ),
-                            _ => Error::new(
-                                ErrorKind::Unavailable,
-                                format!("worker {owner} at {} is unreachable: {}", w.addr, e.message),
-                            ),
-                        });
-                    }
-                    layout = fresh;
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
-            if since.elapsed() > MOVE_PATIENCE {
-                return Err(Error::new(
-                    ErrorKind::Unavailable,
-                    format!("chunk {key}: its partition did not settle within {MOVE_PATIENCE:?}: {why}"),
-                ));
-            }
-            tokio::time::sleep(wait).await;
-            wait = (wait * 2).min(Duration::from_millis(100));
-            layout = self.refresh_layout().await?;
-        }
     }
 
     /// A fresh inode id, from a batch reserved at the coordinator.

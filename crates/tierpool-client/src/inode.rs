@@ -128,13 +128,14 @@ impl Client {
         version: u64,
         data: Bytes,
         attrs: ChunkAttrs,
+        copies: u8,
     ) -> Result<ChunkRef> {
         if version == 0 {
             return Err(Error::invalid("chunk version 0 is the hole; versions start at 1"));
         }
         let checksum = crc32c::crc32c(&data);
         let len = data.len() as u64;
-        self.put_chunk(ChunkKey { inode, index, version }, data, checksum, attrs).await?;
+        self.put_chunk(ChunkKey { inode, index, version }, data, checksum, attrs, copies).await?;
         Ok(ChunkRef { version, len, checksum })
     }
 

@@ -17,21 +17,24 @@ mod lease;
 mod read;
 mod region;
 mod region_handle;
+mod replicas;
+mod replication;
 pub mod view;
 mod write;
 
-pub use client::{Client, ClientConfig};
+pub use client::{hostname, Client, ClientConfig};
 pub use inode::{InodeChange, Owner};
 pub use lease::{WriteLease, RENEW};
 pub use read::{check_readable, chunk_count, ChunkStream};
 pub use region::RegionOptions;
 pub use region_handle::{PoolBackend, Region};
+pub use replication::Replicated;
 pub use tierpool_cache::CacheStats;
 pub use tierpool_meta::{DirEntry, DirName, InodeInfo, InodeKind, NewNode};
 pub use tierpool_net::auth::{Secret, SECRET_FILE_ENV};
 pub use tierpool_net::{Background, Step};
 pub use tierpool_proto::ChunkPlace;
-pub use tierpool_proto::{MigrationStatus, PoolStatus, WorkerStatus};
+pub use tierpool_proto::{FsckEntry, MigrationStatus, PoolStatus, ReplicationStatus, WorkerStatus};
 pub use tierpool_types::ChunkRef;
 pub use write::{FileWriter, PutOptions};
 

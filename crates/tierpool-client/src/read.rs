@@ -57,20 +57,23 @@ impl Client {
             return Ok(Bytes::from(vec![0u8; share as usize]));
         }
         let key = ChunkKey { inode, index, version: r.version };
-        let data = match self.call_owner(key, &WorkerRequest::GetChunk { key }, &[]).await {
-            Ok((WorkerResponse::Chunk, data)) => data,
-            Ok((other, _)) => return Err(unexpected(other)),
+        let check = |resp: &WorkerResponse, data: &Bytes| match resp {
+            WorkerResponse::Chunk if data.len() as u64 == r.len && crc32c::crc32c(data) == r.checksum => Ok(()),
+            WorkerResponse::Chunk => Err(Error::new(
+                ErrorKind::Corrupt,
+                format!("{path}: chunk {index} from its worker does not match its checksum"),
+            )),
+            other => Err(unexpected(other.clone())),
+        };
+        let repair = |_: &Bytes| WorkerRequest::PutChunk { key, checksum: r.checksum, attrs: Default::default() };
+        let data = match self.read_replicas(key, &WorkerRequest::GetChunk { key }, check, Some(&repair)).await {
+            Ok((_, data)) => data,
             Err(e) if e.kind == ErrorKind::NotFound => {
                 return Err(Error::new(ErrorKind::Lost, format!("{path}: chunk {index} is lost: {}", e.message)))
             }
+            Err(e) if e.kind == ErrorKind::Corrupt => return Err(e),
             Err(e) => return Err(e.context(format!("{path}: chunk {index}"))),
         };
-        if data.len() as u64 != r.len || crc32c::crc32c(&data) != r.checksum {
-            return Err(Error::new(
-                ErrorKind::Corrupt,
-                format!("{path}: chunk {index} from its worker does not match its checksum"),
-            ));
-        }
         if r.len >= share {
             return Ok(data);
         }

@@ -52,6 +52,7 @@ impl Client {
     /// Creates the chunks of region `inode` and publishes it.
     async fn reserve_region(&self, path: &str, inode: InodeId, size: u64, opts: &RegionOptions) -> Result<InodeInfo> {
         let chunks = size.div_ceil(opts.chunk_size);
+        let copies = self.copies_for(path).await?;
         // Creations run CREATE_WINDOW at a time; after a failure no new one
         // starts, and those in flight finish before the cleanup, so none can
         // land after it.
@@ -63,7 +64,7 @@ impl Client {
                 let len = (size - index * opts.chunk_size).min(opts.chunk_size);
                 let req = WorkerRequest::CreateChunk { key, len, attrs: opts.attrs };
                 let c = self.clone();
-                tasks.spawn(async move { c.expect_ok(key, &req, &[]).await });
+                tasks.spawn(async move { c.write_replicas(key, copies, &req, Bytes::new()).await });
                 index += 1;
             }
             let Some(r) = tasks.join_next().await else { break };
@@ -130,17 +131,18 @@ impl Client {
     pub async fn read_region(&self, path: &str, info: &InodeInfo, index: u64, offset: u64, len: u64) -> Result<Bytes> {
         let key = ChunkKey { inode: info.id, index, version: 1 };
         let req = WorkerRequest::ReadRange { key, offset, len };
-        let (resp, data) = self.call_owner(key, &req, &[]).await.map_err(|e| region_error(path, index, e))?;
-        match resp {
-            WorkerResponse::Range { checksum } if crc32c::crc32c(&data) == checksum && data.len() as u64 == len => {
-                Ok(data)
+        let check = |resp: &WorkerResponse, data: &Bytes| match resp {
+            WorkerResponse::Range { checksum } if crc32c::crc32c(data) == *checksum && data.len() as u64 == len => {
+                Ok(())
             }
             WorkerResponse::Range { .. } => Err(Error::new(
                 ErrorKind::Corrupt,
                 format!("{path}: chunk {index}: bytes {offset}..{} arrived damaged", offset + len),
             )),
-            other => Err(unexpected(other)),
-        }
+            other => Err(unexpected(other.clone())),
+        };
+        let (_, data) = self.read_replicas(key, &req, check, None).await.map_err(|e| region_error(path, index, e))?;
+        Ok(data)
     }
 
     /// Overwrites `ranges` `(offset, bytes)` of chunk `index` of the region
@@ -157,14 +159,9 @@ impl Client {
             ranges: ranges.iter().map(|(o, b)| (*o, b.len() as u64)).collect(),
             checksum: crc32c::crc32c(&payload),
         };
-        self.expect_ok(key, &req, &payload).await.map_err(|e| region_error(path, index, e))
-    }
-
-    async fn expect_ok(&self, key: ChunkKey, req: &WorkerRequest, payload: &[u8]) -> Result<()> {
-        match self.call_owner(key, req, payload).await? {
-            (WorkerResponse::Done, _) => Ok(()),
-            (other, _) => Err(unexpected(other)),
-        }
+        self.write_replicas(key, info.replicas, &req, Bytes::from(payload))
+            .await
+            .map_err(|e| region_error(path, index, e))
     }
 }
 

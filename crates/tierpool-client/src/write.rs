@@ -3,11 +3,11 @@
 //! with one atomic metadata commit. Until then no reader can see it; if
 //! anything fails, the chunks already stored are deleted and nothing is published.
 
-use crate::client::{unexpected, unexpected_meta, Client};
+use crate::client::{unexpected_meta, Client};
 use crate::WriteLease;
 use bytes::{Bytes, BytesMut};
 use tierpool_meta::{InodeInfo, MetaOp, MetaReply};
-use tierpool_proto::{WorkerRequest, WorkerResponse};
+use tierpool_proto::WorkerRequest;
 use tierpool_types::{validate_chunk_size, Checksum, ChunkAttrs, ChunkKey, Error, InodeId, Result};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::task::JoinSet;
@@ -20,6 +20,10 @@ pub struct PutOptions {
     pub mode: u32,
     /// Replace an existing file at the path (atomically). Without it, an existing path is `AlreadyExists`.
     pub overwrite: bool,
+    /// Copies of each chunk to write; `None`: what the file's directory
+    /// keeps (the file inherits it when published). More than the
+    /// directory keeps is written but not kept as such.
+    pub replicas: Option<u8>,
 }
 
 impl Default for PutOptions {
@@ -29,6 +33,7 @@ impl Default for PutOptions {
             attrs: ChunkAttrs::default(),
             mode: 0o644,
             overwrite: true,
+            replicas: None,
         }
     }
 }
@@ -42,6 +47,8 @@ pub struct FileWriter {
     buf: BytesMut,
     size: u64,
     checksums: Vec<Checksum>,
+    /// Copies of each chunk written.
+    copies: u8,
     tasks: JoinSet<Result<()>>,
     /// Keeps the stored chunks from being taken for a dead writer's.
     _lease: WriteLease,
@@ -51,6 +58,10 @@ impl Client {
     /// Starts writing a new file at `path` (published on `close`).
     pub async fn create(&self, path: &str, opts: &PutOptions) -> Result<FileWriter> {
         validate_chunk_size(opts.chunk_size)?;
+        let copies = match opts.replicas {
+            Some(r) => r.max(1),
+            None => self.copies_for(path).await?,
+        };
         let inode = self.alloc_inode().await?;
         Ok(FileWriter {
             _lease: self.lease(inode),
@@ -61,6 +72,7 @@ impl Client {
             buf: BytesMut::new(),
             size: 0,
             checksums: Vec::new(),
+            copies,
             tasks: JoinSet::new(),
         })
     }
@@ -108,17 +120,29 @@ impl Client {
         w.close().await
     }
 
-    /// Stores one chunk on the worker that owns its partition.
+    /// Stores one chunk on every worker that is to hold one of its `copies`.
     pub(crate) async fn put_chunk(
         &self,
         key: ChunkKey,
         data: Bytes,
         checksum: Checksum,
         attrs: ChunkAttrs,
+        copies: u8,
     ) -> Result<()> {
-        match self.call_owner(key, &WorkerRequest::PutChunk { key, checksum, attrs }, &data).await? {
-            (WorkerResponse::Done, _) => Ok(()),
-            (other, _) => Err(unexpected(other)),
+        self.write_replicas(key, copies, &WorkerRequest::PutChunk { key, checksum, attrs }, data).await
+    }
+
+    /// Copies of each chunk a new entry of `path`'s directory keeps.
+    pub(crate) async fn copies_for(&self, path: &str) -> Result<u8> {
+        let parent = match path.trim_end_matches('/').rsplit_once('/') {
+            Some((dir, _)) if !dir.is_empty() => dir,
+            _ => "/",
+        };
+        match self.stat(parent).await {
+            Ok(info) => Ok(info.replicas.max(1)),
+            // Missing: the commit says so; the pool's is the best guess.
+            Err(e) if e.kind == tierpool_types::ErrorKind::NotFound => Ok(self.layout().await?.table.replicas()),
+            Err(e) => Err(e),
         }
     }
 }
@@ -175,8 +199,8 @@ impl FileWriter {
         let crc = crc32c::crc32c(&chunk);
         let key = ChunkKey { inode: self.inode, index: self.checksums.len() as u64, version: 1 };
         self.checksums.push(crc);
-        let (c, attrs) = (self.client.clone(), self.opts.attrs);
-        self.tasks.spawn(async move { c.put_chunk(key, chunk, crc, attrs).await });
+        let (c, attrs, copies) = (self.client.clone(), self.opts.attrs, self.copies);
+        self.tasks.spawn(async move { c.put_chunk(key, chunk, crc, attrs, copies).await });
         Ok(())
     }
 

@@ -22,6 +22,7 @@ pub mod effects;
 pub mod log;
 pub mod migrate;
 pub mod records;
+pub mod replication;
 pub mod service;
 pub mod sweep;
 
@@ -30,6 +31,10 @@ use std::time::Duration;
 use tierpool_meta::engine::EngineConfig;
 use tierpool_net::{Background, Limits, Secret};
 use tierpool_types::{Error, Result};
+
+/// Copies of each chunk a new pool keeps unless told otherwise: one worker
+/// can die (or lose its memory) without losing a byte.
+pub const DEFAULT_REPLICAS: u8 = 2;
 
 /// How often the coordinator lets time act (liveness, garbage due).
 const TICK: Duration = Duration::from_millis(500);
@@ -43,6 +48,10 @@ pub struct CoordinatorConfig {
     pub listen: String,
     /// Partition count of a new pool; ignored when the pool exists.
     pub partitions: u32,
+    /// Copies of each chunk a new pool keeps at most (the default of every
+    /// path); `None`: [`DEFAULT_REPLICAS`]. An existing pool keeps its own,
+    /// and refuses to start with another.
+    pub replicas: Option<u8>,
     /// A worker without a heartbeat for this long is reported dead.
     pub dead_after: Duration,
     /// Chunks of a removed or replaced file are deleted after this grace period,
@@ -80,6 +89,7 @@ impl CoordinatorConfig {
             dir,
             listen,
             partitions: tierpool_types::DEFAULT_PARTITIONS,
+            replicas: None,
             dead_after: Duration::from_secs(3),
             gc_grace: Duration::from_secs(5),
             snapshot_every: 100_000,

@@ -64,6 +64,7 @@ pub async fn drive(svc: Arc<Coordinator>) {
 }
 
 async fn step(svc: &Arc<Coordinator>) -> Result<()> {
+    crate::replication::standing(svc).await?;
     let now = svc.now();
     // Links that stayed slower (or came back) for a window: weigh again.
     for (id, percent) in svc.with_engine(|e| e.speed_changes(now)) {
@@ -99,8 +100,8 @@ async fn carry_out(svc: &Arc<Coordinator>, m: Move, rate: u64) {
         Ok((chunks, bytes)) => {
             svc.with_engine(|e| e.move_copied(&m, bytes));
             tracing::info!(
-                "moved partitions {:?} from worker {} to worker {}: {chunks} chunks, {} in {:.1?}",
-                m.partitions,
+                "moved {} from worker {} to worker {}: {chunks} chunks, {} in {:.1?}",
+                named(svc, &m.partitions),
                 m.from,
                 m.to,
                 ByteSize(bytes),
@@ -122,8 +123,8 @@ async fn carry_out(svc: &Arc<Coordinator>, m: Move, rate: u64) {
             let now = svc.now();
             svc.with_engine(|en| en.move_failed(&m, now));
             tracing::warn!(
-                "gave up moving partitions {:?} from worker {} to worker {}: {e}",
-                m.partitions,
+                "gave up moving {} from worker {} to worker {}: {e}",
+                named(svc, &m.partitions),
                 m.from,
                 m.to
             );
@@ -146,7 +147,10 @@ async fn copy(svc: &Arc<Coordinator>, m: &Move, rate: u64) -> Result<(u64, u64)>
     let (from, to) = (addr(m.from)?, addr(m.to)?);
     let pool: Pool<Worker> =
         Pool::new(to, PoolConfig { request_timeout: COPY_TIMEOUT, ..PoolConfig::with(svc.credentials.clone()) });
-    let req = WorkerRequest::Copy { from, partitions: m.partitions.clone(), rate };
+    // Workers copy whole partitions: a slot's partition (one slot of a
+    // partition moves at a time).
+    let partitions = partitions_of(svc, &m.partitions);
+    let req = WorkerRequest::Copy { from, partitions, rate };
     let watch = async {
         loop {
             tokio::time::sleep(WATCH_EVERY).await;
@@ -162,6 +166,22 @@ async fn copy(svc: &Arc<Coordinator>, m: &Move, rate: u64) -> Result<(u64, u64)>
         },
         e = watch => Err(e),
     }
+}
+
+/// The partitions of slots `slots`.
+fn partitions_of(svc: &Coordinator, slots: &[u32]) -> Vec<u32> {
+    svc.with_engine(|e| slots.iter().map(|s| e.state().table().partition_of_slot(*s)).collect())
+}
+
+/// How logs name the slots of a move: partitions, and which replica when
+/// the pool keeps more than one.
+fn named(svc: &Coordinator, slots: &[u32]) -> String {
+    let (r, n) = svc.with_engine(|e| (e.state().table().replicas(), e.state().table().partitions()));
+    if r == 1 {
+        return format!("partitions {slots:?}");
+    }
+    let pairs: Vec<String> = slots.iter().map(|s| format!("{}/{}", s % n, s / n)).collect();
+    format!("replicas (partition/replica) [{}]", pairs.join(", "))
 }
 
 /// Gives workers (`only` these, or every registered one) the current

@@ -99,9 +99,23 @@ impl Coordinator {
     /// Creates the pool on first start.
     pub async fn initialise(&self) -> Result<()> {
         let needed = !self.inner.lock().engine.state().is_initialised();
+        let replicas = self.cfg.replicas.unwrap_or(crate::DEFAULT_REPLICAS);
         if needed {
             self.execute(MetaOp::Init { partitions: self.cfg.partitions }, Owner::default()).await?;
-            tracing::info!("created a new pool with {} partitions", self.cfg.partitions);
+            if replicas != 1 {
+                self.execute(MetaOp::SetReplication { replicas }, Owner::default()).await?;
+            }
+            tracing::info!(
+                "created a new pool with {} partitions, keeping {replicas} copies of each chunk",
+                self.cfg.partitions
+            );
+            return Ok(());
+        }
+        let kept = self.inner.lock().engine.state().table().replicas();
+        if let Some(r) = self.cfg.replicas.filter(|r| *r != kept) {
+            return Err(Error::invalid(format!(
+                "this pool keeps {kept} copies of each chunk (set when it was created): --replicas {r} cannot change it"
+            )));
         }
         Ok(())
     }
@@ -332,6 +346,7 @@ impl Coordinator {
             orphan_bytes: swept.bytes,
             held_sessions,
             migration,
+            replication: crate::replication::status(&g.engine, now),
         }
     }
 
@@ -353,6 +368,8 @@ impl Coordinator {
             MetaOp::AbortMoves { .. } => own("AbortMoves"),
             MetaOp::RegisterWorker { at_once: true, .. } => own("a join that takes partitions at once"),
             MetaOp::SetSpeed { .. } => own("SetSpeed (the coordinator measures workers' bandwidth)"),
+            MetaOp::SetReplication { .. } => own("SetReplication (a pool's --replicas is set when it is created)"),
+            MetaOp::WorkerDown { .. } | MetaOp::WorkerUp { .. } => own("a worker's standing"),
             MetaOp::DrainWorker { id } => {
                 let now = self.now();
                 let g = self.inner.lock();
@@ -450,6 +467,7 @@ impl Coordinator {
                 self.inner.lock().engine.lease(session, inodes, self.now());
                 Ok(CoordResponse::Done)
             }
+            CoordRequest::Fsck { path } => crate::replication::fsck(self, &path).await,
         }
     }
 }

@@ -302,9 +302,9 @@ fn send(io: &Io, g: &mut Inner, index: u64) -> Result<()> {
     let version = io.rt.block_on(io.client.fresh_version())?;
     let Some(data) = g.state.send(index, version) else { return Ok(()) };
     tracing::debug!("inode {}: sending chunk {index} ({} bytes) as version {version}", g.state.inode(), data.len());
-    let (client, inode, attrs) = (io.client.clone(), g.state.inode(), g.info.attrs);
+    let (client, inode, attrs, copies) = (io.client.clone(), g.state.inode(), g.info.attrs, g.info.replicas);
     let task = io.rt.spawn(async move {
-        let r = client.put_version(inode, index, version, data.clone(), attrs).await?;
+        let r = client.put_version(inode, index, version, data.clone(), attrs, copies).await?;
         Ok((r, data))
     });
     g.sending.push((index, version, task));

@@ -226,10 +226,11 @@ pub enum MetaReply {
         partitions: Vec<u32>,
         lost: Vec<String>,
     },
-    /// The files and regions whose copies per chunk changed, with the
-    /// number they now keep (their chunks need copying up to it).
+    /// The files and regions whose copies per chunk changed: `(inode,
+    /// before, after)` (their chunks need copying up to it, or the extra
+    /// copies dropping).
     Replicas {
-        changed: Vec<(InodeId, u8)>,
+        changed: Vec<(InodeId, u8, u8)>,
     },
 }
 

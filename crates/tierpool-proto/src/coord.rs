@@ -40,6 +40,9 @@ pub enum CoordRequest {
     /// session's earlier set; lapses like a hold. Unlike a hold it does not
     /// keep a removed or replaced file's chunks. `Done`.
     Lease { session: u64, inodes: Vec<InodeId> },
+    /// Files and regions at or under `path` with chunks short of copies
+    /// (or with none left), as the metadata and the workers alive now say: `Fsck`.
+    Fsck { path: String },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,6 +65,21 @@ pub enum CoordResponse {
         parent: InodeId,
         entries: Vec<DirName>,
     },
+    Fsck(Vec<FsckEntry>),
+}
+
+/// A file or region with chunks short of copies.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FsckEntry {
+    pub path: String,
+    /// Copies each chunk should have.
+    pub replicas: u8,
+    /// Chunks that hold data.
+    pub chunks: u64,
+    /// Chunks with fewer live copies than `replicas` (at least one).
+    pub under: u64,
+    /// Chunks with no live copy.
+    pub lost: u64,
 }
 
 /// Where chunks live: the partition table and how to reach each worker.

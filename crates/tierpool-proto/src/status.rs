@@ -53,6 +53,31 @@ pub struct PoolStatus {
     /// Client sessions holding inodes open or being written.
     pub held_sessions: u64,
     pub migration: MigrationStatus,
+    pub replication: ReplicationStatus,
+}
+
+/// Copies of chunks: what the pool keeps, and what is missing while
+/// workers are down or replicas are being repaired.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicationStatus {
+    /// Most copies of each chunk the pool keeps (its `--replicas`).
+    pub replicas: u8,
+    /// Copies a chunk can have with the workers there are (fewer than
+    /// `replicas` with fewer workers).
+    pub possible: u8,
+    /// Workers down (silent past their grace period).
+    pub workers_down: Vec<tierpool_types::WorkerId>,
+    /// Replica slots (partition replicas) with no owner now: lost with a
+    /// worker and not yet copied again, or not placeable.
+    pub replicas_missing: u32,
+    /// Chunks with fewer live copies than their file keeps (at least one).
+    pub chunks_under: u64,
+    /// Their bytes.
+    pub bytes_under: u64,
+    /// Chunks with no live copy: unreadable until a worker comes back.
+    pub chunks_lost: u64,
+    /// Some chunk has fewer copies than it should, or none.
+    pub degraded: bool,
 }
 
 /// Partitions moving toward the table the pool's weights ask for (after a

@@ -60,7 +60,7 @@ fn put_options(
 ) -> PyResult<PutOptions> {
     let chunk_size = args::chunk_size(chunk_size)?.unwrap_or(DEFAULT_CHUNK_SIZE);
     let priority = args::priority(priority)?.unwrap_or_default();
-    Ok(PutOptions { chunk_size, attrs: ChunkAttrs { priority, pinned }, mode: 0o644, overwrite })
+    Ok(PutOptions { chunk_size, attrs: ChunkAttrs { priority, pinned }, mode: 0o644, overwrite, replicas: None })
 }
 
 fn is_a_directory(path: &str) -> Error {

@@ -76,6 +76,7 @@ pub async fn open(client: &Client, path: &str, req: WriteRequest) -> Result<File
         },
         mode: 0o644,
         overwrite: mode != WriteMode::Exclusive,
+        replicas: None,
     };
     let Some(old) = old else {
         return client.create(path, &opts).await;

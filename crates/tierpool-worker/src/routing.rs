@@ -2,11 +2,13 @@
 //! of the moves its partitions are part of. Pure: the service asks it about
 //! each request and tells it what happened; no I/O.
 //!
-//! - A chunk request is served only for a partition this worker owns in
-//!   the newest table it knows; any other is answered `Moved` with that
+//! - A chunk request is served only for a partition this worker owns a
+//!   replica of (a slot) in the newest table it knows; any other is answered `Moved` with that
 //!   table's epoch (a client whose table is newer waits for this worker to
 //!   catch up; one whose table is older reads the table again).
-//! - An owned partition moving away is *tracked*: every key written or
+//! - An owned partition with a replica moving (away from this worker, or
+//!   from another worker or none to a third: this worker may be the one
+//!   the copy comes from) is *tracked*: every key written or
 //!   deleted in it from the moment the table saying so was applied is
 //!   noted, so that the copy its new owner takes can be brought up to date.
 //!   Each tracking has an id of its own: a copier names it, and a tracking
@@ -22,8 +24,8 @@
 //!   then no write can be acknowledged by a worker that may be about to
 //!   lose the partition.
 //!
-//! Invariants: tracking exists exactly for owned partitions moving away (as
-//! of the last table applied); frozen partitions are tracked; tables are
+//! Invariants: tracking exists exactly for partitions this worker owns a
+//! replica of while a replica of them moves (as of the last table applied); frozen partitions are tracked; tables are
 //! applied in order of their version, an older one is ignored.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -97,9 +99,9 @@ impl Routing {
         self.table.as_ref()
     }
 
-    /// Whether this worker owns or is receiving partition `p`.
+    /// Whether this worker owns or is receiving a replica of partition `p`.
     fn holds(table: &PartitionTable, me: WorkerId, p: u32) -> bool {
-        table.owner(p) == Some(me) || table.moving().get(&p) == Some(&me)
+        table.holds(p, me)
     }
 
     /// Applies the table of `version` as seen by worker `me`; an older
@@ -114,7 +116,13 @@ impl Routing {
             }
             _ => (0..table.partitions()).filter(|p| !Self::holds(&table, me, *p)).collect(),
         };
-        let outgoing: BTreeSet<u32> = table.moving().keys().copied().filter(|p| table.owner(*p) == Some(me)).collect();
+        // Every holder of a replica tracks a partition while any replica of
+        // it moves: the copy comes from the slot's owner or, for a repair,
+        // from another replica's.
+        let outgoing: BTreeSet<u32> = (table.moving().keys())
+            .map(|s| table.partition_of_slot(*s))
+            .filter(|p| table.slot_held(*p, me).is_some())
+            .collect();
         self.tracking.retain(|p, _| outgoing.contains(p));
         for p in &outgoing {
             if !self.tracking.contains_key(p) {
@@ -136,7 +144,7 @@ impl Routing {
     pub fn admit(&mut self, key: ChunkKey, write: bool) -> Admit {
         let (Some(t), Some(me)) = (&self.table, self.me) else { return Admit::Busy };
         let p = partition_of(key.inode, key.index, t.partitions());
-        if t.owner(p) != Some(me) {
+        if t.slot_held(p, me).is_none() {
             return Admit::Moved(t.epoch());
         }
         if self.tracking.get(&p).is_some_and(|t| t.frozen) {

@@ -172,8 +172,17 @@ impl WorkerService {
         done()
     }
 
+    /// A copy that fails its checksum is dropped as it is reported: the
+    /// reader takes another replica and writes the good bytes back here.
     fn get_chunk(&self, key: ChunkKey) -> Answer {
-        let data = block_in_place(|| self.tiers.get(key))?;
+        let data = match block_in_place(|| self.tiers.get(key)) {
+            Err(e) if e.kind == ErrorKind::Corrupt => {
+                tracing::warn!("chunk {key} is damaged here, dropped: {}", e.message);
+                let _ = block_in_place(|| self.tiers.delete(key));
+                return Err(e);
+            }
+            r => r?,
+        };
         self.bytes_read.fetch_add(data.len() as u64, Ordering::Relaxed);
         Ok((WorkerResponse::Chunk, data))
     }

@@ -253,6 +253,11 @@ pub struct UpArgs {
     /// Partition count of a new pool (fixed once the pool exists).
     #[arg(long, default_value_t = tierpool_types::DEFAULT_PARTITIONS, value_parser = partitions())]
     pub partitions: u32,
+    /// Copies of each chunk a new pool keeps, on distinct workers (fixed once
+    /// the pool exists; a path may keep fewer: `tierpool replicas`).
+    /// Default: 2, or 1 with a single worker.
+    #[arg(long, value_parser = replicas())]
+    pub replicas: Option<u8>,
     /// Print the result as JSON: coordinator address, state directory, process ids.
     #[arg(long)]
     pub json: bool,
@@ -281,6 +286,11 @@ fn partitions() -> clap::builder::RangedI64ValueParser<u32> {
     clap::value_parser!(u32).range(1..=MAX_PARTITIONS)
 }
 
+/// Replicas 1 to 8 (the state machine's `MAX_REPLICAS`).
+fn replicas() -> clap::builder::RangedI64ValueParser<u8> {
+    clap::value_parser!(u8).range(1..=8)
+}
+
 #[derive(Args, Debug)]
 pub struct CoordinatorArgs {
     /// State directory (metadata log and snapshots).
@@ -293,6 +303,14 @@ pub struct CoordinatorArgs {
     /// Partition count of a new pool (fixed once the pool exists).
     #[arg(long, default_value_t = tierpool_types::DEFAULT_PARTITIONS, value_parser = partitions())]
     pub partitions: u32,
+    /// Copies of each chunk a new pool keeps, on distinct workers (default
+    /// 2; fixed once the pool exists: another value is refused).
+    #[arg(long, value_parser = replicas())]
+    pub replicas: Option<u8>,
+    /// A worker silent for this long is declared down: in a pool keeping
+    /// more than one copy, the replicas it held are copied again from the others.
+    #[arg(long, default_value = "3s", value_name = "DURATION")]
+    pub dead_after: Span,
     /// Stop when process PID exits.
     #[arg(long, value_name = "PID")]
     pub stop_with: Option<u32>,

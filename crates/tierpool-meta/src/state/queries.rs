@@ -94,15 +94,24 @@ impl MetaState {
     /// name order when hard links give several), sorted; an inode no entry
     /// names any more (unlinked while open) as `(unlinked inode N)`.
     pub fn paths_of(&self, wanted: &[InodeId]) -> Vec<String> {
+        let (mut out, unlinked): (Vec<String>, Vec<String>) =
+            self.named(wanted).into_values().partition(|p| p.starts_with('/'));
+        out.sort();
+        out.extend(unlinked);
+        out
+    }
+
+    /// [`paths_of`](Self::paths_of) by inode.
+    pub fn named(&self, wanted: &[InodeId]) -> std::collections::BTreeMap<InodeId, String> {
+        let mut named = std::collections::BTreeMap::new();
         let mut left: std::collections::BTreeSet<InodeId> = wanted.iter().copied().collect();
-        let mut out = Vec::new();
         let mut stack = vec![(InodeId::ROOT, String::new())];
         while let Some((dir, path)) = stack.pop() {
             let Some(children) = self.inodes.get(&dir).and_then(|d| d.children()) else { continue };
             for (name, id) in children.iter().rev() {
                 let child = format!("{path}/{name}");
                 if left.remove(id) {
-                    out.push(child.clone());
+                    named.insert(*id, child.clone());
                 }
                 if self.inodes.get(id).is_some_and(|n| n.children().is_some()) {
                     stack.push((*id, child));
@@ -112,9 +121,8 @@ impl MetaState {
                 break;
             }
         }
-        out.sort();
-        out.extend(left.iter().map(|id| format!("(unlinked inode {id})")));
-        out
+        named.extend(left.iter().map(|id| (*id, format!("(unlinked inode {id})"))));
+        named
     }
 
     /// Bytes of live chunk data per partition, as the metadata counts them

@@ -34,6 +34,8 @@ pub struct ReplicaHealth {
     pub chunks: u64,
     /// Chunks with fewer live copies than `replicas` (at least one).
     pub under: u64,
+    /// Their bytes.
+    pub bytes_under: u64,
     /// Chunks with no live copy: unreadable until a worker comes back.
     pub lost: u64,
 }
@@ -123,46 +125,56 @@ impl MetaState {
             n.replicas = replicas;
             n.ctime = now;
             if n.has_data() && before != replicas {
-                changed.push((i, replicas));
+                changed.push((i, before, replicas));
             }
         }
         changed.sort();
         Ok(MetaReply::Replicas { changed })
     }
 
-    /// The replication health of every file and region with a chunk short
-    /// of copies, counting the workers in `dead` (and those down) as gone.
-    pub fn replica_health(&self, dead: &BTreeSet<WorkerId>) -> Vec<ReplicaHealth> {
+    /// The replication health of every file and region at or under
+    /// `comps` (everything: empty) with a chunk short of copies, counting
+    /// the workers in `dead` (and those down) as gone.
+    pub fn replica_health(&self, comps: &[String], dead: &BTreeSet<WorkerId>) -> Result<Vec<ReplicaHealth>> {
+        let ids = self.subtree(self.lookup(comps)?);
         let live = |w: &WorkerId| !dead.contains(w) && !self.down.contains(w);
         let n = self.table.partitions();
         let mut out = Vec::new();
-        for (id, inode) in &self.inodes {
-            let indexes: Vec<u64> = match &inode.body {
+        for id in ids {
+            let inode = self.node(id);
+            let chunks: Vec<(u64, u64)> = match &inode.body {
                 super::inode::Body::File { chunks, .. } => {
-                    (chunks.iter().enumerate()).filter(|(_, c)| !c.is_hole()).map(|(i, _)| i as u64).collect()
+                    (chunks.iter().enumerate()).filter(|(_, c)| !c.is_hole()).map(|(i, c)| (i as u64, c.len)).collect()
                 }
-                super::inode::Body::Region { size, chunk_size } => (0..size.div_ceil((*chunk_size).max(1))).collect(),
+                super::inode::Body::Region { size, chunk_size } => (0..size.div_ceil((*chunk_size).max(1)))
+                    .map(|i| (i, (size - i * chunk_size).min(*chunk_size)))
+                    .collect(),
                 _ => continue,
             };
-            let f = self.copies(*id);
-            let mut h = ReplicaHealth { inode: *id, replicas: f, chunks: indexes.len() as u64, under: 0, lost: 0 };
-            for index in indexes {
-                let p = tierpool_placement::partition_of(*id, index, n);
+            let f = self.copies(id);
+            let mut h = ReplicaHealth {
+                inode: id,
+                replicas: f,
+                chunks: chunks.len() as u64,
+                under: 0,
+                bytes_under: 0,
+                lost: 0,
+            };
+            for (index, len) in chunks {
+                let p = tierpool_placement::partition_of(id, index, n);
                 if !self.table.holders(p).iter().any(live) {
                     h.lost += 1;
-                } else if self
-                    .table
-                    .slots_of(p)
-                    .take(usize::from(f))
+                } else if (self.table.slots_of(p).take(usize::from(f)))
                     .any(|s| !self.table.owner(s).is_some_and(|w| live(&w)))
                 {
                     h.under += 1;
+                    h.bytes_under += len;
                 }
             }
             if h.under + h.lost > 0 {
                 out.push(h);
             }
         }
-        out
+        Ok(out)
     }
 }

@@ -18,6 +18,7 @@ pub async fn run(cmd: Cmd) -> Result<()> {
                 attrs: ChunkAttrs { priority: Priority::new(priority)?, pinned: pin },
                 mode: 0o644,
                 overwrite: !no_clobber,
+                replicas: None,
             };
             put(&connect(&conn).await?, &local, &remote, &opts).await
         }

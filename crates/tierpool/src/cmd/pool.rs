@@ -224,6 +224,14 @@ fn start_coordinator(
         "--partitions".into(),
         a.partitions.to_string(),
     ];
+    // A new pool keeps two copies of each chunk, one with a single worker;
+    // an existing one keeps its own unless told otherwise.
+    let new_pool = !dir.join("coordinator/meta").exists();
+    let replicas =
+        a.replicas.or(new_pool.then(|| if a.workers < 2 { 1 } else { tierpool_coordinator::DEFAULT_REPLICAS }));
+    if let Some(r) = replicas {
+        args.extend(["--replicas".into(), r.to_string()]);
+    }
     if let Some(f) = &a.secret_file {
         args.extend(["--secret-file".into(), path_arg(&std::path::absolute(f)?)]);
     }

@@ -15,6 +15,12 @@ const WATCH_EVERY: Duration = Duration::from_millis(200);
 pub async fn coordinator(a: CoordinatorArgs) -> Result<()> {
     let mut cfg = CoordinatorConfig::new(a.dir, a.listen);
     cfg.partitions = a.partitions;
+    cfg.replicas = a.replicas;
+    anyhow::ensure!(
+        a.dead_after.0 >= Duration::from_secs(2),
+        "--dead-after must be at least 2s (workers send a heartbeat every second)"
+    );
+    cfg.dead_after = a.dead_after.0;
     cfg.sweep_every = a.sweep_every.0;
     anyhow::ensure!(
         a.hold_period.0 >= std::time::Duration::from_secs(4),

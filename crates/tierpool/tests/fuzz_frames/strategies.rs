@@ -282,6 +282,7 @@ fn coord(sample: &CoordRequest) -> BoxedStrategy<CoordRequest> {
         C::ReadDir { .. } => inode().prop_map(|id| C::ReadDir { id }).boxed(),
         C::Hold { .. } => (num(), many(inode())).prop_map(|(session, inodes)| C::Hold { session, inodes }).boxed(),
         C::Lease { .. } => (num(), many(inode())).prop_map(|(session, inodes)| C::Lease { session, inodes }).boxed(),
+        C::Fsck { .. } => text().prop_map(|path| C::Fsck { path }).boxed(),
     }
 }
 

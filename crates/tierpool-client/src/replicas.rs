@@ -1,0 +1,233 @@
+//! Chunks on their replicas: a write goes to every replica its chunk
+//! keeps and is acknowledged only when each has it; a read goes to the
+//! nearest replica that answers, and on to the next when one fails, lacks
+//! the chunk or holds a damaged copy (which is then written again from the
+//! good one).
+//!
+//! Both follow replicas as they move: a worker that no longer holds the
+//! partition (`Moved`) makes the client read the layout again, one handing
+//! it over (`Busy`) makes it wait a little; a worker that cannot be reached
+//! is waited for (writes) or skipped (reads) until the layout changes
+//! (the coordinator declares it down and its replicas move elsewhere).
+//! Gives up after `MOVE_PATIENCE`.
+//!
+//! Nearest: a worker on this client's host, then in its rack, then the
+//! others in replica order; workers that failed lately go last.
+
+use crate::client::{unexpected, Client, MOVE_PATIENCE};
+use bytes::Bytes;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tierpool_proto::{Layout, WorkerRequest, WorkerResponse};
+use tierpool_types::{ChunkKey, Error, ErrorKind, Result, WorkerId};
+
+/// How long a worker that failed a call is tried last.
+const SUSPECT_FOR: Duration = Duration::from_secs(10);
+
+/// How one call to one replica went.
+enum Outcome {
+    Answer(WorkerResponse, Bytes),
+    /// Try again once the layout changed or a little later.
+    Retry(String),
+    /// This replica cannot serve it now; another may.
+    Skip(Error),
+}
+
+impl Client {
+    async fn call_replica(&self, layout: &Layout, w: WorkerId, req: &WorkerRequest, payload: &[u8]) -> Outcome {
+        let Some(rec) = layout.worker(w) else {
+            return Outcome::Skip(Error::internal(format!("worker {w} is in the partition table but unknown")));
+        };
+        match self.worker_pool(w, &rec.addr).call(req, payload, true).await {
+            Ok((WorkerResponse::Moved { epoch }, _)) => {
+                Outcome::Retry(format!("worker {w} no longer holds it (epoch {epoch})"))
+            }
+            Ok((WorkerResponse::Busy, _)) => Outcome::Retry(format!("worker {w} is handing its partition over")),
+            Ok((resp, data)) => Outcome::Answer(resp, data),
+            Err(e) if matches!(e.kind, ErrorKind::Unavailable | ErrorKind::NotFound | ErrorKind::Corrupt) => {
+                if e.kind == ErrorKind::Unavailable {
+                    self.inner.suspects.lock().insert(w, Instant::now());
+                }
+                let what = match e.kind {
+                    ErrorKind::NotFound => {
+                        format!("worker {w} at {} does not have its version {}", rec.addr, req_key(req))
+                    }
+                    ErrorKind::Corrupt => format!("worker {w} at {} holds a damaged copy: {}", rec.addr, e.message),
+                    _ => format!("worker {w} at {} is unreachable: {}", rec.addr, e.message),
+                };
+                Outcome::Skip(Error::new(e.kind, what))
+            }
+            Err(e) => Outcome::Skip(e),
+        }
+    }
+
+    /// Sends `req` with `payload` (a chunk write: safe to send again) to
+    /// every worker that is to hold a replica of `key` keeping `copies`
+    /// copies; returns once each answered `Done`.
+    pub(crate) async fn write_replicas(
+        &self,
+        key: ChunkKey,
+        copies: u8,
+        req: &WorkerRequest,
+        payload: Bytes,
+    ) -> Result<()> {
+        let since = Instant::now();
+        let mut wait = Duration::from_millis(1);
+        let mut layout = self.layout().await?;
+        let mut done: BTreeSet<WorkerId> = BTreeSet::new();
+        loop {
+            let targets = layout.table.write_targets(key, copies);
+            if targets.is_empty() {
+                return Err(Error::new(ErrorKind::Unavailable, "the pool has no workers yet"));
+            }
+            let pending: Vec<WorkerId> = targets.into_iter().filter(|w| !done.contains(w)).collect();
+            if pending.is_empty() {
+                return Ok(());
+            }
+            let mut calls = tokio::task::JoinSet::new();
+            for w in pending {
+                let (c, l, r, p) = (self.clone(), layout.clone(), req.clone(), payload.clone());
+                calls.spawn(async move { (w, c.call_replica(&l, w, &r, &p).await) });
+            }
+            let mut why = None;
+            while let Some(r) = calls.join_next().await {
+                let (w, outcome) = r.map_err(|e| Error::internal(format!("a replica write failed: {e}")))?;
+                match outcome {
+                    Outcome::Answer(WorkerResponse::Done, _) => {
+                        done.insert(w);
+                    }
+                    Outcome::Answer(other, _) => return Err(unexpected(other)),
+                    Outcome::Retry(m) => why = Some(m),
+                    Outcome::Skip(e) if e.kind == ErrorKind::Unavailable => why = Some(e.message),
+                    Outcome::Skip(e) => return Err(e),
+                }
+            }
+            let Some(why) = why else { continue };
+            if since.elapsed() > MOVE_PATIENCE {
+                return Err(Error::new(
+                    ErrorKind::Unavailable,
+                    format!("chunk {key}: not every replica could take it within {MOVE_PATIENCE:?}: {why}"),
+                ));
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(Duration::from_millis(100));
+            layout = self.refresh_layout().await?;
+        }
+    }
+
+    /// Sends `req` (a chunk read) to the nearest replica of `key`, and on
+    /// to the next while one fails, lacks the chunk, or answers what
+    /// `check` refuses. A replica found damaged (by its worker, which then
+    /// drops its copy, or by `check`) gets the good bytes written back as
+    /// `repair` builds the request for them. `NotFound` only when every
+    /// replica lacks the chunk (and the layout did not change meanwhile).
+    pub(crate) async fn read_replicas(
+        &self,
+        key: ChunkKey,
+        req: &WorkerRequest,
+        check: impl Fn(&WorkerResponse, &Bytes) -> Result<()>,
+        repair: Option<&(dyn Fn(&Bytes) -> WorkerRequest + Sync)>,
+    ) -> Result<(WorkerResponse, Bytes)> {
+        let since = Instant::now();
+        let mut wait = Duration::from_millis(1);
+        let mut layout = self.layout().await?;
+        loop {
+            let order = self.nearest(&layout, key);
+            if order.is_empty() {
+                return Err(Error::new(ErrorKind::Unavailable, "the pool has no workers yet"));
+            }
+            let (mut why, mut last, mut damaged) = (None, None, Vec::new());
+            for w in order {
+                match self.call_replica(&layout, w, req, &[]).await {
+                    Outcome::Answer(resp, data) => match check(&resp, &data) {
+                        Ok(()) => {
+                            self.repair(&layout, &damaged, &data, repair);
+                            return Ok((resp, data));
+                        }
+                        Err(e) => {
+                            tracing::warn!("chunk {key}: worker {w}: {}; reading another replica", e.message);
+                            last = Some(e);
+                        }
+                    },
+                    Outcome::Retry(m) => why = Some(m),
+                    Outcome::Skip(e) => {
+                        if e.kind == ErrorKind::Corrupt {
+                            tracing::warn!("chunk {key}: {}; reading another replica", e.message);
+                            damaged.push(w);
+                        } else if !matches!(e.kind, ErrorKind::NotFound | ErrorKind::Unavailable) {
+                            return Err(e);
+                        }
+                        last = Some(e);
+                    }
+                }
+            }
+            let fresh = self.refresh_layout().await?;
+            let changed = fresh.version != layout.version;
+            if (why.is_none() && !changed) || since.elapsed() > MOVE_PATIENCE {
+                let e = last.unwrap_or_else(|| Error::new(ErrorKind::Unavailable, why.unwrap_or_default()));
+                return Err(e);
+            }
+            if !changed {
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_millis(100));
+            }
+            layout = fresh;
+        }
+    }
+
+    /// Writes good bytes back to the replicas that held damaged copies (in
+    /// the background: the read does not wait).
+    fn repair(
+        &self,
+        layout: &Arc<Layout>,
+        damaged: &[WorkerId],
+        data: &Bytes,
+        repair: Option<&(dyn Fn(&Bytes) -> WorkerRequest + Sync)>,
+    ) {
+        let Some(make) = repair else { return };
+        for w in damaged {
+            let (c, l, w, req, data) = (self.clone(), layout.clone(), *w, make(data), data.clone());
+            tokio::spawn(async move {
+                match c.call_replica(&l, w, &req, &data).await {
+                    Outcome::Answer(WorkerResponse::Done, _) => {
+                        tracing::info!("repaired a damaged replica on worker {w}")
+                    }
+                    Outcome::Answer(other, _) => tracing::warn!("repairing a replica on worker {w}: {other:?}"),
+                    Outcome::Retry(m) => tracing::warn!("repairing a replica on worker {w}: {m}"),
+                    Outcome::Skip(e) => tracing::warn!("repairing a replica on worker {w}: {e}"),
+                }
+            });
+        }
+    }
+
+    /// The workers holding a replica of `key`, nearest first.
+    fn nearest(&self, layout: &Layout, key: ChunkKey) -> Vec<WorkerId> {
+        let mut holders: Vec<(usize, WorkerId)> =
+            layout.table.holders(layout.table.partition(key)).into_iter().enumerate().collect();
+        let (host, rack) = (&self.inner.cfg.host, &self.inner.cfg.rack);
+        let suspects = {
+            let mut s = self.inner.suspects.lock();
+            s.retain(|_, at| at.elapsed() < SUSPECT_FOR);
+            s.keys().copied().collect::<BTreeSet<WorkerId>>()
+        };
+        holders.sort_by_key(|(k, w)| {
+            let rec = layout.worker(*w);
+            let far = match rec {
+                Some(r) if !host.is_empty() && &r.host == host => 0,
+                Some(r) if !rack.is_empty() && &r.rack == rack => 1,
+                _ => 2,
+            };
+            (suspects.contains(w), far, *k)
+        });
+        holders.into_iter().map(|(_, w)| w).collect()
+    }
+}
+
+/// The chunk key a chunk request names (for messages).
+fn req_key(req: &WorkerRequest) -> String {
+    match req {
+        WorkerRequest::GetChunk { key } | WorkerRequest::ReadRange { key, .. } => key.version.to_string(),
+        _ => "?".into(),
+    }
+}
