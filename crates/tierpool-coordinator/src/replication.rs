@@ -9,10 +9,12 @@
 //! partition replicas, driven by `migrate`.
 
 use crate::service::Coordinator;
+use std::collections::BTreeMap;
 use tierpool_meta::engine::Engine;
 use tierpool_meta::{MetaOp, Owner};
-use tierpool_proto::{CoordResponse, FsckEntry, ReplicationStatus};
+use tierpool_proto::{ChunkPlace, CoordResponse, FsckEntry, ReplicationStatus, WorkerRequest, WorkerResponse};
 use tierpool_types::Result;
+use tierpool_types::{ChunkKey, WorkerId};
 
 /// Logs the changes of standing the engine asks for (see
 /// `Engine::standing_ops`); each one changes the goal, which wakes the moves.
@@ -62,23 +64,75 @@ pub(crate) fn status(engine: &Engine, now: std::time::Duration) -> ReplicationSt
     r
 }
 
-/// Files and regions at or under `path` with chunks short of copies.
+/// Keys asked about in one `Locate`.
+const LOCATE_BATCH: usize = 4096;
+
+/// Files and regions at or under `path` with chunks short of copies, as
+/// the workers say: every worker holding a replica of a chunk's partition
+/// (alive now) is asked whether it has the chunk, so a copy lost from a
+/// worker's memory, or one never copied, is counted missing too.
 pub(crate) async fn fsck(svc: &Coordinator, path: &str) -> Result<CoordResponse> {
     let comps = tierpool_meta::normalize(path)?;
     let now = svc.now();
-    let (health, names) = svc.with_engine(|e| -> Result<_> {
-        let health = e.state().replica_health(&comps, &e.dead(now))?;
-        let ids: Vec<_> = health.iter().map(|h| h.inode).collect();
-        Ok((health, e.state().named(&ids)))
+    // (inode, copies, keys) and, per worker alive, the keys to ask it about.
+    let (files, asks) = svc.with_engine(|e| -> Result<_> {
+        let s = e.state();
+        let files = s.chunks_under(&comps)?;
+        let dead = e.dead(now);
+        let mut asks: BTreeMap<WorkerId, Vec<ChunkKey>> = BTreeMap::new();
+        for (_, _, keys) in &files {
+            for k in keys {
+                for w in s.table().holders(s.table().partition(*k)).into_iter().filter(|w| !dead.contains(w)) {
+                    asks.entry(w).or_default().push(*k);
+                }
+            }
+        }
+        Ok((files, asks))
     })?;
-    let out: Vec<FsckEntry> = (health.into_iter())
-        .map(|h| FsckEntry {
-            path: names.get(&h.inode).cloned().unwrap_or_else(|| format!("(inode {})", h.inode)),
-            replicas: h.replicas,
-            chunks: h.chunks,
-            under: h.under,
-            lost: h.lost,
+    let mut present: BTreeMap<ChunkKey, u8> = BTreeMap::new();
+    for (w, keys) in asks {
+        let Some(pool) = svc.worker_pool(w) else { continue };
+        for batch in keys.chunks(LOCATE_BATCH) {
+            let req = WorkerRequest::Locate { keys: batch.to_vec() };
+            match pool.call(&req, &[], true).await {
+                Ok((WorkerResponse::Located(places), _)) => {
+                    for (k, place) in batch.iter().zip(places) {
+                        if place != ChunkPlace::Absent {
+                            *present.entry(*k).or_insert(0) += 1;
+                        }
+                    }
+                }
+                Ok((other, _)) => tracing::warn!("fsck: worker {w} answered {other:?}"),
+                Err(e) => tracing::warn!("fsck: worker {w}: {e}"),
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (id, copies, keys) in &files {
+        let (mut under, mut lost) = (0, 0);
+        for k in keys {
+            match present.get(k).copied().unwrap_or(0) {
+                0 => lost += 1,
+                n if n < *copies => under += 1,
+                _ => {}
+            }
+        }
+        if under + lost > 0 {
+            out.push((
+                *id,
+                FsckEntry { path: String::new(), replicas: *copies, chunks: keys.len() as u64, under, lost },
+            ));
+        }
+    }
+    let ids: Vec<_> = out.iter().map(|(id, _)| *id).collect();
+    out.sort_by_key(|(id, _)| *id);
+    let names = svc.with_engine(|e| e.state().named(&ids));
+    let mut entries: Vec<FsckEntry> = (out.into_iter())
+        .map(|(id, mut f)| {
+            f.path = names.get(&id).cloned().unwrap_or_else(|| format!("(inode {id})"));
+            f
         })
         .collect();
-    Ok(CoordResponse::Fsck(out))
+    entries.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(CoordResponse::Fsck(entries))
 }

@@ -132,9 +132,31 @@ impl MetaState {
         Ok(MetaReply::Replicas { changed })
     }
 
+    /// Every file and region at or under `comps` with the copies its chunks
+    /// keep and each chunk that holds data: `(inode, copies, keys)`.
+    pub fn chunks_under(&self, comps: &[String]) -> Result<Vec<(InodeId, u8, Vec<tierpool_types::ChunkKey>)>> {
+        let mut out = Vec::new();
+        for id in self.subtree(self.lookup(comps)?) {
+            let keys: Vec<tierpool_types::ChunkKey> = match &self.node(id).body {
+                super::inode::Body::File { chunks, .. } => (chunks.iter().enumerate())
+                    .filter(|(_, c)| !c.is_hole())
+                    .map(|(i, c)| tierpool_types::ChunkKey { inode: id, index: i as u64, version: c.version })
+                    .collect(),
+                super::inode::Body::Region { size, chunk_size } => (0..size.div_ceil((*chunk_size).max(1)))
+                    .map(|i| tierpool_types::ChunkKey { inode: id, index: i, version: 1 })
+                    .collect(),
+                _ => continue,
+            };
+            out.push((id, self.copies(id), keys));
+        }
+        Ok(out)
+    }
+
     /// The replication health of every file and region at or under
     /// `comps` (everything: empty) with a chunk short of copies, counting
-    /// the workers in `dead` (and those down) as gone.
+    /// the workers in `dead` (and those down) as gone: by the table alone
+    /// (a chunk keeping `f` copies lives on its partition's first `f`
+    /// slots), without asking workers what they hold.
     pub fn replica_health(&self, comps: &[String], dead: &BTreeSet<WorkerId>) -> Result<Vec<ReplicaHealth>> {
         let ids = self.subtree(self.lookup(comps)?);
         let live = |w: &WorkerId| !dead.contains(w) && !self.down.contains(w);
@@ -162,11 +184,11 @@ impl MetaState {
             };
             for (index, len) in chunks {
                 let p = tierpool_placement::partition_of(id, index, n);
-                if !self.table.holders(p).iter().any(live) {
+                let first = self.table.slots_of(p).take(usize::from(f));
+                let alive = first.filter(|s| self.table.owner(*s).is_some_and(|w| live(&w))).count();
+                if alive == 0 {
                     h.lost += 1;
-                } else if (self.table.slots_of(p).take(usize::from(f)))
-                    .any(|s| !self.table.owner(s).is_some_and(|w| live(&w)))
-                {
+                } else if alive < usize::from(f) {
                     h.under += 1;
                     h.bytes_under += len;
                 }

@@ -170,6 +170,10 @@ fn membership_op() -> impl Strategy<Value = MetaOp> {
         1 => id().prop_map(|id| MetaOp::DrainWorker { id }),
         1 => id().prop_map(|id| MetaOp::RemoveWorker { id }),
         1 => Just(MetaOp::Rebalance),
+        1 => (1u8..4).prop_map(|replicas| MetaOp::SetReplication { replicas }),
+        1 => id().prop_map(|id| MetaOp::WorkerDown { id }),
+        1 => id().prop_map(|id| MetaOp::WorkerUp { id }),
+        1 => (path(), 0u8..4, any::<bool>()).prop_map(|(path, replicas, recursive)| MetaOp::SetReplicas { path, replicas, recursive }),
     ]
 }
 

@@ -12,5 +12,6 @@ mod namespace;
 mod props;
 mod regions;
 mod rename;
+mod replication;
 mod setup;
 mod update;

@@ -6,6 +6,7 @@ mod collection;
 mod liveness;
 mod migration;
 mod orphans;
+mod repair;
 mod speeds;
 
 use std::time::Duration;

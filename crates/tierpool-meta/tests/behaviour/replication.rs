@@ -1,0 +1,173 @@
+//! Replication: the pool's copies per chunk, per-path copies, and what a
+//! worker going down or coming back does to the table.
+
+use crate::common::*;
+use std::collections::BTreeSet;
+use tierpool_meta::{MetaOp, MetaReply, MetaState};
+use tierpool_placement::plan::next_moves;
+use tierpool_types::{ErrorKind, WorkerId};
+
+fn worker(i: u32) -> MetaOp {
+    MetaOp::RegisterWorker {
+        id: Some(WorkerId(i)),
+        addr: format!("10.0.0.{i}:7000"),
+        host: format!("node{i}"),
+        rack: "r1".into(),
+        mem_capacity: 10,
+        disk_capacity: 0,
+        at_once: false,
+    }
+}
+
+/// A pool keeping `r` copies with `n` workers, moved to its goal.
+fn pool(r: u8, n: u32) -> MetaState {
+    let mut s = ready();
+    s.execute(&MetaOp::SetReplication { replicas: r }, 2).unwrap();
+    for i in 1..=n {
+        s.execute(&worker(i), 3).unwrap();
+        settle(&mut s);
+    }
+    s
+}
+
+/// Moves every slot to its goal as the coordinator does (sources alive).
+fn settle(s: &mut MetaState) {
+    for _ in 0..1000 {
+        let moves = next_moves(s.table(), s.goal(), 64);
+        if moves.is_empty() {
+            return;
+        }
+        let slots: Vec<u32> = moves.iter().map(|(p, _)| *p).collect();
+        s.execute(&MetaOp::BeginMoves { moves }, 4).unwrap();
+        s.execute(&MetaOp::FinishMoves { partitions: slots }, 5).unwrap();
+    }
+    panic!("the goal is never reached");
+}
+
+fn distinct(s: &MetaState) {
+    let t = s.table();
+    for p in 0..t.partitions() {
+        let h = t.holders(p);
+        let set: BTreeSet<_> = h.iter().collect();
+        assert_eq!(set.len(), h.len(), "partition {p}: {h:?}");
+    }
+}
+
+#[test]
+fn replication_is_set_before_any_worker_joins_and_never_after() {
+    let mut s = pool(2, 3);
+    assert_eq!(s.table().replicas(), 2);
+    assert_eq!(s.table().slots(), 32);
+    distinct(&s);
+    assert!(s.table().owners().iter().all(Option::is_some), "three workers hold every replica of two");
+    let e = fails(&mut s, MetaOp::SetReplication { replicas: 3 });
+    assert_eq!(
+        e,
+        (
+            ErrorKind::InvalidArgument,
+            "the pool keeps 2 copies of each chunk (set when it was created): it cannot change to 3".into()
+        )
+    );
+    s.execute(&MetaOp::SetReplication { replicas: 2 }, 6).unwrap();
+    let e = fails(&mut ready(), MetaOp::SetReplication { replicas: 0 });
+    assert_eq!(e.0, ErrorKind::InvalidArgument);
+}
+
+#[test]
+fn new_entries_inherit_the_copies_of_their_directory() {
+    let mut s = pool(3, 3);
+    mkdir(&mut s, "/scratch");
+    mkdir(&mut s, "/scratch/deep");
+    let before = commit(&mut s, "/scratch/old", 10);
+    assert_eq!(before.replicas, 3, "the pool's by default");
+    let r = s.execute(&MetaOp::SetReplicas { path: "/scratch".into(), replicas: 1, recursive: false }, 7).unwrap();
+    assert_eq!(r, MetaReply::Replicas { changed: vec![] }, "a directory alone has no chunks");
+    assert_eq!(commit(&mut s, "/scratch/new", 10).replicas, 1);
+    assert_eq!(s.stat("/scratch/old").unwrap().replicas, 3, "without -r, entries keep theirs");
+    assert_eq!(s.stat("/scratch/deep").unwrap().replicas, 3);
+    let r = s.execute(&MetaOp::SetReplicas { path: "/scratch".into(), replicas: 2, recursive: true }, 8).unwrap();
+    let old = before.id;
+    let new = s.stat("/scratch/new").unwrap().id;
+    assert_eq!(r, MetaReply::Replicas { changed: vec![(old, 3, 2), (new, 1, 2)] });
+    assert_eq!(commit(&mut s, "/scratch/deep/f", 10).replicas, 2);
+    let e = fails(&mut s, MetaOp::SetReplicas { path: "/scratch".into(), replicas: 4, recursive: false });
+    assert_eq!(
+        e,
+        (
+            ErrorKind::InvalidArgument,
+            "cannot keep 4 copies: the pool keeps at most 3 copies of each chunk (its --replicas when it was created)"
+                .into()
+        )
+    );
+}
+
+#[test]
+fn a_down_worker_lets_go_of_replicas_that_survive_elsewhere_and_repair_restores_them() {
+    let mut s = pool(2, 4);
+    let gone = WorkerId(2);
+    let had = s.table().shares()[&gone];
+    assert!(had > 0);
+    s.execute(&MetaOp::WorkerDown { id: gone }, 9).unwrap();
+    assert!(!s.table().shares().contains_key(&gone), "every partition had another replica: all let go");
+    assert_eq!(s.table().owners().iter().filter(|o| o.is_none()).count() as u32, had);
+    assert!(s.goal().iter().all(|g| g.is_some_and(|g| g != gone)), "the goal deals them to the others");
+    settle(&mut s);
+    distinct(&s);
+    assert!(s.table().owners().iter().all(|o| o.is_some_and(|w| w != gone)));
+    assert!(s.replica_health(&[], &BTreeSet::from([gone])).unwrap().is_empty());
+    // Back: it takes its share again.
+    s.execute(&MetaOp::WorkerUp { id: gone }, 10).unwrap();
+    settle(&mut s);
+    distinct(&s);
+    assert!(s.table().shares()[&gone] > 0);
+    let e = fails(&mut s, MetaOp::WorkerUp { id: gone });
+    assert_eq!(e, (ErrorKind::InvalidArgument, "worker w2 is not down".into()));
+}
+
+#[test]
+fn with_two_workers_a_down_one_leaves_single_copies_reported_short() {
+    let mut s = pool(2, 2);
+    let info = commit(&mut s, "/f", 3 * CHUNK);
+    s.execute(&MetaOp::WorkerDown { id: WorkerId(1) }, 9).unwrap();
+    settle(&mut s);
+    assert!(s.table().owners().iter().all(|o| *o != Some(WorkerId(1))));
+    assert!(s.table().holders(0).len() == 1, "no third worker to take the lost replicas");
+    let h = s.replica_health(&[], &BTreeSet::new()).unwrap();
+    assert_eq!(h.len(), 1);
+    assert_eq!((h[0].inode, h[0].replicas, h[0].chunks, h[0].under, h[0].lost), (info.id, 2, 3, 3, 0));
+}
+
+#[test]
+fn a_down_worker_of_a_pool_of_one_copy_keeps_its_partitions() {
+    let mut s = ready();
+    s.execute(&worker(1), 3).unwrap();
+    let e = fails(&mut s, MetaOp::WorkerDown { id: WorkerId(1) });
+    assert_eq!(e.0, ErrorKind::InvalidArgument);
+}
+
+#[test]
+fn removing_a_worker_whose_replicas_survive_loses_nothing() {
+    let mut s = pool(2, 3);
+    commit(&mut s, "/f", 8 * CHUNK);
+    match s.execute(&MetaOp::RemoveWorker { id: WorkerId(3) }, 9).unwrap() {
+        MetaReply::WorkerRemoved { lost, .. } => assert!(lost.is_empty(), "{lost:?}"),
+        r => panic!("{r:?}"),
+    }
+    settle(&mut s);
+    distinct(&s);
+    assert!(s.table().owners().iter().all(Option::is_some));
+}
+
+#[test]
+fn a_drain_that_would_leave_too_few_workers_for_the_copies_is_refused() {
+    let mut s = pool(2, 2);
+    let e = fails(&mut s, MetaOp::DrainWorker { id: WorkerId(1) });
+    assert_eq!(
+        e,
+        (
+            ErrorKind::InvalidArgument,
+            "draining worker w1 would leave 1 workers for 2 copies of each chunk: add a worker first, or remove it"
+                .into()
+        )
+    );
+}
