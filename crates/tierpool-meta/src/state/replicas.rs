@@ -88,6 +88,22 @@ impl MetaState {
         Ok(MetaReply::Done)
     }
 
+    /// Worker `id` started again (it registers once per process): in a
+    /// replicated pool what it held in memory is gone, so it is treated as
+    /// down and up again at once: its replicas with a copy elsewhere are
+    /// let go and copied back into it (what it kept on disk is dropped and
+    /// copied again: simple, and never stale). With one copy per chunk its
+    /// partitions stay (its disk is all there is).
+    pub(super) fn restarted(&mut self, id: WorkerId) {
+        if self.table.replicas() == 1 || self.removed.contains(&id) {
+            return;
+        }
+        if !self.down.contains(&id) {
+            self.worker_down(id).expect("a known worker of a replicated pool goes down");
+        }
+        self.worker_up(id).expect("a down worker comes up");
+    }
+
     pub(super) fn worker_up(&mut self, id: WorkerId) -> Result<MetaReply> {
         self.known(id)?;
         if !self.down.remove(&id) {

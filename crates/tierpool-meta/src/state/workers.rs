@@ -31,7 +31,9 @@ impl MetaState {
         if let Some(known) = id.and_then(|id| self.workers.get_mut(&id)) {
             record.id = known.id;
             *known = record;
-            return Ok(MetaReply::Worker { id: known.id });
+            let id = known.id;
+            self.restarted(id);
+            return Ok(MetaReply::Worker { id });
         }
         if let Some(gone) = id.filter(|id| self.removed.contains(id)) {
             return Err(Error::invalid(format!(

@@ -174,6 +174,19 @@ impl Sim {
             Event::Restart(i) => {
                 let x = w(*i);
                 if self.up.insert(x) {
+                    // A new process registers: what it held in memory is
+                    // gone, and in a replicated pool its replicas with a
+                    // copy elsewhere are let go, to be copied back.
+                    let op = MetaOp::RegisterWorker {
+                        id: Some(x),
+                        addr: format!("10.0.0.{}:1", x.0),
+                        host: format!("h{}", x.0),
+                        rack: "r".into(),
+                        mem_capacity: 1,
+                        disk_capacity: 0,
+                        at_once: false,
+                    };
+                    let _ = self.exec(op);
                     // What it held of partitions it no longer holds is stale: dropped.
                     let t = self.engine.state().table();
                     for (p, h) in self.has.iter_mut() {

@@ -1,0 +1,248 @@
+//! Replication on real processes: workers killed -9 (and the coordinator
+//! now and then) round after round while writers and verified readers run,
+//! damaged copies on disk, single-copy files lost with a worker. Counted
+//! and asserted: acknowledged writes lost, wrong bytes returned, reads that
+//! failed while a replica lived: all zero.
+//!
+//! `TIERPOOL_KILL_ROUNDS=N` runs N rounds instead of the suite's few (the
+//! longer run of the docs: `scripts/soak.sh`).
+
+mod common;
+
+use common::{data, Pool};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tierpool_client::{Client, PoolStatus, PutOptions};
+use tierpool_types::WorkerId;
+
+const KIB: usize = 1024;
+const ROUNDS: usize = 6;
+
+fn replicated(n: usize, mem: &str, disk: &str) -> Pool {
+    Pool::start_with(n, mem, disk, &["--replicas", "2", "--dead-after", "2s"])
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+/// A seeded xorshift: the same rounds for the same seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn opts() -> PutOptions {
+    PutOptions { chunk_size: 128 << 10, ..PutOptions::default() }
+}
+
+/// Which of the pool's worker processes registered as worker `id`.
+fn id_of(pool: &Pool, i: usize) -> Option<WorkerId> {
+    let log = pool.log(&format!("worker-{i}.log"));
+    let at = log.rfind("registered as worker w")? + "registered as worker w".len();
+    let digits: String = log[at..].chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok().map(WorkerId)
+}
+
+/// Waits until the pool keeps every copy again: no worker down (but those
+/// in `dead`), nothing missing, nothing moving.
+fn wait_repaired(rt: &tokio::runtime::Runtime, c: &Client, dead: &[WorkerId], within: Duration) -> PoolStatus {
+    let t = Instant::now();
+    loop {
+        if let Ok(s) = rt.block_on(c.status()) {
+            let r = &s.replication;
+            let down_ok =
+                r.workers_down.iter().all(|w| dead.contains(w)) && dead.iter().all(|w| r.workers_down.contains(w));
+            if down_ok && r.replicas_missing == 0 && !s.migration.active && !r.degraded {
+                return s;
+            }
+            assert!(
+                t.elapsed() < within,
+                "not repaired within {within:?}: replication {:?}, migration {:?}",
+                s.replication,
+                s.migration
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Waits until the coordinator has declared `id` down.
+fn wait_down(rt: &tokio::runtime::Runtime, c: &Client, id: WorkerId) {
+    let t = Instant::now();
+    while !rt.block_on(c.status()).is_ok_and(|s| s.replication.workers_down.contains(&id)) {
+        assert!(t.elapsed() < Duration::from_secs(30), "worker {id} never declared down");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[derive(Default)]
+struct Counts {
+    acknowledged: AtomicU64,
+    write_failures: AtomicU64,
+    reads: AtomicU64,
+    wrong: AtomicU64,
+    read_failures: AtomicU64,
+}
+
+/// A writer of new files and two readers of acknowledged ones until `stop`.
+fn traffic(
+    rt: &tokio::runtime::Runtime,
+    c: &Client,
+    files: &Arc<Mutex<BTreeMap<String, (u64, usize)>>>,
+    counts: &Arc<Counts>,
+    stop: &Arc<AtomicBool>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let mut tasks = Vec::new();
+    let (c2, f2, n2, s2) = (c.clone(), files.clone(), counts.clone(), stop.clone());
+    tasks.push(rt.spawn(async move {
+        let mut i = 0u64;
+        while !s2.load(Ordering::Relaxed) {
+            let (seed, len) = (9_000_000 + i, (4 + (i as usize * 97) % 700) * KIB);
+            let path = format!("/w/f{i}");
+            match c2.put_bytes(&path, data(seed, len).into(), &opts()).await {
+                Ok(_) => {
+                    f2.lock().unwrap().insert(path, (seed, len));
+                    n2.acknowledged.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    eprintln!("write {path} failed (not acknowledged): {e}");
+                    n2.write_failures.fetch_add(1, Ordering::Relaxed);
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+            i += 1;
+        }
+    }));
+    for r in 0..2u64 {
+        let (c2, f2, n2, s2) = (c.clone(), files.clone(), counts.clone(), stop.clone());
+        tasks.push(rt.spawn(async move {
+            let mut rng = Rng(0x9e37_79b9 + r);
+            while !s2.load(Ordering::Relaxed) {
+                let pick = {
+                    let f = f2.lock().unwrap();
+                    let n = f.len() as u64;
+                    f.iter().nth(rng.below(n.max(1)) as usize).map(|(p, v)| (p.clone(), *v))
+                };
+                let Some((path, (seed, len))) = pick else { continue };
+                match c2.get_bytes(&path).await {
+                    Ok(got) if got[..] == data(seed, len)[..] => {}
+                    Ok(_) => {
+                        eprintln!("WRONG BYTES from {path}");
+                        n2.wrong.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(e) => {
+                        eprintln!("read {path} failed: {e}");
+                        n2.read_failures.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                n2.reads.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    tasks
+}
+
+#[test]
+fn workers_killed_round_after_round_lose_no_acknowledged_write() {
+    let rounds: usize = std::env::var("TIERPOOL_KILL_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(ROUNDS);
+    let (mem, disk) = ("8MiB", "256MiB");
+    let mut pool = replicated(4, mem, disk);
+    let rt = runtime();
+    let c = rt.block_on(Client::connect(pool.client_config())).unwrap();
+    // Files of mixed sizes at three times the pool's memory (4 x 8 MiB).
+    let files: Arc<Mutex<BTreeMap<String, (u64, usize)>>> = Arc::default();
+    let mut total = 0;
+    let mut i = 0u64;
+    while total < 96 << 20 {
+        let len = [4 * KIB, 300 * KIB, 1024 * KIB, 3 * 1024 * KIB][i as usize % 4] + i as usize;
+        let path = format!("/base/f{i}");
+        rt.block_on(c.put_bytes(&path, data(i, len).into(), &opts())).unwrap();
+        files.lock().unwrap().insert(path, (i, len));
+        total += len;
+        i += 1;
+    }
+    eprintln!("phase: {} files, {} MiB written with 2 copies each", files.lock().unwrap().len(), total >> 20);
+    let counts = Arc::new(Counts::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let tasks = traffic(&rt, &c, &files, &counts, &stop);
+    let mut rng = Rng(0x5eed);
+    let started = Instant::now();
+    for round in 0..rounds {
+        let live: Vec<usize> = (0..pool.workers.len()).filter(|i| pool.workers[*i].child.is_some()).collect();
+        let victim = live[rng.below(live.len() as u64) as usize];
+        let id = id_of(&pool, victim).expect("the victim registered");
+        let with_coordinator = round % 3 == 2;
+        eprintln!(
+            "round {round}: kill -9 of worker {id} (process {victim}){}",
+            if with_coordinator { " and of the coordinator" } else { "" }
+        );
+        pool.kill_worker(victim);
+        if with_coordinator {
+            pool.kill_coordinator();
+            std::thread::sleep(Duration::from_millis(rng.below(500)));
+            pool.start_coordinator();
+        }
+        wait_down(&rt, &c, id);
+        let s = wait_repaired(&rt, &c, &[id], Duration::from_secs(90));
+        eprintln!("round {round}: repaired without worker {id} ({} moves failed so far)", s.migration.moves_failed);
+        if rng.below(2) == 0 {
+            eprintln!("round {round}: worker {id} restarts on its directory");
+            pool.start_worker(victim);
+        } else {
+            let fresh = pool.add_worker(mem, disk);
+            pool.wait_alive(live.len());
+            pool.ok(&["worker", "remove", &id.0.to_string()]);
+            eprintln!("round {round}: a fresh worker (process {fresh}) takes worker {id}'s place");
+        }
+        wait_repaired(&rt, &c, &[], Duration::from_secs(90));
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        rt.block_on(t).unwrap();
+    }
+    eprintln!("phase: every acknowledged file read back");
+    let all = files.lock().unwrap().clone();
+    let mut lost = 0;
+    for (path, (seed, len)) in &all {
+        match rt.block_on(c.get_bytes(path)) {
+            Ok(got) if got[..] == data(*seed, *len)[..] => {}
+            Ok(_) => {
+                counts.wrong.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => {
+                eprintln!("{path}: {e}");
+                lost += 1;
+            }
+        }
+    }
+    let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    eprintln!(
+        "{rounds} rounds in {:.0?}: {} files acknowledged during the rounds ({} writes not acknowledged), {} reads, \
+         {} wrong, {} failed; {} of {} files lost",
+        started.elapsed(),
+        n(&counts.acknowledged),
+        n(&counts.write_failures),
+        n(&counts.reads),
+        n(&counts.wrong),
+        n(&counts.read_failures),
+        lost,
+        all.len()
+    );
+    assert_eq!(lost, 0, "acknowledged writes lost");
+    assert_eq!(n(&counts.wrong), 0, "wrong bytes returned");
+    assert_eq!(n(&counts.read_failures), 0, "reads failed while a replica lived");
+    assert!(n(&counts.reads) > 0 && n(&counts.acknowledged) > 0);
+}
