@@ -19,7 +19,7 @@
 use super::MetaState;
 use crate::{MetaReply, WorkerRecord};
 use tierpool_placement::PartitionTable;
-use tierpool_types::{Error, ErrorKind, Result, WorkerId};
+use tierpool_types::{Error, ErrorKind, InodeId, Result, WorkerId};
 
 impl MetaState {
     pub(super) fn register_worker(
@@ -50,10 +50,12 @@ impl MetaState {
         self.workers.insert(id, record);
         self.next_worker_id = self.next_worker_id.max(u64::from(id.0) + 1);
         let weights = self.weights();
+        // With several replicas, an unowned slot may have chunks to copy
+        // from a sibling, unless no id was ever handed out (no chunk can exist).
         let fresh = if self.table.replicas() == 1 {
             self.table.owners().iter().any(Option::is_none)
         } else {
-            self.table.owners().iter().all(Option::is_none)
+            self.table.owners().iter().all(Option::is_none) || self.next_inode == InodeId::ROOT.0 + 1
         };
         if at_once || fresh {
             // Partitions no one holds are taken at once: nothing to copy.
