@@ -65,7 +65,8 @@ impl Client {
             )),
             other => Err(unexpected(other.clone())),
         };
-        let repair = |_: &Bytes| WorkerRequest::PutChunk { key, checksum: r.checksum, attrs: Default::default() };
+        let repair =
+            |_: &Bytes| WorkerRequest::PutChunk { key, checksum: r.checksum, attrs: Default::default(), table: 0 };
         let data = match self.read_replicas(key, &WorkerRequest::GetChunk { key }, check, Some(&repair)).await {
             Ok((_, data)) => data,
             Err(e) if e.kind == ErrorKind::NotFound => {

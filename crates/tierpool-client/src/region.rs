@@ -62,7 +62,7 @@ impl Client {
             while failed.is_none() && index < chunks && tasks.len() < CREATE_WINDOW {
                 let key = ChunkKey { inode, index, version: 1 };
                 let len = (size - index * opts.chunk_size).min(opts.chunk_size);
-                let req = WorkerRequest::CreateChunk { key, len, attrs: opts.attrs };
+                let req = WorkerRequest::CreateChunk { key, len, attrs: opts.attrs, table: 0 };
                 let c = self.clone();
                 tasks.spawn(async move { c.write_replicas(key, copies, &req, Bytes::new()).await });
                 index += 1;
@@ -158,6 +158,7 @@ impl Client {
             key,
             ranges: ranges.iter().map(|(o, b)| (*o, b.len() as u64)).collect(),
             checksum: crc32c::crc32c(&payload),
+            table: 0,
         };
         self.write_replicas(key, info.replicas, &req, Bytes::from(payload))
             .await

@@ -86,6 +86,7 @@ impl Client {
                 return Ok(());
             }
             let mut calls = tokio::task::JoinSet::new();
+            let req = req.fenced(layout.version);
             for w in pending {
                 let (c, l, r, p) = (self.clone(), layout.clone(), req.clone(), payload.clone());
                 calls.spawn(async move { (w, c.call_replica(&l, w, &r, &p).await) });
@@ -187,7 +188,8 @@ impl Client {
     ) {
         let Some(make) = repair else { return };
         for w in damaged {
-            let (c, l, w, req, data) = (self.clone(), layout.clone(), *w, make(data), data.clone());
+            let (c, l, w, req, data) =
+                (self.clone(), layout.clone(), *w, make(data).fenced(layout.version), data.clone());
             tokio::spawn(async move {
                 match c.call_replica(&l, w, &req, &data).await {
                     Outcome::Answer(WorkerResponse::Done, _) => {

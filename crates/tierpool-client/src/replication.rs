@@ -70,14 +70,15 @@ impl Client {
     async fn copy_up(&self, path: &str, info: &InodeInfo, key: ChunkKey, len: u64, copies: u8) -> Result<()> {
         if info.kind == InodeKind::Region {
             let data = self.read_region(path, info, key.index, 0, len).await?;
-            let create = WorkerRequest::CreateChunk { key, len, attrs: info.attrs };
+            let create = WorkerRequest::CreateChunk { key, len, attrs: info.attrs, table: 0 };
             self.write_replicas(key, copies, &create, Bytes::new()).await?;
-            let write = WorkerRequest::WriteRanges { key, ranges: vec![(0, len)], checksum: crc32c::crc32c(&data) };
+            let write =
+                WorkerRequest::WriteRanges { key, ranges: vec![(0, len)], checksum: crc32c::crc32c(&data), table: 0 };
             return self.write_replicas(key, copies, &write, data).await;
         }
         let r = info.chunks[key.index as usize];
         let data = self.fetch_chunk(path, info.id, key.index, r, r.len).await?;
-        let put = WorkerRequest::PutChunk { key, checksum: r.checksum, attrs: info.attrs };
+        let put = WorkerRequest::PutChunk { key, checksum: r.checksum, attrs: info.attrs, table: 0 };
         self.write_replicas(key, copies, &put, data).await
     }
 

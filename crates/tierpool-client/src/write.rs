@@ -129,7 +129,7 @@ impl Client {
         attrs: ChunkAttrs,
         copies: u8,
     ) -> Result<()> {
-        self.write_replicas(key, copies, &WorkerRequest::PutChunk { key, checksum, attrs }, data).await
+        self.write_replicas(key, copies, &WorkerRequest::PutChunk { key, checksum, attrs, table: 0 }, data).await
     }
 
     /// Copies of each chunk a new entry of `path`'s directory keeps.

@@ -19,7 +19,7 @@ const SECOND: Duration = Duration::from_secs(1);
 
 fn put(n: u64) -> WorkerRequest {
     let key = ChunkKey { inode: InodeId(n), index: 0, version: 1 };
-    WorkerRequest::PutChunk { key, checksum: 0, attrs: ChunkAttrs::default() }
+    WorkerRequest::PutChunk { key, checksum: 0, attrs: ChunkAttrs::default(), table: 0 }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -27,7 +27,10 @@ pub enum WorkerRequest {
     /// Liveness check: `Pong`.
     Ping,
     /// Stores a chunk version. Payload: its bytes, whose CRC-32C is `checksum`. `Done`.
-    PutChunk { key: ChunkKey, checksum: Checksum, attrs: ChunkAttrs },
+    /// `table`: the version of the table the writer chose its workers by
+    /// (0: none); a writer whose table predates the last change of the
+    /// partition's replicas is answered `Moved` (it would miss a replica).
+    PutChunk { key: ChunkKey, checksum: Checksum, attrs: ChunkAttrs, table: u64 },
     /// A chunk's bytes: `Chunk` with them as payload.
     GetChunk { key: ChunkKey },
     /// Deletes every chunk of these inodes: `Deleted`.
@@ -41,12 +44,12 @@ pub enum WorkerRequest {
     /// Current figures: `Stats`.
     Stats,
     /// A zero-filled chunk of `len` bytes, unless it exists (a region's space). `Done`.
-    CreateChunk { key: ChunkKey, len: u64, attrs: ChunkAttrs },
+    CreateChunk { key: ChunkKey, len: u64, attrs: ChunkAttrs, table: u64 },
     /// `len` bytes of a chunk from `offset`: `Range` with them as payload.
     ReadRange { key: ChunkKey, offset: u64, len: u64 },
     /// Overwrites ranges `(offset, len)` of a chunk in place, all or none.
     /// Payload: the ranges' bytes, concatenated; `checksum` is their CRC-32C. `Done`.
-    WriteRanges { key: ChunkKey, ranges: Vec<(u64, u64)>, checksum: Checksum },
+    WriteRanges { key: ChunkKey, ranges: Vec<(u64, u64)>, checksum: Checksum, table: u64 },
     /// Which tier holds each of these chunks: `Located`.
     Locate { keys: Vec<ChunkKey> },
     /// These chunks (of these inodes, as stored now) are garbage: still
@@ -77,6 +80,21 @@ pub enum WorkerRequest {
     /// worker at `from`, at most `rate` bytes a second (0: no limit):
     /// `Copied` once this worker holds all of them as they are (frozen) on it.
     Copy { from: String, partitions: Vec<u32>, rate: u64 },
+}
+
+impl WorkerRequest {
+    /// This write request as chosen by the table of `version` (see
+    /// `PutChunk`); other requests unchanged.
+    pub fn fenced(&self, version: u64) -> WorkerRequest {
+        let mut r = self.clone();
+        if let WorkerRequest::PutChunk { table, .. }
+        | WorkerRequest::CreateChunk { table, .. }
+        | WorkerRequest::WriteRanges { table, .. } = &mut r
+        {
+            *table = version;
+        }
+        r
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -150,6 +168,7 @@ mod tests {
             key: ChunkKey { inode: InodeId(7), index: 3, version: 1 },
             checksum: 0xdead_beef,
             attrs: ChunkAttrs::default(),
+            table: 12,
         };
         assert_eq!(crate::decode::<WorkerRequest>(&crate::encode(&r)).unwrap(), r);
         let e: Result<WorkerResponse, Error> = Err(Error::not_found("/x"));

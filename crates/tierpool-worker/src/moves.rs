@@ -134,7 +134,8 @@ impl WorkerService {
             let (Some(t), Some(me)) = (r.table(), r.me()) else {
                 return Err(Error::new(ErrorKind::Unavailable, "this worker has no partition table yet"));
             };
-            if let Some(p) = partitions.iter().find(|p| t.moving().get(p) != Some(&me)) {
+            let to_me = |p: u32| t.slots_of(p).any(|s| t.moving().get(&s) == Some(&me));
+            if let Some(p) = partitions.iter().find(|p| !to_me(**p)) {
                 return Err(Error::invalid(format!("partition {p} is not moving to this worker")));
             }
         }

@@ -60,6 +60,10 @@ pub struct Routing {
     tracking: BTreeMap<u32, Tracked>,
     /// Writes admitted and not yet done, per partition.
     writing: BTreeMap<u32, u32>,
+    /// Per partition, the table version at which its replicas (the owner
+    /// of each slot) last changed as this worker saw them: a write chosen
+    /// by an older table may have missed a replica (see [`Routing::stale`]).
+    changed: Vec<u64>,
     /// The next tracking id.
     next_id: u64,
 }
@@ -83,6 +87,7 @@ impl Routing {
             table: None,
             tracking: BTreeMap::new(),
             writing: BTreeMap::new(),
+            changed: Vec::new(),
             next_id: nonce,
         }
     }
@@ -130,6 +135,19 @@ impl Routing {
                 self.tracking.insert(*p, Tracked { id: self.next_id, ..Tracked::default() });
             }
         }
+        let n = table.partitions();
+        self.changed = match &self.table {
+            Some(old)
+                if old.partitions() == n && old.replicas() == table.replicas() && self.changed.len() == n as usize =>
+            {
+                let owners = |t: &PartitionTable, p: u32| t.slots_of(p).map(|s| t.owner(s)).collect::<Vec<_>>();
+                (0..n)
+                    .map(|p| if owners(old, p) == owners(&table, p) { self.changed[p as usize] } else { version })
+                    .collect()
+            }
+            // The first table this process applies: every writer must have chosen by it or a newer one.
+            _ => vec![version; n as usize],
+        };
         (self.me, self.version, self.table) = (Some(me), version, Some(table));
         Applied { dropped }
     }
@@ -154,6 +172,18 @@ impl Routing {
             *self.writing.entry(p).or_insert(0) += 1;
         }
         Admit::Serve
+    }
+
+    /// `Moved` for a write of `key` whose writer chose its workers by the
+    /// table of version `table`, older than the last change of the
+    /// partition's replicas: it may have missed a replica (one that joined
+    /// since, or whose copy has just ended), so it must read the table
+    /// again and write to every replica. `table` 0 is not checked.
+    pub fn stale(&self, key: ChunkKey, table: u64) -> Option<Admit> {
+        let t = self.table.as_ref()?;
+        let p = partition_of(key.inode, key.index, t.partitions());
+        let changed = self.changed.get(p as usize).copied().unwrap_or(0);
+        (table != 0 && table < changed).then(|| Admit::Moved(t.epoch()))
     }
 
     /// A write admitted for `key` finished (stored or not).
@@ -341,5 +371,32 @@ mod tests {
         aborted.abort_moves(&[p]);
         assert_eq!(r.apply(w(2), 2, aborted).dropped, vec![p]);
         assert!(r.is_stray(key_in(&t, p)));
+    }
+
+    /// A worker holding one replica of a partition whose other replica is
+    /// being filled again (a repair) tracks the partition, and once the new
+    /// replica is in place refuses writes chosen by a table from before it.
+    #[test]
+    fn a_repair_is_tracked_by_the_surviving_replica_and_fences_stale_writers() {
+        let mut t = PartitionTable::replicated(4, 2).rebalanced(&[(w(1), 1), (w(2), 1)]);
+        let p = 0;
+        let mine = t.slot_held(p, w(1)).unwrap();
+        let (released, freed) = t.released(w(2), &BTreeSet::new());
+        assert!(!freed.is_empty());
+        t = released;
+        let lost = t.slots_of(p).find(|s| *s != mine).unwrap();
+        t.begin_moves(&[(lost, w(3))]).unwrap();
+        let mut r = Routing::new(1);
+        r.apply(w(1), 5, t.clone());
+        let k = key_in(&t, p);
+        assert_eq!(r.track(&[p]).map(|ids| ids.len()), Ok(1), "the surviving replica tracks the partition");
+        assert_eq!(r.admit(k, true), Admit::Serve);
+        r.done(k);
+        t.finish_moves(&[lost]);
+        r.apply(w(1), 6, t.clone());
+        assert_eq!(r.stale(k, 5), Some(Admit::Moved(t.epoch())), "a writer that does not know the new replica");
+        assert_eq!(r.stale(k, 6), None);
+        assert_eq!(r.stale(k, 0), None, "unfenced");
+        assert!(r.track(&[p]).is_err(), "nothing moves any more");
     }
 }

@@ -153,13 +153,20 @@ impl WorkerService {
 
     /// Runs `serve` if this worker serves `key` now; a write is counted as
     /// in progress (a freeze waits for it) until `serve` returns.
-    fn routed(&self, key: ChunkKey, write: bool, serve: impl FnOnce() -> Answer) -> Answer {
-        match self.routing.lock().admit(key, write) {
+    fn routed(&self, key: ChunkKey, write: Option<u64>, serve: impl FnOnce() -> Answer) -> Answer {
+        let admit = {
+            let mut r = self.routing.lock();
+            match write.and_then(|table| r.stale(key, table)) {
+                Some(stale) => stale,
+                None => r.admit(key, write.is_some()),
+            }
+        };
+        match admit {
             Admit::Serve => {}
             Admit::Moved(epoch) => return Ok((WorkerResponse::Moved { epoch }, Bytes::new())),
             Admit::Busy => return Ok((WorkerResponse::Busy, Bytes::new())),
         }
-        let _writing = write.then_some(Writing { routing: &self.routing, key });
+        let _writing = write.is_some().then_some(Writing { routing: &self.routing, key });
         serve()
     }
 
@@ -263,22 +270,22 @@ impl WorkerService {
     fn dispatch(&self, req: WorkerRequest, payload: Bytes) -> Answer {
         match req {
             WorkerRequest::Ping => Ok((WorkerResponse::Pong, Bytes::new())),
-            WorkerRequest::PutChunk { key, checksum, attrs } => {
-                self.routed(key, true, || self.put_chunk(key, checksum, attrs, payload))
+            WorkerRequest::PutChunk { key, checksum, attrs, table } => {
+                self.routed(key, Some(table), || self.put_chunk(key, checksum, attrs, payload))
             }
-            WorkerRequest::GetChunk { key } => self.routed(key, false, || self.get_chunk(key)),
+            WorkerRequest::GetChunk { key } => self.routed(key, None, || self.get_chunk(key)),
             WorkerRequest::DeleteInodes { inodes } => self.delete_inodes(&inodes),
             WorkerRequest::DeleteChunks { keys } => self.delete_chunks(&keys),
             WorkerRequest::SetAttrs { changes, replace } => self.set_attrs(&changes, replace),
             WorkerRequest::Stats => Ok((WorkerResponse::Stats(self.stats()), Bytes::new())),
-            WorkerRequest::CreateChunk { key, len, attrs } => {
-                self.routed(key, true, || self.create_chunk(key, len, attrs))
+            WorkerRequest::CreateChunk { key, len, attrs, table } => {
+                self.routed(key, Some(table), || self.create_chunk(key, len, attrs))
             }
             WorkerRequest::ReadRange { key, offset, len } => {
-                self.routed(key, false, || self.read_range(key, offset, len))
+                self.routed(key, None, || self.read_range(key, offset, len))
             }
-            WorkerRequest::WriteRanges { key, ranges, checksum } => {
-                self.routed(key, true, || self.write_ranges(key, &ranges, checksum, payload))
+            WorkerRequest::WriteRanges { key, ranges, checksum, table } => {
+                self.routed(key, Some(table), || self.write_ranges(key, &ranges, checksum, payload))
             }
             WorkerRequest::Locate { keys } => self.locate(&keys),
             WorkerRequest::Inventory { after, limit } => {

@@ -29,7 +29,7 @@ fn forge(
         let mut out = Vec::new();
         for a in addrs {
             let c: Conn<Worker> = Conn::new(a, PoolConfig::with(pool.credentials()));
-            let req = WorkerRequest::PutChunk { key, checksum, attrs: ChunkAttrs::default() };
+            let req = WorkerRequest::PutChunk { key, checksum, attrs: ChunkAttrs::default(), table: 0 };
             out.push(c.call(&req, payload, false).await.map(|(r, _)| r));
         }
         out

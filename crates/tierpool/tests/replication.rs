@@ -18,7 +18,7 @@ use tierpool_client::{Client, PoolStatus, PutOptions};
 use tierpool_types::WorkerId;
 
 const KIB: usize = 1024;
-const ROUNDS: usize = 6;
+const ROUNDS: usize = 12;
 
 fn replicated(n: usize, mem: &str, disk: &str) -> Pool {
     Pool::start_with(n, mem, disk, &["--replicas", "2", "--dead-after", "2s"])
@@ -58,7 +58,13 @@ fn id_of(pool: &Pool, i: usize) -> Option<WorkerId> {
 
 /// Waits until the pool keeps every copy again: no worker down (but those
 /// in `dead`), nothing missing, nothing moving.
-fn wait_repaired(rt: &tokio::runtime::Runtime, c: &Client, dead: &[WorkerId], within: Duration) -> PoolStatus {
+fn wait_repaired(
+    pool: &Pool,
+    rt: &tokio::runtime::Runtime,
+    c: &Client,
+    dead: &[WorkerId],
+    within: Duration,
+) -> PoolStatus {
     let t = Instant::now();
     loop {
         if let Ok(s) = rt.block_on(c.status()) {
@@ -68,12 +74,16 @@ fn wait_repaired(rt: &tokio::runtime::Runtime, c: &Client, dead: &[WorkerId], wi
             if down_ok && r.replicas_missing == 0 && !s.migration.active && !r.degraded {
                 return s;
             }
-            assert!(
-                t.elapsed() < within,
-                "not repaired within {within:?}: replication {:?}, migration {:?}",
-                s.replication,
-                s.migration
-            );
+            if t.elapsed() > within {
+                let log = pool.log("coordinator.log");
+                let tail: Vec<&str> = log.lines().rev().take(30).collect();
+                panic!(
+                    "not repaired within {within:?}: replication {:?}, migration {:?}\ncoordinator log (last lines first):\n{}",
+                    s.replication,
+                    s.migration,
+                    tail.join("\n")
+                );
+            }
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -110,8 +120,11 @@ fn traffic(
     tasks.push(rt.spawn(async move {
         let mut i = 0u64;
         while !s2.load(Ordering::Relaxed) {
+            // A bounded set of paths, each replaced again and again.
             let (seed, len) = (9_000_000 + i, (4 + (i as usize * 97) % 700) * KIB);
-            let path = format!("/w/f{i}");
+            let path = format!("/w/f{}", i % 48);
+            // Not read while it is replaced: readers cannot know which version they get.
+            f2.lock().unwrap().remove(&path);
             match c2.put_bytes(&path, data(seed, len).into(), &opts()).await {
                 Ok(_) => {
                     f2.lock().unwrap().insert(path, (seed, len));
@@ -123,6 +136,7 @@ fn traffic(
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             }
+            tokio::time::sleep(Duration::from_millis(20)).await;
             i += 1;
         }
     }));
@@ -137,7 +151,11 @@ fn traffic(
                     f.iter().nth(rng.below(n.max(1)) as usize).map(|(p, v)| (p.clone(), *v))
                 };
                 let Some((path, (seed, len))) = pick else { continue };
-                match c2.get_bytes(&path).await {
+                let got = c2.get_bytes(&path).await;
+                if f2.lock().unwrap().get(&path) != Some(&(seed, len)) {
+                    continue; // replaced while it was read: either version may come back
+                }
+                match got {
                     Ok(got) if got[..] == data(seed, len)[..] => {}
                     Ok(_) => {
                         eprintln!("WRONG BYTES from {path}");
@@ -162,6 +180,9 @@ fn workers_killed_round_after_round_lose_no_acknowledged_write() {
     let mut pool = replicated(4, mem, disk);
     let rt = runtime();
     let c = rt.block_on(Client::connect(pool.client_config())).unwrap();
+    for d in ["/base", "/w"] {
+        rt.block_on(c.mkdir(d, true)).unwrap();
+    }
     // Files of mixed sizes at three times the pool's memory (4 x 8 MiB).
     let files: Arc<Mutex<BTreeMap<String, (u64, usize)>>> = Arc::default();
     let mut total = 0;
@@ -196,7 +217,7 @@ fn workers_killed_round_after_round_lose_no_acknowledged_write() {
             pool.start_coordinator();
         }
         wait_down(&rt, &c, id);
-        let s = wait_repaired(&rt, &c, &[id], Duration::from_secs(90));
+        let s = wait_repaired(&pool, &rt, &c, &[id], Duration::from_secs(90));
         eprintln!("round {round}: repaired without worker {id} ({} moves failed so far)", s.migration.moves_failed);
         if rng.below(2) == 0 {
             eprintln!("round {round}: worker {id} restarts on its directory");
@@ -207,7 +228,7 @@ fn workers_killed_round_after_round_lose_no_acknowledged_write() {
             pool.ok(&["worker", "remove", &id.0.to_string()]);
             eprintln!("round {round}: a fresh worker (process {fresh}) takes worker {id}'s place");
         }
-        wait_repaired(&rt, &c, &[], Duration::from_secs(90));
+        wait_repaired(&pool, &rt, &c, &[], Duration::from_secs(90));
     }
     stop.store(true, Ordering::Relaxed);
     for t in tasks {

@@ -191,7 +191,8 @@ fn worker_memory_stays_bounded_under_hogs() {
     let peak = Peak::start(&[pid]);
     let whole = Arc::new(AtomicUsize::new(0));
     let key = ChunkKey { inode: InodeId(1 << 40), index: 0, version: 1 };
-    let msg = tierpool_proto::encode(&WorkerRequest::PutChunk { key, checksum: 0, attrs: ChunkAttrs::default() });
+    let msg =
+        tierpool_proto::encode(&WorkerRequest::PutChunk { key, checksum: 0, attrs: ChunkAttrs::default(), table: 0 });
     let claim = FrameHeader { kind: KIND_WORKER_REQUEST, header_len: msg.len() as u32, payload_len: 64 << 20 };
     let hogs: Vec<Hog> = (0..6).map(|_| hog(&pool, &addr, claim, &msg, 63 * MIB, &whole)).collect();
     let n = frames_read_whole(&limits, msg.len() as u64 + 64 * MIB);

@@ -309,7 +309,7 @@ fn worker(sample: &WorkerRequest) -> BoxedStrategy<Req<WorkerRequest>> {
     match sample {
         W::Ping => plain(Just(W::Ping).boxed()),
         W::PutChunk { .. } => (key(), attrs(), bytes_and_checksum(0..4096))
-            .prop_map(|(key, attrs, (b, checksum))| (W::PutChunk { key, checksum, attrs }, b))
+            .prop_map(|(key, attrs, (b, checksum))| (W::PutChunk { key, checksum, attrs, table: 0 }, b))
             .boxed(),
         W::GetChunk { .. } => plain(key().prop_map(|key| W::GetChunk { key }).boxed()),
         W::DeleteInodes { .. } => plain(many(inode()).prop_map(|inodes| W::DeleteInodes { inodes }).boxed()),
@@ -322,7 +322,7 @@ fn worker(sample: &WorkerRequest) -> BoxedStrategy<Req<WorkerRequest>> {
         W::Stats => plain(Just(W::Stats).boxed()),
         W::CreateChunk { .. } => plain(
             (key(), prop_oneof![3 => 0..65_536u64, 1 => num()], attrs())
-                .prop_map(|(key, len, attrs)| W::CreateChunk { key, len, attrs })
+                .prop_map(|(key, len, attrs)| W::CreateChunk { key, len, attrs, table: 0 })
                 .boxed(),
         ),
         W::ReadRange { .. } => plain(
@@ -341,7 +341,7 @@ fn worker(sample: &WorkerRequest) -> BoxedStrategy<Req<WorkerRequest>> {
                         b.resize(total as usize, 0x33);
                     }
                     let checksum = if right { crc32c::crc32c(&b) } else { wrong };
-                    (W::WriteRanges { key, ranges, checksum }, b)
+                    (W::WriteRanges { key, ranges, checksum, table: 0 }, b)
                 })
                 .boxed()
         }
