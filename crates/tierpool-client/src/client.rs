@@ -37,8 +37,9 @@ pub struct ClientConfig {
     /// none (and the pool refuses it, saying so). See `tierpool_net::auth::find_secret`.
     pub secret_file: Option<PathBuf>,
     /// This client's host and rack, to read the nearest replica first
-    /// (workers' `--host` and `--rack` labels); by default the machine's
-    /// hostname and `$TIERPOOL_RACK` (empty: none).
+    /// (workers' `--host` and `--rack` labels); by default
+    /// `$TIERPOOL_HOST` or the machine's hostname, and `$TIERPOOL_RACK`
+    /// (empty: none).
     pub host: String,
     pub rack: String,
 }
@@ -59,7 +60,7 @@ impl ClientConfig {
             owner: unsafe { (libc::geteuid(), libc::getegid()) },
             secret: None,
             secret_file: None,
-            host: hostname(),
+            host: std::env::var("TIERPOOL_HOST").unwrap_or_else(|_| hostname()),
             rack: std::env::var("TIERPOOL_RACK").unwrap_or_default(),
         }
     }

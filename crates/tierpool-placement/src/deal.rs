@@ -180,8 +180,11 @@ impl PartitionTable {
         for (w, c) in give.iter_mut() {
             *c = c.saturating_sub(left.get(w).copied().unwrap_or(0));
         }
+        // Partition by partition (each replica in turn), so that what it
+        // takes mixes first replicas with the others.
+        let order: Vec<u32> = (0..self.partitions()).flat_map(|p| self.slots_of(p)).collect();
         for pass in 0..2 {
-            for s in 0..self.slots() {
+            for &s in &order {
                 let p = self.partition_of_slot(s);
                 let free = match self.owner(s) {
                     None => pass == 0,

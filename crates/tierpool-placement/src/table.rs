@@ -260,6 +260,38 @@ impl PartitionTable {
         }
     }
 
+    /// The same holders per partition, ordered so that every worker holds
+    /// about as many first replicas (and seconds...) as the others: the
+    /// worker with the fewest of a replica so far takes it. Only for a
+    /// table that holds no chunk yet (reordering moves nothing then).
+    pub fn spread(&self) -> PartitionTable {
+        let mut next = self.clone();
+        let r = usize::from(self.replicas);
+        let mut counts: Vec<BTreeMap<WorkerId, i64>> = vec![BTreeMap::new(); r];
+        // Partitions seen so far that each worker holds: its fair number of
+        // each replica is that over R.
+        let mut seen: BTreeMap<WorkerId, i64> = BTreeMap::new();
+        for p in 0..self.partitions() {
+            let mut holders: Vec<Option<WorkerId>> = self.slots_of(p).map(|s| self.owner(s)).collect();
+            for w in holders.iter().flatten() {
+                *seen.entry(*w).or_insert(0) += 1;
+            }
+            for (k, s) in self.slots_of(p).enumerate() {
+                // The holder furthest behind its fair number of replica k.
+                let ahead = |w: WorkerId| counts[k].get(&w).copied().unwrap_or(0) * r as i64 - seen[&w];
+                let pick = (0..holders.len())
+                    .filter(|i| holders[*i].is_some())
+                    .min_by_key(|i| (ahead(holders[*i].unwrap()), holders[*i]));
+                let owner = pick.and_then(|i| holders[i].take());
+                if let Some(w) = owner {
+                    *counts[k].entry(w).or_insert(0) += 1;
+                }
+                next.owners[s as usize] = owner;
+            }
+        }
+        next
+    }
+
     /// Lets go of the slots of `gone` whose partition has another owned
     /// slot (held by a worker not in `down`): they become unowned, to be
     /// filled again from a sibling by moves. Slots with no such sibling

@@ -156,3 +156,28 @@ proptest! {
         prop_assert_eq!(ts.len(), usize::from(copies.min(r)).min(n as usize));
     }
 }
+
+proptest! {
+    /// Spreading puts as many first replicas on each of equal workers as
+    /// on the others, and keeps every partition's holders.
+    #[test]
+    fn spread_balances_first_replicas(n in 2u32..7, r in 2u8..4, parts in 16u32..300) {
+        let equal = |k: u32| (0..k).map(|i| (w(i), 1)).collect::<Vec<_>>();
+        let mut t = PartitionTable::replicated(parts, r).rebalanced(&equal(1));
+        for i in 1..n {
+            t = t.joined(&equal(i + 1), w(i), None);
+        }
+        let s = t.spread();
+        assert_distinct(&s)?;
+        let mut firsts = std::collections::BTreeMap::new();
+        for p in 0..parts {
+            let (mut a, mut b) = (t.holders(p), s.holders(p));
+            a.sort();
+            b.sort();
+            prop_assert_eq!(a, b);
+            *firsts.entry(s.owner(p).unwrap()).or_insert(0u32) += 1;
+        }
+        let (lo, hi) = (firsts.values().min().unwrap(), firsts.values().max().unwrap());
+        prop_assert!(firsts.len() as u32 == n.min(parts) && hi - lo <= 2 + parts / 20, "first replicas {:?}", firsts);
+    }
+}

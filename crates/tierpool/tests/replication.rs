@@ -267,3 +267,116 @@ fn workers_killed_round_after_round_lose_no_acknowledged_write() {
     assert_eq!(n(&counts.read_failures), 0, "reads failed while a replica lived");
     assert!(n(&counts.reads) > 0 && n(&counts.acknowledged) > 0);
 }
+
+/// Every chunk file under a worker's directory.
+fn chunk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.join("chunks")];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_damaged_copy_is_read_around_and_written_again_from_the_good_one() {
+    let mut pool = replicated(2, "4MiB", "64MiB");
+    let bytes = data(77, 16 << 20);
+    pool.put("/f", &bytes);
+    let files = chunk_files(&pool.workers[0].dir);
+    assert!(files.len() >= 3, "worker 0 keeps most of its copies on disk: {files:?}");
+    for f in &files {
+        let mut b = std::fs::read(f).unwrap();
+        let mid = b.len() - (1 << 20);
+        b[mid] ^= 0x5a;
+        std::fs::write(f, b).unwrap();
+    }
+    // Worker 0 (host0) is this client's nearest: every damaged copy is met.
+    let cat = |pool: &Pool| {
+        let out = pool.cmd(&["cat", "/f"]).env("TIERPOOL_HOST", "host0").output().unwrap();
+        assert!(out.status.success(), "cat: {}", String::from_utf8_lossy(&out.stderr));
+        out.stdout
+    };
+    assert!(cat(&pool) == bytes, "the good copies are returned");
+    assert!(pool.log("worker-0.log").contains("is damaged here, dropped"));
+    // The damaged copies were written again: with the other worker gone,
+    // worker 0 alone serves every byte.
+    std::thread::sleep(Duration::from_millis(500));
+    pool.kill_worker(1);
+    assert!(cat(&pool) == bytes, "the repaired copies are returned");
+}
+
+#[test]
+fn files_keeping_one_copy_lose_what_a_dead_worker_held_and_are_named() {
+    let mut pool = replicated(3, "64MiB", "64MiB");
+    let rt = runtime();
+    let c = rt.block_on(Client::connect(pool.client_config())).unwrap();
+    for d in ["/scratch", "/keep"] {
+        rt.block_on(c.mkdir(d, true)).unwrap();
+    }
+    let r = rt.block_on(c.set_replicas("/scratch", 1, false, &mut |_, _| {})).unwrap();
+    assert_eq!(r.files, 0, "an empty directory");
+    let mut one = Vec::new();
+    for i in 0..6u64 {
+        let b = data(100 + i, 1 << 20);
+        rt.block_on(c.put_bytes(&format!("/scratch/s{i}"), b.clone().into(), &opts())).unwrap();
+        rt.block_on(c.put_bytes(&format!("/keep/k{i}"), b.clone().into(), &opts())).unwrap();
+        one.push(b);
+    }
+    assert_eq!(rt.block_on(c.stat("/scratch/s0")).unwrap().replicas, 1);
+    assert_eq!(rt.block_on(c.stat("/keep/k0")).unwrap().replicas, 2);
+    assert!(rt.block_on(c.fsck("/")).unwrap().is_empty(), "a healthy pool");
+    let id = id_of(&pool, 2).unwrap();
+    // The chunks of single-copy files whose one copy is on the victim.
+    let layout = rt.block_on(c.refresh_layout()).unwrap();
+    let mut expected = BTreeMap::new();
+    for i in 0..6u64 {
+        let info = rt.block_on(c.stat(&format!("/scratch/s{i}"))).unwrap();
+        let n = info.chunks.iter().enumerate().filter(|(index, r)| {
+            let key = tierpool_types::ChunkKey { inode: info.id, index: *index as u64, version: r.version };
+            layout.table.write_targets(key, 1) == vec![id]
+        });
+        let n = n.count() as u64;
+        if n > 0 {
+            expected.insert(format!("/scratch/s{i}"), n);
+        }
+    }
+    pool.kill_worker(2);
+    wait_down(&rt, &c, id);
+    wait_repaired(&pool, &rt, &c, &[id], Duration::from_secs(60));
+    let damaged = rt.block_on(c.fsck("/")).unwrap();
+    assert!(!expected.is_empty(), "worker {id} held some single copies");
+    let found: BTreeMap<String, u64> = damaged.iter().map(|d| (d.path.clone(), d.lost)).collect();
+    assert_eq!(found, expected, "exactly the chunks whose one copy was on worker {id} are lost");
+    for d in &damaged {
+        assert!(d.path.starts_with("/scratch/s"), "only single-copy files lose chunks: {d:?}");
+        assert_eq!((d.replicas, d.under), (1, 0));
+        assert!(d.lost > 0);
+    }
+    for i in 0..6 {
+        let got = rt.block_on(c.get_bytes(&format!("/keep/k{i}"))).unwrap();
+        assert!(got == one[i], "two-copy files are whole");
+        let s = rt.block_on(c.get_bytes(&format!("/scratch/s{i}")));
+        let named = damaged.iter().any(|d| d.path == format!("/scratch/s{i}"));
+        match s {
+            Ok(got) => assert!(!named && got == one[i], "/scratch/s{i}"),
+            Err(e) => {
+                assert!(named, "/scratch/s{i}: {e}");
+                assert!(
+                    e.message.starts_with(&format!("/scratch/s{i}: chunk ")) && e.message.contains("is lost"),
+                    "{e}"
+                );
+            }
+        }
+    }
+    // A damaged file can be removed.
+    rt.block_on(c.remove(&damaged[0].path, false)).unwrap();
+}

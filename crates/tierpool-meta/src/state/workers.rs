@@ -60,6 +60,9 @@ impl MetaState {
         if at_once || fresh {
             // Partitions no one holds are taken at once: nothing to copy.
             self.table = self.table.joined(&weights, id, None);
+            if self.table.replicas() > 1 {
+                self.table = self.table.spread();
+            }
             self.goal.clear();
         } else {
             self.goal = self.planned().joined(&weights, id, Some(&self.table)).owners().to_vec();
