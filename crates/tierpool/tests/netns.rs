@@ -1,8 +1,9 @@
 //! Many hosts on one machine: `scripts/netns-pool.sh` runs a coordinator and
 //! three workers in network namespaces of their own, on one bridge. A shaped
 //! link carries its rate (iperf3), bytes go through every link from the root
-//! namespace and come back exact, a cut worker is reported dead and comes
-//! back once healed, and `down` leaves no process, namespace or link behind.
+//! namespace and come back exact, a cut worker is reported dead, its
+//! replicas are copied again from the others, and it comes back once
+//! healed, and `down` leaves no process, namespace or link behind.
 //!
 //! Needs root and network namespaces (the suite runs as root), and iperf3
 //! (`scripts/test.sh` installs it); without them the test fails and says so.
@@ -294,17 +295,36 @@ fn a_pool_of_namespaces_carries_shaped_links_survives_a_cut_and_leaves_nothing_b
         assert!(w["mem"]["chunks"].as_u64().unwrap() > 0, "worker {i} holds none of the chunks: {w}");
     }
 
-    eprintln!("== cut worker 2: reported dead while its process runs; healed: alive again");
+    eprintln!("== cut worker 2: reported dead while its process runs, its replicas copied again; healed: alive again");
     let (w2, _) = pool.status_of("2");
     pool.ok(&["cut", "2"]);
     let dead_after = pool.wait_alive(2, false, Duration::from_secs(8));
     assert_eq!(pool.status_of("2"), (w2.clone(), format!("{n}-w2 {} alive cut - - DOWN", ip(2))));
+    let during = pool.cli(&["cat", "/big.bin"]);
+    assert!(during.status.success() && during.stdout == data, "read while cut: {}", text(&during.stderr));
+    let t = Instant::now();
+    loop {
+        let r = pool.status()["replication"].clone();
+        if r["workers_down"] == serde_json::json!([2]) && r["replicas_missing"] == 0 && r["degraded"] == false {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "not repaired while worker 2 is cut: {r}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(pool.worker(2)["partitions"], 0, "a cut worker holds no replica once repaired");
     pool.ok(&["heal", "2"]);
     let back_after = pool.wait_alive(2, true, Duration::from_secs(15));
-    eprintln!("   reported dead {dead_after:.1?} after the cut, alive {back_after:.1?} after healing");
+    eprintln!("   reported dead {dead_after:.1?} after the cut, repaired, alive {back_after:.1?} after healing");
     assert_eq!(pool.status_of("2"), (w2, format!("{n}-w2 {} alive up - - up", ip(2))));
+    pool.wait_settled(Duration::from_secs(60));
     let again = pool.cli(&["cat", "/big.bin"]);
     assert!(again.status.success() && again.stdout == data, "read after heal: {}", text(&again.stderr));
+    // One owner per replica: every worker holds a share again, the slots add up.
+    let st = pool.status();
+    let parts: Vec<u64> = (1..=3).map(|i| pool.worker(i)["partitions"].as_u64().unwrap()).collect();
+    assert_eq!(parts.iter().sum::<u64>(), 2 * st["partitions"].as_u64().unwrap(), "{parts:?}");
+    assert!(parts.iter().all(|p| *p > 0), "{parts:?}");
+    assert_eq!(st["replication"]["replicas_missing"], 0);
 
     eprintln!("== down: no process, namespace or link is left, and down again is harmless");
     let pids: Vec<String> = std::fs::read_dir(dir.join("pids"))
@@ -338,6 +358,11 @@ fn a_pool_of_namespaces_carries_shaped_links_survives_a_cut_and_leaves_nothing_b
             "--bandwidth-window",
             "--coordinator-arg",
             "3s",
+            // One copy per chunk: a partition's share is a worker's share.
+            "--coordinator-arg",
+            "--replicas",
+            "--coordinator-arg",
+            "1",
             "--coordinator-arg",
             "--bandwidth-threshold",
             "--coordinator-arg",
