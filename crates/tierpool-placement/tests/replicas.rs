@@ -181,3 +181,28 @@ proptest! {
         prop_assert!(firsts.len() as u32 == n.min(parts) && hi - lo <= 2 + parts / 20, "first replicas {:?}", firsts);
     }
 }
+
+proptest! {
+    /// Trading slots leaves shares and holders' distinctness as they were
+    /// and never leaves more partitions with two replicas on one host; with
+    /// at least as many equal hosts as replicas, hardly any is left.
+    #[test]
+    fn replicas_are_traded_apart_onto_distinct_hosts(hosts in 2u32..4, per in 1u32..4, r in 2u8..4, parts in 8u32..200) {
+        let n = hosts * per;
+        prop_assume!(u32::from(r) <= n);
+        let ws: Vec<(WorkerId, u64)> = (0..n).map(|i| (w(i), 1)).collect();
+        let t = PartitionTable::replicated(parts, r).rebalanced(&ws);
+        let host = |x: WorkerId| Some(x.0 % hosts);
+        let s = t.separated(&host, Some(&t));
+        assert_distinct(&s)?;
+        prop_assert_eq!(s.shares(), t.shares());
+        let clashing = |t: &PartitionTable| (0..parts).filter(|p| {
+            let hs: Vec<u32> = t.holders(*p).iter().map(|x| x.0 % hosts).collect();
+            hs.iter().collect::<BTreeSet<_>>().len() < hs.len()
+        }).count();
+        prop_assert!(clashing(&s) <= clashing(&t));
+        if u32::from(r) <= hosts {
+            prop_assert!(clashing(&s) <= 2 + parts as usize / 10, "{} of {} partitions keep two replicas on a host", clashing(&s), parts);
+        }
+    }
+}

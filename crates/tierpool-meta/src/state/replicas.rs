@@ -68,6 +68,24 @@ impl MetaState {
         }
     }
 
+    /// The owners of `t`'s slots, replicas traded apart onto distinct
+    /// `--host` labels where that can be done (see
+    /// `PartitionTable::separated`); with `moves`, no slot goes to a worker
+    /// that holds another slot of its partition in the current table.
+    pub(super) fn apart(&self, t: PartitionTable, moves: bool) -> Vec<Option<WorkerId>> {
+        if t.replicas() == 1 {
+            return t.owners().to_vec();
+        }
+        let mut names: Vec<&str> = self.workers.values().map(|w| w.host.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        let host = |w: WorkerId| {
+            let h = self.workers.get(&w)?.host.as_str();
+            names.binary_search(&h).ok().map(|i| i as u32)
+        };
+        t.separated(&host, moves.then_some(&self.table)).owners().to_vec()
+    }
+
     /// Workers down (silent past their grace period, in a replicated pool).
     pub fn down(&self) -> &BTreeSet<WorkerId> {
         &self.down
@@ -83,7 +101,7 @@ impl MetaState {
         self.table.abort_moves(&into);
         let (table, _) = self.table.released(id, &self.down);
         self.table = table;
-        self.goal = self.planned().handed_out(id, &self.weights(), Some(&self.table)).owners().to_vec();
+        self.goal = self.apart(self.planned().handed_out(id, &self.weights(), Some(&self.table)), true);
         self.goal_reached();
         Ok(MetaReply::Done)
     }
@@ -110,7 +128,7 @@ impl MetaState {
             return Err(Error::invalid(format!("worker {id} is not down")));
         }
         if !self.draining.contains(&id) {
-            self.goal = self.planned().joined(&self.weights(), id, Some(&self.table)).owners().to_vec();
+            self.goal = self.apart(self.planned().joined(&self.weights(), id, Some(&self.table)), true);
             self.goal_reached();
         }
         Ok(MetaReply::Done)

@@ -61,11 +61,13 @@ impl MetaState {
             // Partitions no one holds are taken at once: nothing to copy.
             self.table = self.table.joined(&weights, id, None);
             if self.table.replicas() > 1 {
-                self.table = self.table.spread();
+                let owners = self.apart(self.table.clone(), false);
+                let t = PartitionTable::from_slots(self.table.epoch(), self.table.replicas(), owners);
+                self.table = t.expect("trading keeps a table").spread();
             }
             self.goal.clear();
         } else {
-            self.goal = self.planned().joined(&weights, id, Some(&self.table)).owners().to_vec();
+            self.goal = self.apart(self.planned().joined(&weights, id, Some(&self.table)), true);
             self.goal_reached();
         }
         Ok(MetaReply::Worker { id })
@@ -100,7 +102,7 @@ impl MetaState {
         } else {
             self.speeds.insert(id, percent);
         }
-        self.goal = self.planned().rebalanced(&self.weights()).owners().to_vec();
+        self.goal = self.apart(self.planned().rebalanced(&self.weights()), true);
         self.goal_reached();
         Ok(MetaReply::Done)
     }
@@ -144,7 +146,7 @@ impl MetaState {
         let into: Vec<u32> = self.table.moving().iter().filter(|(_, to)| **to == id).map(|(p, _)| *p).collect();
         self.table.abort_moves(&into);
         // Only its partitions move: to the others furthest below their share.
-        self.goal = self.planned().handed_out(id, &self.weights(), Some(&self.table)).owners().to_vec();
+        self.goal = self.apart(self.planned().handed_out(id, &self.weights(), Some(&self.table)), true);
         self.goal_reached();
         Ok(MetaReply::Done)
     }
@@ -174,11 +176,11 @@ impl MetaState {
         self.table = self.table.without(id, &weights);
         if self.table.replicas() > 1 {
             // Its slots with a replica elsewhere were let go: dealt again, copied from it.
-            self.goal = self.planned().handed_out(id, &weights, Some(&self.table)).owners().to_vec();
+            self.goal = self.apart(self.planned().handed_out(id, &weights, Some(&self.table)), true);
             self.goal_reached();
         } else if !self.goal.is_empty() {
             // The goal had partitions on `id` too: they go to the others.
-            self.goal = goal.handed_out(id, &weights, Some(&self.table)).owners().to_vec();
+            self.goal = self.apart(goal.handed_out(id, &weights, Some(&self.table)), true);
             self.goal_reached();
         }
         Ok(MetaReply::WorkerRemoved { partitions, lost })
@@ -188,7 +190,7 @@ impl MetaState {
         if self.workers.is_empty() {
             return Err(Error::invalid("the pool has no workers to balance"));
         }
-        self.goal = self.table.rebalanced(&self.weights()).owners().to_vec();
+        self.goal = self.apart(self.table.rebalanced(&self.weights()), true);
         self.goal_reached();
         Ok(MetaReply::Done)
     }

@@ -171,3 +171,30 @@ fn a_drain_that_would_leave_too_few_workers_for_the_copies_is_refused() {
         )
     );
 }
+
+#[test]
+fn replicas_go_to_distinct_hosts_where_they_can() {
+    let mut s = ready();
+    s.execute(&MetaOp::SetReplication { replicas: 2 }, 2).unwrap();
+    for i in 1..=4u32 {
+        let op = MetaOp::RegisterWorker {
+            id: Some(WorkerId(i)),
+            addr: format!("10.0.0.{i}:7000"),
+            host: format!("node{}", i % 2),
+            rack: "r1".into(),
+            mem_capacity: 10,
+            disk_capacity: 0,
+            at_once: false,
+        };
+        s.execute(&op, 3).unwrap();
+        settle(&mut s);
+    }
+    distinct(&s);
+    let host = |w: WorkerId| w.0 % 2;
+    let t = s.table();
+    let apart = (0..t.partitions()).filter(|p| {
+        let h = t.holders(*p);
+        h.len() == 2 && host(h[0]) != host(h[1])
+    });
+    assert_eq!(apart.count() as u32, t.partitions(), "two hosts, two replicas: one on each");
+}
