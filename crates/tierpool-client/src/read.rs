@@ -72,7 +72,7 @@ impl Client {
             Err(e) if e.kind == ErrorKind::NotFound => {
                 return Err(Error::new(ErrorKind::Lost, format!("{path}: chunk {index} is lost: {}", e.message)))
             }
-            Err(e) if e.kind == ErrorKind::Corrupt => return Err(e),
+            Err(e) if e.kind == ErrorKind::Corrupt && e.message.starts_with(path) => return Err(e),
             Err(e) => return Err(e.context(format!("{path}: chunk {index}"))),
         };
         if r.len >= share {

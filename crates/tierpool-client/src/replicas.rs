@@ -147,14 +147,15 @@ impl Client {
                             return Ok((resp, data));
                         }
                         Err(e) => {
-                            tracing::warn!("chunk {key}: worker {w}: {}; reading another replica", e.message);
+                            tracing::debug!("chunk {key}: worker {w}: {}; reading another replica", e.message);
                             last = Some(e);
                         }
                     },
                     Outcome::Retry(m) => why = Some(m),
                     Outcome::Skip(e) => {
                         if e.kind == ErrorKind::Corrupt {
-                            tracing::warn!("chunk {key}: {}; reading another replica", e.message);
+                            // The worker logs it; the read goes on with another replica.
+                            tracing::debug!("chunk {key}: {}; reading another replica", e.message);
                             damaged.push(w);
                         } else if !matches!(e.kind, ErrorKind::NotFound | ErrorKind::Unavailable) {
                             return Err(e);
