@@ -181,15 +181,15 @@ mod tests {
         #[derive(serde::Serialize)]
         enum Mirror {
             _Ping,
-            PutChunk { key: ChunkKey, checksum: u32, attrs: (u8, bool) },
+            PutChunk { key: ChunkKey, checksum: u32, attrs: (u8, bool), table: u64 },
         }
         let key = ChunkKey { inode: InodeId(7), index: 0, version: 1 };
         for p in [0u8, 6, 255] {
-            let bytes = crate::encode(&Mirror::PutChunk { key, checksum: 1, attrs: (p, false) });
+            let bytes = crate::encode(&Mirror::PutChunk { key, checksum: 1, attrs: (p, false), table: 0 });
             let e = crate::decode::<WorkerRequest>(&bytes).unwrap_err();
             assert_eq!(e.kind, ErrorKind::Protocol, "priority {p}");
         }
-        let ok = crate::encode(&Mirror::PutChunk { key, checksum: 1, attrs: (5, true) });
+        let ok = crate::encode(&Mirror::PutChunk { key, checksum: 1, attrs: (5, true), table: 0 });
         assert!(crate::decode::<WorkerRequest>(&ok).is_ok());
     }
 
