@@ -228,7 +228,7 @@ fn start_coordinator(
     // an existing one keeps its own unless told otherwise.
     let new_pool = !dir.join("coordinator/meta").exists();
     let replicas =
-        a.replicas.or(new_pool.then(|| if a.workers < 2 { 1 } else { tierpool_coordinator::DEFAULT_REPLICAS }));
+        a.replicas.or(new_pool.then_some(if a.workers < 2 { 1 } else { tierpool_coordinator::DEFAULT_REPLICAS }));
     if let Some(r) = replicas {
         args.extend(["--replicas".into(), r.to_string()]);
     }
