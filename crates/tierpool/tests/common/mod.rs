@@ -57,7 +57,8 @@ pub struct Pool {
     pub addr: String,
     pub coordinator: Option<Child>,
     pub workers: Vec<WorkerProc>,
-    /// Flags every start of the coordinator gets besides the usual ones.
+    /// Flags every start of the coordinator gets besides the usual ones
+    /// (`--replicas 1` unless they name `--replicas`).
     pub coordinator_args: Vec<String>,
 }
 
@@ -73,7 +74,8 @@ impl Pool {
         Pool::start_with(n, mem, disk, &[])
     }
 
-    /// [`Pool::start`] with more flags for the coordinator.
+    /// [`Pool::start`] with more flags for the coordinator. A pool keeps
+    /// one copy of each chunk unless they say `--replicas N`.
     pub fn start_with(n: usize, mem: &str, disk: &str, coordinator_args: &[&str]) -> Pool {
         let tmp = tempfile::tempdir().unwrap();
         let addr = format!("127.0.0.1:{}", free_port());
@@ -143,6 +145,9 @@ impl Pool {
             // longer than a hold period also checks that no live chunk is
             // ever taken for one.
             .args(["--sweep-every", "1s"])
+            // One copy of each chunk, as pools had before replication,
+            // unless the test asks for more.
+            .args(if self.coordinator_args.iter().any(|a| a == "--replicas") { &[][..] } else { &["--replicas", "1"] })
             .args(&self.coordinator_args)
             .env("TIERPOOL_LOG", "info")
             .stdout(log.try_clone().unwrap())
