@@ -141,6 +141,7 @@ pub enum Cmd {
     /// it too). Raising it copies the existing chunks to more workers
     /// (progress on a terminal); lowering it drops the extra copies.
     Replicas {
+        /// A file, region or directory in the pool.
         path: String,
         /// Copies of each chunk, on distinct workers: 1 to the pool's
         /// --replicas (set when it was created).
@@ -160,6 +161,7 @@ pub enum Cmd {
     /// again), or have none left.
     #[command(after_help = FSCK_EXIT_STATUS)]
     Fsck {
+        /// Where to look: this path and everything beneath it.
         #[arg(default_value = "/")]
         path: String,
         /// Print the list as JSON: path, replicas, chunks, under, lost of each file.
