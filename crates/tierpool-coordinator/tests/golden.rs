@@ -10,6 +10,7 @@ use tierpool_coordinator::log;
 use tierpool_coordinator::records::{decode_record, decode_snapshot, encode_record, encode_record_in};
 use tierpool_coordinator::records::{encode_snapshot, encode_snapshot_in, Decoded, LogRecord};
 use tierpool_meta::{MetaOp, MetaState, Owner};
+use tierpool_types::WorkerId;
 
 fn golden(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name)
@@ -95,6 +96,15 @@ fn a_coordinator_recovers_from_golden_files() {
     std::fs::copy(golden("snapshot-v1"), meta.join("snapshot")).unwrap();
     let (state, lsn, _writer) = log::open(&meta).unwrap();
     assert_eq!((lsn, dump::dump(&state)), (77, expected("state-snapshot-v1.txt")));
+
+    for (file, name) in [("log-v5", format!("log-{:020}", 1)), ("snapshot-v6", "snapshot".to_string())] {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = dir.path().join("meta");
+        std::fs::create_dir_all(&meta).unwrap();
+        std::fs::copy(golden(file), meta.join(name)).unwrap();
+        let (state, lsn, _writer) = log::open(&meta).unwrap();
+        assert_eq!((lsn, dump::dump(&state)), (51, expected("state-log-v5.txt")), "{file}");
+    }
 }
 
 #[test]
@@ -168,7 +178,7 @@ fn log_v4_replays_to_its_state_and_encodes_to_the_same_bytes() {
     assert_eq!(dump::dump(&state), expected("state-log-v4.txt"));
     let mut again = Vec::new();
     for r in &recs {
-        encode_record(r, &mut again);
+        encode_record_in(4, r, &mut again).unwrap();
     }
     assert!(again == seg, "log records of version 4 no longer encode as they did");
     // Older versions cannot hold a speed: an error, not a silent loss.
@@ -182,41 +192,97 @@ fn snapshot_v5_decodes_to_its_state_and_encodes_to_the_same_bytes() {
     let (lsn, state) = decode_snapshot(&bytes).unwrap();
     assert_eq!(lsn, 38);
     assert_eq!(dump::dump(&state), expected("state-log-v4.txt"));
-    assert!(encode_snapshot(lsn, &state) == bytes, "snapshots of version 5 no longer encode as they did");
+    assert!(
+        encode_snapshot_in(5, lsn, &state).unwrap() == bytes,
+        "snapshots of version 5 no longer encode as they did"
+    );
 }
 
-/// The ops of `log-v3`, then worker 8 slowed to 40% of a healthy worker's
-/// bandwidth and worker 1 to 25% (ops 37 and 38).
-fn log_v4_records() -> Vec<LogRecord> {
-    let mut recs = log_v3_records();
-    let mut state = MetaState::new();
+#[test]
+fn log_v5_replays_to_its_state_and_encodes_to_the_same_bytes() {
+    let seg = read("log-v5");
+    let recs = records(&seg);
+    assert_eq!(recs.len(), 51);
+    assert_eq!(recs.iter().map(|r| r.lsn).collect::<Vec<_>>(), (1..=51).collect::<Vec<_>>());
+    assert_eq!(recs[1].op, MetaOp::SetReplication { replicas: 2 });
+    let state = replay(&recs);
+    state.check_invariants().unwrap();
+    assert_eq!(dump::dump(&state), expected("state-log-v5.txt"));
+    let mut again = Vec::new();
     for r in &recs {
-        state.execute_as(&r.op, r.owner, r.time).unwrap();
+        encode_record(r, &mut again);
     }
-    for (id, percent) in [(8, 40), (1, 25)] {
-        let last = recs.last().unwrap().clone();
-        let op = MetaOp::SetSpeed { id: tierpool_types::WorkerId(id), percent };
-        let r = LogRecord { lsn: last.lsn + 1, time: last.time + 1_000_000_007, owner: Owner::default(), op };
-        state.execute_as(&r.op, r.owner, r.time).unwrap();
-        recs.push(r);
-    }
-    recs
-}
-
-/// The ops of `log-v2` and then a worker joining, a move begun, one
-/// finished, one given up, a drain and a rebalance (ops 30 to 35).
-fn log_v3_records() -> Vec<LogRecord> {
-    let mut recs = records(&read("log-v2"));
-    let mut state = MetaState::new();
-    for r in &recs {
-        state.execute_as(&r.op, r.owner, r.time).unwrap();
-    }
-    let push = |recs: &mut Vec<LogRecord>, state: &mut MetaState, op: MetaOp| {
-        let last = recs.last().unwrap().clone();
-        let r = LogRecord { lsn: last.lsn + 1, time: last.time + 1_000_000_007, owner: Owner::default(), op };
-        state.execute_as(&r.op, r.owner, r.time).unwrap();
-        recs.push(r);
+    assert!(again == seg, "log records of version 5 no longer encode as they did");
+    // Older versions cannot hold an op of replication, nor a snapshot
+    // before version 6 the state: an error, not a silent loss.
+    let replication = |op: &MetaOp| {
+        matches!(
+            op,
+            MetaOp::SetReplication { .. }
+                | MetaOp::WorkerDown { .. }
+                | MetaOp::WorkerUp { .. }
+                | MetaOp::SetReplicas { .. }
+        )
     };
+    assert_eq!(recs.iter().filter(|r| replication(&r.op)).count(), 6);
+    for r in recs.iter().filter(|r| replication(&r.op)) {
+        assert!(encode_record_in(4, r, &mut Vec::new()).is_err(), "lsn {}", r.lsn);
+    }
+    for v in 2..=5 {
+        assert!(encode_snapshot_in(v, 51, &state).is_err(), "snapshot version {v}");
+    }
+}
+
+#[test]
+fn snapshot_v6_decodes_to_its_state_and_encodes_to_the_same_bytes() {
+    let bytes = read("snapshot-v6");
+    let (lsn, state) = decode_snapshot(&bytes).unwrap();
+    assert_eq!(lsn, 51);
+    assert_eq!(dump::dump(&state), expected("state-log-v5.txt"));
+    // Every field, not only what the queries show (copies per path as set,
+    // moves from no owner, the goal's unowned slots).
+    assert_eq!(state, replay(&records(&read("log-v5"))));
+    assert!(encode_snapshot(lsn, &state) == bytes, "snapshots of version 6 no longer encode as they did");
+}
+
+/// A state of one replica per partition is stored in version 6 as version
+/// 5 stored it, followed by the (empty) fields of replication.
+#[test]
+fn snapshot_v6_of_one_replica_nests_the_bytes_of_version_5() {
+    let v5 = read("snapshot-v5");
+    let (lsn, state) = decode_snapshot(&v5).unwrap();
+    let v6 = encode_snapshot(lsn, &state);
+    assert_eq!(v6[6], 6);
+    assert!(v6[19..].starts_with(&v5[19..]), "the nested version 5 state differs");
+    assert_eq!(decode_snapshot(&v6).unwrap(), (lsn, state));
+}
+
+/// Replays `recs` from an empty state.
+fn replay(recs: &[LogRecord]) -> MetaState {
+    let mut state = MetaState::new();
+    for r in recs {
+        state.execute_as(&r.op, r.owner, r.time).unwrap_or_else(|e| panic!("lsn {}: {e}", r.lsn));
+    }
+    state
+}
+
+/// Runs `op` and appends it as the next record (as the owner root, a
+/// second and a bit after the last one).
+fn push(recs: &mut Vec<LogRecord>, state: &mut MetaState, op: MetaOp) {
+    let last = recs.last().unwrap().clone();
+    let r = LogRecord { lsn: last.lsn + 1, time: last.time + 1_000_000_007, owner: Owner::default(), op };
+    state.execute_as(&r.op, r.owner, r.time).unwrap_or_else(|e| panic!("lsn {}: {e}", r.lsn));
+    recs.push(r);
+}
+
+/// The next `room` moves toward the goal.
+fn next_moves(state: &MetaState, room: usize) -> Vec<(u32, WorkerId)> {
+    tierpool_placement::plan::next_moves(state.table(), state.goal(), room)
+}
+
+/// What `log-v3` added to `log-v2`: a worker joining, a move begun, one
+/// finished, one given up, a drain, a rebalance and a removal.
+fn membership_changes(recs: &mut Vec<LogRecord>, state: &mut MetaState) {
     let join = MetaOp::RegisterWorker {
         id: None,
         addr: "127.0.0.1:7703".into(),
@@ -226,15 +292,69 @@ fn log_v3_records() -> Vec<LogRecord> {
         disk_capacity: 4 << 30,
         at_once: false,
     };
+    push(recs, state, join);
+    let moves = next_moves(state, 2);
+    let ss: Vec<u32> = moves.iter().map(|(s, _)| *s).collect();
+    push(recs, state, MetaOp::BeginMoves { moves });
+    push(recs, state, MetaOp::FinishMoves { partitions: vec![ss[0]] });
+    push(recs, state, MetaOp::AbortMoves { partitions: vec![ss[1]] });
+    push(recs, state, MetaOp::DrainWorker { id: WorkerId(1) });
+    push(recs, state, MetaOp::Rebalance);
+    push(recs, state, MetaOp::RemoveWorker { id: WorkerId(7) });
+}
+
+/// What `log-v4` added to `log-v3`: worker 8 slowed to 40% of a healthy
+/// worker's bandwidth and worker 1 to 25%.
+fn slow_workers(recs: &mut Vec<LogRecord>, state: &mut MetaState) {
+    for (id, percent) in [(8, 40), (1, 25)] {
+        push(recs, state, MetaOp::SetSpeed { id: WorkerId(id), percent });
+    }
+}
+
+/// The ops of `log-v2` on a pool keeping two replicas of each partition
+/// (`SetReplication` right after `Init`, as op 2; the later ops shift by
+/// one lsn and keep their times), what `log-v3` and `log-v4` added, and
+/// then replication at work (ops 40 to 51): a worker joining, copies per
+/// path set (recursively and not), moves toward the joiner; worker 8 down,
+/// repairs of its slots from their siblings begun and two finished;
+/// worker 8 back up and a move toward it finished; worker 9 down in the
+/// middle of moves (one of them a repair from no owner).
+fn log_v5_records() -> Vec<LogRecord> {
+    let v2 = records(&read("log-v2"));
+    let replication =
+        LogRecord { lsn: 2, time: v2[0].time + 1, owner: Owner::default(), op: MetaOp::SetReplication { replicas: 2 } };
+    let mut recs = vec![v2[0].clone(), replication];
+    recs.extend(v2[1..].iter().map(|r| LogRecord { lsn: r.lsn + 1, ..r.clone() }));
+    let mut state = replay(&recs);
+    membership_changes(&mut recs, &mut state);
+    slow_workers(&mut recs, &mut state);
+    let join = MetaOp::RegisterWorker {
+        id: None,
+        addr: "127.0.0.1:7704".into(),
+        host: "h4".into(),
+        rack: "r2".into(),
+        mem_capacity: 256 << 20,
+        disk_capacity: 4 << 30,
+        at_once: false,
+    };
     push(&mut recs, &mut state, join);
-    let moves = tierpool_placement::plan::next_moves(state.table(), state.goal(), 2);
-    let ps: Vec<u32> = moves.iter().map(|(p, _)| *p).collect();
+    push(&mut recs, &mut state, MetaOp::SetReplicas { path: "/home".into(), replicas: 1, recursive: true });
+    push(&mut recs, &mut state, MetaOp::SetReplicas { path: "/data/a.bin".into(), replicas: 2, recursive: false });
+    let moves = next_moves(&state, 8);
+    let ss: Vec<u32> = moves.iter().map(|(s, _)| *s).collect();
     push(&mut recs, &mut state, MetaOp::BeginMoves { moves });
-    push(&mut recs, &mut state, MetaOp::FinishMoves { partitions: vec![ps[0]] });
-    push(&mut recs, &mut state, MetaOp::AbortMoves { partitions: vec![ps[1]] });
-    push(&mut recs, &mut state, MetaOp::DrainWorker { id: tierpool_types::WorkerId(1) });
-    push(&mut recs, &mut state, MetaOp::Rebalance);
-    push(&mut recs, &mut state, MetaOp::RemoveWorker { id: tierpool_types::WorkerId(7) });
+    push(&mut recs, &mut state, MetaOp::FinishMoves { partitions: ss });
+    push(&mut recs, &mut state, MetaOp::WorkerDown { id: WorkerId(8) });
+    let repairs = next_moves(&state, 4);
+    let ss: Vec<u32> = repairs.iter().map(|(s, _)| *s).collect();
+    push(&mut recs, &mut state, MetaOp::BeginMoves { moves: repairs });
+    push(&mut recs, &mut state, MetaOp::FinishMoves { partitions: ss[..2].to_vec() });
+    push(&mut recs, &mut state, MetaOp::WorkerUp { id: WorkerId(8) });
+    let moves = next_moves(&state, 4);
+    let first = moves[0].0;
+    push(&mut recs, &mut state, MetaOp::BeginMoves { moves });
+    push(&mut recs, &mut state, MetaOp::FinishMoves { partitions: vec![first] });
+    push(&mut recs, &mut state, MetaOp::WorkerDown { id: WorkerId(9) });
     recs
 }
 
@@ -243,16 +363,16 @@ fn log_v3_records() -> Vec<LogRecord> {
 #[test]
 #[ignore = "writes the golden files of a new version: TIERPOOL_WRITE_GOLDEN=1 cargo test --test golden -- --ignored"]
 fn write_missing_golden_files_of_the_current_versions() {
-    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v4").exists() {
+    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v5").exists() {
         return;
     }
-    let recs = log_v4_records();
+    let recs = log_v5_records();
     let (mut seg, mut state) = (Vec::new(), MetaState::new());
     for r in &recs {
         state.execute_as(&r.op, r.owner, r.time).unwrap();
         encode_record(r, &mut seg);
     }
-    std::fs::write(golden("log-v4"), seg).unwrap();
-    std::fs::write(golden("snapshot-v5"), encode_snapshot(recs.len() as u64, &state)).unwrap();
-    std::fs::write(golden("state-log-v4.txt"), dump::dump(&state)).unwrap();
+    std::fs::write(golden("log-v5"), seg).unwrap();
+    std::fs::write(golden("snapshot-v6"), encode_snapshot(recs.len() as u64, &state)).unwrap();
+    std::fs::write(golden("state-log-v5.txt"), dump::dump(&state)).unwrap();
 }

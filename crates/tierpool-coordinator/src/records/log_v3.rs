@@ -223,7 +223,7 @@ pub(super) fn op_to_v3(op: &MetaOp) -> Result<OpV3> {
         | MetaOp::WorkerDown { .. }
         | MetaOp::WorkerUp { .. }
         | MetaOp::SetReplicas { .. } => {
-            return Err(super::frozen::corrupt("speeds of workers have no form in log record version 3"))
+            return Err(super::frozen::corrupt("an op added after log record version 3 has no form in it"))
         }
     })
 }

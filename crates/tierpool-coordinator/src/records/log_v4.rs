@@ -4,6 +4,7 @@
 //!
 //! Frozen once released. Versions 1 to 3 are still read.
 
+use super::frozen::corrupt;
 use super::log_v3::{op_from_v3, op_to_v3, OpV3};
 use super::snapshot_v2::OwnerV2;
 use super::LogRecord;
@@ -29,11 +30,7 @@ impl TryFrom<&LogRecord> for RecordV4 {
     type Error = tierpool_types::Error;
     fn try_from(r: &LogRecord) -> Result<Self> {
         let owner = OwnerV2 { uid: r.owner.uid, gid: r.owner.gid };
-        let op = match &r.op {
-            MetaOp::SetSpeed { id, percent } => OpV4::SetSpeed { id: id.0, percent: *percent },
-            op => OpV4::V3(op_to_v3(op)?),
-        };
-        Ok(RecordV4 { lsn: r.lsn, time: r.time, owner, op })
+        Ok(RecordV4 { lsn: r.lsn, time: r.time, owner, op: op_to_v4(&r.op)? })
     }
 }
 
@@ -41,10 +38,25 @@ impl TryFrom<RecordV4> for LogRecord {
     type Error = tierpool_types::Error;
     fn try_from(r: RecordV4) -> Result<Self> {
         let owner = Owner { uid: r.owner.uid, gid: r.owner.gid };
-        let op = match r.op {
-            OpV4::V3(op) => op_from_v3(op)?,
-            OpV4::SetSpeed { id, percent } => MetaOp::SetSpeed { id: WorkerId(id), percent },
-        };
-        Ok(LogRecord { lsn: r.lsn, time: r.time, owner, op })
+        Ok(LogRecord { lsn: r.lsn, time: r.time, owner, op: op_from_v4(r.op)? })
     }
+}
+
+/// The version 4 form of `op`; an error for an op added after it.
+pub(super) fn op_to_v4(op: &MetaOp) -> Result<OpV4> {
+    Ok(match op {
+        MetaOp::SetSpeed { id, percent } => OpV4::SetSpeed { id: id.0, percent: *percent },
+        MetaOp::SetReplication { .. }
+        | MetaOp::WorkerDown { .. }
+        | MetaOp::WorkerUp { .. }
+        | MetaOp::SetReplicas { .. } => return Err(corrupt("ops of replication have no form in log record version 4")),
+        op => OpV4::V3(op_to_v3(op)?),
+    })
+}
+
+pub(super) fn op_from_v4(op: OpV4) -> Result<MetaOp> {
+    Ok(match op {
+        OpV4::V3(op) => op_from_v3(op)?,
+        OpV4::SetSpeed { id, percent } => MetaOp::SetSpeed { id: WorkerId(id), percent },
+    })
 }

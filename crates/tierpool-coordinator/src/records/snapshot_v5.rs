@@ -7,7 +7,7 @@ use super::frozen::corrupt;
 use super::snapshot_v4::StateV4;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use tierpool_meta::{MetaState, StateView};
+use tierpool_meta::{MetaState, StateParts, StateView};
 use tierpool_types::{Result, WorkerId};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,8 +29,14 @@ impl StateV5 {
     }
 
     pub fn into_state(self) -> Result<MetaState> {
+        MetaState::from_parts(self.into_parts()?).map_err(corrupt)
+    }
+
+    /// The state's fields (one replica per partition, no worker down:
+    /// version 5 knows no replication).
+    pub fn into_parts(self) -> Result<StateParts> {
         let mut parts = self.v4.into_parts()?;
         parts.speeds = self.speeds.into_iter().map(|(w, p)| (WorkerId(w), p)).collect();
-        MetaState::from_parts(parts).map_err(corrupt)
+        Ok(parts)
     }
 }

@@ -4,6 +4,7 @@ use super::*;
 use serde_reflection::{Registry, Samples, Tracer, TracerConfig};
 use std::path::PathBuf;
 use tierpool_meta::Owner;
+use tierpool_types::WorkerId;
 
 fn rec(lsn: u64) -> LogRecord {
     let op = MetaOp::Mkdir { path: format!("/d{lsn}"), parents: false, mode: 0o755 };
@@ -64,6 +65,176 @@ fn snapshots_refuse_damage_and_unknown_versions() {
     }
 }
 
+// ---- replication: log version 5, snapshot version 6 ----
+
+#[test]
+fn ops_of_replication_round_trip_in_log_v5_and_have_no_older_form() {
+    let ops = [
+        MetaOp::SetReplication { replicas: 3 },
+        MetaOp::WorkerDown { id: WorkerId(4) },
+        MetaOp::WorkerUp { id: WorkerId(4) },
+        MetaOp::SetReplicas { path: "/a/b".into(), replicas: 2, recursive: true },
+        MetaOp::SetReplicas { path: "/c".into(), replicas: 1, recursive: false },
+    ];
+    for (i, op) in ops.into_iter().enumerate() {
+        let r = LogRecord { lsn: i as u64 + 1, time: 9, owner: Owner { uid: 1, gid: 2 }, op };
+        let mut buf = Vec::new();
+        encode_record(&r, &mut buf);
+        assert_eq!(buf[8], 5, "written in version 5");
+        assert_eq!(decode_record(&buf), Decoded::Record(r.clone(), buf.len()));
+        for v in 1..=4 {
+            assert!(encode_record_in(v, &r, &mut Vec::new()).is_err(), "{:?} in version {v}", r.op);
+        }
+    }
+    // An op version 4 holds is still written in it on request.
+    let mut v4 = Vec::new();
+    encode_record_in(4, &rec(1), &mut v4).unwrap();
+    assert_eq!(v4[8], 4);
+    assert_eq!(decode_record(&v4), Decoded::Record(rec(1), v4.len()));
+}
+
+fn worker(s: &mut MetaState, n: u32, at_once: bool) {
+    let op = MetaOp::RegisterWorker {
+        id: None,
+        addr: format!("10.0.0.{n}:7700"),
+        host: format!("h{n}"),
+        rack: format!("r{}", n % 2),
+        mem_capacity: 1 << 30,
+        disk_capacity: 8 << 30,
+        at_once,
+    };
+    s.execute(&op, 1).unwrap();
+}
+
+fn ok(s: &mut MetaState, op: MetaOp) {
+    s.execute(&op, 2).unwrap_or_else(|e| panic!("{op:?}: {e}"));
+}
+
+/// A pool of `replicas` slots per partition in the middle of everything
+/// replication adds: copies per path, a worker joining with moves toward
+/// it, one finished; all but one of the first workers down, with repairs
+/// (moves from no owner) in progress; then the last of them down too, so
+/// that the goal leaves slots unowned (fewer live workers than replicas).
+fn replicated_state(replicas: u8) -> MetaState {
+    let mut s = MetaState::new();
+    ok(&mut s, MetaOp::Init { partitions: 16 });
+    ok(&mut s, MetaOp::SetReplication { replicas });
+    for n in 0..replicas {
+        worker(&mut s, u32::from(n), true);
+    }
+    ok(&mut s, MetaOp::Mkdir { path: "/a/b".into(), parents: true, mode: 0o755 });
+    ok(&mut s, MetaOp::Mkdir { path: "/c".into(), parents: false, mode: 0o755 });
+    ok(&mut s, MetaOp::SetReplicas { path: "/a".into(), replicas: 1, recursive: true });
+    ok(&mut s, MetaOp::SetReplicas { path: "/c".into(), replicas, recursive: false });
+    ok(&mut s, MetaOp::Mkdir { path: "/a/b/new".into(), parents: false, mode: 0o755 });
+    worker(&mut s, 9, false);
+    let moves = tierpool_placement::plan::next_moves(s.table(), s.goal(), 3);
+    let first = moves[0].0;
+    ok(&mut s, MetaOp::BeginMoves { moves });
+    ok(&mut s, MetaOp::FinishMoves { partitions: vec![first] });
+    let first: Vec<WorkerId> = s.workers().keys().copied().take(usize::from(replicas) - 1).collect();
+    for id in first {
+        ok(&mut s, MetaOp::WorkerDown { id });
+    }
+    let repairs = tierpool_placement::plan::next_moves(s.table(), s.goal(), 4);
+    ok(&mut s, MetaOp::BeginMoves { moves: repairs });
+    let last = s.workers().keys().copied().nth(usize::from(replicas) - 1).unwrap();
+    ok(&mut s, MetaOp::WorkerDown { id: last });
+    s.check_invariants().unwrap();
+    s
+}
+
+#[test]
+fn replicated_states_round_trip_through_snapshot_v6() {
+    for replicas in [2, 3] {
+        let s = replicated_state(replicas);
+        let t = s.table();
+        assert_eq!(t.replicas(), replicas);
+        assert!(t.owners().contains(&None), "R={replicas}: an unowned slot");
+        assert!(t.moving().keys().any(|slot| t.owner(*slot).is_none()), "R={replicas}: a move from no owner");
+        assert!(s.goal().contains(&None), "R={replicas}: a goal leaving a slot unowned");
+        assert_eq!(s.down().len(), usize::from(replicas));
+        let bytes = encode_snapshot(77, &s);
+        assert_eq!(bytes[6], SNAPSHOT_VERSION);
+        assert_eq!(decode_snapshot(&bytes).unwrap(), (77, s.clone()), "R={replicas}");
+        for v in 2..=5 {
+            assert!(encode_snapshot_in(v, 77, &s).is_err(), "R={replicas} in snapshot version {v}");
+        }
+    }
+}
+
+/// Copies set per path in a pool of one replica still need version 6: they
+/// count once the pool's replication is raised (before any worker joins).
+#[test]
+fn copies_per_path_in_a_pool_of_one_replica_need_snapshot_v6() {
+    let mut s = MetaState::new();
+    ok(&mut s, MetaOp::Init { partitions: 4 });
+    ok(&mut s, MetaOp::Mkdir { path: "/x".into(), parents: false, mode: 0o755 });
+    ok(&mut s, MetaOp::SetReplicas { path: "/x".into(), replicas: 1, recursive: false });
+    assert!(encode_snapshot_in(5, 3, &s).is_err());
+    let (_, back) = decode_snapshot(&encode_snapshot(3, &s)).unwrap();
+    assert_eq!(back, s);
+}
+
+/// Snapshot version 6 of `s`, edited by `edit`, then decoded.
+fn decode_edited_v6(s: &MetaState, edit: impl FnOnce(&mut snapshot_v6::StateV6)) -> Result<(u64, MetaState)> {
+    let mut state = snapshot_v6::StateV6::from_view(&s.view());
+    edit(&mut state);
+    decode_snapshot(&frame_snapshot(6, &encode(&snapshot_v6::SnapshotV6 { lsn: 1, state })))
+}
+
+#[test]
+fn snapshot_v6_refuses_impossible_replication() {
+    let s = replicated_state(2);
+    decode_edited_v6(&s, |_| {}).unwrap();
+    // A partition whose replica 0 is owned, and its replica 1.
+    let p = (0..16).find(|p| s.table().owner(*p).is_some()).unwrap();
+    let (p, sibling, owner) = (p as usize, p as usize + 16, s.table().owner(p).unwrap().0);
+    type Edit = Box<dyn FnOnce(&mut snapshot_v6::StateV6)>;
+    let edits: Vec<(&str, Edit)> = vec![
+        ("replicas per partition", Box::new(|v| v.replicas = 0)),
+        ("slots of replicas in a table of one", Box::new(|v| v.replicas = 1)),
+        ("do not extend its first replicas", Box::new(|v| v.slots.truncate(16))),
+        ("do not extend its first replicas", Box::new(move |v| v.v5.v4.table.owners[p] = None)),
+        (
+            "moves or a goal outside the slots",
+            Box::new(move |v| {
+                v.v5.v4.moving.insert(p as u32, owner + 100);
+            }),
+        ),
+        ("two replicas of a partition", Box::new(move |v| v.slots[sibling] = Some(owner))),
+        (
+            "a move of a slot",
+            Box::new(move |v| {
+                v.moving_slots.insert(sibling as u32, owner);
+            }),
+        ),
+        (
+            "dead inode 999",
+            Box::new(|v| {
+                v.inode_replicas.insert(999, 1);
+            }),
+        ),
+        (
+            "keeps 0 copies",
+            Box::new(|v| {
+                v.inode_replicas.insert(1, 0);
+            }),
+        ),
+        (
+            "down worker w77 is unknown",
+            Box::new(|v| {
+                v.down.insert(77);
+            }),
+        ),
+    ];
+    for (want, edit) in edits {
+        let e = decode_edited_v6(&s, edit).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Corrupt, "{want}: {e}");
+        assert!(e.message.contains(want), "{want}: {}", e.message);
+    }
+}
+
 // ---- the lock on released formats ----
 
 /// Traces a record type; `enums` lists the enums inside it, whose every
@@ -105,6 +276,14 @@ fn released() -> Vec<(&'static str, Registry)> {
             ),
         ),
         ("snapshot-v5", trace_with(t::<snapshot_v5::SnapshotV5>, &[&t::<KindV1>, &t::<snapshot_v2::BodyV2>])),
+        (
+            "log-v5",
+            trace_with(
+                t::<log_v5::RecordV5>,
+                &[&t::<KindV1>, &t::<log_v1::NewNodeV1>, &t::<log_v3::OpV3>, &t::<log_v4::OpV4>, &t::<log_v5::OpV5>],
+            ),
+        ),
+        ("snapshot-v6", trace_with(t::<snapshot_v6::SnapshotV6>, &[&t::<KindV1>, &t::<snapshot_v2::BodyV2>])),
     ]
 }
 

@@ -21,6 +21,17 @@ pub fn dump(s: &MetaState) -> String {
     writeln!(out, "table partitions={} epoch={} shares={:?}", t.partitions(), t.epoch(), t.shares()).unwrap();
     let owners: Vec<String> = (0..t.partitions()).map(|p| t.owner(p).map_or("-".into(), |w| w.0.to_string())).collect();
     writeln!(out, "owners {}", owners.join(",")).unwrap();
+    // A replicated table: the owners of the other replicas of each
+    // partition (lines that a table of one replica never shows).
+    if t.replicas() > 1 {
+        writeln!(out, "replicas {}", t.replicas()).unwrap();
+        for k in 1..u32::from(t.replicas()) {
+            let owners: Vec<String> = (0..t.partitions())
+                .map(|p| t.owner(k * t.partitions() + p).map_or("-".into(), |w| w.0.to_string()))
+                .collect();
+            writeln!(out, "owners of replica {k} {}", owners.join(",")).unwrap();
+        }
+    }
     writeln!(out, "pending_gc {:?}", s.pending_gc().iter().map(|i| i.0).collect::<Vec<_>>()).unwrap();
     let keys: Vec<String> = s.pending_chunks().iter().map(|k| k.to_string()).collect();
     writeln!(out, "pending_chunks {keys:?}").unwrap();
@@ -37,6 +48,9 @@ pub fn dump(s: &MetaState) -> String {
     if !s.speeds().is_empty() {
         writeln!(out, "speeds {:?}", s.speeds()).unwrap();
     }
+    if !s.down().is_empty() {
+        writeln!(out, "down {:?}", s.down()).unwrap();
+    }
     if s.is_initialised() {
         walk(s, InodeId::ROOT, "/", &mut out);
     }
@@ -45,10 +59,12 @@ pub fn dump(s: &MetaState) -> String {
 
 fn walk(s: &MetaState, id: InodeId, path: &str, out: &mut String) {
     let i = s.stat_inode(id, true).unwrap();
+    // Copies per chunk, shown only in a replicated pool (one otherwise).
+    let copies = if s.table().replicas() > 1 { format!(" copies={}", i.replicas) } else { String::new() };
     let chunks: Vec<String> = i.chunks.iter().map(|c| format!("{}:{}:{:08x}", c.version, c.len, c.checksum)).collect();
     writeln!(
         out,
-        "{path} id={} kind={:?} size={} cs={} mode={:o} uid={} gid={} nlink={} a={} m={} c={} prio={} pin={} chunks=[{}] target={:?} rdev={}",
+        "{path} id={} kind={:?} size={} cs={} mode={:o} uid={} gid={} nlink={} a={} m={} c={} prio={} pin={} chunks=[{}] target={:?} rdev={}{copies}",
         i.id.0,
         i.kind,
         i.size,
