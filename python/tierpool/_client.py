@@ -168,8 +168,33 @@ class Client:
     def status(self) -> Dict[str, Any]:
         """The pool's state: partitions, inode count and each worker's address,
         liveness, capacities and usage, as plain dicts and lists: the same
-        fields as ``tierpool status --json`` (e.g. ``s["workers"][0]["mem"]["used"]``)."""
+        fields as ``tierpool status --json`` (e.g. ``s["workers"][0]["mem"]["used"]``).
+        ``s["replication"]`` has the copies the pool keeps (``replicas``, and
+        ``possible`` with the workers there are), ``workers_down``, and what
+        is short of copies: ``chunks_under``, ``bytes_under``, ``chunks_lost``,
+        ``replicas_missing``, ``degraded``."""
         return self._native.status()
+
+    # ---- copies ------------------------------------------------------------
+
+    def set_replicas(self, path: str, replicas: int, recursive: bool = False) -> Dict[str, int]:
+        """Makes the file or region at ``path`` keep ``replicas`` copies of
+        each chunk, on distinct workers (a directory: what new entries in it
+        keep; with ``recursive``, everything beneath it too). Raising it
+        copies the existing chunks now, lowering it drops the extra copies.
+        Returns ``{"files": n, "chunks": n, "bytes": n}``: the files whose
+        copies changed, and their chunks and bytes copied or dropped.
+        More copies than the pool keeps (its ``--replicas``) raises
+        :class:`tierpool.InvalidArgument` (a ``ValueError``)."""
+        return self._native.set_replicas(path, replicas, recursive)
+
+    def fsck(self, path: str = "/") -> List[Dict[str, Any]]:
+        """The files and regions at or under ``path`` whose chunks are short
+        of copies (a worker is down, or its replicas are still being copied
+        again) or have none left: ``[{"path", "replicas", "chunks", "under",
+        "lost"}]``, the same as ``tierpool fsck --json``. Empty when every
+        chunk has its copies."""
+        return self._native.fsck(path)
 
     # ---- membership --------------------------------------------------------
 

@@ -66,6 +66,7 @@ class LocalPool:
         *,
         port: int = 0,
         partitions: int = 4096,
+        replicas: Optional[int] = None,
         set_env: bool = True,
         timeout: float = 30.0,
     ) -> None:
@@ -78,6 +79,7 @@ class LocalPool:
         self.disk = _size_arg(disk, "disk")
         self.port = port
         self.partitions = partitions
+        self.replicas = replicas
         self.set_env = set_env
         self.timeout = timeout
         self.dir: Optional[str] = None
@@ -119,6 +121,8 @@ class LocalPool:
             "--mem", self.mem, "--disk", self.disk,
             "--stop-with", str(os.getpid()), "--timeout", str(wait),
         ]  # fmt: skip
+        if self.replicas is not None:
+            cmd += ["--replicas", str(self.replicas)]
         try:
             # `up` waits for the coordinator, then for the workers: twice `wait` at most.
             done = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=2 * wait + 10)
@@ -201,6 +205,7 @@ def local(
     *,
     port: int = 0,
     partitions: int = 4096,
+    replicas: Optional[int] = None,
     set_env: bool = True,
     timeout: float = 30.0,
 ) -> LocalPool:
@@ -212,10 +217,14 @@ def local(
             ...
 
     ``mem`` and ``disk`` are each worker's budgets (bytes or sizes such as
-    ``"512MiB"``). ``port=0`` picks a free port. The servers are started by
+    ``"512MiB"``). ``replicas`` is the copies of each chunk the pool keeps,
+    on distinct workers (``tierpool up --replicas``; default 2, or 1 with
+    one worker). ``port=0`` picks a free port. The servers are started by
     the ``tierpool`` binary (``tierpool up``): ``$TIERPOOL_BIN`` if set, else
     the one shipped in the package, else ``tierpool`` on PATH. They stop by
     themselves if this process dies. ``timeout`` bounds the wait for the coordinator, and
     then for the workers, to be ready.
     """
-    return LocalPool(workers, mem, disk, port=port, partitions=partitions, set_env=set_env, timeout=timeout)
+    return LocalPool(
+        workers, mem, disk, port=port, partitions=partitions, replicas=replicas, set_env=set_env, timeout=timeout
+    )

@@ -112,6 +112,7 @@ class TierpoolFileSystem(AbstractFileSystem, metaclass=_ResolveAddress):
             "pinned": i.pinned,
             "chunk_size": i.chunk_size,
             "inode": i.inode,
+            "replicas": i.replicas,
         }
 
     def ls(self, path: str, detail: bool = True, **kwargs: Any) -> Union[List[Dict[str, Any]], List[str]]:

@@ -1,9 +1,9 @@
 //! What a pool reports, in the one shape every surface shows: `status
-//! --json`, `stat --json`, `ls --json` and the dicts of the Python package
-//! are these structures serialised. Field names are part of the product:
+//! --json`, `stat --json`, `ls --json`, `replicas --json`, `fsck --json`
+//! and the dicts of the Python package are these structures serialised. Field names are part of the product:
 //! add fields, never rename them.
 
-use crate::{chunk_count, InodeInfo, InodeKind, PoolStatus};
+use crate::{chunk_count, FsckEntry, InodeInfo, InodeKind, PoolStatus, Replicated, ReplicationStatus};
 use serde::Serialize;
 
 /// The pool as `status` shows it.
@@ -24,7 +24,85 @@ pub struct StatusView {
     pub held_sessions: u64,
     /// Partitions moving between workers (after a join, a drain, a rebalance).
     pub migration: MigrationView,
+    /// Copies of chunks: what the pool keeps and what is missing.
+    pub replication: ReplicationView,
     pub workers: Vec<WorkerView>,
+}
+
+/// Copies of chunks: what the pool keeps, and what is short of copies
+/// while workers are down or their replicas are being copied again.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReplicationView {
+    /// Most copies of each chunk the pool keeps (its `--replicas`).
+    pub replicas: u8,
+    /// Copies a chunk can have with the workers there are (fewer than
+    /// `replicas` when the pool has fewer workers).
+    pub possible: u8,
+    /// Ids of the workers down (silent past the coordinator's `--dead-after`).
+    pub workers_down: Vec<u32>,
+    /// Partition replicas with no worker now: lost with a worker and not
+    /// yet copied again, or with no worker to go to.
+    pub replicas_missing: u32,
+    /// Chunks with fewer live copies than their file keeps (at least one).
+    pub chunks_under: u64,
+    /// Their bytes.
+    pub bytes_under: u64,
+    /// Chunks with no live copy: unreadable until a worker comes back.
+    pub chunks_lost: u64,
+    /// Some chunk has fewer copies than it should, or none.
+    pub degraded: bool,
+}
+
+impl ReplicationView {
+    pub fn new(r: &ReplicationStatus) -> ReplicationView {
+        ReplicationView {
+            replicas: r.replicas,
+            possible: r.possible,
+            workers_down: r.workers_down.iter().map(|w| w.0).collect(),
+            replicas_missing: r.replicas_missing,
+            chunks_under: r.chunks_under,
+            bytes_under: r.bytes_under,
+            chunks_lost: r.chunks_lost,
+            degraded: r.degraded,
+        }
+    }
+}
+
+/// What a change of copies per chunk did (`tierpool replicas`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReplicatedView {
+    /// Files and regions whose copies changed.
+    pub files: u64,
+    /// Chunks copied to new workers, or whose extra copies were dropped.
+    pub chunks: u64,
+    /// Bytes of those chunks.
+    pub bytes: u64,
+}
+
+impl ReplicatedView {
+    pub fn new(r: &Replicated) -> ReplicatedView {
+        ReplicatedView { files: r.files, chunks: r.chunks, bytes: r.bytes }
+    }
+}
+
+/// A file or region short of copies, as `fsck` lists it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FsckView {
+    pub path: String,
+    /// Copies each of its chunks should have.
+    pub replicas: u8,
+    /// Its chunks that hold data.
+    pub chunks: u64,
+    /// Chunks with fewer live copies than `replicas` (at least one).
+    pub under: u64,
+    /// Chunks with no live copy.
+    pub lost: u64,
+}
+
+impl FsckView {
+    pub fn new(e: &FsckEntry) -> FsckView {
+        FsckView { path: e.path.clone(), replicas: e.replicas, chunks: e.chunks, under: e.under, lost: e.lost }
+    }
 }
 
 /// How far the moving of partitions toward their goal is.
@@ -146,6 +224,7 @@ impl StatusView {
             orphans: OrphansView { chunks: s.orphan_chunks, bytes: s.orphan_bytes },
             held_sessions: s.held_sessions,
             migration: MigrationView::new(&s.migration),
+            replication: ReplicationView::new(&s.replication),
             workers,
         }
     }
@@ -188,6 +267,8 @@ pub struct InfoView {
     pub ctime_ns: u64,
     pub priority: u8,
     pub pinned: bool,
+    /// Copies of each chunk kept (of a directory: what new entries in it keep).
+    pub replicas: u8,
     /// Where a symbolic link points (`null` for other kinds).
     pub target: Option<String>,
 }
@@ -233,6 +314,7 @@ impl InfoView {
             ctime_ns: i.ctime,
             priority: i.attrs.priority.get(),
             pinned: i.attrs.pinned,
+            replicas: i.replicas,
             target: (i.kind == InodeKind::Symlink).then(|| i.target.clone()),
         }
     }

@@ -1,5 +1,13 @@
 //! The `user.tierpool.*` extended attributes (see `xattr.rs`) as calls to
-//! the pool: eviction attributes by inode, and where each chunk is.
+//! the pool: eviction attributes by inode, copies per chunk by path, and
+//! where each chunk is.
+//!
+//! Copies per chunk are set by path (`SetReplicas` names one), so the
+//! inode's path is found first: a directory's by its parent links, any
+//! other inode's from the name this mount met it by (`names.rs`), checked
+//! against the pool. An inode with no name left (unlinked, still open) has
+//! no path: `ENOENT`. A rename elsewhere between finding the path and the
+//! change can make the change land on the inode that then has the name.
 
 use crate::fs::TierpoolFs;
 use crate::xattr::{get, parse, tiers, Change, TIERS};
@@ -10,7 +18,8 @@ use tierpool_types::InodeId;
 impl TierpoolFs {
     pub(crate) fn get_xattr(&self, ino: u64, name: &str) -> Result<Vec<u8>, Errno> {
         if name != TIERS {
-            return get(name, &self.inode(ino)?.attrs);
+            let info = self.inode(ino)?;
+            return get(name, &info.attrs, info.replicas);
         }
         let info = self.block(self.io.client.stat_inode(InodeId(ino), true))?;
         if info.kind != InodeKind::File {
@@ -23,7 +32,55 @@ impl TierpoolFs {
         let (priority, pinned) = match parse(name, value)? {
             Change::Priority(p) => (Some(p), None),
             Change::Pinned(b) => (None, Some(b)),
+            Change::Replicas(n) => return self.set_replicas(ino, n),
         };
         self.block(self.io.client.set_attrs_at(InodeId(ino), priority, pinned)).map(|_| ())
+    }
+
+    /// Makes inode `ino` keep `copies` copies of each chunk (a directory:
+    /// what new entries keep), copying or dropping those of its chunks now.
+    fn set_replicas(&self, ino: u64, copies: u8) -> Result<(), Errno> {
+        // What this mount wrote is published first, so it is copied too.
+        if let Some(f) = self.open_file(ino) {
+            f.publish(&self.io).map_err(|e| crate::errno::errno(&e))?;
+        }
+        let path = self.path_of(ino)?;
+        self.block(self.io.client.set_replicas(&path, copies, false, &mut |_, _| {}))?;
+        // An open file takes the new count for the chunks it sends next.
+        self.inode(ino).map(|_| ())
+    }
+
+    /// The path of inode `ino` in the pool.
+    fn path_of(&self, ino: u64) -> Result<String, Errno> {
+        let id = InodeId(ino);
+        if id == InodeId::ROOT || self.inode(ino)?.kind == InodeKind::Dir {
+            return self.dir_path(id);
+        }
+        let (parent, name) = self.names.lock().get(ino).ok_or(Errno::ENOENT)?;
+        let client = &self.io.client;
+        let name = match self.io.rt.block_on(client.lookup(InodeId(parent), &name)) {
+            Ok(i) if i.id == id => name,
+            // Renamed by another client meanwhile, or replaced: look for it.
+            _ => {
+                let (_, entries) = self.block(client.read_dir(InodeId(parent)))?;
+                entries.into_iter().find(|e| e.id == id).ok_or(Errno::ENOENT)?.name
+            }
+        };
+        let dir = self.dir_path(InodeId(parent))?;
+        Ok(if dir == "/" { format!("/{name}") } else { format!("{dir}/{name}") })
+    }
+
+    /// The path of directory `dir`, from its parent links up to the root.
+    fn dir_path(&self, dir: InodeId) -> Result<String, Errno> {
+        let client = &self.io.client;
+        let mut names = Vec::new();
+        let (mut cur, (mut parent, _)) = (dir, self.block(client.read_dir(dir))?);
+        while cur != InodeId::ROOT {
+            let (grandparent, entries) = self.block(client.read_dir(parent))?;
+            names.push(entries.into_iter().find(|e| e.id == cur).ok_or(Errno::ENOENT)?.name);
+            (cur, parent) = (parent, grandparent);
+        }
+        names.reverse();
+        Ok(format!("/{}", names.join("/")))
     }
 }

@@ -106,8 +106,11 @@ impl TierpoolFs {
             Ok(i) => i,
             // Another client made it first: open it, unless O_EXCL.
             Err(e) if e == Errno::EEXIST && flags & libc::O_EXCL == 0 => {
-                let found = self.block(self.io.client.lookup(InodeId(parent), name_of(name)?))?;
-                self.openable(found.id.0)?
+                let name = name_of(name)?;
+                let found = self.block(self.io.client.lookup(InodeId(parent), name))?;
+                let info = self.openable(found.id.0)?;
+                self.names.lock().met(info.id.0, parent, name);
+                info
             }
             Err(e) => return Err(e),
         };

@@ -5,6 +5,7 @@
 use crate::attr::attr;
 use crate::cache::ChunkCache;
 use crate::errno::errno;
+use crate::names::Names;
 use crate::open_file::{Io, OpenFile};
 use crate::xattr;
 use fuser::{
@@ -63,6 +64,8 @@ pub struct TierpoolFs {
     pub(crate) handles: Mutex<HashMap<u64, OpenHandle>>,
     /// Listings of open directories: (inode, kind, name) from `.` and `..` on.
     pub(crate) dirs: Mutex<HashMap<u64, Listing>>,
+    /// Where each inode the kernel knows was met (for the ops that take a path).
+    pub(crate) names: Mutex<Names>,
     next_fh: AtomicU64,
     /// The kernel maps files opened with `direct_io` (see `open_flags`).
     direct_mmap: AtomicBool,
@@ -84,6 +87,7 @@ impl TierpoolFs {
             files: Arc::default(),
             handles: Mutex::new(HashMap::new()),
             dirs: Mutex::new(HashMap::new()),
+            names: Mutex::default(),
             next_fh: AtomicU64::new(1),
             direct_mmap: AtomicBool::new(false),
             holds: None,
@@ -219,6 +223,10 @@ impl Filesystem for TierpoolFs {
         reply_entry(self.lookup_entry(parent.0, name), reply)
     }
 
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        self.names.lock().forget(ino.0, nlookup);
+    }
+
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         match self.inode(ino.0) {
             Ok(i) => reply.attr(&TTL, &attr(&i)),
@@ -299,7 +307,11 @@ impl Filesystem for TierpoolFs {
 
     fn link(&self, _req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
         let linked = name_of(newname)
-            .and_then(|n| self.block(self.io.client.link_at(InodeId(ino.0), InodeId(newparent.0), n)))
+            .and_then(|n| {
+                let i = self.block(self.io.client.link_at(InodeId(ino.0), InodeId(newparent.0), n))?;
+                self.names.lock().met(ino.0, newparent.0, n);
+                Ok(i)
+            })
             .map(|i| self.attr_of(&i));
         reply_entry(linked, reply)
     }

@@ -29,6 +29,7 @@ mod errno;
 mod file_state;
 mod files;
 mod fs;
+mod names;
 mod namespace;
 mod open_file;
 mod xattr;

@@ -13,6 +13,7 @@ impl TierpoolFs {
     pub(crate) fn lookup_entry(&self, parent: u64, name: &OsStr) -> Result<FileAttr, Errno> {
         let name = name_of(name)?;
         let info = self.block(self.io.client.lookup(InodeId(parent), name))?;
+        self.names.lock().met(info.id.0, parent, name);
         Ok(self.attr_of(&info))
     }
 
@@ -28,7 +29,9 @@ impl TierpoolFs {
     ) -> Result<InodeInfo, Errno> {
         let name = name_of(name)?;
         let owner = (req.uid(), req.gid());
-        self.block(self.io.client.make_at(InodeId(parent), name, node, mode & 0o7777, owner))
+        let info = self.block(self.io.client.make_at(InodeId(parent), name, node, mode & 0o7777, owner))?;
+        self.names.lock().met(info.id.0, parent, name);
+        Ok(info)
     }
 
     /// `mknod`: a regular file, a named pipe, a socket or a device node.
@@ -82,6 +85,7 @@ impl TierpoolFs {
         let replaced = self.open_child(new_parent, new_name);
         let client = &self.io.client;
         self.block(client.rename_at((InodeId(parent), name), (InodeId(new_parent), new_name), noreplace))?;
+        self.names.lock().renamed(parent, name, new_parent, new_name);
         self.forget_if_gone(replaced);
         Ok(())
     }

@@ -4,13 +4,19 @@
 //!   (`0`/`1`) read and set the eviction attributes of a file or of a
 //!   directory tree (setting them on a directory applies to everything
 //!   under it, as `tierpool pin` does);
+//! - `user.tierpool.replicas` (`1`..the pool's `--replicas`) reads and
+//!   sets the copies of each chunk a file or region keeps (of a directory:
+//!   what new entries in it keep; unlike the eviction attributes, setting it
+//!   on a directory changes the directory alone). Setting it copies or
+//!   drops the copies of the chunks that exist before it returns; a value
+//!   above what the pool keeps is `EINVAL`, as is any that is not a number;
 //! - `user.tierpool.tiers` (files only, read-only) has one letter per chunk
 //!   of the published file, in order: `m` in a worker's memory, `d` on a
 //!   worker's disk, `-` a hole (nothing stored), `?` not found on its worker.
 //!
 //! No other attribute is stored: reading one is `ENODATA`, setting one is
-//! `ENOTSUP`; `tiers` cannot be set (`EPERM`) and none can be removed
-//! (`EPERM`: they always have a value).
+//! `ENOTSUP`; `tiers` cannot be set (`EPERM`) and none of the four can be
+//! removed (`EPERM`: they always have a value).
 //!
 //! Pure: names, values and parsing. `controls.rs` asks the pool.
 
@@ -20,24 +26,27 @@ use tierpool_types::{ChunkAttrs, Priority};
 
 pub const PRIORITY: &str = "user.tierpool.priority";
 pub const PINNED: &str = "user.tierpool.pinned";
+pub const REPLICAS: &str = "user.tierpool.replicas";
 pub const TIERS: &str = "user.tierpool.tiers";
 
 /// The names `listxattr` reports for an inode of `kind`, each NUL-terminated.
 pub fn names(kind: InodeKind) -> Vec<u8> {
     let mut out = Vec::new();
     let tiers = (kind == InodeKind::File).then_some(TIERS);
-    for n in [PRIORITY, PINNED].into_iter().chain(tiers) {
+    for n in [PRIORITY, PINNED, REPLICAS].into_iter().chain(tiers) {
         out.extend_from_slice(n.as_bytes());
         out.push(0);
     }
     out
 }
 
-/// The value of the eviction attribute `name` of an inode with `attrs`.
-pub fn get(name: &str, attrs: &ChunkAttrs) -> Result<Vec<u8>, Errno> {
+/// The value of attribute `name` (not `tiers`) of an inode with eviction
+/// attributes `attrs` keeping `replicas` copies.
+pub fn get(name: &str, attrs: &ChunkAttrs, replicas: u8) -> Result<Vec<u8>, Errno> {
     match name {
         PRIORITY => Ok(attrs.priority.get().to_string().into_bytes()),
         PINNED => Ok(if attrs.pinned { b"1".to_vec() } else { b"0".to_vec() }),
+        REPLICAS => Ok(replicas.to_string().into_bytes()),
         _ => Err(Errno::from_i32(libc::ENODATA)),
     }
 }
@@ -54,11 +63,13 @@ pub fn tiers(places: &[Option<ChunkPlace>]) -> Vec<u8> {
         .collect()
 }
 
-/// A change to set: a new priority or a new pinned flag.
+/// A change to set: a new priority, a new pinned flag, or new copies per
+/// chunk (at least 1; the pool refuses more than it keeps).
 #[derive(Debug, PartialEq, Eq)]
 pub enum Change {
     Priority(Priority),
     Pinned(bool),
+    Replicas(u8),
 }
 
 /// Parses `value` as a new value of attribute `name` (surrounding white
@@ -76,6 +87,10 @@ pub fn parse(name: &str, value: &[u8]) -> Result<Change, Errno> {
             "0" | "false" => Ok(Change::Pinned(false)),
             _ => Err(einval),
         },
+        REPLICAS => match text.parse::<u8>() {
+            Ok(n) if n >= 1 && text.bytes().all(|b| b.is_ascii_digit()) => Ok(Change::Replicas(n)),
+            _ => Err(einval),
+        },
         TIERS => Err(Errno::EPERM),
         _ => Err(Errno::from_i32(libc::ENOTSUP)),
     }
@@ -83,7 +98,7 @@ pub fn parse(name: &str, value: &[u8]) -> Result<Change, Errno> {
 
 /// Why attribute `name` cannot be removed.
 pub fn remove_error(name: &str) -> Errno {
-    if [PRIORITY, PINNED, TIERS].contains(&name) {
+    if [PRIORITY, PINNED, REPLICAS, TIERS].contains(&name) {
         Errno::EPERM
     } else {
         Errno::from_i32(libc::ENODATA)
@@ -109,11 +124,13 @@ mod tests {
     #[test]
     fn values_read_as_text() {
         let attrs = ChunkAttrs { priority: Priority::new(5).unwrap(), pinned: true };
-        assert_eq!(get(PRIORITY, &attrs).unwrap(), b"5");
-        assert_eq!(get(PINNED, &attrs).unwrap(), b"1");
-        assert_eq!(get("user.other", &attrs), Err(Errno::from_i32(libc::ENODATA)));
-        assert_eq!(names(InodeKind::Dir), b"user.tierpool.priority\0user.tierpool.pinned\0");
-        assert_eq!(names(InodeKind::File), b"user.tierpool.priority\0user.tierpool.pinned\0user.tierpool.tiers\0");
+        assert_eq!(get(PRIORITY, &attrs, 2).unwrap(), b"5");
+        assert_eq!(get(PINNED, &attrs, 2).unwrap(), b"1");
+        assert_eq!(get(REPLICAS, &attrs, 2).unwrap(), b"2");
+        assert_eq!(get("user.other", &attrs, 2), Err(Errno::from_i32(libc::ENODATA)));
+        let dir = "user.tierpool.priority\0user.tierpool.pinned\0user.tierpool.replicas\0";
+        assert_eq!(names(InodeKind::Dir), dir.as_bytes());
+        assert_eq!(names(InodeKind::File), format!("{dir}user.tierpool.tiers\0").as_bytes());
         let places = [Some(ChunkPlace::Mem), None, Some(ChunkPlace::Disk), Some(ChunkPlace::Absent)];
         assert_eq!(tiers(&places), b"m-d?");
     }
@@ -126,8 +143,14 @@ mod tests {
         assert_eq!(parse(PINNED, b"1"), Ok(Change::Pinned(true)));
         assert_eq!(parse(PINNED, b"0"), Ok(Change::Pinned(false)));
         assert_eq!(parse(PINNED, b"yes"), Err(Errno::from_i32(libc::EINVAL)));
+        assert_eq!(parse(REPLICAS, b"3\n"), Ok(Change::Replicas(3)));
+        assert_eq!(parse(REPLICAS, b"1"), Ok(Change::Replicas(1)));
+        for bad in [&b"0"[..], b"-1", b"+2", b"256", b"two", b"", b"\xff"] {
+            assert_eq!(parse(REPLICAS, bad), Err(Errno::from_i32(libc::EINVAL)), "{bad:?}");
+        }
         assert_eq!(parse(TIERS, b"m"), Err(Errno::EPERM));
         assert_eq!(parse("user.other", b"1"), Err(Errno::from_i32(libc::ENOTSUP)));
         assert_eq!((remove_error(PINNED), remove_error("user.x")), (Errno::EPERM, Errno::from_i32(libc::ENODATA)));
+        assert_eq!(remove_error(REPLICAS), Errno::EPERM);
     }
 }

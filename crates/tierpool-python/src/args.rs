@@ -1,5 +1,5 @@
 //! Numbers that come from Python (sizes, offsets, lengths, priorities,
-//! timeouts), checked before anything is allocated or sent.
+//! copies, timeouts), checked before anything is allocated or sent.
 //!
 //! Python ints are unbounded, so every such argument arrives as an object:
 //! a negative or absurd value is an `InvalidArgument` error (a `ValueError`)
@@ -62,6 +62,16 @@ pub fn priority(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Priority>> {
     let n = non_negative(v, "priority")?.unwrap_or(u64::MAX);
     let n = u8::try_from(n).unwrap_or(u8::MAX);
     Priority::new(n).map(Some).map_err(|e| to_py_err(v.py(), e))
+}
+
+/// Copies of each chunk a path keeps: at least one; the coordinator
+/// refuses more than the pool keeps, naming its limit.
+pub fn replicas(v: &Bound<'_, PyAny>) -> PyResult<u8> {
+    let n = non_negative(v, "replicas")?.unwrap_or(u64::MAX);
+    match u8::try_from(n) {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(invalid(v.py(), format!("replicas must be at least 1 (and at most the pool's), not {v}"))),
+    }
 }
 
 /// The size of a new region: at least a byte, at most [`MAX_REGION_SIZE`].

@@ -8,7 +8,7 @@ use crate::args;
 use crate::buffer::BufferView;
 use crate::error::{invalid, to_py_err};
 use crate::fork::PerProcess;
-use crate::info::{clean_path, join, status_dict, FileInfo};
+use crate::info::{clean_path, join, status_dict, view_to_py, FileInfo};
 use crate::reader::{Reader, ReaderCore};
 use crate::runtime::{blocking, wait};
 use crate::writer::{self, WriteMode, WriteRequest, Writer};
@@ -16,6 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::path::PathBuf;
 use std::time::Duration;
+use tierpool_client::view::{FsckView, ReplicatedView};
 use tierpool_client::{ClientConfig, InodeKind, PutOptions};
 use tierpool_types::{ChunkAttrs, Error, ErrorKind, DEFAULT_CHUNK_SIZE};
 use tokio::io::AsyncWriteExt;
@@ -197,6 +198,33 @@ impl Client {
         let c = self.conn(py)?;
         let s = wait(py, c.status())?;
         status_dict(py, &self.address, &s)
+    }
+
+    /// Makes `path` (with `recursive`, everything beneath it too) keep
+    /// `replicas` copies of each chunk, copying or dropping the copies of
+    /// what exists: `{"files", "chunks", "bytes"}` changed.
+    #[pyo3(signature = (path, replicas, recursive=false))]
+    fn set_replicas<'py>(
+        &self,
+        py: Python<'py>,
+        path: &str,
+        replicas: &Bound<'py, PyAny>,
+        recursive: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let replicas = args::replicas(replicas)?;
+        let c = self.conn(py)?;
+        let path = clean_path(path);
+        let done = wait(py, c.set_replicas(&path, replicas, recursive, &mut |_, _| {}))?;
+        view_to_py(py, &ReplicatedView::new(&done))
+    }
+
+    /// The files and regions at or under `path` short of copies (or with
+    /// none left): `[{"path", "replicas", "chunks", "under", "lost"}]`.
+    #[pyo3(signature = (path="/"))]
+    fn fsck<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyAny>> {
+        let c = self.conn(py)?;
+        let entries = wait(py, c.fsck(&clean_path(path)))?;
+        view_to_py(py, &entries.iter().map(FsckView::new).collect::<Vec<_>>())
     }
 
     /// Starts emptying worker `worker`: its partitions move to the others.

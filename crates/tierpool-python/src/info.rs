@@ -37,6 +37,8 @@ pub struct FileInfo {
     pub inode: u64,
     /// Number of chunks of a file.
     pub chunks: u64,
+    /// Copies of each chunk the pool keeps (of a directory: what new entries in it keep).
+    pub replicas: u8,
 }
 
 #[pymethods]
@@ -66,6 +68,7 @@ impl FileInfo {
         d.set_item("pinned", self.pinned)?;
         d.set_item("inode", self.inode)?;
         d.set_item("chunks", self.chunks)?;
+        d.set_item("replicas", self.replicas)?;
         Ok(d)
     }
 
@@ -104,6 +107,7 @@ impl FileInfo {
             pinned: i.attrs.pinned,
             inode: i.id.0,
             chunks: tierpool_client::chunk_count(i),
+            replicas: i.replicas,
         }
     }
 }
@@ -141,8 +145,14 @@ pub fn parse_size(py: Python<'_>, size: &str) -> PyResult<u64> {
 /// The pool status as nested dicts and lists of plain values: the same
 /// shape as `tierpool status --json` (one serde view serves both).
 pub fn status_dict<'py>(py: Python<'py>, address: &str, s: &PoolStatus) -> PyResult<Bound<'py, PyAny>> {
-    let v = serde_json::to_value(StatusView::new(address, s))
-        .map_err(|e| to_py_err(py, tierpool_types::Error::internal(format!("status view: {e}"))))?;
+    view_to_py(py, &StatusView::new(address, s))
+}
+
+/// A view of `tierpool_client::view` as the Python value of its JSON (the
+/// shape the command line's `--json` prints).
+pub fn view_to_py<'py>(py: Python<'py>, view: &impl serde::Serialize) -> PyResult<Bound<'py, PyAny>> {
+    let v =
+        serde_json::to_value(view).map_err(|e| to_py_err(py, tierpool_types::Error::internal(format!("view: {e}"))))?;
     to_py(py, &v)
 }
 

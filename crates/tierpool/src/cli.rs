@@ -136,6 +136,40 @@ pub enum Cmd {
         #[command(flatten)]
         conn: Conn,
     },
+    /// Set how many copies of each chunk a file or region keeps (a
+    /// directory: what new entries in it keep; with -r, everything beneath
+    /// it too). Raising it copies the existing chunks to more workers
+    /// (progress on a terminal); lowering it drops the extra copies.
+    Replicas {
+        /// A file, region or directory in the pool.
+        path: String,
+        /// Copies of each chunk, on distinct workers: 1 to the pool's
+        /// --replicas (set when it was created).
+        #[arg(value_parser = replicas(), value_name = "COPIES")]
+        copies: u8,
+        /// Also every file, region and directory beneath a directory.
+        #[arg(short = 'r', long)]
+        recursive: bool,
+        /// Print what changed as JSON: files, chunks, bytes.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// List the files and regions at or under PATH whose chunks are short
+    /// of copies (a worker is down, or its replicas are still being copied
+    /// again), or have none left.
+    #[command(after_help = FSCK_EXIT_STATUS)]
+    Fsck {
+        /// Where to look: this path and everything beneath it.
+        #[arg(default_value = "/")]
+        path: String,
+        /// Print the list as JSON: path, replicas, chunks, under, lost of each file.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
     /// Write, read back and verify N files; report throughput and latency.
     Bench(BenchArgs),
     /// Mount the pool as a POSIX file system (FUSE); returns once mounted.
@@ -285,6 +319,14 @@ pub const MAX_PARTITIONS: i64 = 1 << 20;
 fn partitions() -> clap::builder::RangedI64ValueParser<u32> {
     clap::value_parser!(u32).range(1..=MAX_PARTITIONS)
 }
+
+/// What `fsck`'s exit status says (2 stays the status of a usage error,
+/// as for every command).
+pub const FSCK_EXIT_STATUS: &str = "\
+Exit status:
+  0  every chunk has all its copies
+  1  some chunk has no copy left (lost: unreadable until its worker comes back), or fsck could not run
+  3  some chunks are short of copies, none lost (readable; the pool copies them again while it can)";
 
 /// Replicas 1 to 8 (the state machine's `MAX_REPLICAS`).
 fn replicas() -> clap::builder::RangedI64ValueParser<u8> {

@@ -24,10 +24,14 @@ fn main() {
     };
     let code = match cmd::run(cli) {
         Ok(()) => 0,
-        Err(e) => {
-            eprintln!("tierpool: {}", one_line(&e));
-            1
-        }
+        Err(e) => match e.downcast_ref::<cmd::ExitStatus>() {
+            // The command printed its findings; the status is its verdict.
+            Some(status) => status.0,
+            None => {
+                eprintln!("tierpool: {}", one_line(&e));
+                1
+            }
+        },
     };
     std::process::exit(code);
 }

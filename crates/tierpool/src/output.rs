@@ -1,7 +1,7 @@
 //! Human renderings of what the pool reports; JSON is the serialised
 //! views of `tierpool_client::view`, the one shape every surface shows.
 
-use tierpool_client::view::{MigrationView, StatusView, TierView};
+use tierpool_client::view::{FsckView, MigrationView, ReplicationView, StatusView, TierView};
 use tierpool_client::{DirEntry, InodeInfo, InodeKind};
 use tierpool_types::ByteSize;
 
@@ -55,6 +55,65 @@ pub fn status_text(v: &StatusView, bar: bool) -> String {
         let bar = if bar { format!("{} ", progress_bar(&v.migration)) } else { String::new() };
         out += &format!("{bar}{}\n", migration_text(&v.migration));
     }
+    if !v.workers.is_empty() {
+        out += &format!("{}\n", replication_text(&v.replication));
+    }
+    out
+}
+
+/// `"1 copy"`, `"2 copies"`: a count and its noun, singular or plural.
+pub fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// One line on the copies of chunks: what the pool keeps, whether it has
+/// the workers for it, and what is short of copies or lost.
+pub fn replication_text(r: &ReplicationView) -> String {
+    let mut s = format!("replication: {}", count(u64::from(r.replicas), "copy", "copies"));
+    let few = r.possible < r.replicas;
+    if few {
+        s += &format!(
+            "; too few workers to keep {}: chunks have {} at most until more join",
+            r.replicas,
+            count(u64::from(r.possible), "copy", "copies")
+        );
+    }
+    if r.degraded && r.chunks_under == 0 {
+        s += &format!("; degraded: {} lost", count(r.chunks_lost, "chunk", "chunks"));
+    } else if r.degraded {
+        s += &format!(
+            "; degraded: {} ({}) short of copies, {} lost",
+            count(r.chunks_under, "chunk", "chunks"),
+            ByteSize(r.bytes_under),
+            r.chunks_lost
+        );
+    } else {
+        s += if few { "; no chunk short of copies" } else { ", all chunks complete" };
+    }
+    if !r.workers_down.is_empty() {
+        let down: Vec<String> = r.workers_down.iter().map(|w| format!("w{w}")).collect();
+        s += &format!("; workers down: {}", down.join(", "));
+    }
+    s
+}
+
+/// What `fsck` prints: a line per file short of copies, then a summary.
+pub fn fsck_text(path: &str, entries: &[FsckView]) -> String {
+    if entries.is_empty() {
+        return format!("{path}: every chunk has all its copies\n");
+    }
+    let mut out = format!("{:>6} {:>8} {:>8} {:>8}  {}\n", "COPIES", "CHUNKS", "UNDER", "LOST", "PATH");
+    for e in entries {
+        out += &format!("{:>6} {:>8} {:>8} {:>8}  {}\n", e.replicas, e.chunks, e.under, e.lost, e.path);
+    }
+    let (under, lost): (u64, u64) = (entries.iter().map(|e| e.under).sum(), entries.iter().map(|e| e.lost).sum());
+    out += &format!(
+        "{path}: {} short of copies: {} with fewer copies than wanted, {} with none left{}\n",
+        count(entries.len() as u64, "file", "files"),
+        count(under, "chunk", "chunks"),
+        count(lost, "chunk", "chunks"),
+        if lost > 0 { " (lost: unreadable until its worker comes back)" } else { "" }
+    );
     out
 }
 
@@ -62,12 +121,16 @@ pub fn status_text(v: &StatusView, bar: bool) -> String {
 /// `[#########-----------]  45%`: how far a migration is, by bytes when
 /// they are known, else by partitions.
 pub fn progress_bar(m: &MigrationView) -> String {
-    const WIDTH: u64 = 20;
-    let (done, total) = if m.bytes_total > 0 {
-        (m.bytes_moved, m.bytes_total)
+    if m.bytes_total > 0 {
+        bar(m.bytes_moved, m.bytes_total)
     } else {
-        (u64::from(m.partitions_done), u64::from(m.partitions_done) + u64::from(m.partitions_left))
-    };
+        bar(u64::from(m.partitions_done), u64::from(m.partitions_done) + u64::from(m.partitions_left))
+    }
+}
+
+/// `[#########-----------]  45%`: `done` of `total` (all done when `total` is 0).
+pub fn bar(done: u64, total: u64) -> String {
+    const WIDTH: u64 = 20;
     let frac = if total == 0 { 1.0 } else { (done as f64 / total as f64).min(1.0) };
     let filled = (frac * WIDTH as f64).round() as u64;
     format!("[{}{}] {:>3.0}%", "#".repeat(filled as usize), "-".repeat((WIDTH - filled) as usize), frac * 100.0)
@@ -99,7 +162,7 @@ fn kind(k: InodeKind) -> &'static str {
 
 pub fn info_text(path: &str, i: &InodeInfo) -> String {
     format!(
-        "  path: {path}\n  kind: {}\n inode: {}\n  size: {} ({})\n chunk: {} x {}\n  mode: {:o}\n nlink: {}\n mtime: {}\n  prio: {}{}\n",
+        "  path: {path}\n  kind: {}\n inode: {}\n  size: {} ({})\n chunk: {} x {}\n  mode: {:o}\n nlink: {}\n mtime: {}\n  prio: {}{}\ncopies: {}{}\n",
         kind(i.kind),
         i.id,
         i.size,
@@ -110,7 +173,9 @@ pub fn info_text(path: &str, i: &InodeInfo) -> String {
         i.nlink,
         time_text(i.mtime),
         i.attrs.priority,
-        if i.attrs.pinned { " (pinned)" } else { "" }
+        if i.attrs.pinned { " (pinned)" } else { "" },
+        i.replicas,
+        if i.kind == InodeKind::Dir { " (for new entries)" } else { "" }
     )
 }
 
@@ -161,6 +226,8 @@ pub fn time_text(ns: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use tierpool_client::view::{FsckView, ReplicationView};
+
     #[test]
     fn formats_utc_times() {
         assert_eq!(super::time_text(0), "1970-01-01 00:00:00");
@@ -184,5 +251,56 @@ mod tests {
         assert_eq!(super::progress_bar(&m(1, 3, 45, 100)), "[#########-----------]  45%");
         assert_eq!(super::progress_bar(&m(1, 3, 0, 0)), "[#####---------------]  25%");
         assert_eq!(super::progress_bar(&m(0, 0, 0, 0)), "[####################] 100%");
+    }
+
+    fn replication(replicas: u8, possible: u8, down: &[u32], under: u64, lost: u64) -> ReplicationView {
+        ReplicationView {
+            replicas,
+            possible,
+            workers_down: down.to_vec(),
+            replicas_missing: 0,
+            chunks_under: under,
+            bytes_under: under << 22,
+            chunks_lost: lost,
+            degraded: under + lost > 0,
+        }
+    }
+
+    #[test]
+    fn the_replication_line_says_what_is_short_of_copies() {
+        assert_eq!(
+            super::replication_text(&replication(2, 2, &[], 0, 0)),
+            "replication: 2 copies, all chunks complete"
+        );
+        assert_eq!(super::replication_text(&replication(1, 1, &[], 0, 0)), "replication: 1 copy, all chunks complete");
+        assert_eq!(
+            super::replication_text(&replication(2, 2, &[3], 12, 0)),
+            "replication: 2 copies; degraded: 12 chunks (48MiB) short of copies, 0 lost; workers down: w3"
+        );
+        assert_eq!(
+            super::replication_text(&replication(1, 1, &[2, 4], 0, 5)),
+            "replication: 1 copy; degraded: 5 chunks lost; workers down: w2, w4"
+        );
+        assert_eq!(
+            super::replication_text(&replication(3, 2, &[], 0, 0)),
+            "replication: 3 copies; too few workers to keep 3: chunks have 2 copies at most until more join; \
+             no chunk short of copies"
+        );
+    }
+
+    #[test]
+    fn fsck_lists_each_file_short_of_copies_then_a_summary() {
+        assert_eq!(super::fsck_text("/", &[]), "/: every chunk has all its copies\n");
+        let e = |path: &str, under, lost| FsckView { path: path.into(), replicas: 2, chunks: 4, under, lost };
+        let text = super::fsck_text("/d", &[e("/d/a", 3, 0), e("/d/b", 0, 1)]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert_eq!(lines[0].split_whitespace().collect::<Vec<_>>(), ["COPIES", "CHUNKS", "UNDER", "LOST", "PATH"]);
+        assert_eq!(lines[1].split_whitespace().collect::<Vec<_>>(), ["2", "4", "3", "0", "/d/a"]);
+        assert_eq!(
+            lines[3],
+            "/d: 2 files short of copies: 3 chunks with fewer copies than wanted, 1 chunk with none left \
+             (lost: unreadable until its worker comes back)"
+        );
     }
 }

@@ -2,7 +2,9 @@
 //! `user.tierpool.priority` and `user.tierpool.pinned` read what the pool
 //! keeps, set what `tierpool pin` and `put --priority` set, cannot be
 //! removed, and refuse values and names they do not know with exact errno
-//! values; `user.tierpool.tiers` shows, read-only, the tier of each chunk.
+//! values; `user.tierpool.replicas` reads and sets the copies a file or
+//! directory keeps; `user.tierpool.tiers` shows, read-only, the tier of
+//! each chunk.
 
 mod common;
 use common::{Mount, Pool};
@@ -75,7 +77,10 @@ fn priority_and_pinned_are_extended_attributes() {
     // defaults, as the CLI reports them
     assert_eq!(get(&m.p("f"), "user.tierpool.priority"), Ok(b"3".to_vec()));
     assert_eq!(get(&m.p("f"), "user.tierpool.pinned"), Ok(b"0".to_vec()));
-    assert_eq!(list(&m.p("f")), ["user.tierpool.priority", "user.tierpool.pinned", "user.tierpool.tiers"]);
+    assert_eq!(
+        list(&m.p("f")),
+        ["user.tierpool.priority", "user.tierpool.pinned", "user.tierpool.replicas", "user.tierpool.tiers"]
+    );
     // setting reaches the pool
     set(&m.p("f"), "user.tierpool.priority", b"5\n").unwrap();
     set(&m.p("f"), "user.tierpool.pinned", b"1").unwrap();
@@ -103,7 +108,45 @@ fn priority_and_pinned_are_extended_attributes() {
     assert_eq!(remove(&m.p("f"), "user.tierpool.pinned"), Err(libc::EPERM));
     assert_eq!(remove(&m.p("f"), "user.other"), Err(libc::ENODATA));
     assert_eq!(attrs(&pool, "/f"), (5, false));
-    assert_eq!(list(&m.p("d")), ["user.tierpool.priority", "user.tierpool.pinned"]);
+    assert_eq!(list(&m.p("d")), ["user.tierpool.priority", "user.tierpool.pinned", "user.tierpool.replicas"]);
+}
+
+fn copies(pool: &Pool, path: &str) -> u64 {
+    let v: Value = serde_json::from_str(&pool.ok(&["stat", "--json", path])).unwrap();
+    v["replicas"].as_u64().unwrap()
+}
+
+#[test]
+fn copies_per_chunk_are_an_extended_attribute() {
+    let pool = Pool::start_with(3, "16MiB", "64MiB", &["--replicas", "2"]);
+    let m = Mount::new(&pool, "mnt");
+    fs::create_dir_all(m.p("a/b")).unwrap();
+    let bytes: Vec<u8> = (0..(9 << 20)).map(|i| (i % 251) as u8).collect();
+    fs::write(m.p("a/b/f"), &bytes).unwrap();
+    assert_eq!(get(&m.p("a/b/f"), "user.tierpool.replicas"), Ok(b"2".to_vec()));
+    // setting a file's copies copies or drops those of its chunks
+    set(&m.p("a/b/f"), "user.tierpool.replicas", b"1\n").unwrap();
+    assert_eq!((copies(&pool, "/a/b/f"), get(&m.p("a/b/f"), "user.tierpool.replicas")), (1, Ok(b"1".to_vec())));
+    assert_eq!(pool.get("/a/b/f"), bytes);
+    // followed through a rename in the mount
+    fs::rename(m.p("a/b/f"), m.p("a/g")).unwrap();
+    set(&m.p("a/g"), "user.tierpool.replicas", b"2").unwrap();
+    assert_eq!(copies(&pool, "/a/g"), 2);
+    assert_eq!(fs::read(m.p("a/g")).unwrap(), bytes);
+    // a directory's copies are what new entries in it keep; its files keep theirs
+    set(&m.p("a/b"), "user.tierpool.replicas", b"1").unwrap();
+    assert_eq!((copies(&pool, "/a/b"), copies(&pool, "/a/g")), (1, 2));
+    fs::write(m.p("a/b/new"), b"new").unwrap();
+    assert_eq!(get(&m.p("a/b/new"), "user.tierpool.replicas"), Ok(b"1".to_vec()));
+    // what the CLI sets shows through the mount
+    pool.ok(&["replicas", "/a/b/new", "2"]);
+    assert_eq!(get(&m.p("a/b/new"), "user.tierpool.replicas"), Ok(b"2".to_vec()));
+    // more than the pool keeps, none, or not a number: EINVAL, nothing changed
+    for bad in [&b"3"[..], b"0", b"two"] {
+        assert_eq!(set(&m.p("a/g"), "user.tierpool.replicas", bad), Err(libc::EINVAL), "{bad:?}");
+    }
+    assert_eq!(remove(&m.p("a/g"), "user.tierpool.replicas"), Err(libc::EPERM));
+    assert_eq!(copies(&pool, "/a/g"), 2);
 }
 
 #[test]

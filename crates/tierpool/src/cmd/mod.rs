@@ -5,6 +5,7 @@ mod fs;
 mod members;
 mod mount;
 mod pool;
+mod replicas;
 mod server;
 
 use crate::cli::{Cli, Cmd, Conn, WorkerAction, WorkerCmd};
@@ -44,10 +45,27 @@ pub fn run(cli: Cli) -> Result<()> {
             Cmd::Status { json, conn } => pool::status(&connect(&conn).await?, json).await,
             Cmd::Bench(a) => bench::run(&connect(&a.conn).await?, &a).await,
             Cmd::Rebalance { dry_run, wait, conn } => members::rebalance(&connect(&conn).await?, dry_run, wait).await,
+            Cmd::Replicas { path, copies, recursive, json, conn } => {
+                replicas::set(&connect(&conn).await?, &path, copies, recursive, json).await
+            }
+            Cmd::Fsck { path, json, conn } => replicas::fsck(&connect(&conn).await?, &path, json).await,
             other => fs::run(other).await,
         }
     })
 }
+
+/// A command's verdict given as its exit status: what it found is printed
+/// already, so nothing more is said (`main` exits with the status).
+#[derive(Debug)]
+pub struct ExitStatus(pub i32);
+
+impl std::fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit status {}", self.0)
+    }
+}
+
+impl std::error::Error for ExitStatus {}
 
 pub async fn connect(conn: &Conn) -> Result<Client> {
     Ok(Client::connect(client_config(conn)).await?)
