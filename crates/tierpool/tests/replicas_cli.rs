@@ -176,9 +176,6 @@ fn fsck_and_status_report_chunks_short_of_copies_while_a_worker_is_down() {
 }
 
 #[test]
-#[ignore = "the metadata counts a chunk lost only when every worker holding a replica of its partition is \
-            dead, but a file keeping fewer copies than the pool has its chunks on its first replicas only: \
-            such a chunk whose copies all died is reported short of copies (replica_health in tierpool-meta)"]
 fn a_file_keeping_one_copy_on_a_dead_worker_is_reported_lost() {
     let mut pool = Pool::start_with(2, "64MiB", "256MiB", &["--replicas", "2", "--dead-after", "2s"]);
     let one = data(4, 2048 * KIB);
