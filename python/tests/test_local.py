@@ -182,7 +182,8 @@ def test_the_servers_stop_when_the_python_that_started_them_is_killed(tmp_path: 
 
 
 def test_a_worker_is_drained_and_removed_and_nothing_is_lost() -> None:
-    with tierpool.local(workers=3, mem="32MiB", disk="128MiB", partitions=128) as client:
+    # One copy of each chunk: the partition figures below are one replica's.
+    with tierpool.local(workers=3, mem="32MiB", disk="128MiB", partitions=128, replicas=1) as client:
         client.mkdir("/d")
         files = {f"/d/f{i}": os.urandom(50_000 + i * 7_000) for i in range(24)}
         for path, data in files.items():
