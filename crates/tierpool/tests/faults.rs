@@ -3,7 +3,7 @@
 //! memory are reported lost, corrupted bytes are reported and never served.
 
 mod common;
-use common::{data, Pool};
+use common::{chunk_files, data, Pool};
 use std::io::Write;
 use std::time::{Duration, Instant};
 
@@ -60,23 +60,6 @@ fn worker_restart_serves_disk_chunks_and_reports_memory_only_chunks_lost() {
     let out = pool.cli(&["get", "/mem", pool.dir().join("mem.out").to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(!pool.dir().join("mem.out").exists(), "a failed get leaves no partial file");
-}
-
-/// Every chunk file under a worker's directory.
-fn chunk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.join("chunks")];
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                todo.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
 }
 
 #[test]

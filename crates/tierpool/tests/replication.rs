@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{data, Pool};
+use common::{chunk_files, data, Pool};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -266,24 +266,6 @@ fn workers_killed_round_after_round_lose_no_acknowledged_write() {
     assert_eq!(n(&counts.wrong), 0, "wrong bytes returned");
     assert_eq!(n(&counts.read_failures), 0, "reads failed while a replica lived");
     assert!(n(&counts.reads) > 0 && n(&counts.acknowledged) > 0);
-}
-
-/// Every chunk file under a worker's directory.
-fn chunk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.join("chunks")];
-    while let Some(d) = todo.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
-        for e in entries {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                todo.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
 }
 
 #[test]

@@ -355,3 +355,21 @@ pub fn resident(pid: u32) -> u64 {
 pub fn running(child: &mut Child) -> bool {
     child.try_wait().unwrap().is_none()
 }
+
+/// Every chunk file under a worker's directory.
+pub fn chunk_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.join("chunks")];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
