@@ -7,6 +7,7 @@
 //!
 //! Pure: no I/O, no clock, no randomness.
 
+mod apart;
 mod deal;
 mod hash;
 pub mod plan;
