@@ -53,6 +53,7 @@ fn worker_restart_serves_disk_chunks_and_reports_memory_only_chunks_lost() {
     let e = pool.err(&["cat", "/disk"]);
     assert!(e.contains("/disk: chunk") && e.contains("unreachable"), "{e}");
     pool.start_worker(0);
+    pool.wait_registered(0, 2);
     pool.wait_alive(1);
     assert!(pool.get("/disk") == on_disk, "DISK chunks survive a worker crash");
     let e = pool.err(&["cat", "/mem"]);

@@ -223,6 +223,17 @@ impl Pool {
         }
     }
 
+    /// Waits until worker `i`'s log shows it registered `times` times (a
+    /// restarted worker is reported alive by its old heartbeats until then,
+    /// at its old address).
+    pub fn wait_registered(&self, i: usize, times: usize) {
+        let t = Instant::now();
+        while self.log(&format!("worker-{i}.log")).matches("registered as worker").count() < times {
+            assert!(t.elapsed() < Duration::from_secs(30), "worker {i} did not register {times} times");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Waits until at least `n` workers are reported alive.
     pub fn wait_alive(&self, n: usize) {
         let t = Instant::now();
