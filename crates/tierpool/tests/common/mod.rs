@@ -149,6 +149,8 @@ impl Pool {
             // unless the test asks for more.
             .args(if self.coordinator_args.iter().any(|a| a == "--replicas") { &[][..] } else { &["--replicas", "1"] })
             .args(&self.coordinator_args)
+            // Gone with the test process, even one that fails without unwinding.
+            .args(["--stop-with", &std::process::id().to_string()])
             .env("TIERPOOL_LOG", "info")
             .stdout(log.try_clone().unwrap())
             .stderr(log)
@@ -190,6 +192,7 @@ impl Pool {
         Command::new(BIN)
             .args(["worker", "--dir", w.dir.to_str().unwrap(), "--mem", &w.mem, "--disk", &w.disk])
             .args(["--coordinator", &self.addr, "--host", &format!("host{i}")])
+            .args(["--stop-with", &std::process::id().to_string()])
             .arg("--secret-file")
             .arg(self.secret_file())
             .stdout(log.try_clone().unwrap())
