@@ -133,7 +133,11 @@ impl Client {
     }
 
     /// Copies of each chunk a new entry of `path`'s directory keeps.
+    /// A pool keeping one copy needs no lookup (the write path of small files).
     pub(crate) async fn copies_for(&self, path: &str) -> Result<u8> {
+        if self.layout().await?.table.replicas() == 1 {
+            return Ok(1);
+        }
         let parent = match path.trim_end_matches('/').rsplit_once('/') {
             Some((dir, _)) if !dir.is_empty() => dir,
             _ => "/",

@@ -166,21 +166,33 @@ impl MetaState {
         Ok(MetaReply::Replicas { changed })
     }
 
+    /// The chunks of file or region `id` that hold data, with their
+    /// lengths (a region's all count); `None` for any other inode.
+    fn stored_chunks(&self, id: InodeId) -> Option<Vec<(tierpool_types::ChunkKey, u64)>> {
+        let key = |index: u64, version: u64| tierpool_types::ChunkKey { inode: id, index, version };
+        match &self.node(id).body {
+            super::inode::Body::File { chunks, .. } => Some(
+                (chunks.iter().enumerate())
+                    .filter(|(_, c)| !c.is_hole())
+                    .map(|(i, c)| (key(i as u64, c.version), c.len))
+                    .collect(),
+            ),
+            super::inode::Body::Region { size, chunk_size } => Some(
+                (0..size.div_ceil((*chunk_size).max(1)))
+                    .map(|i| (key(i, 1), (size - i * chunk_size).min(*chunk_size)))
+                    .collect(),
+            ),
+            _ => None,
+        }
+    }
+
     /// Every file and region at or under `comps` with the copies its chunks
     /// keep and each chunk that holds data: `(inode, copies, keys)`.
     pub fn chunks_under(&self, comps: &[String]) -> Result<Vec<(InodeId, u8, Vec<tierpool_types::ChunkKey>)>> {
         let mut out = Vec::new();
         for id in self.subtree(self.lookup(comps)?) {
-            let keys: Vec<tierpool_types::ChunkKey> = match &self.node(id).body {
-                super::inode::Body::File { chunks, .. } => (chunks.iter().enumerate())
-                    .filter(|(_, c)| !c.is_hole())
-                    .map(|(i, c)| tierpool_types::ChunkKey { inode: id, index: i as u64, version: c.version })
-                    .collect(),
-                super::inode::Body::Region { size, chunk_size } => (0..size.div_ceil((*chunk_size).max(1)))
-                    .map(|i| tierpool_types::ChunkKey { inode: id, index: i, version: 1 })
-                    .collect(),
-                _ => continue,
-            };
+            let Some(chunks) = self.stored_chunks(id) else { continue };
+            let keys = chunks.into_iter().map(|(key, _)| key).collect();
             out.push((id, self.copies(id), keys));
         }
         Ok(out)
@@ -197,16 +209,7 @@ impl MetaState {
         let n = self.table.partitions();
         let mut out = Vec::new();
         for id in ids {
-            let inode = self.node(id);
-            let chunks: Vec<(u64, u64)> = match &inode.body {
-                super::inode::Body::File { chunks, .. } => {
-                    (chunks.iter().enumerate()).filter(|(_, c)| !c.is_hole()).map(|(i, c)| (i as u64, c.len)).collect()
-                }
-                super::inode::Body::Region { size, chunk_size } => (0..size.div_ceil((*chunk_size).max(1)))
-                    .map(|i| (i, (size - i * chunk_size).min(*chunk_size)))
-                    .collect(),
-                _ => continue,
-            };
+            let Some(chunks) = self.stored_chunks(id) else { continue };
             let f = self.copies(id);
             let mut h = ReplicaHealth {
                 inode: id,
@@ -216,8 +219,8 @@ impl MetaState {
                 bytes_under: 0,
                 lost: 0,
             };
-            for (index, len) in chunks {
-                let p = tierpool_placement::partition_of(id, index, n);
+            for (key, len) in chunks {
+                let p = tierpool_placement::partition_of(id, key.index, n);
                 let first = self.table.slots_of(p).take(usize::from(f));
                 let alive = first.filter(|s| self.table.owner(*s).is_some_and(|w| live(&w))).count();
                 if alive == 0 {
