@@ -4,6 +4,7 @@ replication figures of status(), and replicas on FileInfo."""
 
 from __future__ import annotations
 
+import time
 from typing import Iterator
 
 import pytest
@@ -32,6 +33,7 @@ def test_status_reports_the_replication_of_a_healthy_pool(pool3: tierpool.Client
         "bytes_under": 0,
         "chunks_lost": 0,
         "degraded": False,
+        "spread": "host",
     }
 
 
@@ -103,3 +105,37 @@ def test_a_local_pool_keeps_the_copies_it_is_given() -> None:
             c.set_replicas("/one", 2)
     with pytest.raises(tierpool.InvalidArgument):
         tierpool.local(workers=1, replicas=9).start()
+
+
+def test_placement_policies_are_set_shown_and_honoured(pool3: tierpool.Client) -> None:
+    pool3.mkdir("/rr")
+    pool3.set_replicas("/rr", 1)
+    assert pool3.set_placement("/rr", "round-robin") == 1
+    assert pool3.stat("/rr").placement == "round-robin"
+    before = {w["id"]: w["mem"]["used"] + w["disk"]["used"] for w in pool3.status()["workers"]}
+    data = pattern(3 * 64 * KIB, seed=7)
+    info = pool3.put(data, "/rr/f", chunk_size="64KiB")
+    assert (info.placement, info.to_dict()["placement"]) == ("round-robin", "round-robin")
+    assert pool3.get("/rr/f") == data
+
+    # Each of the three workers took one chunk (usage is reported with heartbeats).
+    deadline = time.monotonic() + 10
+    while True:
+        after = {w["id"]: w["mem"]["used"] + w["disk"]["used"] for w in pool3.status()["workers"]}
+        grown = sorted(after[w] - before[w] for w in after)
+        if grown == [64 * KIB] * 3 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert grown == [64 * KIB] * 3
+
+    # Local-only: one copy, on this machine's worker (every worker of a
+    # local pool has this machine's hostname as its --host).
+    pool3.mkdir("/lo")
+    pool3.set_placement("/lo", "local-only")
+    assert (pool3.stat("/lo").placement, pool3.stat("/lo").replicas) == ("local-only", 1)
+    pool3.put(data, "/lo/f", chunk_size="64KiB")
+    assert pool3.get("/lo/f") == data
+
+    with pytest.raises(tierpool.InvalidArgument, match="unknown placement policy"):
+        pool3.set_placement("/lo", "nearby")
+

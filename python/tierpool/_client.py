@@ -188,6 +188,20 @@ class Client:
         :class:`tierpool.InvalidArgument` (a ``ValueError``)."""
         return self._native.set_replicas(path, replicas, recursive)
 
+    def set_placement(self, path: str, placement: str, recursive: bool = False) -> int:
+        """Sets where new chunks of ``path`` are written (a directory: what
+        new entries in it take; with ``recursive``, everything beneath it
+        too); returns how many paths took it. ``placement`` is ``"hash"``
+        (spread over the pool, the default), ``"local"`` (the first copy
+        of each chunk on the writer's own worker: the one whose ``--host``
+        is ``$TIERPOOL_HOST``, by default this machine's hostname),
+        ``"round-robin"`` (a file's chunks dealt over the workers in turn)
+        or ``"local-only"`` (one copy, on the writer's own worker; writing
+        raises :class:`tierpool.Unavailable` where there is none). Chunks
+        already written stay where they are. An unknown policy raises
+        :class:`tierpool.InvalidArgument` (a ``ValueError``)."""
+        return self._native.set_placement(path, placement, recursive)
+
     def fsck(self, path: str = "/") -> List[Dict[str, Any]]:
         """The files and regions at or under ``path`` whose chunks are short
         of copies (a worker is down, or its replicas are still being copied

@@ -113,6 +113,7 @@ class TierpoolFileSystem(AbstractFileSystem, metaclass=_ResolveAddress):
             "chunk_size": i.chunk_size,
             "inode": i.inode,
             "replicas": i.replicas,
+            "placement": i.placement,
         }
 
     def ls(self, path: str, detail: bool = True, **kwargs: Any) -> Union[List[Dict[str, Any]], List[str]]:

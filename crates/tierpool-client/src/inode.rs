@@ -7,6 +7,7 @@
 //! file before or after an update, never half of one.
 
 use crate::client::{unexpected, unexpected_meta, Client};
+use crate::placing::Placing;
 use bytes::Bytes;
 use std::collections::BTreeMap;
 use tierpool_meta::{DirName, InodeInfo, MetaOp, MetaReply, NewNode};
@@ -128,15 +129,17 @@ impl Client {
         version: u64,
         data: Bytes,
         attrs: ChunkAttrs,
-        copies: u8,
+        placing: Placing,
     ) -> Result<ChunkRef> {
         if version == 0 {
             return Err(Error::invalid("chunk version 0 is the hole; versions start at 1"));
         }
         let checksum = crc32c::crc32c(&data);
         let len = data.len() as u64;
-        self.put_chunk(ChunkKey { inode, index, version }, data, checksum, attrs, copies).await?;
-        Ok(ChunkRef { version, len, checksum })
+        let home = self.home_for(placing.placement, inode, index).await?;
+        let r = ChunkRef { version, len, checksum, home };
+        self.put_chunk(r.key(inode, index), data, checksum, attrs, placing.copies).await?;
+        Ok(r)
     }
 
     /// A version number no other writer will use: unique in the pool.
@@ -185,7 +188,7 @@ impl Client {
             if r.is_hole() {
                 continue;
             }
-            let key = ChunkKey { inode: info.id, index: i as u64, version: r.version };
+            let key = r.key(info.id, i as u64);
             let owner = layout
                 .table
                 .locate(key)

@@ -14,6 +14,7 @@
 mod client;
 mod inode;
 mod lease;
+mod placing;
 mod read;
 mod region;
 mod region_handle;
@@ -25,6 +26,7 @@ mod write;
 pub use client::{hostname, Client, ClientConfig};
 pub use inode::{InodeChange, Owner};
 pub use lease::{WriteLease, RENEW};
+pub use placing::Placing;
 pub use read::{check_readable, chunk_count, ChunkStream};
 pub use region::RegionOptions;
 pub use region_handle::{PoolBackend, Region};

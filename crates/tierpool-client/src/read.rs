@@ -6,7 +6,7 @@ use bytes::Bytes;
 use std::collections::VecDeque;
 use tierpool_meta::{InodeInfo, InodeKind};
 use tierpool_proto::{WorkerRequest, WorkerResponse};
-use tierpool_types::{ChunkKey, ChunkRef, Error, ErrorKind, InodeId, Result};
+use tierpool_types::{ChunkRef, Error, ErrorKind, InodeId, Result};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::task::JoinHandle;
 
@@ -56,7 +56,7 @@ impl Client {
         if r.is_hole() {
             return Ok(Bytes::from(vec![0u8; share as usize]));
         }
-        let key = ChunkKey { inode, index, version: r.version };
+        let key = r.key(inode, index);
         let check = |resp: &WorkerResponse, data: &Bytes| match resp {
             WorkerResponse::Chunk if data.len() as u64 == r.len && crc32c::crc32c(data) == r.checksum => Ok(()),
             WorkerResponse::Chunk => Err(Error::new(
@@ -67,7 +67,10 @@ impl Client {
         };
         let repair =
             |_: &Bytes| WorkerRequest::PutChunk { key, checksum: r.checksum, attrs: Default::default(), table: 0 };
-        let data = match self.read_replicas(key, &WorkerRequest::GetChunk { key }, check, Some(&repair)).await {
+        let data = match self
+            .read_replicas(key, &WorkerRequest::GetChunk { key, mem_only: false }, check, Some(&repair))
+            .await
+        {
             Ok((_, data)) => data,
             Err(e) if e.kind == ErrorKind::NotFound => {
                 return Err(Error::new(ErrorKind::Lost, format!("{path}: chunk {index} is lost: {}", e.message)))

@@ -52,7 +52,7 @@ impl Client {
     /// Creates the chunks of region `inode` and publishes it.
     async fn reserve_region(&self, path: &str, inode: InodeId, size: u64, opts: &RegionOptions) -> Result<InodeInfo> {
         let chunks = size.div_ceil(opts.chunk_size);
-        let copies = self.copies_for(path).await?;
+        let copies = self.placing_for(path).await?.copies;
         // Creations run CREATE_WINDOW at a time; after a failure no new one
         // starts, and those in flight finish before the cleanup, so none can
         // land after it.
@@ -60,7 +60,7 @@ impl Client {
         let (mut index, mut failed) = (0, None);
         loop {
             while failed.is_none() && index < chunks && tasks.len() < CREATE_WINDOW {
-                let key = ChunkKey { inode, index, version: 1 };
+                let key = ChunkKey::hashed(inode, index, 1);
                 let len = (size - index * opts.chunk_size).min(opts.chunk_size);
                 let req = WorkerRequest::CreateChunk { key, len, attrs: opts.attrs, table: 0 };
                 let c = self.clone();
@@ -129,7 +129,7 @@ impl Client {
 
     /// `len` bytes of chunk `index` of the region `info` from `offset`, checked.
     pub async fn read_region(&self, path: &str, info: &InodeInfo, index: u64, offset: u64, len: u64) -> Result<Bytes> {
-        let key = ChunkKey { inode: info.id, index, version: 1 };
+        let key = ChunkKey::hashed(info.id, index, 1);
         let req = WorkerRequest::ReadRange { key, offset, len };
         let check = |resp: &WorkerResponse, data: &Bytes| match resp {
             WorkerResponse::Range { checksum } if crc32c::crc32c(data) == *checksum && data.len() as u64 == len => {
@@ -148,7 +148,7 @@ impl Client {
     /// Overwrites `ranges` `(offset, bytes)` of chunk `index` of the region
     /// `info`, in one request: all of them or none.
     pub async fn write_region(&self, path: &str, info: &InodeInfo, index: u64, ranges: &[(u64, &[u8])]) -> Result<()> {
-        let key = ChunkKey { inode: info.id, index, version: 1 };
+        let key = ChunkKey::hashed(info.id, index, 1);
         let total: usize = ranges.iter().map(|(_, b)| b.len()).sum();
         let mut payload = Vec::with_capacity(total);
         for (_, b) in ranges {

@@ -11,8 +11,13 @@
 //! (the coordinator declares it down and its replicas move elsewhere).
 //! Gives up after `MOVE_PATIENCE`.
 //!
-//! Nearest: a worker on this client's host, then in its rack, then the
-//! others in replica order; workers that failed lately go last.
+//! Nearest (RCSS's ranking): a worker on this client's host, then in its
+//! rack, then the others in replica order; workers that failed lately go
+//! last. Among equally near replicas of a chunk, those holding it in
+//! memory are read before those holding it on disk only: each is first
+//! asked for its memory copy (`mem_only`), and those answering `OnDisk`
+//! are read from disk after them (a cost of one short round trip each,
+//! paid only where several replicas are equally near).
 
 use crate::client::{unexpected, Client, MOVE_PATIENCE};
 use bytes::Bytes;
@@ -134,36 +139,39 @@ impl Client {
         let mut wait = Duration::from_millis(1);
         let mut layout = self.layout().await?;
         loop {
-            let order = self.nearest(&layout, key);
-            if order.is_empty() {
+            let classes = self.nearest(&layout, key);
+            if classes.is_empty() {
                 return Err(Error::new(ErrorKind::Unavailable, "the pool has no workers yet"));
             }
-            let (mut why, mut last, mut damaged) = (None, None, Vec::new());
-            for w in order {
-                match self.call_replica(&layout, w, req, &[]).await {
-                    Outcome::Answer(resp, data) => match check(&resp, &data) {
-                        Ok(()) => {
-                            self.repair(&layout, &damaged, &data, repair);
-                            return Ok((resp, data));
-                        }
-                        Err(e) => {
-                            tracing::debug!("chunk {key}: worker {w}: {}; reading another replica", e.message);
-                            last = Some(e);
-                        }
-                    },
-                    Outcome::Retry(m) => why = Some(m),
-                    Outcome::Skip(e) => {
-                        if e.kind == ErrorKind::Corrupt {
-                            // The worker logs it; the read goes on with another replica.
-                            tracing::debug!("chunk {key}: {}; reading another replica", e.message);
-                            damaged.push(w);
-                        } else if !matches!(e.kind, ErrorKind::NotFound | ErrorKind::Unavailable) {
-                            return Err(e);
-                        }
-                        last = Some(e);
+            let mut tried = Tried::default();
+            for class in classes {
+                // Several replicas equally near: those holding the chunk
+                // in memory first, then those holding it on disk.
+                let probe = match req {
+                    WorkerRequest::GetChunk { key, .. } if class.len() > 1 => {
+                        Some(WorkerRequest::GetChunk { key: *key, mem_only: true })
+                    }
+                    _ => None,
+                };
+                let mut on_disk = Vec::new();
+                for w in class {
+                    let outcome = self.call_replica(&layout, w, probe.as_ref().unwrap_or(req), &[]).await;
+                    if matches!(outcome, Outcome::Answer(WorkerResponse::OnDisk, _)) {
+                        on_disk.push(w);
+                    } else if let Some(done) = tried.take(key, w, outcome, &check)? {
+                        self.repair(&layout, &tried.damaged, &done.1, repair);
+                        return Ok(done);
+                    }
+                }
+                for w in on_disk {
+                    let outcome = self.call_replica(&layout, w, req, &[]).await;
+                    if let Some(done) = tried.take(key, w, outcome, &check)? {
+                        self.repair(&layout, &tried.damaged, &done.1, repair);
+                        return Ok(done);
                     }
                 }
             }
+            let Tried { why, last, .. } = tried;
             let fresh = self.refresh_layout().await?;
             let changed = fresh.version != layout.version;
             if (why.is_none() && !changed) || since.elapsed() > MOVE_PATIENCE {
@@ -204,8 +212,10 @@ impl Client {
         }
     }
 
-    /// The workers holding a replica of `key`, nearest first.
-    fn nearest(&self, layout: &Layout, key: ChunkKey) -> Vec<WorkerId> {
+    /// The workers holding a replica of `key`, nearest first, in classes
+    /// of equally near ones: on this client's host, in its rack, the
+    /// others (each in replica order), then those that failed lately.
+    fn nearest(&self, layout: &Layout, key: ChunkKey) -> Vec<Vec<WorkerId>> {
         let mut holders: Vec<(usize, WorkerId)> =
             layout.table.holders(layout.table.partition(key)).into_iter().enumerate().collect();
         let (host, rack) = (&self.inner.cfg.host, &self.inner.cfg.rack);
@@ -214,23 +224,75 @@ impl Client {
             s.retain(|_, at| at.elapsed() < SUSPECT_FOR);
             s.keys().copied().collect::<BTreeSet<WorkerId>>()
         };
-        holders.sort_by_key(|(k, w)| {
-            let rec = layout.worker(*w);
-            let far = match rec {
+        let class = |w: &WorkerId| {
+            let far = match layout.worker(*w) {
                 Some(r) if !host.is_empty() && &r.host == host => 0,
                 Some(r) if !rack.is_empty() && &r.rack == rack => 1,
                 _ => 2,
             };
-            (suspects.contains(w), far, *k)
-        });
-        holders.into_iter().map(|(_, w)| w).collect()
+            (suspects.contains(w), far)
+        };
+        holders.sort_by_key(|(k, w)| (class(w), *k));
+        let mut classes: Vec<Vec<WorkerId>> = Vec::new();
+        for (i, (_, w)) in holders.iter().enumerate() {
+            match classes.last_mut() {
+                Some(c) if i > 0 && class(&holders[i - 1].1) == class(w) => c.push(*w),
+                _ => classes.push(vec![*w]),
+            }
+        }
+        classes
+    }
+}
+
+/// What the replicas tried so far for one read said.
+#[derive(Default)]
+struct Tried {
+    /// Why a replica asked to be tried again later.
+    why: Option<String>,
+    /// The last error.
+    last: Option<Error>,
+    /// Replicas found holding a damaged copy.
+    damaged: Vec<WorkerId>,
+}
+
+impl Tried {
+    /// Takes the outcome of reading `key` from `w`: the answer if `check`
+    /// accepts it, `None` to go on with another replica, an error to stop.
+    fn take(
+        &mut self,
+        key: ChunkKey,
+        w: WorkerId,
+        outcome: Outcome,
+        check: &impl Fn(&WorkerResponse, &Bytes) -> Result<()>,
+    ) -> Result<Option<(WorkerResponse, Bytes)>> {
+        match outcome {
+            Outcome::Answer(resp, data) => match check(&resp, &data) {
+                Ok(()) => return Ok(Some((resp, data))),
+                Err(e) => {
+                    tracing::debug!("chunk {key}: worker {w}: {}; reading another replica", e.message);
+                    self.last = Some(e);
+                }
+            },
+            Outcome::Retry(m) => self.why = Some(m),
+            Outcome::Skip(e) => {
+                if e.kind == ErrorKind::Corrupt {
+                    // The worker logs it; the read goes on with another replica.
+                    tracing::debug!("chunk {key}: {}; reading another replica", e.message);
+                    self.damaged.push(w);
+                } else if !matches!(e.kind, ErrorKind::NotFound | ErrorKind::Unavailable) {
+                    return Err(e);
+                }
+                self.last = Some(e);
+            }
+        }
+        Ok(None)
     }
 }
 
 /// The chunk key a chunk request names (for messages).
 fn req_key(req: &WorkerRequest) -> String {
     match req {
-        WorkerRequest::GetChunk { key } | WorkerRequest::ReadRange { key, .. } => key.version.to_string(),
+        WorkerRequest::GetChunk { key, .. } | WorkerRequest::ReadRange { key, .. } => key.version.to_string(),
         _ => "?".into(),
     }
 }

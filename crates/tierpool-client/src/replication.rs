@@ -111,12 +111,12 @@ fn chunks_of(info: &InodeInfo) -> Vec<(u64, ChunkKey)> {
     match info.kind {
         InodeKind::File => (info.chunks.iter().enumerate())
             .filter(|(_, c)| !c.is_hole())
-            .map(|(i, c)| (c.len, ChunkKey { inode: info.id, index: i as u64, version: c.version }))
+            .map(|(i, c)| (c.len, c.key(info.id, i as u64)))
             .collect(),
         InodeKind::Region => {
             let cs = info.chunk_size.max(1);
             (0..info.size.div_ceil(cs))
-                .map(|i| ((info.size - i * cs).min(cs), ChunkKey { inode: info.id, index: i, version: 1 }))
+                .map(|i| ((info.size - i * cs).min(cs), ChunkKey::hashed(info.id, i, 1)))
                 .collect()
         }
         _ => Vec::new(),

@@ -51,6 +51,8 @@ pub struct ReplicationView {
     pub chunks_lost: u64,
     /// Some chunk has fewer copies than it should, or none.
     pub degraded: bool,
+    /// What replicas are kept apart by: `host` or `rack`.
+    pub spread: &'static str,
 }
 
 impl ReplicationView {
@@ -64,6 +66,7 @@ impl ReplicationView {
             bytes_under: r.bytes_under,
             chunks_lost: r.chunks_lost,
             degraded: r.degraded,
+            spread: r.spread.name(),
         }
     }
 }
@@ -269,6 +272,9 @@ pub struct InfoView {
     pub pinned: bool,
     /// Copies of each chunk kept (of a directory: what new entries in it keep).
     pub replicas: u8,
+    /// Where new chunks are written: `hash`, `local`, `round-robin` or
+    /// `local-only` (of a directory: what new entries in it take).
+    pub placement: &'static str,
     /// Where a symbolic link points (`null` for other kinds).
     pub target: Option<String>,
 }
@@ -315,6 +321,7 @@ impl InfoView {
             priority: i.attrs.priority.get(),
             pinned: i.attrs.pinned,
             replicas: i.replicas,
+            placement: i.placement.name(),
             target: (i.kind == InodeKind::Symlink).then(|| i.target.clone()),
         }
     }

@@ -4,6 +4,7 @@
 //! anything fails, the chunks already stored are deleted and nothing is published.
 
 use crate::client::{unexpected_meta, Client};
+use crate::placing::Placing;
 use crate::WriteLease;
 use bytes::{Bytes, BytesMut};
 use tierpool_meta::{InodeInfo, MetaOp, MetaReply};
@@ -47,8 +48,10 @@ pub struct FileWriter {
     buf: BytesMut,
     size: u64,
     checksums: Vec<Checksum>,
-    /// Copies of each chunk written.
-    copies: u8,
+    /// The home of each chunk a placement policy put somewhere.
+    homes: Vec<Option<u32>>,
+    /// Copies of each chunk written, and where.
+    placing: Placing,
     tasks: JoinSet<Result<()>>,
     /// Keeps the stored chunks from being taken for a dead writer's.
     _lease: WriteLease,
@@ -58,10 +61,10 @@ impl Client {
     /// Starts writing a new file at `path` (published on `close`).
     pub async fn create(&self, path: &str, opts: &PutOptions) -> Result<FileWriter> {
         validate_chunk_size(opts.chunk_size)?;
-        let copies = match opts.replicas {
-            Some(r) => r.max(1),
-            None => self.copies_for(path).await?,
-        };
+        let mut placing = self.placing_for(path).await?;
+        if let Some(r) = opts.replicas {
+            placing.copies = r.max(1);
+        }
         let inode = self.alloc_inode().await?;
         Ok(FileWriter {
             _lease: self.lease(inode),
@@ -72,7 +75,8 @@ impl Client {
             buf: BytesMut::new(),
             size: 0,
             checksums: Vec::new(),
-            copies,
+            homes: Vec::new(),
+            placing,
             tasks: JoinSet::new(),
         })
     }
@@ -131,24 +135,6 @@ impl Client {
     ) -> Result<()> {
         self.write_replicas(key, copies, &WorkerRequest::PutChunk { key, checksum, attrs, table: 0 }, data).await
     }
-
-    /// Copies of each chunk a new entry of `path`'s directory keeps.
-    /// A pool keeping one copy needs no lookup (the write path of small files).
-    pub(crate) async fn copies_for(&self, path: &str) -> Result<u8> {
-        if self.layout().await?.table.replicas() == 1 {
-            return Ok(1);
-        }
-        let parent = match path.trim_end_matches('/').rsplit_once('/') {
-            Some((dir, _)) if !dir.is_empty() => dir,
-            _ => "/",
-        };
-        match self.stat(parent).await {
-            Ok(info) => Ok(info.replicas.max(1)),
-            // Missing: the commit says so; the pool's is the best guess.
-            Err(e) if e.kind == tierpool_types::ErrorKind::NotFound => Ok(self.layout().await?.table.replicas()),
-            Err(e) => Err(e),
-        }
-    }
 }
 
 impl FileWriter {
@@ -201,9 +187,12 @@ impl FileWriter {
             join_one(&mut self.tasks).await.map_err(|e| e.context(&self.path))?;
         }
         let crc = crc32c::crc32c(&chunk);
-        let key = ChunkKey { inode: self.inode, index: self.checksums.len() as u64, version: 1 };
+        let index = self.checksums.len() as u64;
+        let home = self.client.home_for(self.placing.placement, self.inode, index).await?;
+        let key = ChunkKey { home, ..ChunkKey::hashed(self.inode, index, 1) };
         self.checksums.push(crc);
-        let (c, attrs, copies) = (self.client.clone(), self.opts.attrs, self.copies);
+        self.homes.push(home);
+        let (c, attrs, copies) = (self.client.clone(), self.opts.attrs, self.placing.copies);
         self.tasks.spawn(async move { c.put_chunk(key, chunk, crc, attrs, copies).await });
         Ok(())
     }
@@ -231,6 +220,7 @@ impl FileWriter {
             size: self.size,
             chunk_size: self.opts.chunk_size,
             checksums: std::mem::take(&mut self.checksums),
+            homes: if self.homes.iter().any(Option::is_some) { std::mem::take(&mut self.homes) } else { Vec::new() },
             attrs: self.opts.attrs,
             mode: self.opts.mode,
             overwrite: self.opts.overwrite,

@@ -52,6 +52,9 @@ pub struct CoordinatorConfig {
     /// path); `None`: [`DEFAULT_REPLICAS`]. An existing pool keeps its own,
     /// and refuses to start with another.
     pub replicas: Option<u8>,
+    /// What a new pool keeps replicas apart by (`None`: hosts); an
+    /// existing pool keeps its own, and refuses to start with another.
+    pub spread: Option<tierpool_types::Spread>,
     /// A worker without a heartbeat for this long is reported dead.
     pub dead_after: Duration,
     /// Chunks of a removed or replaced file are deleted after this grace period,
@@ -90,6 +93,7 @@ impl CoordinatorConfig {
             listen,
             partitions: tierpool_types::DEFAULT_PARTITIONS,
             replicas: None,
+            spread: None,
             dead_after: Duration::from_secs(3),
             gc_grace: Duration::from_secs(5),
             snapshot_every: 100_000,

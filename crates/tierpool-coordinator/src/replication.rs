@@ -47,6 +47,7 @@ pub(crate) fn status(engine: &Engine, now: std::time::Duration) -> ReplicationSt
         possible: t.replicas().min(u8::try_from(taking).unwrap_or(u8::MAX)),
         workers_down: dead.iter().copied().collect(),
         replicas_missing: t.owners().iter().filter(|o| o.is_none_or(|w| dead.contains(&w))).count() as u32,
+        spread: s.spread(),
         ..ReplicationStatus::default()
     };
     if s.workers().is_empty() {

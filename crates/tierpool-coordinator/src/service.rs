@@ -100,16 +100,23 @@ impl Coordinator {
     pub async fn initialise(&self) -> Result<()> {
         let needed = !self.inner.lock().engine.state().is_initialised();
         let replicas = self.cfg.replicas.unwrap_or(crate::DEFAULT_REPLICAS);
+        let spread = self.cfg.spread.unwrap_or_default();
         if needed {
             self.execute(MetaOp::Init { partitions: self.cfg.partitions }, Owner::default()).await?;
-            if replicas != 1 {
-                self.execute(MetaOp::SetReplication { replicas }, Owner::default()).await?;
+            if replicas != 1 || spread != tierpool_types::Spread::Host {
+                self.execute(MetaOp::SetReplication { replicas, spread }, Owner::default()).await?;
             }
             tracing::info!(
-                "created a new pool with {} partitions, keeping {replicas} copies of each chunk",
+                "created a new pool with {} partitions, keeping {replicas} copies of each chunk apart by {spread}",
                 self.cfg.partitions
             );
             return Ok(());
+        }
+        let kept_spread = self.inner.lock().engine.state().spread();
+        if let Some(s) = self.cfg.spread.filter(|s| *s != kept_spread) {
+            return Err(Error::invalid(format!(
+                "this pool spreads replicas by {kept_spread} (set when it was created): --spread {s} cannot change it"
+            )));
         }
         let kept = self.inner.lock().engine.state().table().replicas();
         if let Some(r) = self.cfg.replicas.filter(|r| *r != kept) {
@@ -429,6 +436,7 @@ impl Coordinator {
                 table: s.table().clone(),
                 workers: s.workers().values().cloned().collect(),
                 version: g.table_version,
+                placed: s.placed(),
             };
             (layout, g.lsn)
         };

@@ -105,6 +105,14 @@ fn a_coordinator_recovers_from_golden_files() {
         let (state, lsn, _writer) = log::open(&meta).unwrap();
         assert_eq!((lsn, dump::dump(&state)), (51, expected("state-log-v5.txt")), "{file}");
     }
+    for (file, name) in [("log-v6", format!("log-{:020}", 1)), ("snapshot-v7", "snapshot".to_string())] {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = dir.path().join("meta");
+        std::fs::create_dir_all(&meta).unwrap();
+        std::fs::copy(golden(file), meta.join(name)).unwrap();
+        let (state, lsn, _writer) = log::open(&meta).unwrap();
+        assert_eq!((lsn, dump::dump(&state)), (59, expected("state-log-v6.txt")), "{file}");
+    }
 }
 
 #[test]
@@ -204,13 +212,13 @@ fn log_v5_replays_to_its_state_and_encodes_to_the_same_bytes() {
     let recs = records(&seg);
     assert_eq!(recs.len(), 51);
     assert_eq!(recs.iter().map(|r| r.lsn).collect::<Vec<_>>(), (1..=51).collect::<Vec<_>>());
-    assert_eq!(recs[1].op, MetaOp::SetReplication { replicas: 2 });
+    assert_eq!(recs[1].op, MetaOp::SetReplication { replicas: 2, spread: tierpool_types::Spread::Host });
     let state = replay(&recs);
     state.check_invariants().unwrap();
     assert_eq!(dump::dump(&state), expected("state-log-v5.txt"));
     let mut again = Vec::new();
     for r in &recs {
-        encode_record(r, &mut again);
+        encode_record_in(5, r, &mut again).unwrap();
     }
     assert!(again == seg, "log records of version 5 no longer encode as they did");
     // Older versions cannot hold an op of replication, nor a snapshot
@@ -242,19 +250,57 @@ fn snapshot_v6_decodes_to_its_state_and_encodes_to_the_same_bytes() {
     // Every field, not only what the queries show (copies per path as set,
     // moves from no owner, the goal's unowned slots).
     assert_eq!(state, replay(&records(&read("log-v5"))));
-    assert!(encode_snapshot(lsn, &state) == bytes, "snapshots of version 6 no longer encode as they did");
+    assert!(
+        encode_snapshot_in(6, lsn, &state).unwrap() == bytes,
+        "snapshots of version 6 no longer encode as they did"
+    );
 }
 
 /// A state of one replica per partition is stored in version 6 as version
-/// 5 stored it, followed by the (empty) fields of replication.
+/// 5 stored it, followed by the (empty) fields of replication; and in
+/// version 7 as version 6 stored it, followed by the (empty) fields of
+/// placement.
 #[test]
 fn snapshot_v6_of_one_replica_nests_the_bytes_of_version_5() {
     let v5 = read("snapshot-v5");
     let (lsn, state) = decode_snapshot(&v5).unwrap();
-    let v6 = encode_snapshot(lsn, &state);
+    let v6 = encode_snapshot_in(6, lsn, &state).unwrap();
     assert_eq!(v6[6], 6);
     assert!(v6[19..].starts_with(&v5[19..]), "the nested version 5 state differs");
-    assert_eq!(decode_snapshot(&v6).unwrap(), (lsn, state));
+    assert_eq!(decode_snapshot(&v6).unwrap(), (lsn, state.clone()));
+    let v7 = encode_snapshot(lsn, &state);
+    assert_eq!(v7[6], 7);
+    assert!(v7[19..].starts_with(&v6[19..]), "the nested version 6 state differs");
+    assert_eq!(decode_snapshot(&v7).unwrap(), (lsn, state));
+}
+
+#[test]
+fn log_v6_replays_to_its_state_and_encodes_to_the_same_bytes() {
+    let seg = read("log-v6");
+    let recs = records(&seg);
+    assert_eq!(recs.len(), 59);
+    assert_eq!(recs[1].op, MetaOp::SetReplication { replicas: 2, spread: tierpool_types::Spread::Rack });
+    let state = replay(&recs);
+    state.check_invariants().unwrap();
+    assert_eq!(dump::dump(&state), expected("state-log-v6.txt"));
+    let mut again = Vec::new();
+    for r in &recs {
+        encode_record(r, &mut again);
+    }
+    assert!(again == seg, "log records of version 6 no longer encode as they did");
+    for v in 2..=6 {
+        assert!(encode_snapshot_in(v, 59, &state).is_err(), "snapshot version {v}");
+    }
+}
+
+#[test]
+fn snapshot_v7_decodes_to_its_state_and_encodes_to_the_same_bytes() {
+    let bytes = read("snapshot-v7");
+    let (lsn, state) = decode_snapshot(&bytes).unwrap();
+    assert_eq!(lsn, 59);
+    assert_eq!(dump::dump(&state), expected("state-log-v6.txt"));
+    assert_eq!(state, replay(&records(&read("log-v6"))));
+    assert!(encode_snapshot(lsn, &state) == bytes, "snapshots of version 7 no longer encode as they did");
 }
 
 /// Replays `recs` from an empty state.
@@ -321,8 +367,12 @@ fn slow_workers(recs: &mut Vec<LogRecord>, state: &mut MetaState) {
 /// middle of moves (one of them a repair from no owner).
 fn log_v5_records() -> Vec<LogRecord> {
     let v2 = records(&read("log-v2"));
-    let replication =
-        LogRecord { lsn: 2, time: v2[0].time + 1, owner: Owner::default(), op: MetaOp::SetReplication { replicas: 2 } };
+    let replication = LogRecord {
+        lsn: 2,
+        time: v2[0].time + 1,
+        owner: Owner::default(),
+        op: MetaOp::SetReplication { replicas: 2, spread: tierpool_types::Spread::Host },
+    };
     let mut recs = vec![v2[0].clone(), replication];
     recs.extend(v2[1..].iter().map(|r| LogRecord { lsn: r.lsn + 1, ..r.clone() }));
     let mut state = replay(&recs);
@@ -358,21 +408,63 @@ fn log_v5_records() -> Vec<LogRecord> {
     recs
 }
 
+/// The records of `log-v6`: those of `log-v5` on a pool keeping its two
+/// replicas on distinct racks (lsn 2), then placement: a directory placed
+/// `local`, a file in it with chunks in homes, one of them replaced (its
+/// old version awaiting collection, then collected), a tree placed
+/// `round-robin` recursively, a file placed `local-only`.
+fn log_v6_records() -> Vec<LogRecord> {
+    use tierpool_types::{ChunkRef, InodeId, Placement, Spread};
+    let mut recs = log_v5_records();
+    recs[1].op = MetaOp::SetReplication { replicas: 2, spread: Spread::Rack };
+    let mut state = replay(&recs);
+    push(&mut recs, &mut state, MetaOp::Mkdir { path: "/near".into(), parents: false, mode: 0o755 });
+    let local = MetaOp::SetPlacement { path: "/near".into(), placement: Placement::Local, recursive: false };
+    push(&mut recs, &mut state, local);
+    push(&mut recs, &mut state, MetaOp::AllocInodes { count: 4 });
+    let id = InodeId(state.next_inode().0 - 4);
+    let commit = MetaOp::CommitFile {
+        path: "/near/f".into(),
+        inode: id,
+        size: 2 * 4096 + 10,
+        chunk_size: 4096,
+        checksums: vec![11, 12, 13],
+        homes: vec![Some(3), None, Some(15)],
+        attrs: Default::default(),
+        mode: 0o644,
+        overwrite: false,
+    };
+    push(&mut recs, &mut state, commit);
+    let newer = ChunkRef { version: id.0 + 1, len: 4096, checksum: 14, home: Some(9) };
+    push(
+        &mut recs,
+        &mut state,
+        MetaOp::UpdateFile { inode: id, size: 2 * 4096 + 10, truncate: None, chunks: vec![(0, newer)] },
+    );
+    let replaced = ChunkRef { version: 1, len: 4096, checksum: 11, home: Some(3) }.key(id, 0);
+    push(&mut recs, &mut state, MetaOp::GcChunksDone { keys: vec![replaced] });
+    let rr = MetaOp::SetPlacement { path: "/home".into(), placement: Placement::RoundRobin, recursive: true };
+    push(&mut recs, &mut state, rr);
+    let only = MetaOp::SetPlacement { path: "/data/a.bin".into(), placement: Placement::LocalOnly, recursive: false };
+    push(&mut recs, &mut state, only);
+    recs
+}
+
 /// Writes the golden files of the current versions once, when asked
 /// (`TIERPOOL_WRITE_GOLDEN=1`) and only if they are missing.
 #[test]
 #[ignore = "writes the golden files of a new version: TIERPOOL_WRITE_GOLDEN=1 cargo test --test golden -- --ignored"]
 fn write_missing_golden_files_of_the_current_versions() {
-    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v5").exists() {
+    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v6").exists() {
         return;
     }
-    let recs = log_v5_records();
+    let recs = log_v6_records();
     let (mut seg, mut state) = (Vec::new(), MetaState::new());
     for r in &recs {
         state.execute_as(&r.op, r.owner, r.time).unwrap();
         encode_record(r, &mut seg);
     }
-    std::fs::write(golden("log-v5"), seg).unwrap();
-    std::fs::write(golden("snapshot-v6"), encode_snapshot(recs.len() as u64, &state)).unwrap();
-    std::fs::write(golden("state-log-v5.txt"), dump::dump(&state)).unwrap();
+    std::fs::write(golden("log-v6"), seg).unwrap();
+    std::fs::write(golden("snapshot-v7"), encode_snapshot(recs.len() as u64, &state)).unwrap();
+    std::fs::write(golden("state-log-v6.txt"), dump::dump(&state)).unwrap();
 }

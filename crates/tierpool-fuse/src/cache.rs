@@ -54,7 +54,7 @@ mod tests {
 
     #[test]
     fn evicts_least_recently_used_within_capacity() {
-        let k = |index| Key { inode: tierpool_types::InodeId(1), index, version: 1 };
+        let k = |index| Key::hashed(tierpool_types::InodeId(1), index, 1);
         let mut c = ChunkCache::new(10);
         c.insert(k(0), Bytes::from(vec![0; 4]));
         c.insert(k(1), Bytes::from(vec![1; 4]));

@@ -1,8 +1,9 @@
 //! The `user.tierpool.*` extended attributes (see `xattr.rs`) as calls to
-//! the pool: eviction attributes by inode, copies per chunk by path, and
+//! the pool: eviction attributes by inode, copies per chunk and placement by path, and
 //! where each chunk is.
 //!
-//! Copies per chunk are set by path (`SetReplicas` names one), so the
+//! Copies per chunk and placement are set by path (`SetReplicas` and
+//! `SetPlacement` name one), so the
 //! inode's path is found first: a directory's by its parent links, any
 //! other inode's from the name this mount met it by (`names.rs`), checked
 //! against the pool. An inode with no name left (unlinked, still open) has
@@ -19,7 +20,7 @@ impl TierpoolFs {
     pub(crate) fn get_xattr(&self, ino: u64, name: &str) -> Result<Vec<u8>, Errno> {
         if name != TIERS {
             let info = self.inode(ino)?;
-            return get(name, &info.attrs, info.replicas);
+            return get(name, &info);
         }
         let info = self.block(self.io.client.stat_inode(InodeId(ino), true))?;
         if info.kind != InodeKind::File {
@@ -33,6 +34,7 @@ impl TierpoolFs {
             Change::Priority(p) => (Some(p), None),
             Change::Pinned(b) => (None, Some(b)),
             Change::Replicas(n) => return self.set_replicas(ino, n),
+            Change::Placement(p) => return self.set_placement(ino, p),
         };
         self.block(self.io.client.set_attrs_at(InodeId(ino), priority, pinned)).map(|_| ())
     }
@@ -47,6 +49,15 @@ impl TierpoolFs {
         let path = self.path_of(ino)?;
         self.block(self.io.client.set_replicas(&path, copies, false, &mut |_, _| {}))?;
         // An open file takes the new count for the chunks it sends next.
+        self.inode(ino).map(|_| ())
+    }
+
+    /// Sets where new chunks of inode `ino` are written (a directory: what
+    /// new entries take).
+    fn set_placement(&self, ino: u64, placement: tierpool_types::Placement) -> Result<(), Errno> {
+        let path = self.path_of(ino)?;
+        self.block(self.io.client.set_placement(&path, placement, false))?;
+        // An open file takes the new policy for the chunks it sends next.
         self.inode(ino).map(|_| ())
     }
 

@@ -270,7 +270,7 @@ impl FileState {
             let cut: Vec<u64> = self.stored.range(count..).map(|(i, _)| *i).collect();
             for i in cut {
                 let r = self.stored.remove(&i).expect("listed above");
-                self.garbage.push(ChunkKey { inode: self.inode, index: i, version: r.version });
+                self.garbage.push(r.key(self.inode, i));
             }
             self.base.truncate(count as usize);
             let keep = (size - (size / cs) * cs) as usize;
@@ -325,15 +325,13 @@ impl FileState {
     /// handed out, `r` now holds it; otherwise `r` is already superseded.
     pub fn sent(&mut self, index: u64, r: ChunkRef) {
         let current = matches!(self.local.get(&index), Some(Local::Sending { version, .. }) if *version == r.version);
-        let inode = self.inode;
-        let key = |version| ChunkKey { inode, index, version };
         if !current {
-            self.garbage.push(key(r.version));
+            self.garbage.push(r.key(self.inode, index));
             return;
         }
         self.local.remove(&index);
         if let Some(old) = self.stored.insert(index, r) {
-            self.garbage.push(key(old.version));
+            self.garbage.push(old.key(self.inode, index));
         }
     }
 
@@ -383,16 +381,15 @@ impl FileState {
     }
 
     /// Every version this writer stored and has not published (to delete
-    /// when the file is gone before it could be published).
+    /// when the file is gone before it could be published). A version
+    /// still being sent is named by its hashed partition: if a placement
+    /// policy gave it another home, the orphan sweep collects it instead.
     pub fn unpublished(&self) -> Vec<ChunkKey> {
         let sending = self.local.iter().filter_map(|(i, l)| match l {
-            Local::Sending { version, .. } => Some((*i, *version)),
+            Local::Sending { version, .. } => Some(ChunkKey::hashed(self.inode, *i, *version)),
             Local::Dirty { .. } => None,
         });
-        (self.stored.iter().map(|(i, r)| (*i, r.version)))
-            .chain(sending)
-            .map(|(index, version)| ChunkKey { inode: self.inode, index, version })
-            .collect()
+        (self.stored.iter().map(|(i, r)| r.key(self.inode, *i))).chain(sending).collect()
     }
 }
 

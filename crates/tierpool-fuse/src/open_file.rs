@@ -20,7 +20,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
-use tierpool_client::{Client, InodeInfo};
+use tierpool_client::{Client, InodeInfo, Placing};
 use tierpool_types::{ChunkKey, ChunkRef, Error, ErrorKind, InodeId, Result};
 use tokio::runtime::Handle;
 use tokio::sync::OnceCell;
@@ -142,7 +142,7 @@ impl OpenFile {
         };
         let inode = self.inode;
         for (index, r) in prefetch {
-            prefetch_chunk(io, ChunkKey { inode, index, version: r.version }, r);
+            prefetch_chunk(io, r.key(inode, index), r);
         }
         let mut out = Vec::with_capacity(sources.len());
         for (index, from, to, source) in sources {
@@ -150,7 +150,7 @@ impl OpenFile {
                 Source::Local(b) => Bytes::from(b),
                 Source::Zero => Bytes::from(vec![0u8; to - from]),
                 Source::Stored(r) => {
-                    let data = match fetch(io, ChunkKey { inode, index, version: r.version }, r) {
+                    let data = match fetch(io, r.key(inode, index), r) {
                         Err(e) if e.kind == ErrorKind::Lost => self.refetch(io, index, r).ok_or(e)??,
                         other => other?,
                     };
@@ -187,7 +187,7 @@ impl OpenFile {
             self.inode,
             r.version
         );
-        Some(fetch(io, ChunkKey { inode: self.inode, index, version: r.version }, r))
+        Some(fetch(io, r.key(self.inode, index), r))
     }
 
     /// Writes `data` at `offset` (or at the end, for `append`); returns the
@@ -200,7 +200,7 @@ impl OpenFile {
         }
         let offset = if append { g.state.size() } else { offset };
         for (index, r) in g.state.loads_for_write(offset, data.len() as u64) {
-            let bytes = fetch(io, ChunkKey { inode: g.state.inode(), index, version: r.version }, r)?;
+            let bytes = fetch(io, r.key(g.state.inode(), index), r)?;
             g.state.install(index, &bytes);
         }
         let full = g.state.write(offset, data);
@@ -219,7 +219,7 @@ impl OpenFile {
     pub fn truncate(&self, io: &Io, size: u64) -> Result<()> {
         let mut g = self.inner.lock();
         if let Some((index, r)) = g.state.load_for_cut(size) {
-            let bytes = fetch(io, ChunkKey { inode: g.state.inode(), index, version: r.version }, r)?;
+            let bytes = fetch(io, r.key(g.state.inode(), index), r)?;
             g.state.install(index, &bytes);
         }
         g.state.truncate(size);
@@ -302,9 +302,9 @@ fn send(io: &Io, g: &mut Inner, index: u64) -> Result<()> {
     let version = io.rt.block_on(io.client.fresh_version())?;
     let Some(data) = g.state.send(index, version) else { return Ok(()) };
     tracing::debug!("inode {}: sending chunk {index} ({} bytes) as version {version}", g.state.inode(), data.len());
-    let (client, inode, attrs, copies) = (io.client.clone(), g.state.inode(), g.info.attrs, g.info.replicas);
+    let (client, inode, attrs, placing) = (io.client.clone(), g.state.inode(), g.info.attrs, Placing::of(&g.info));
     let task = io.rt.spawn(async move {
-        let r = client.put_version(inode, index, version, data.clone(), attrs, copies).await?;
+        let r = client.put_version(inode, index, version, data.clone(), attrs, placing).await?;
         Ok((r, data))
     });
     g.sending.push((index, version, task));
@@ -327,7 +327,7 @@ fn collect_one(io: &Io, g: &mut Inner) {
     let outcome = io.rt.block_on(task).unwrap_or_else(|e| Err(Error::internal(format!("chunk send failed: {e}"))));
     match outcome {
         Ok((r, data)) => {
-            io.cache.lock().insert(ChunkKey { inode: g.state.inode(), index, version }, data);
+            io.cache.lock().insert(r.key(g.state.inode(), index), data);
             g.state.sent(index, r);
         }
         Err(e) => {

@@ -10,43 +10,50 @@
 //!   on a directory changes the directory alone). Setting it copies or
 //!   drops the copies of the chunks that exist before it returns; a value
 //!   above what the pool keeps is `EINVAL`, as is any that is not a number;
+//! - `user.tierpool.placement` (`hash`, `local`, `round-robin`,
+//!   `local-only`) reads and sets where new chunks of a file are written
+//!   (of a directory: what new entries in it take; setting it on a
+//!   directory changes the directory alone); chunks already written stay
+//!   where they are; any other value is `EINVAL`;
 //! - `user.tierpool.tiers` (files only, read-only) has one letter per chunk
 //!   of the published file, in order: `m` in a worker's memory, `d` on a
 //!   worker's disk, `-` a hole (nothing stored), `?` not found on its worker.
 //!
 //! No other attribute is stored: reading one is `ENODATA`, setting one is
-//! `ENOTSUP`; `tiers` cannot be set (`EPERM`) and none of the four can be
+//! `ENOTSUP`; `tiers` cannot be set (`EPERM`) and none of the five can be
 //! removed (`EPERM`: they always have a value).
 //!
 //! Pure: names, values and parsing. `controls.rs` asks the pool.
 
 use fuser::Errno;
+use tierpool_client::InodeInfo;
 use tierpool_client::{ChunkPlace, InodeKind};
-use tierpool_types::{ChunkAttrs, Priority};
+use tierpool_types::{Placement, Priority};
 
 pub const PRIORITY: &str = "user.tierpool.priority";
 pub const PINNED: &str = "user.tierpool.pinned";
 pub const REPLICAS: &str = "user.tierpool.replicas";
+pub const PLACEMENT: &str = "user.tierpool.placement";
 pub const TIERS: &str = "user.tierpool.tiers";
 
 /// The names `listxattr` reports for an inode of `kind`, each NUL-terminated.
 pub fn names(kind: InodeKind) -> Vec<u8> {
     let mut out = Vec::new();
     let tiers = (kind == InodeKind::File).then_some(TIERS);
-    for n in [PRIORITY, PINNED, REPLICAS].into_iter().chain(tiers) {
+    for n in [PRIORITY, PINNED, REPLICAS, PLACEMENT].into_iter().chain(tiers) {
         out.extend_from_slice(n.as_bytes());
         out.push(0);
     }
     out
 }
 
-/// The value of attribute `name` (not `tiers`) of an inode with eviction
-/// attributes `attrs` keeping `replicas` copies.
-pub fn get(name: &str, attrs: &ChunkAttrs, replicas: u8) -> Result<Vec<u8>, Errno> {
+/// The value of attribute `name` (not `tiers`) of the inode `info`.
+pub fn get(name: &str, info: &InodeInfo) -> Result<Vec<u8>, Errno> {
     match name {
-        PRIORITY => Ok(attrs.priority.get().to_string().into_bytes()),
-        PINNED => Ok(if attrs.pinned { b"1".to_vec() } else { b"0".to_vec() }),
-        REPLICAS => Ok(replicas.to_string().into_bytes()),
+        PRIORITY => Ok(info.attrs.priority.get().to_string().into_bytes()),
+        PINNED => Ok(if info.attrs.pinned { b"1".to_vec() } else { b"0".to_vec() }),
+        REPLICAS => Ok(info.replicas.to_string().into_bytes()),
+        PLACEMENT => Ok(info.placement.name().as_bytes().to_vec()),
         _ => Err(Errno::from_i32(libc::ENODATA)),
     }
 }
@@ -70,6 +77,7 @@ pub enum Change {
     Priority(Priority),
     Pinned(bool),
     Replicas(u8),
+    Placement(Placement),
 }
 
 /// Parses `value` as a new value of attribute `name` (surrounding white
@@ -91,6 +99,7 @@ pub fn parse(name: &str, value: &[u8]) -> Result<Change, Errno> {
             Ok(n) if n >= 1 && text.bytes().all(|b| b.is_ascii_digit()) => Ok(Change::Replicas(n)),
             _ => Err(einval),
         },
+        PLACEMENT => text.parse().map(Change::Placement).map_err(|_| einval),
         TIERS => Err(Errno::EPERM),
         _ => Err(Errno::from_i32(libc::ENOTSUP)),
     }
@@ -98,7 +107,7 @@ pub fn parse(name: &str, value: &[u8]) -> Result<Change, Errno> {
 
 /// Why attribute `name` cannot be removed.
 pub fn remove_error(name: &str) -> Errno {
-    if [PRIORITY, PINNED, REPLICAS, TIERS].contains(&name) {
+    if [PRIORITY, PINNED, REPLICAS, PLACEMENT, TIERS].contains(&name) {
         Errno::EPERM
     } else {
         Errno::from_i32(libc::ENODATA)
@@ -121,14 +130,37 @@ pub fn reply(value: &[u8], size: u32, reply: fuser::ReplyXattr) {
 mod tests {
     use super::*;
 
+    fn info() -> InodeInfo {
+        InodeInfo {
+            id: tierpool_types::InodeId(5),
+            kind: InodeKind::File,
+            size: 0,
+            chunk_size: 4096,
+            mode: 0o644,
+            uid: 0,
+            gid: 0,
+            nlink: 1,
+            atime: 0,
+            mtime: 0,
+            ctime: 0,
+            attrs: tierpool_types::ChunkAttrs { priority: Priority::new(5).unwrap(), pinned: true },
+            replicas: 2,
+            placement: Placement::RoundRobin,
+            chunks: Vec::new(),
+            target: String::new(),
+            rdev: 0,
+        }
+    }
+
     #[test]
     fn values_read_as_text() {
-        let attrs = ChunkAttrs { priority: Priority::new(5).unwrap(), pinned: true };
-        assert_eq!(get(PRIORITY, &attrs, 2).unwrap(), b"5");
-        assert_eq!(get(PINNED, &attrs, 2).unwrap(), b"1");
-        assert_eq!(get(REPLICAS, &attrs, 2).unwrap(), b"2");
-        assert_eq!(get("user.other", &attrs, 2), Err(Errno::from_i32(libc::ENODATA)));
-        let dir = "user.tierpool.priority\0user.tierpool.pinned\0user.tierpool.replicas\0";
+        let i = info();
+        assert_eq!(get(PRIORITY, &i).unwrap(), b"5");
+        assert_eq!(get(PINNED, &i).unwrap(), b"1");
+        assert_eq!(get(REPLICAS, &i).unwrap(), b"2");
+        assert_eq!(get(PLACEMENT, &i).unwrap(), b"round-robin");
+        assert_eq!(get("user.other", &i), Err(Errno::from_i32(libc::ENODATA)));
+        let dir = "user.tierpool.priority\0user.tierpool.pinned\0user.tierpool.replicas\0user.tierpool.placement\0";
         assert_eq!(names(InodeKind::Dir), dir.as_bytes());
         assert_eq!(names(InodeKind::File), format!("{dir}user.tierpool.tiers\0").as_bytes());
         let places = [Some(ChunkPlace::Mem), None, Some(ChunkPlace::Disk), Some(ChunkPlace::Absent)];
@@ -148,6 +180,11 @@ mod tests {
         for bad in [&b"0"[..], b"-1", b"+2", b"256", b"two", b"", b"\xff"] {
             assert_eq!(parse(REPLICAS, bad), Err(Errno::from_i32(libc::EINVAL)), "{bad:?}");
         }
+        assert_eq!(parse(PLACEMENT, b"local-only\n"), Ok(Change::Placement(Placement::LocalOnly)));
+        for bad in [&b"Local"[..], b"", b"near"] {
+            assert_eq!(parse(PLACEMENT, bad), Err(Errno::from_i32(libc::EINVAL)), "{bad:?}");
+        }
+        assert_eq!(remove_error(PLACEMENT), Errno::EPERM);
         assert_eq!(parse(TIERS, b"m"), Err(Errno::EPERM));
         assert_eq!(parse("user.other", b"1"), Err(Errno::from_i32(libc::ENOTSUP)));
         assert_eq!((remove_error(PINNED), remove_error("user.x")), (Errno::EPERM, Errno::from_i32(libc::ENODATA)));

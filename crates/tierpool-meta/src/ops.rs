@@ -8,7 +8,7 @@
 
 use crate::Timestamp;
 use serde::{Deserialize, Serialize};
-use tierpool_types::{Checksum, ChunkAttrs, ChunkKey, ChunkRef, InodeId, Priority, WorkerId};
+use tierpool_types::{Checksum, ChunkAttrs, ChunkKey, ChunkRef, InodeId, Placement, Priority, Spread, WorkerId};
 
 /// A change to the metadata. Paths are as the user typed them; the state
 /// machine normalises them.
@@ -23,6 +23,8 @@ pub enum MetaOp {
     /// Publish a file whose chunks (version 1 of each index) are already on the workers.
     /// `inode` must have been reserved and never used. With `overwrite`, an existing
     /// file at `path` is atomically replaced and its inode queued for garbage collection.
+    /// `homes`: empty (every chunk in its hashed partition) or one entry per
+    /// chunk, the partition a placement policy put it in.
     /// Reply: [`MetaReply::Info`] of the new file.
     CommitFile {
         path: String,
@@ -30,6 +32,7 @@ pub enum MetaOp {
         size: u64,
         chunk_size: u64,
         checksums: Vec<Checksum>,
+        homes: Vec<Option<u32>>,
         attrs: ChunkAttrs,
         mode: u32,
         overwrite: bool,
@@ -144,9 +147,9 @@ pub enum MetaOp {
     /// partitions as it takes). Reply: [`MetaReply::Done`].
     SetSpeed { id: WorkerId, percent: u8 },
     /// Sets how many copies of each chunk the pool keeps at most (its
-    /// replication, the default of every path): only before any worker
-    /// joined (right after `Init`).
-    SetReplication { replicas: u8 },
+    /// replication, the default of every path) and what its replicas are
+    /// kept apart by: only before any worker joined (right after `Init`).
+    SetReplication { replicas: u8, spread: Spread },
     /// Worker `id` has been silent for its grace period: the slots it owns
     /// whose partition has a replica on a live worker are let go, to be
     /// filled again from that replica (repair). Only in a replicated pool.
@@ -158,6 +161,12 @@ pub enum MetaOp {
     /// replication), with `recursive` of everything beneath a directory.
     /// New entries inherit their directory's. Reply: [`MetaReply::Replicas`].
     SetReplicas { path: String, replicas: u8, recursive: bool },
+    /// Sets the placement policy of the inode at `path`, with `recursive`
+    /// of everything beneath a directory. New entries inherit their
+    /// directory's; chunks already written stay where they are. A
+    /// `local-only` path keeps one copy of each chunk. Reply:
+    /// [`MetaReply::Placed`].
+    SetPlacement { path: String, placement: Placement, recursive: bool },
 }
 
 impl MetaOp {
@@ -232,6 +241,10 @@ pub enum MetaReply {
     Replicas {
         changed: Vec<(InodeId, u8, u8)>,
     },
+    /// How many inodes took the placement policy.
+    Placed {
+        inodes: u64,
+    },
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -276,6 +289,8 @@ pub struct InodeInfo {
     /// Copies of each chunk the pool keeps (of a directory: what new files
     /// in it keep): its own setting, capped by the pool's replication.
     pub replicas: u8,
+    /// Where its chunks are put (of a directory: what new entries inherit).
+    pub placement: Placement,
     /// One entry per chunk of a file (`ceil(size / chunk_size)` entries),
     /// unless the query left them out; empty for every other kind (a
     /// region's chunks change in place and workers check them).

@@ -32,6 +32,7 @@ mod create;
 pub(crate) mod inode;
 mod parts;
 pub use parts::{StateParts, StateView};
+mod placement;
 mod queries;
 mod remove;
 mod replicas;
@@ -46,7 +47,7 @@ use crate::{MetaOp, MetaReply, Timestamp, WorkerRecord};
 use inode::{Inode, Owner};
 use std::collections::{BTreeMap, BTreeSet};
 use tierpool_placement::PartitionTable;
-use tierpool_types::{ChunkKey, Error, InodeId, Result, WorkerId};
+use tierpool_types::{ChunkKey, Error, InodeId, Result, Spread, WorkerId};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MetaState {
@@ -77,6 +78,12 @@ pub struct MetaState {
     /// Workers silent past their grace period in a replicated pool: they
     /// take no slots, and their slots with a live sibling were let go.
     down: BTreeSet<WorkerId>,
+    /// What replicas are kept apart by (set with the replication).
+    spread: Spread,
+    /// Whether a placement policy other than `hash` was ever set here since
+    /// the state was loaded (or any inode has one): writers must then look
+    /// up their directory's. Derived, never stored, never compared.
+    placed: Placed,
     /// What the ops run since the last [`MetaState::take_garbage`] queued
     /// for collection; not part of the state proper (see [`Fresh`]).
     fresh: Fresh,
@@ -109,9 +116,22 @@ impl PartialEq for Fresh {
 
 impl Eq for Fresh {}
 
+/// Whether a placement policy other than `hash` may be in use: a hint for
+/// writers, so two states compare equal whatever it says.
+#[derive(Clone, Debug, Default)]
+struct Placed(bool);
+
+impl PartialEq for Placed {
+    fn eq(&self, _: &Placed) -> bool {
+        true
+    }
+}
+
+impl Eq for Placed {}
+
 /// Every chunk key of inode `id`, as a range of the ordered keys.
 fn inode_keys(id: InodeId) -> std::ops::RangeInclusive<ChunkKey> {
-    ChunkKey { inode: id, index: 0, version: 0 }..=ChunkKey { inode: id, index: u64::MAX, version: u64::MAX }
+    ChunkKey::hashed(id, 0, 0)..=ChunkKey { inode: id, index: u64::MAX, version: u64::MAX, home: Some(u32::MAX) }
 }
 
 impl MetaState {
@@ -132,6 +152,8 @@ impl MetaState {
             removed: BTreeSet::new(),
             speeds: BTreeMap::new(),
             down: BTreeSet::new(),
+            spread: Spread::Host,
+            placed: Placed::default(),
             fresh: Fresh::default(),
         }
     }
@@ -163,12 +185,13 @@ impl MetaState {
             MetaOp::Init { partitions } => self.init(*partitions, now),
             MetaOp::Mkdir { path, parents, mode } => self.mkdir(&normalize(path)?, *parents, *mode, owner, now),
             MetaOp::AllocInodes { count } => self.alloc_inodes(*count),
-            MetaOp::CommitFile { path, inode, size, chunk_size, checksums, attrs, mode, overwrite } => {
+            MetaOp::CommitFile { path, inode, size, chunk_size, checksums, homes, attrs, mode, overwrite } => {
                 let file = create::NewFile {
                     inode: *inode,
                     size: *size,
                     chunk_size: *chunk_size,
                     checksums,
+                    homes,
                     attrs: *attrs,
                     mode: *mode,
                     region: false,
@@ -181,6 +204,7 @@ impl MetaState {
                     size: *size,
                     chunk_size: *chunk_size,
                     checksums: &[],
+                    homes: &[],
                     attrs: *attrs,
                     mode: *mode,
                     region: true,
@@ -234,11 +258,14 @@ impl MetaState {
             MetaOp::RemoveWorker { id } => self.remove_worker(*id),
             MetaOp::Rebalance => self.rebalance(),
             MetaOp::SetSpeed { id, percent } => self.set_speed(*id, *percent),
-            MetaOp::SetReplication { replicas } => self.set_replication(*replicas),
+            MetaOp::SetReplication { replicas, spread } => self.set_replication(*replicas, *spread),
             MetaOp::WorkerDown { id } => self.worker_down(*id),
             MetaOp::WorkerUp { id } => self.worker_up(*id),
             MetaOp::SetReplicas { path, replicas, recursive } => {
                 self.set_replicas(&normalize(path)?, *replicas, *recursive, now)
+            }
+            MetaOp::SetPlacement { path, placement, recursive } => {
+                self.set_placement(&normalize(path)?, *placement, *recursive, now)
             }
         }
     }

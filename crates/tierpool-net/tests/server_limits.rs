@@ -18,7 +18,7 @@ const MIB: usize = 1 << 20;
 const SECOND: Duration = Duration::from_secs(1);
 
 fn put(n: u64) -> WorkerRequest {
-    let key = ChunkKey { inode: InodeId(n), index: 0, version: 1 };
+    let key = ChunkKey::hashed(InodeId(n), 0, 1);
     WorkerRequest::PutChunk { key, checksum: 0, attrs: ChunkAttrs::default(), table: 0 }
 }
 

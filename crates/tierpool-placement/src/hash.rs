@@ -1,7 +1,7 @@
 //! The fixed chunk -> partition hash. Changing it moves every chunk of every
 //! existing pool: never change it in place.
 
-use tierpool_types::InodeId;
+use tierpool_types::{ChunkKey, InodeId};
 
 /// SplitMix64 finaliser: cheap, well mixed, stable across platforms.
 fn mix(mut z: u64) -> u64 {
@@ -17,6 +17,17 @@ pub fn partition_of(inode: InodeId, index: u64, partitions: u32) -> u32 {
     assert!(partitions > 0, "a pool has at least one partition");
     let h = mix(mix(inode.0) ^ index.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     (h % u64::from(partitions)) as u32
+}
+
+/// The partition of the stored chunk `key`: its home when its file's
+/// placement policy chose one, else the hashed one. A home outside the
+/// pool's partitions is refused where keys enter (workers, the
+/// coordinator); should one get here, the hashed partition is used.
+pub fn partition_of_key(key: ChunkKey, partitions: u32) -> u32 {
+    match key.home {
+        Some(p) if p < partitions => p,
+        _ => partition_of(key.inode, key.index, partitions),
+    }
 }
 
 #[cfg(test)]

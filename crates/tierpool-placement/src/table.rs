@@ -160,9 +160,9 @@ impl PartitionTable {
         self.slots_of(p).filter_map(|s| self.owner(s)).collect()
     }
 
-    /// The partition of `key`.
+    /// The partition of `key` (its home, if placed).
     pub fn partition(&self, key: ChunkKey) -> u32 {
-        crate::partition_of(key.inode, key.index, self.partitions())
+        crate::partition_of_key(key, self.partitions())
     }
 
     /// The workers a chunk keeping `copies` replicas is written to: the

@@ -66,7 +66,7 @@ fn two_replicas_on_two_workers_are_one_each() {
 fn one_worker_holds_one_replica_and_leaves_the_others_unowned() {
     let t = PartitionTable::replicated(16, 2).rebalanced(&weights(1));
     assert_eq!(t.shares(), [(w(0), 16)].into());
-    let key = ChunkKey { inode: InodeId(7), index: 0, version: 1 };
+    let key = ChunkKey::hashed(InodeId(7), 0, 1);
     assert_eq!(t.write_targets(key, 2), vec![w(0)]);
 }
 
@@ -149,7 +149,7 @@ proptest! {
     #[test]
     fn write_targets_are_distinct(n in 1u32..6, r in 1u8..4, copies in 1u8..4, inode in 0u64..1000, index in 0u64..100) {
         let t = PartitionTable::replicated(32, r).rebalanced(&weights(n));
-        let key = ChunkKey { inode: InodeId(inode), index, version: 1 };
+        let key = ChunkKey::hashed(InodeId(inode), index, 1);
         let ts = t.write_targets(key, copies);
         let set: BTreeSet<_> = ts.iter().collect();
         prop_assert_eq!(set.len(), ts.len());

@@ -91,6 +91,9 @@ pub struct Layout {
     /// it, moves begun or given up included; the epoch grows only when an
     /// owner changes).
     pub version: u64,
+    /// Whether a path may have a placement policy other than `hash`: a
+    /// writer must then look up its directory's before writing.
+    pub placed: bool,
 }
 
 impl Layout {

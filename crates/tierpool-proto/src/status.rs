@@ -76,6 +76,8 @@ pub struct ReplicationStatus {
     pub bytes_under: u64,
     /// Chunks with no live copy: unreadable until a worker comes back.
     pub chunks_lost: u64,
+    /// What replicas are kept apart by, beyond distinct workers.
+    pub spread: tierpool_types::Spread,
     /// Some chunk has fewer copies than it should, or none.
     pub degraded: bool,
 }

@@ -31,8 +31,10 @@ pub enum WorkerRequest {
     /// (0: none); a writer whose table predates the last change of the
     /// partition's replicas is answered `Moved` (it would miss a replica).
     PutChunk { key: ChunkKey, checksum: Checksum, attrs: ChunkAttrs, table: u64 },
-    /// A chunk's bytes: `Chunk` with them as payload.
-    GetChunk { key: ChunkKey },
+    /// A chunk's bytes: `Chunk` with them as payload. With `mem_only`, a
+    /// chunk this worker holds on DISK only is not read: `OnDisk` (a
+    /// reader first asks the replicas that may have it in memory).
+    GetChunk { key: ChunkKey, mem_only: bool },
     /// Deletes every chunk of these inodes: `Deleted`.
     DeleteInodes { inodes: Vec<InodeId> },
     /// Deletes these chunk versions: `Deleted`.
@@ -146,6 +148,8 @@ pub enum WorkerResponse {
         chunks: u64,
         bytes: u64,
     },
+    /// A `GetChunk` with `mem_only` of a chunk held on DISK only.
+    OnDisk,
 }
 
 /// Where a worker holds a chunk.
@@ -165,7 +169,7 @@ mod tests {
     #[test]
     fn messages_round_trip() {
         let r = WorkerRequest::PutChunk {
-            key: ChunkKey { inode: InodeId(7), index: 3, version: 1 },
+            key: ChunkKey::hashed(InodeId(7), 3, 1),
             checksum: 0xdead_beef,
             attrs: ChunkAttrs::default(),
             table: 12,
@@ -183,7 +187,7 @@ mod tests {
             _Ping,
             PutChunk { key: ChunkKey, checksum: u32, attrs: (u8, bool), table: u64 },
         }
-        let key = ChunkKey { inode: InodeId(7), index: 0, version: 1 };
+        let key = ChunkKey::hashed(InodeId(7), 0, 1);
         for p in [0u8, 6, 255] {
             let bytes = crate::encode(&Mirror::PutChunk { key, checksum: 1, attrs: (p, false), table: 0 });
             let e = crate::decode::<WorkerRequest>(&bytes).unwrap_err();

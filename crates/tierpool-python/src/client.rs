@@ -218,6 +218,15 @@ impl Client {
         view_to_py(py, &ReplicatedView::new(&done))
     }
 
+    /// Sets where new chunks of `path` are written (with `recursive`, of
+    /// everything beneath it too): returns how many paths took it.
+    #[pyo3(signature = (path, placement, recursive=false))]
+    fn set_placement(&self, py: Python<'_>, path: &str, placement: &str, recursive: bool) -> PyResult<u64> {
+        let placement: tierpool_types::Placement = placement.parse().map_err(|e| crate::error::to_py_err(py, e))?;
+        let c = self.conn(py)?;
+        wait(py, c.set_placement(&clean_path(path), placement, recursive))
+    }
+
     /// The files and regions at or under `path` short of copies (or with
     /// none left): `[{"path", "replicas", "chunks", "under", "lost"}]`.
     #[pyo3(signature = (path="/"))]

@@ -39,6 +39,9 @@ pub struct FileInfo {
     pub chunks: u64,
     /// Copies of each chunk the pool keeps (of a directory: what new entries in it keep).
     pub replicas: u8,
+    /// Where new chunks are written: `hash`, `local`, `round-robin` or
+    /// `local-only` (of a directory: what new entries in it take).
+    pub placement: String,
 }
 
 #[pymethods]
@@ -69,6 +72,7 @@ impl FileInfo {
         d.set_item("inode", self.inode)?;
         d.set_item("chunks", self.chunks)?;
         d.set_item("replicas", self.replicas)?;
+        d.set_item("placement", &self.placement)?;
         Ok(d)
     }
 
@@ -108,6 +112,7 @@ impl FileInfo {
             inode: i.id.0,
             chunks: tierpool_client::chunk_count(i),
             replicas: i.replicas,
+            placement: i.placement.name().to_string(),
         }
     }
 }

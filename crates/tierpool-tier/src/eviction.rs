@@ -156,7 +156,7 @@ mod tests {
     use tierpool_types::InodeId;
 
     fn key(i: u64) -> ChunkKey {
-        ChunkKey { inode: InodeId(i % 3), index: i, version: 0 }
+        ChunkKey::hashed(InodeId(i % 3), i, 0)
     }
 
     fn attrs(priority: u8, pinned: bool) -> ChunkAttrs {

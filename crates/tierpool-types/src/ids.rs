@@ -29,19 +29,52 @@ impl fmt::Display for WorkerId {
     }
 }
 
-/// One stored chunk object: chunk `index` of `inode` at `version`.
+/// One stored chunk object: chunk `index` of `inode` at `version`, in
+/// partition `home` when its file's placement policy chose one (`None`:
+/// the partition its inode and index hash to).
 ///
 /// Ordering is by inode first, so all chunks of an inode form one range.
+/// `home` is not part of a chunk's identity (no two stored objects differ
+/// only by it) but it travels with the key: whoever routes or moves the
+/// chunk must know its partition from the key alone.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct ChunkKey {
     pub inode: InodeId,
     pub index: u64,
     pub version: u64,
+    #[serde(deserialize_with = "home")]
+    pub home: Option<u32>,
+}
+
+/// A home partition that fits a chunk header ([`ChunkKey::MAX_HOME`]);
+/// any other does not decode.
+fn home<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    match Option::<u32>::deserialize(d)? {
+        Some(p) if p > ChunkKey::MAX_HOME => {
+            Err(serde::de::Error::custom(format!("home partition {p} is above the largest, {}", ChunkKey::MAX_HOME)))
+        }
+        h => Ok(h),
+    }
+}
+
+impl ChunkKey {
+    /// A chunk in the partition its inode and index hash to.
+    pub const fn hashed(inode: InodeId, index: u64, version: u64) -> ChunkKey {
+        ChunkKey { inode, index, version, home: None }
+    }
+
+    /// The largest partition a key may name as its home (pools have at most
+    /// 2^20 partitions; chunk file headers keep the home in 24 bits).
+    pub const MAX_HOME: u32 = (1 << 24) - 2;
 }
 
 impl fmt::Display for ChunkKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}@{}", self.inode.0, self.index, self.version)
+        write!(f, "{}:{}@{}", self.inode.0, self.index, self.version)?;
+        match self.home {
+            Some(p) => write!(f, " (placed in partition {p})"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -56,11 +89,19 @@ pub struct ChunkRef {
     pub version: u64,
     pub len: u64,
     pub checksum: crate::Checksum,
+    /// The partition the object was placed in (see [`ChunkKey::home`]).
+    #[serde(deserialize_with = "home")]
+    pub home: Option<u32>,
 }
 
 impl ChunkRef {
     /// A chunk of zeros with nothing stored.
-    pub const HOLE: ChunkRef = ChunkRef { version: 0, len: 0, checksum: 0 };
+    pub const HOLE: ChunkRef = ChunkRef { version: 0, len: 0, checksum: 0, home: None };
+
+    /// The stored object of this version, as chunk `index` of `inode`.
+    pub const fn key(&self, inode: InodeId, index: u64) -> ChunkKey {
+        ChunkKey { inode, index, version: self.version, home: self.home }
+    }
 
     pub fn is_hole(&self) -> bool {
         self.version == 0
@@ -120,4 +161,20 @@ impl fmt::Display for Priority {
 pub struct ChunkAttrs {
     pub priority: Priority,
     pub pinned: bool,
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+
+    #[test]
+    fn a_home_above_the_largest_does_not_decode() {
+        let key = |home| ChunkKey { inode: InodeId(1), index: 2, version: 3, home };
+        for ok in [None, Some(0), Some(ChunkKey::MAX_HOME)] {
+            let json = serde_json::to_string(&key(ok)).unwrap();
+            assert_eq!(serde_json::from_str::<ChunkKey>(&json).unwrap(), key(ok));
+        }
+        let json = serde_json::to_string(&key(Some(ChunkKey::MAX_HOME + 1))).unwrap();
+        assert!(serde_json::from_str::<ChunkKey>(&json).unwrap_err().to_string().contains("home partition"));
+    }
 }

@@ -7,12 +7,14 @@
 
 mod error;
 mod ids;
+mod placement;
 mod size;
 mod span;
 mod stats;
 
 pub use error::{Error, ErrorKind, Result};
 pub use ids::{ChunkAttrs, ChunkKey, ChunkRef, InodeId, Priority, WorkerId};
+pub use placement::{Placement, Spread};
 pub use size::ByteSize;
 pub use span::Span;
 pub use stats::TierStats;

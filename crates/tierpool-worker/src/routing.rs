@@ -29,7 +29,7 @@
 //! applied in order of their version, an older one is ignored.
 
 use std::collections::{BTreeMap, BTreeSet};
-use tierpool_placement::{partition_of, PartitionTable};
+use tierpool_placement::{partition_of_key, PartitionTable};
 use tierpool_types::{ChunkKey, Error, ErrorKind, Result, WorkerId};
 
 /// How a chunk request is to be answered.
@@ -154,14 +154,14 @@ impl Routing {
 
     /// The partition of `key` in the current table.
     pub fn partition(&self, key: ChunkKey) -> Option<u32> {
-        self.table.as_ref().map(|t| partition_of(key.inode, key.index, t.partitions()))
+        self.table.as_ref().map(|t| partition_of_key(key, t.partitions()))
     }
 
     /// Whether a chunk request for `key` is served now. A served write
     /// counts as in progress until [`done`](Self::done).
     pub fn admit(&mut self, key: ChunkKey, write: bool) -> Admit {
         let (Some(t), Some(me)) = (&self.table, self.me) else { return Admit::Busy };
-        let p = partition_of(key.inode, key.index, t.partitions());
+        let p = partition_of_key(key, t.partitions());
         if t.slot_held(p, me).is_none() {
             return Admit::Moved(t.epoch());
         }
@@ -181,7 +181,7 @@ impl Routing {
     /// again and write to every replica. `table` 0 is not checked.
     pub fn stale(&self, key: ChunkKey, table: u64) -> Option<Admit> {
         let t = self.table.as_ref()?;
-        let p = partition_of(key.inode, key.index, t.partitions());
+        let p = partition_of_key(key, t.partitions());
         let changed = self.changed.get(p as usize).copied().unwrap_or(0);
         (table != 0 && table < changed).then(|| Admit::Moved(t.epoch()))
     }
@@ -266,7 +266,7 @@ impl Routing {
     /// Whether this worker neither owns nor receives `key`'s partition.
     pub fn is_stray(&self, key: ChunkKey) -> bool {
         match (&self.table, self.me) {
-            (Some(t), Some(me)) => !Self::holds(t, me, partition_of(key.inode, key.index, t.partitions())),
+            (Some(t), Some(me)) => !Self::holds(t, me, partition_of_key(key, t.partitions())),
             _ => false,
         }
     }
@@ -281,7 +281,7 @@ mod tests {
     }
 
     fn key(inode: u64, index: u64) -> ChunkKey {
-        ChunkKey { inode: tierpool_types::InodeId(inode), index, version: 1 }
+        ChunkKey::hashed(tierpool_types::InodeId(inode), index, 1)
     }
 
     /// Four partitions over workers 1 and 2; `p`, one of worker 1's, moving
@@ -296,7 +296,7 @@ mod tests {
     }
 
     fn key_in(t: &PartitionTable, p: u32) -> ChunkKey {
-        (0..1000).map(|i| key(i, 0)).find(|k| partition_of(k.inode, k.index, t.partitions()) == p).unwrap()
+        (0..1000).map(|i| key(i, 0)).find(|k| partition_of_key(*k, t.partitions()) == p).unwrap()
     }
 
     #[test]

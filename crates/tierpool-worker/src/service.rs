@@ -181,7 +181,11 @@ impl WorkerService {
 
     /// A copy that fails its checksum is dropped as it is reported: the
     /// reader takes another replica and writes the good bytes back here.
-    fn get_chunk(&self, key: ChunkKey) -> Answer {
+    /// With `mem_only`, a chunk held on DISK only is not read (`OnDisk`).
+    fn get_chunk(&self, key: ChunkKey, mem_only: bool) -> Answer {
+        if mem_only && self.tiers.locate(key) == Some(tierpool_tier::TierKind::Disk) {
+            return Ok((WorkerResponse::OnDisk, Bytes::new()));
+        }
         let data = match block_in_place(|| self.tiers.get(key)) {
             Err(e) if e.kind == ErrorKind::Corrupt => {
                 tracing::warn!("chunk {key} is damaged here, dropped: {}", e.message);
@@ -273,7 +277,7 @@ impl WorkerService {
             WorkerRequest::PutChunk { key, checksum, attrs, table } => {
                 self.routed(key, Some(table), || self.put_chunk(key, checksum, attrs, payload))
             }
-            WorkerRequest::GetChunk { key } => self.routed(key, None, || self.get_chunk(key)),
+            WorkerRequest::GetChunk { key, mem_only } => self.routed(key, None, || self.get_chunk(key, mem_only)),
             WorkerRequest::DeleteInodes { inodes } => self.delete_inodes(&inodes),
             WorkerRequest::DeleteChunks { keys } => self.delete_chunks(&keys),
             WorkerRequest::SetAttrs { changes, replace } => self.set_attrs(&changes, replace),

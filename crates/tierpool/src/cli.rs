@@ -1,5 +1,6 @@
 //! Command-line definitions. User-facing names here are part of the product.
 
+use clap::builder::TypedValueParser as _;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use tierpool_types::{ByteSize, Span};
@@ -156,6 +157,25 @@ pub enum Cmd {
         #[command(flatten)]
         conn: Conn,
     },
+    /// Set where the chunks of a file are written (a directory: what new
+    /// entries in it take; with -r, everything beneath it too). Chunks
+    /// already written stay where they are; `stat` shows a path's policy.
+    #[command(after_help = PLACEMENT_POLICIES)]
+    Placement {
+        /// A file or directory in the pool.
+        path: String,
+        /// hash, local, round-robin or local-only (see below).
+        #[arg(value_parser = placement(), value_name = "POLICY")]
+        policy: tierpool_types::Placement,
+        /// Also every file and directory beneath a directory.
+        #[arg(short = 'r', long)]
+        recursive: bool,
+        /// Print the result as JSON: path, placement, inodes.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
     /// List the files and regions at or under PATH whose chunks are short
     /// of copies (a worker is down, or its replicas are still being copied
     /// again), or have none left.
@@ -292,6 +312,11 @@ pub struct UpArgs {
     /// Default: 2, or 1 with a single worker.
     #[arg(long, value_parser = replicas())]
     pub replicas: Option<u8>,
+    /// What a new pool keeps the replicas of a chunk apart by, beyond
+    /// distinct workers: distinct --host labels, or distinct --rack labels
+    /// (then hosts) where the pool allows. Fixed once the pool exists.
+    #[arg(long, value_parser = spread(), value_name = "host|rack")]
+    pub spread: Option<tierpool_types::Spread>,
     /// Print the result as JSON: coordinator address, state directory, process ids.
     #[arg(long)]
     pub json: bool,
@@ -328,6 +353,28 @@ Exit status:
   1  some chunk has no copy left (lost: unreadable until its worker comes back), or fsck could not run
   3  some chunks are short of copies, none lost (readable; the pool copies them again while it can)";
 
+/// What `placement` policies do.
+pub const PLACEMENT_POLICIES: &str = "\
+Policies:
+  hash         each chunk on the workers its partition hashes to: a file spreads over the pool (default)
+  local        the first copy of each chunk on the writer's own worker (same --host label as the
+               writer's TIERPOOL_HOST, by default its hostname), else one in its rack (TIERPOOL_RACK),
+               else hashed; the other copies elsewhere as usual
+  round-robin  the chunks of a file dealt over the workers in turn: each holds an equal share
+  local-only   one copy, on the writer's own worker; writing fails where the writer has none.
+               For intermediate data only that machine reads: lost if that worker is lost
+A chunk stays findable whatever its policy; it moves with its partition when the pool changes shape.";
+
+fn placement() -> impl clap::builder::TypedValueParser<Value = tierpool_types::Placement> {
+    clap::builder::PossibleValuesParser::new(tierpool_types::Placement::ALL.map(|p| p.name()))
+        .map(|s| s.parse::<tierpool_types::Placement>().expect("a listed policy"))
+}
+
+fn spread() -> impl clap::builder::TypedValueParser<Value = tierpool_types::Spread> {
+    clap::builder::PossibleValuesParser::new(["host", "rack"])
+        .map(|s| s.parse::<tierpool_types::Spread>().expect("a listed spread"))
+}
+
 /// Replicas 1 to 8 (the state machine's `MAX_REPLICAS`).
 fn replicas() -> clap::builder::RangedI64ValueParser<u8> {
     clap::value_parser!(u8).range(1..=8)
@@ -349,6 +396,11 @@ pub struct CoordinatorArgs {
     /// 2; fixed once the pool exists: another value is refused).
     #[arg(long, value_parser = replicas())]
     pub replicas: Option<u8>,
+    /// What a new pool keeps the replicas of a chunk apart by, beyond
+    /// distinct workers: distinct --host labels (default), or distinct
+    /// --rack labels where the pool allows. Fixed once the pool exists.
+    #[arg(long, value_parser = spread(), value_name = "host|rack")]
+    pub spread: Option<tierpool_types::Spread>,
     /// A worker silent for this long is declared down: in a pool keeping
     /// more than one copy, the replicas it held are copied again from the others.
     #[arg(long, default_value = "3s", value_name = "DURATION")]

@@ -70,6 +70,9 @@ pub fn count(n: u64, one: &str, many: &str) -> String {
 /// the workers for it, and what is short of copies or lost.
 pub fn replication_text(r: &ReplicationView) -> String {
     let mut s = format!("replication: {}", count(u64::from(r.replicas), "copy", "copies"));
+    if r.spread == "rack" {
+        s += " on distinct racks where possible";
+    }
     let few = r.possible < r.replicas;
     if few {
         s += &format!(
@@ -162,7 +165,7 @@ fn kind(k: InodeKind) -> &'static str {
 
 pub fn info_text(path: &str, i: &InodeInfo) -> String {
     format!(
-        "  path: {path}\n  kind: {}\n inode: {}\n  size: {} ({})\n chunk: {} x {}\n  mode: {:o}\n nlink: {}\n mtime: {}\n  prio: {}{}\ncopies: {}{}\n",
+        "  path: {path}\n  kind: {}\n inode: {}\n  size: {} ({})\n chunk: {} x {}\n  mode: {:o}\n nlink: {}\n mtime: {}\n  prio: {}{}\ncopies: {}{}\n place: {}{}\n",
         kind(i.kind),
         i.id,
         i.size,
@@ -175,6 +178,8 @@ pub fn info_text(path: &str, i: &InodeInfo) -> String {
         i.attrs.priority,
         if i.attrs.pinned { " (pinned)" } else { "" },
         i.replicas,
+        if i.kind == InodeKind::Dir { " (for new entries)" } else { "" },
+        i.placement,
         if i.kind == InodeKind::Dir { " (for new entries)" } else { "" }
     )
 }
@@ -263,6 +268,7 @@ mod tests {
             bytes_under: under << 22,
             chunks_lost: lost,
             degraded: under + lost > 0,
+            spread: "host",
         }
     }
 

@@ -3,8 +3,8 @@
 //! keeps, set what `tierpool pin` and `put --priority` set, cannot be
 //! removed, and refuse values and names they do not know with exact errno
 //! values; `user.tierpool.replicas` reads and sets the copies a file or
-//! directory keeps; `user.tierpool.tiers` shows, read-only, the tier of
-//! each chunk.
+//! directory keeps, `user.tierpool.placement` where new chunks are
+//! written; `user.tierpool.tiers` shows, read-only, the tier of each chunk.
 
 mod common;
 use common::{Mount, Pool};
@@ -79,7 +79,13 @@ fn priority_and_pinned_are_extended_attributes() {
     assert_eq!(get(&m.p("f"), "user.tierpool.pinned"), Ok(b"0".to_vec()));
     assert_eq!(
         list(&m.p("f")),
-        ["user.tierpool.priority", "user.tierpool.pinned", "user.tierpool.replicas", "user.tierpool.tiers"]
+        [
+            "user.tierpool.priority",
+            "user.tierpool.pinned",
+            "user.tierpool.replicas",
+            "user.tierpool.placement",
+            "user.tierpool.tiers"
+        ]
     );
     // setting reaches the pool
     set(&m.p("f"), "user.tierpool.priority", b"5\n").unwrap();
@@ -108,7 +114,10 @@ fn priority_and_pinned_are_extended_attributes() {
     assert_eq!(remove(&m.p("f"), "user.tierpool.pinned"), Err(libc::EPERM));
     assert_eq!(remove(&m.p("f"), "user.other"), Err(libc::ENODATA));
     assert_eq!(attrs(&pool, "/f"), (5, false));
-    assert_eq!(list(&m.p("d")), ["user.tierpool.priority", "user.tierpool.pinned", "user.tierpool.replicas"]);
+    assert_eq!(
+        list(&m.p("d")),
+        ["user.tierpool.priority", "user.tierpool.pinned", "user.tierpool.replicas", "user.tierpool.placement"]
+    );
 }
 
 fn copies(pool: &Pool, path: &str) -> u64 {
@@ -147,6 +156,34 @@ fn copies_per_chunk_are_an_extended_attribute() {
     }
     assert_eq!(remove(&m.p("a/g"), "user.tierpool.replicas"), Err(libc::EPERM));
     assert_eq!(copies(&pool, "/a/g"), 2);
+}
+
+#[test]
+fn placement_is_an_extended_attribute_and_files_written_through_the_mount_follow_it() {
+    let pool = Pool::start(3, "32MiB", "64MiB");
+    let m = Mount::new(&pool, "mnt");
+    fs::create_dir(m.p("rr")).unwrap();
+    assert_eq!(get(&m.p("rr"), "user.tierpool.placement"), Ok(b"hash".to_vec()));
+    set(&m.p("rr"), "user.tierpool.placement", b"round-robin\n").unwrap();
+    let v: Value = serde_json::from_str(&pool.ok(&["stat", "--json", "/rr"])).unwrap();
+    assert_eq!(v["placement"], "round-robin");
+    // three chunks of 4 MiB written through the mount: one on each worker
+    let before = pool.fresh_status();
+    let bytes: Vec<u8> = (0..(12 << 20)).map(|i| (i % 253) as u8).collect();
+    fs::write(m.p("rr/f"), &bytes).unwrap();
+    assert_eq!(get(&m.p("rr/f"), "user.tierpool.placement"), Ok(b"round-robin".to_vec()));
+    let used = |st: &Value| -> Vec<u64> {
+        (st["workers"].as_array().unwrap().iter())
+            .map(|w| w["mem"]["used"].as_u64().unwrap() + w["disk"]["used"].as_u64().unwrap())
+            .collect()
+    };
+    let grown: Vec<u64> = used(&pool.fresh_status()).iter().zip(used(&before)).map(|(a, b)| a - b).collect();
+    assert_eq!(grown, vec![4 << 20; 3]);
+    assert_eq!(fs::read(m.p("rr/f")).unwrap(), bytes);
+    // unknown policies: EINVAL, nothing changed; it cannot be removed
+    assert_eq!(set(&m.p("rr"), "user.tierpool.placement", b"nearby"), Err(libc::EINVAL));
+    assert_eq!(remove(&m.p("rr"), "user.tierpool.placement"), Err(libc::EPERM));
+    assert_eq!(get(&m.p("rr"), "user.tierpool.placement"), Ok(b"round-robin".to_vec()));
 }
 
 #[test]

@@ -44,7 +44,7 @@ fn a_forged_put_cannot_overwrite_a_committed_chunk() {
     let inode = serde_json::from_str::<serde_json::Value>(&pool.ok(&["stat", "--json", "/f"])).unwrap()["inode"]
         .as_u64()
         .unwrap();
-    let key = ChunkKey { inode: InodeId(inode), index: 0, version: 1 };
+    let key = ChunkKey::hashed(InodeId(inode), 0, 1);
     // An empty payload with the CRC of nothing: sent to every worker, one of
     // which holds the chunk and must refuse; the other has no such chunk.
     let answers = forge(&pool, key, b"", crc32c::crc32c(b""));
@@ -61,10 +61,10 @@ fn a_forged_put_cannot_overwrite_a_committed_chunk() {
         assert_eq!((moved.len(), owner.len()), (1, 1), "{owner:?}");
         owner.into_iter().next().unwrap()
     };
-    let other = ChunkKey { inode: InodeId(inode), index: 5, version: 9 };
+    let other = ChunkKey::hashed(InodeId(inode), 5, 9);
     assert_eq!(owner_answer(forge(&pool, other, b"abc", 7)).unwrap_err().kind, ErrorKind::Corrupt);
     // Version 0 is a hole: nothing is stored under it.
-    let hole = ChunkKey { inode: InodeId(inode), index: 0, version: 0 };
+    let hole = ChunkKey::hashed(InodeId(inode), 0, 0);
     let e = owner_answer(forge(&pool, hole, b"abc", crc32c::crc32c(b"abc"))).unwrap_err();
     assert_eq!(e.kind, ErrorKind::InvalidArgument);
     assert!(e.message.contains("version 0 is a hole"), "{}", e.message);

@@ -323,7 +323,7 @@ fn files_keeping_one_copy_lose_what_a_dead_worker_held_and_are_named() {
     for i in 0..6u64 {
         let info = rt.block_on(c.stat(&format!("/scratch/s{i}"))).unwrap();
         let n = info.chunks.iter().enumerate().filter(|(index, r)| {
-            let key = tierpool_types::ChunkKey { inode: info.id, index: *index as u64, version: r.version };
+            let key = r.key(info.id, *index as u64);
             layout.table.write_targets(key, 1) == vec![id]
         });
         let n = n.count() as u64;

@@ -190,7 +190,7 @@ fn worker_memory_stays_bounded_under_hogs() {
     eprintln!("6 peers claim 64 MiB chunk payloads and send 63 MiB of them");
     let peak = Peak::start(&[pid]);
     let whole = Arc::new(AtomicUsize::new(0));
-    let key = ChunkKey { inode: InodeId(1 << 40), index: 0, version: 1 };
+    let key = ChunkKey::hashed(InodeId(1 << 40), 0, 1);
     let msg =
         tierpool_proto::encode(&WorkerRequest::PutChunk { key, checksum: 0, attrs: ChunkAttrs::default(), table: 0 });
     let claim = FrameHeader { kind: KIND_WORKER_REQUEST, header_len: msg.len() as u32, payload_len: 64 << 20 };

@@ -51,7 +51,7 @@ impl From<ChunkRef> for ChunkRefV1 {
 
 impl From<ChunkRefV1> for ChunkRef {
     fn from(r: ChunkRefV1) -> Self {
-        ChunkRef { version: r.version, len: r.len, checksum: r.checksum }
+        ChunkRef { version: r.version, len: r.len, checksum: r.checksum, home: None }
     }
 }
 
@@ -71,7 +71,7 @@ impl From<ChunkKey> for ChunkKeyV1 {
 
 impl From<ChunkKeyV1> for ChunkKey {
     fn from(k: ChunkKeyV1) -> Self {
-        ChunkKey { inode: InodeId(k.inode), index: k.index, version: k.version }
+        ChunkKey::hashed(InodeId(k.inode), k.index, k.version)
     }
 }
 

@@ -176,7 +176,7 @@ fn op_to_v1(op: &MetaOp) -> Result<OpV1> {
         MetaOp::Init { partitions } => OpV1::Init { partitions },
         MetaOp::Mkdir { path, parents, mode } => OpV1::Mkdir { path, parents, mode },
         MetaOp::AllocInodes { count } => OpV1::AllocInodes { count },
-        MetaOp::CommitFile { path, inode, size, chunk_size, checksums, attrs, mode, overwrite } => {
+        MetaOp::CommitFile { path, inode, size, chunk_size, checksums, attrs, mode, overwrite, .. } => {
             OpV1::CommitFile { path, inode: inode.0, size, chunk_size, checksums, attrs: attrs.into(), mode, overwrite }
         }
         MetaOp::Remove { path, recursive } => OpV1::Remove { path, recursive },
@@ -233,7 +233,8 @@ fn op_to_v1(op: &MetaOp) -> Result<OpV1> {
         | MetaOp::SetReplication { .. }
         | MetaOp::WorkerDown { .. }
         | MetaOp::WorkerUp { .. }
-        | MetaOp::SetReplicas { .. } => {
+        | MetaOp::SetReplicas { .. }
+        | MetaOp::SetPlacement { .. } => {
             return Err(corrupt("an op added after log record version 1 has no form in it"))
         }
     })
@@ -251,6 +252,7 @@ fn op_from_v1(op: OpV1) -> Result<MetaOp> {
             size,
             chunk_size,
             checksums,
+            homes: Vec::new(),
             attrs: attrs.try_into()?,
             mode,
             overwrite,

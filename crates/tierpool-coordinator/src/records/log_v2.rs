@@ -152,7 +152,7 @@ fn op_to_v2(op: &MetaOp) -> Result<OpV2> {
         MetaOp::Init { partitions } => OpV2::Init { partitions },
         MetaOp::Mkdir { path, parents, mode } => OpV2::Mkdir { path, parents, mode },
         MetaOp::AllocInodes { count } => OpV2::AllocInodes { count },
-        MetaOp::CommitFile { path, inode, size, chunk_size, checksums, attrs, mode, overwrite } => {
+        MetaOp::CommitFile { path, inode, size, chunk_size, checksums, attrs, mode, overwrite, .. } => {
             OpV2::CommitFile { path, inode: inode.0, size, chunk_size, checksums, attrs: attrs.into(), mode, overwrite }
         }
         MetaOp::Remove { path, recursive } => OpV2::Remove { path, recursive },
@@ -209,7 +209,8 @@ fn op_to_v2(op: &MetaOp) -> Result<OpV2> {
         | MetaOp::SetReplication { .. }
         | MetaOp::WorkerDown { .. }
         | MetaOp::WorkerUp { .. }
-        | MetaOp::SetReplicas { .. } => {
+        | MetaOp::SetReplicas { .. }
+        | MetaOp::SetPlacement { .. } => {
             return Err(corrupt("moves and membership ops have no form in log record version 2"))
         }
     })
@@ -227,6 +228,7 @@ fn op_from_v2(op: OpV2) -> Result<MetaOp> {
             size,
             chunk_size,
             checksums,
+            homes: Vec::new(),
             attrs: attrs.try_into()?,
             mode,
             overwrite,

@@ -168,7 +168,7 @@ pub(super) fn op_to_v3(op: &MetaOp) -> Result<OpV3> {
         MetaOp::Init { partitions } => OpV3::Init { partitions },
         MetaOp::Mkdir { path, parents, mode } => OpV3::Mkdir { path, parents, mode },
         MetaOp::AllocInodes { count } => OpV3::AllocInodes { count },
-        MetaOp::CommitFile { path, inode, size, chunk_size, checksums, attrs, mode, overwrite } => {
+        MetaOp::CommitFile { path, inode, size, chunk_size, checksums, attrs, mode, overwrite, .. } => {
             OpV3::CommitFile { path, inode: inode.0, size, chunk_size, checksums, attrs: attrs.into(), mode, overwrite }
         }
         MetaOp::Remove { path, recursive } => OpV3::Remove { path, recursive },
@@ -222,7 +222,8 @@ pub(super) fn op_to_v3(op: &MetaOp) -> Result<OpV3> {
         | MetaOp::SetReplication { .. }
         | MetaOp::WorkerDown { .. }
         | MetaOp::WorkerUp { .. }
-        | MetaOp::SetReplicas { .. } => {
+        | MetaOp::SetReplicas { .. }
+        | MetaOp::SetPlacement { .. } => {
             return Err(super::frozen::corrupt("an op added after log record version 3 has no form in it"))
         }
     })
@@ -240,6 +241,7 @@ pub(super) fn op_from_v3(op: OpV3) -> Result<MetaOp> {
             size,
             chunk_size,
             checksums,
+            homes: Vec::new(),
             attrs: attrs.try_into()?,
             mode,
             overwrite,

@@ -49,7 +49,10 @@ pub(super) fn op_to_v4(op: &MetaOp) -> Result<OpV4> {
         MetaOp::SetReplication { .. }
         | MetaOp::WorkerDown { .. }
         | MetaOp::WorkerUp { .. }
-        | MetaOp::SetReplicas { .. } => return Err(corrupt("ops of replication have no form in log record version 4")),
+        | MetaOp::SetReplicas { .. }
+        | MetaOp::SetPlacement { .. } => {
+            return Err(corrupt("ops of replication have no form in log record version 4"))
+        }
         op => OpV4::V3(op_to_v3(op)?),
     })
 }

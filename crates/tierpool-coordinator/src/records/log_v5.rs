@@ -5,12 +5,13 @@
 //! Frozen once released. Versions 1 to 4 are still read. Version 5 holds
 //! every op.
 
+use super::frozen::corrupt;
 use super::log_v4::{op_from_v4, op_to_v4, OpV4};
 use super::snapshot_v2::OwnerV2;
 use super::LogRecord;
 use serde::{Deserialize, Serialize};
 use tierpool_meta::{MetaOp, Owner};
-use tierpool_types::{Result, WorkerId};
+use tierpool_types::{Result, Spread, WorkerId};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordV5 {
@@ -34,7 +35,10 @@ impl TryFrom<&LogRecord> for RecordV5 {
     fn try_from(r: &LogRecord) -> Result<Self> {
         let owner = OwnerV2 { uid: r.owner.uid, gid: r.owner.gid };
         let op = match &r.op {
-            MetaOp::SetReplication { replicas } => OpV5::SetReplication { replicas: *replicas },
+            MetaOp::SetReplication { replicas, spread: Spread::Host } => OpV5::SetReplication { replicas: *replicas },
+            MetaOp::SetReplication { .. } | MetaOp::SetPlacement { .. } => {
+                return Err(corrupt("ops of placement have no form in log record version 5"))
+            }
             MetaOp::WorkerDown { id } => OpV5::WorkerDown { id: id.0 },
             MetaOp::WorkerUp { id } => OpV5::WorkerUp { id: id.0 },
             MetaOp::SetReplicas { path, replicas, recursive } => {
@@ -52,7 +56,7 @@ impl TryFrom<RecordV5> for LogRecord {
         let owner = Owner { uid: r.owner.uid, gid: r.owner.gid };
         let op = match r.op {
             OpV5::V4(op) => op_from_v4(op)?,
-            OpV5::SetReplication { replicas } => MetaOp::SetReplication { replicas },
+            OpV5::SetReplication { replicas } => MetaOp::SetReplication { replicas, spread: Spread::Host },
             OpV5::WorkerDown { id } => MetaOp::WorkerDown { id: WorkerId(id) },
             OpV5::WorkerUp { id } => MetaOp::WorkerUp { id: WorkerId(id) },
             OpV5::SetReplicas { path, replicas, recursive } => MetaOp::SetReplicas { path, replicas, recursive },

@@ -10,7 +10,7 @@ use super::frozen::{corrupt, workers_from_v1, AttrsV1, TableV1, WorkerRecordV1};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use tierpool_meta::{Body, Inode, MetaState, Owner, StateParts};
-use tierpool_types::{ChunkRef, InodeId, Result};
+use tierpool_types::{ChunkRef, InodeId, Placement, Result, Spread};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SnapshotV1 {
@@ -55,6 +55,7 @@ impl StateV1 {
             .collect::<Result<BTreeMap<_, _>>>()?;
         MetaState::from_parts(StateParts {
             down: Default::default(),
+            spread: Spread::Host,
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,
@@ -79,7 +80,7 @@ fn migrate_inode(n: InodeV1) -> Result<Inode> {
             let chunks = (checksums.into_iter().enumerate())
                 .map(|(i, checksum)| {
                     let len = size.saturating_sub(i as u64 * chunk_size).min(chunk_size);
-                    ChunkRef { version: 1, len, checksum }
+                    ChunkRef { version: 1, len, checksum, home: None }
                 })
                 .collect();
             Body::File { size, chunk_size, chunks }
@@ -93,6 +94,7 @@ fn migrate_inode(n: InodeV1) -> Result<Inode> {
     };
     Ok(Inode {
         replicas: 0,
+        placement: Placement::Hash,
         mode: n.mode,
         owner: Owner::default(),
         atime: n.mtime,

@@ -8,7 +8,7 @@ use super::frozen::{TableV1, WorkerRecordV1};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use tierpool_meta::{Body, Inode, MetaState, Owner, StateParts, StateView};
-use tierpool_types::{InodeId, Result};
+use tierpool_types::{InodeId, Placement, Result, Spread};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SnapshotV2 {
@@ -79,6 +79,7 @@ impl StateV2 {
             .collect::<Result<BTreeMap<_, _>>>()?;
         MetaState::from_parts(StateParts {
             down: Default::default(),
+            spread: Spread::Host,
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,
@@ -139,6 +140,7 @@ pub(super) fn inode_from_v2(n: InodeV2) -> Result<Inode> {
     };
     Ok(Inode {
         replicas: 0,
+        placement: Placement::Hash,
         mode: n.mode,
         owner: Owner { uid: n.owner.uid, gid: n.owner.gid },
         atime: n.atime,

@@ -8,7 +8,7 @@ use super::snapshot_v2::{inode_from_v2, inode_to_v2, InodeV2};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use tierpool_meta::{MetaState, StateParts, StateView};
-use tierpool_types::{InodeId, Result};
+use tierpool_types::{InodeId, Result, Spread};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SnapshotV3 {
@@ -54,6 +54,7 @@ impl StateV3 {
             .collect::<Result<BTreeMap<_, _>>>()?;
         MetaState::from_parts(StateParts {
             down: Default::default(),
+            spread: Spread::Host,
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use tierpool_meta::{MetaState, StateParts, StateView};
 use tierpool_placement::PartitionTable;
-use tierpool_types::{InodeId, Result, WorkerId};
+use tierpool_types::{InodeId, Result, Spread, WorkerId};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SnapshotV4 {
@@ -69,6 +69,7 @@ impl StateV4 {
             .collect::<Result<BTreeMap<_, _>>>()?;
         Ok(StateParts {
             down: Default::default(),
+            spread: Spread::Host,
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,

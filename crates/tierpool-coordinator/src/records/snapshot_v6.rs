@@ -26,7 +26,7 @@ use super::frozen::{corrupt, TableV1};
 use super::snapshot_v5::StateV5;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
-use tierpool_meta::{MetaState, StateView, MAX_REPLICAS};
+use tierpool_meta::{MetaState, StateParts, StateView, MAX_REPLICAS};
 use tierpool_placement::PartitionTable;
 use tierpool_types::{InodeId, Result, WorkerId};
 
@@ -83,6 +83,11 @@ impl StateV6 {
     }
 
     pub fn into_state(self) -> Result<MetaState> {
+        MetaState::from_parts(self.into_parts()?).map_err(corrupt)
+    }
+
+    /// The state's fields, not yet checked as a whole.
+    pub fn into_parts(self) -> Result<StateParts> {
         let StateV6 { v5, replicas, slots, moving_slots, goal_slots, down, inode_replicas } = self;
         let (epoch, first) = (v5.v4.table.epoch, v5.v4.table.owners.clone());
         let mut parts = v5.into_parts()?;
@@ -118,6 +123,6 @@ impl StateV6 {
                 parts.inodes.get_mut(&InodeId(id)).ok_or_else(|| corrupt(format!("copies of dead inode {id}")))?;
             inode.replicas = n;
         }
-        MetaState::from_parts(parts).map_err(corrupt)
+        Ok(parts)
     }
 }

@@ -70,7 +70,7 @@ fn snapshots_refuse_damage_and_unknown_versions() {
 #[test]
 fn ops_of_replication_round_trip_in_log_v5_and_have_no_older_form() {
     let ops = [
-        MetaOp::SetReplication { replicas: 3 },
+        MetaOp::SetReplication { replicas: 3, spread: tierpool_types::Spread::Host },
         MetaOp::WorkerDown { id: WorkerId(4) },
         MetaOp::WorkerUp { id: WorkerId(4) },
         MetaOp::SetReplicas { path: "/a/b".into(), replicas: 2, recursive: true },
@@ -80,8 +80,12 @@ fn ops_of_replication_round_trip_in_log_v5_and_have_no_older_form() {
         let r = LogRecord { lsn: i as u64 + 1, time: 9, owner: Owner { uid: 1, gid: 2 }, op };
         let mut buf = Vec::new();
         encode_record(&r, &mut buf);
-        assert_eq!(buf[8], 5, "written in version 5");
+        assert_eq!(buf[8], 6, "written in version 6");
         assert_eq!(decode_record(&buf), Decoded::Record(r.clone(), buf.len()));
+        let mut v5 = Vec::new();
+        encode_record_in(5, &r, &mut v5).unwrap();
+        assert_eq!(v5[8], 5);
+        assert_eq!(decode_record(&v5), Decoded::Record(r.clone(), v5.len()));
         for v in 1..=4 {
             assert!(encode_record_in(v, &r, &mut Vec::new()).is_err(), "{:?} in version {v}", r.op);
         }
@@ -118,7 +122,7 @@ fn ok(s: &mut MetaState, op: MetaOp) {
 fn replicated_state(replicas: u8) -> MetaState {
     let mut s = MetaState::new();
     ok(&mut s, MetaOp::Init { partitions: 16 });
-    ok(&mut s, MetaOp::SetReplication { replicas });
+    ok(&mut s, MetaOp::SetReplication { replicas, spread: tierpool_types::Spread::Host });
     for n in 0..replicas {
         worker(&mut s, u32::from(n), true);
     }
@@ -235,6 +239,160 @@ fn snapshot_v6_refuses_impossible_replication() {
     }
 }
 
+// ---- placement: log version 6, snapshot version 7 ----
+
+#[test]
+fn ops_of_placement_round_trip_in_log_v6_and_have_no_older_form() {
+    use tierpool_types::{ChunkKey, ChunkRef, InodeId, Placement, Spread};
+    let placed = ChunkRef { version: 12, len: 100, checksum: 7, home: Some(3) };
+    let ops = [
+        MetaOp::SetReplication { replicas: 2, spread: Spread::Rack },
+        MetaOp::SetPlacement { path: "/tmp".into(), placement: Placement::LocalOnly, recursive: true },
+        MetaOp::SetPlacement { path: "/x".into(), placement: Placement::Hash, recursive: false },
+        MetaOp::CommitFile {
+            path: "/f".into(),
+            inode: InodeId(9),
+            size: 5,
+            chunk_size: 4096,
+            checksums: vec![1],
+            homes: vec![Some(2)],
+            attrs: Default::default(),
+            mode: 0o644,
+            overwrite: true,
+        },
+        MetaOp::UpdateFile {
+            inode: InodeId(9),
+            size: 100,
+            truncate: None,
+            chunks: vec![(0, placed), (1, ChunkRef::HOLE)],
+        },
+        MetaOp::GcChunksDone { keys: vec![placed.key(InodeId(9), 0), ChunkKey::hashed(InodeId(9), 1, 4)] },
+    ];
+    for (i, op) in ops.into_iter().enumerate() {
+        let r = LogRecord { lsn: i as u64 + 1, time: 9, owner: Owner { uid: 1, gid: 2 }, op };
+        let mut buf = Vec::new();
+        encode_record(&r, &mut buf);
+        assert_eq!(buf[8], 6);
+        assert_eq!(decode_record(&buf), Decoded::Record(r.clone(), buf.len()));
+        for v in 1..=5 {
+            assert!(encode_record_in(v, &r, &mut Vec::new()).is_err(), "{:?} in version {v}", r.op);
+        }
+    }
+}
+
+/// A pool keeping replicas apart by rack, a directory placed `local` and
+/// a file in it with placed chunks, one of them replaced (its old version
+/// awaiting collection keeps its home).
+fn placed_state() -> MetaState {
+    use tierpool_types::{ChunkRef, InodeId, Placement, Spread};
+    let mut s = MetaState::new();
+    ok(&mut s, MetaOp::Init { partitions: 16 });
+    ok(&mut s, MetaOp::SetReplication { replicas: 2, spread: Spread::Rack });
+    for n in 0..3 {
+        worker(&mut s, n, false);
+    }
+    ok(&mut s, MetaOp::Mkdir { path: "/near".into(), parents: false, mode: 0o755 });
+    ok(&mut s, MetaOp::SetPlacement { path: "/near".into(), placement: Placement::Local, recursive: false });
+    ok(&mut s, MetaOp::AllocInodes { count: 10 });
+    let id = InodeId(s.next_inode().0 - 10);
+    let commit = MetaOp::CommitFile {
+        path: "/near/f".into(),
+        inode: id,
+        size: 3 * 4096,
+        chunk_size: 4096,
+        checksums: vec![1, 2, 3],
+        homes: vec![Some(5), None, Some(15)],
+        attrs: Default::default(),
+        mode: 0o644,
+        overwrite: false,
+    };
+    ok(&mut s, commit);
+    let newer = ChunkRef { version: id.0 + 1, len: 10, checksum: 4, home: Some(7) };
+    ok(&mut s, MetaOp::UpdateFile { inode: id, size: 3 * 4096, truncate: None, chunks: vec![(0, newer)] });
+    s.check_invariants().unwrap();
+    s
+}
+
+#[test]
+fn placed_states_round_trip_through_snapshot_v7_only() {
+    let s = placed_state();
+    assert!(s.placed());
+    assert!(s.pending_chunks().iter().any(|k| k.home == Some(5)), "the replaced version keeps its home");
+    let bytes = encode_snapshot(5, &s);
+    assert_eq!(bytes[6], 7);
+    let (_, back) = decode_snapshot(&bytes).unwrap();
+    assert_eq!(back, s);
+    assert!(back.placed() && back.spread() == tierpool_types::Spread::Rack);
+    for v in 2..=6 {
+        assert!(encode_snapshot_in(v, 5, &s).is_err(), "snapshot version {v}");
+    }
+}
+
+/// Snapshot version 7 of `s`, edited by `edit`, then decoded.
+fn decode_edited_v7(s: &MetaState, edit: impl FnOnce(&mut snapshot_v7::StateV7)) -> Result<(u64, MetaState)> {
+    let mut state = snapshot_v7::StateV7::from_view(&s.view());
+    edit(&mut state);
+    decode_snapshot(&frame_snapshot(7, &encode(&snapshot_v7::SnapshotV7 { lsn: 1, state })))
+}
+
+#[test]
+fn snapshot_v7_refuses_impossible_placement() {
+    let s = placed_state();
+    decode_edited_v7(&s, |_| {}).unwrap();
+    let (&(file, _), _) = snapshot_v7::StateV7::from_view(&s.view()).homes.iter().next().map(|e| (e.0, e.1)).unwrap();
+    type Edit = Box<dyn FnOnce(&mut snapshot_v7::StateV7)>;
+    let edits: Vec<(&str, Edit)> = vec![
+        ("spread of replicas 9", Box::new(|v| v.spread = 9)),
+        (
+            "placement policy 7",
+            Box::new(|v| {
+                v.placements.insert(1, 7);
+            }),
+        ),
+        (
+            "listed with the default placement",
+            Box::new(|v| {
+                v.placements.insert(1, 0);
+            }),
+        ),
+        (
+            "placement of dead inode 999",
+            Box::new(|v| {
+                v.placements.insert(999, 1);
+            }),
+        ),
+        (
+            "home partition 16 in a pool of 16",
+            Box::new(move |v| {
+                v.homes.insert((file, 1), 16);
+            }),
+        ),
+        (
+            "which is not a file",
+            Box::new(|v| {
+                v.homes.insert((1, 0), 2);
+            }),
+        ),
+        (
+            "which holds none",
+            Box::new(move |v| {
+                v.homes.insert((file, 9), 2);
+            }),
+        ),
+        (
+            "which awaits no collection",
+            Box::new(move |v| {
+                v.pending_homes.insert(frozen::ChunkKeyV1 { inode: file, index: 2, version: 1 }, 3);
+            }),
+        ),
+    ];
+    for (want, edit) in edits {
+        let e = decode_edited_v7(&s, edit).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Corrupt, "{want}: {e}");
+        assert!(e.message.contains(want), "{want}: {}", e.message);
+    }
+}
+
 // ---- the lock on released formats ----
 
 /// Traces a record type; `enums` lists the enums inside it, whose every
@@ -284,6 +442,21 @@ fn released() -> Vec<(&'static str, Registry)> {
             ),
         ),
         ("snapshot-v6", trace_with(t::<snapshot_v6::SnapshotV6>, &[&t::<KindV1>, &t::<snapshot_v2::BodyV2>])),
+        (
+            "log-v6",
+            trace_with(
+                t::<log_v6::RecordV6>,
+                &[
+                    &t::<KindV1>,
+                    &t::<log_v1::NewNodeV1>,
+                    &t::<log_v3::OpV3>,
+                    &t::<log_v4::OpV4>,
+                    &t::<log_v5::OpV5>,
+                    &t::<log_v6::OpV6>,
+                ],
+            ),
+        ),
+        ("snapshot-v7", trace_with(t::<snapshot_v7::SnapshotV7>, &[&t::<KindV1>, &t::<snapshot_v2::BodyV2>])),
     ]
 }
 

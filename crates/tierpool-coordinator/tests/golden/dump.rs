@@ -51,6 +51,9 @@ pub fn dump(s: &MetaState) -> String {
     if !s.down().is_empty() {
         writeln!(out, "down {:?}", s.down()).unwrap();
     }
+    if s.spread() != tierpool_types::Spread::Host {
+        writeln!(out, "spread {}", s.spread()).unwrap();
+    }
     if s.is_initialised() {
         walk(s, InodeId::ROOT, "/", &mut out);
     }
@@ -61,7 +64,12 @@ fn walk(s: &MetaState, id: InodeId, path: &str, out: &mut String) {
     let i = s.stat_inode(id, true).unwrap();
     // Copies per chunk, shown only in a replicated pool (one otherwise).
     let copies = if s.table().replicas() > 1 { format!(" copies={}", i.replicas) } else { String::new() };
-    let chunks: Vec<String> = i.chunks.iter().map(|c| format!("{}:{}:{:08x}", c.version, c.len, c.checksum)).collect();
+    // A chunk's home and a path's placement, shown only when a policy set them.
+    let home = |c: &tierpool_types::ChunkRef| c.home.map_or(String::new(), |h| format!("@p{h}"));
+    let chunks: Vec<String> =
+        i.chunks.iter().map(|c| format!("{}:{}:{:08x}{}", c.version, c.len, c.checksum, home(c))).collect();
+    let copies =
+        if i.placement != tierpool_types::Placement::Hash { format!("{copies} place={}", i.placement) } else { copies };
     writeln!(
         out,
         "{path} id={} kind={:?} size={} cs={} mode={:o} uid={} gid={} nlink={} a={} m={} c={} prio={} pin={} chunks=[{}] target={:?} rdev={}{copies}",

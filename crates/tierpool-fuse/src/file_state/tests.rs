@@ -49,7 +49,7 @@ impl Harness {
     }
 
     fn fetch(&self, index: u64, r: ChunkRef) -> Bytes {
-        let key = ChunkKey { inode: self.state.inode(), index, version: r.version };
+        let key = r.key(self.state.inode(), index);
         let data = self.store.get(&key).unwrap_or_else(|| panic!("chunk {key} is not stored")).clone();
         assert_eq!((data.len() as u64, crc32c::crc32c(&data)), (r.len, r.checksum), "chunk {key}");
         data
@@ -97,8 +97,8 @@ impl Harness {
         }
         let (index, version, data) = self.inflight.remove(k % self.inflight.len());
         if ok {
-            let r = ChunkRef { version, len: data.len() as u64, checksum: crc32c::crc32c(&data) };
-            self.store.insert(ChunkKey { inode: self.state.inode(), index, version }, data);
+            let r = ChunkRef { version, len: data.len() as u64, checksum: crc32c::crc32c(&data), home: None };
+            self.store.insert(ChunkKey::hashed(self.state.inode(), index, version), data);
             self.state.sent(index, r);
         } else {
             self.state.send_failed(index, version);
@@ -236,12 +236,12 @@ fn a_sequential_writer_fills_and_hands_out_whole_chunks() {
     assert_eq!((s.dirty_bytes(), s.oldest_dirty()), (9000, Some(0)));
     let data = s.send(0, 77).unwrap();
     assert_eq!((data.len(), s.dirty_bytes()), (4096, 9000 - 4096));
-    let r77 = ChunkRef { version: 77, len: 4096, checksum: crc32c::crc32c(&data) };
+    let r77 = ChunkRef { version: 77, len: 4096, checksum: crc32c::crc32c(&data), home: None };
     s.sent(0, r77);
     assert_eq!(s.commit(), None, "chunks 1 and 2 are still held here");
     for (i, v) in [(1, 78), (2, 79)] {
         let d = s.send(i, v).unwrap();
-        s.sent(i, ChunkRef { version: v, len: d.len() as u64, checksum: 1 });
+        s.sent(i, ChunkRef { version: v, len: d.len() as u64, checksum: 1, home: None });
     }
     let c = s.commit().unwrap();
     assert_eq!((c.size, c.cut, c.chunks.len()), (9000, None, 3));
@@ -252,8 +252,8 @@ fn a_sequential_writer_fills_and_hands_out_whole_chunks() {
     s.write(0, &[3; 10]);
     s.send(0, 80);
     s.write(5, &[4; 10]);
-    s.sent(0, ChunkRef { version: 80, len: 4096, checksum: 2 });
-    assert_eq!(s.take_garbage(), vec![ChunkKey { inode: InodeId(5), index: 0, version: 80 }]);
+    s.sent(0, ChunkRef { version: 80, len: 4096, checksum: 2, home: None });
+    assert_eq!(s.take_garbage(), vec![ChunkKey::hashed(InodeId(5), 0, 80)]);
     assert_eq!(s.dirty_chunks(), vec![0]);
 }
 

@@ -23,6 +23,8 @@ pub(super) struct NewFile<'a> {
     pub(super) size: u64,
     pub(super) chunk_size: u64,
     pub(super) checksums: &'a [Checksum],
+    /// Empty, or the home partition of each chunk.
+    pub(super) homes: &'a [Option<u32>],
     pub(super) attrs: ChunkAttrs,
     pub(super) mode: u32,
     /// A region (no checksums) rather than a file.
@@ -89,6 +91,14 @@ impl MetaState {
                 file.checksums.len()
             )));
         }
+        if !file.homes.is_empty() && file.homes.len() != file.checksums.len() {
+            return Err(Error::invalid(format!(
+                "{}: {} home partitions given for {chunks} chunks",
+                display(comps),
+                file.homes.len()
+            )));
+        }
+        self.check_homes(file.homes.iter().copied()).map_err(|e| e.context(display(comps)))?;
         self.check_reserved(file.inode)?;
         if comps.is_empty() {
             return Err(path_error(ErrorKind::IsADirectory, comps));
@@ -115,7 +125,7 @@ impl MetaState {
             let refs = (file.checksums.iter().enumerate())
                 .map(|(i, c)| {
                     let len = (file.size - i as u64 * file.chunk_size).min(file.chunk_size);
-                    ChunkRef { version: 1, len, checksum: *c }
+                    ChunkRef { version: 1, len, checksum: *c, home: file.homes.get(i).copied().flatten() }
                 })
                 .collect();
             Body::File { size: file.size, chunk_size: file.chunk_size, chunks: refs }
@@ -209,6 +219,7 @@ impl MetaState {
         if inode.replicas == 0 {
             inode.replicas = dir.replicas;
         }
+        inode.placement = dir.placement;
         self.inodes.insert(id, inode);
         self.link(parent, name, id);
         self.touch(parent, now);

@@ -10,7 +10,7 @@ use super::MetaState;
 use crate::{InodeInfo, InodeKind, Timestamp};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use tierpool_types::{ChunkAttrs, ChunkRef, InodeId};
+use tierpool_types::{ChunkAttrs, ChunkRef, InodeId, Placement};
 
 /// Permission bits of the root directory.
 pub(super) const ROOT_MODE: u32 = 0o755;
@@ -39,6 +39,8 @@ pub struct Inode {
     /// Copies of each chunk kept (of a directory: what new entries in it
     /// inherit); 0: the pool's replication, whatever it is.
     pub replicas: u8,
+    /// Where a writer puts its chunks (of a directory: what new entries inherit).
+    pub placement: Placement,
     pub body: Body,
 }
 
@@ -89,6 +91,7 @@ impl Inode {
             attrs: ChunkAttrs::default(),
             links: 1,
             replicas: 0,
+            placement: Placement::Hash,
             body,
         }
     }
@@ -158,6 +161,7 @@ impl MetaState {
             ctime: n.ctime,
             attrs: n.attrs,
             replicas: self.copies(id),
+            placement: n.placement,
             chunks: Vec::new(),
             target: String::new(),
             rdev: 0,

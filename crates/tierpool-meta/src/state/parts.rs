@@ -12,7 +12,7 @@ use super::MetaState;
 use crate::WorkerRecord;
 use std::collections::{BTreeMap, BTreeSet};
 use tierpool_placement::PartitionTable;
-use tierpool_types::{ChunkKey, InodeId, Result, WorkerId};
+use tierpool_types::{ChunkKey, InodeId, Result, Spread, WorkerId};
 
 /// Every field of a state, borrowed.
 #[derive(Copy, Clone, Debug)]
@@ -31,6 +31,7 @@ pub struct StateView<'a> {
     pub removed: &'a BTreeSet<WorkerId>,
     pub speeds: &'a BTreeMap<WorkerId, u8>,
     pub down: &'a BTreeSet<WorkerId>,
+    pub spread: Spread,
 }
 
 /// Every field of a state, owned: what a decoded snapshot holds.
@@ -50,6 +51,7 @@ pub struct StateParts {
     pub removed: BTreeSet<WorkerId>,
     pub speeds: BTreeMap<WorkerId, u8>,
     pub down: BTreeSet<WorkerId>,
+    pub spread: Spread,
 }
 
 impl MetaState {
@@ -70,6 +72,7 @@ impl MetaState {
             removed: &self.removed,
             speeds: &self.speeds,
             down: &self.down,
+            spread: self.spread,
         }
     }
 
@@ -90,9 +93,13 @@ impl MetaState {
             removed: p.removed,
             speeds: p.speeds,
             down: p.down,
+            spread: p.spread,
+            placed: Default::default(),
             fresh: Default::default(),
         };
         s.check_invariants()?;
+        let mut s = s;
+        s.note_placed();
         Ok(s)
     }
 }
@@ -115,6 +122,7 @@ impl StateView<'_> {
             removed: self.removed.clone(),
             speeds: self.speeds.clone(),
             down: self.down.clone(),
+            spread: self.spread,
         }
     }
 }

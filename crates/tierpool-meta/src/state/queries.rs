@@ -7,7 +7,7 @@ use super::resolve::entry_error;
 use super::MetaState;
 use crate::path::normalize;
 use crate::{DirEntry, DirName, InodeInfo};
-use tierpool_types::{ChunkAttrs, ErrorKind, InodeId, Result};
+use tierpool_types::{ChunkAttrs, ChunkKey, ErrorKind, InodeId, Result};
 
 impl MetaState {
     pub fn stat(&self, path: &str) -> Result<InodeInfo> {
@@ -77,13 +77,15 @@ impl MetaState {
     /// Files and regions with a stored chunk in one of `partitions`.
     pub fn inodes_in_partitions(&self, partitions: &std::collections::BTreeSet<u32>) -> Vec<InodeId> {
         let n = self.table.partitions();
-        let hit = |id: InodeId, index: u64| partitions.contains(&tierpool_placement::partition_of(id, index, n));
+        let hit = |key| partitions.contains(&tierpool_placement::partition_of_key(key, n));
         (self.inodes.iter())
             .filter(|(id, inode)| match &inode.body {
                 Body::File { chunks, .. } => {
-                    chunks.iter().enumerate().any(|(i, c)| !c.is_hole() && hit(**id, i as u64))
+                    chunks.iter().enumerate().any(|(i, c)| !c.is_hole() && hit(c.key(**id, i as u64)))
                 }
-                Body::Region { size, chunk_size } => (0..size.div_ceil((*chunk_size).max(1))).any(|i| hit(**id, i)),
+                Body::Region { size, chunk_size } => {
+                    (0..size.div_ceil((*chunk_size).max(1))).any(|i| hit(ChunkKey::hashed(**id, i, 1)))
+                }
                 _ => false,
             })
             .map(|(id, _)| *id)
@@ -134,7 +136,7 @@ impl MetaState {
             match &inode.body {
                 Body::File { chunks, .. } => {
                     for (index, c) in chunks.iter().enumerate().filter(|(_, c)| !c.is_hole()) {
-                        out[tierpool_placement::partition_of(*id, index as u64, n) as usize] += c.len;
+                        out[tierpool_placement::partition_of_key(c.key(*id, index as u64), n) as usize] += c.len;
                     }
                 }
                 Body::Region { size, chunk_size } => {

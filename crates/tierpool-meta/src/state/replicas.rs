@@ -19,7 +19,7 @@ use super::MetaState;
 use crate::{MetaReply, Timestamp};
 use std::collections::BTreeSet;
 use tierpool_placement::PartitionTable;
-use tierpool_types::{Error, InodeId, Result, WorkerId};
+use tierpool_types::{Error, InodeId, Placement, Result, Spread, WorkerId};
 
 /// The most copies of a chunk a pool may keep.
 pub const MAX_REPLICAS: u8 = 8;
@@ -41,46 +41,65 @@ pub struct ReplicaHealth {
 }
 
 impl MetaState {
-    pub(super) fn set_replication(&mut self, replicas: u8) -> Result<MetaReply> {
+    pub(super) fn set_replication(&mut self, replicas: u8, spread: Spread) -> Result<MetaReply> {
         if !(1..=MAX_REPLICAS).contains(&replicas) {
             return Err(Error::invalid(format!("a pool keeps 1 to {MAX_REPLICAS} copies of a chunk, not {replicas}")));
         }
-        if replicas == self.table.replicas() {
+        if replicas == self.table.replicas() && spread == self.spread {
             return Ok(MetaReply::Done);
         }
         if !self.workers.is_empty() {
-            return Err(Error::invalid(format!(
-                "the pool keeps {} copies of each chunk (set when it was created): it cannot change to {replicas}",
-                self.table.replicas()
-            )));
+            return Err(Error::invalid(if replicas == self.table.replicas() {
+                format!(
+                    "the pool spreads replicas by {} (set when it was created): it cannot change to {spread}",
+                    self.spread
+                )
+            } else {
+                format!(
+                    "the pool keeps {} copies of each chunk (set when it was created): it cannot change to {replicas}",
+                    self.table.replicas()
+                )
+            }));
         }
         self.table = PartitionTable::replicated(self.table.partitions(), replicas);
+        self.spread = spread;
         self.goal.clear();
         Ok(MetaReply::Done)
     }
 
-    /// Copies of each chunk inode `id` keeps: its own setting capped by the pool's.
+    /// Copies of each chunk inode `id` keeps: its own setting capped by the
+    /// pool's; one if its placement is `local-only`.
     pub fn copies(&self, id: InodeId) -> u8 {
         let r = self.table.replicas();
-        match self.inodes.get(&id).map(|n| n.replicas) {
-            Some(0) | None => r,
-            Some(n) => n.min(r),
+        match self.inodes.get(&id).map(|n| (n.replicas, n.placement)) {
+            Some((_, Placement::LocalOnly)) => 1,
+            Some((0, _)) | None => r,
+            Some((n, _)) => n.min(r),
         }
     }
 
     /// The owners of `t`'s slots, replicas traded apart onto distinct
-    /// `--host` labels where that can be done (see
+    /// `--host` labels (`--rack` labels with `--spread rack`) where that can be done (see
     /// `PartitionTable::separated`); with `moves`, no slot goes to a worker
     /// that holds another slot of its partition in the current table.
     pub(super) fn apart(&self, t: PartitionTable, moves: bool) -> Vec<Option<WorkerId>> {
         if t.replicas() == 1 {
             return t.owners().to_vec();
         }
-        let mut names: Vec<&str> = self.workers.values().map(|w| w.host.as_str()).collect();
+        // With `--spread rack`, a worker's rack label stands for it (its
+        // host label when it has no rack).
+        fn label(spread: Spread, w: &crate::WorkerRecord) -> &str {
+            match spread {
+                Spread::Rack if !w.rack.is_empty() => w.rack.as_str(),
+                _ => w.host.as_str(),
+            }
+        }
+        let label = |w| label(self.spread, w);
+        let mut names: Vec<&str> = self.workers.values().map(label).collect();
         names.sort_unstable();
         names.dedup();
         let host = |w: WorkerId| {
-            let h = self.workers.get(&w)?.host.as_str();
+            let h = label(self.workers.get(&w)?);
             names.binary_search(&h).ok().map(|i| i as u32)
         };
         t.separated(&host, moves.then_some(&self.table)).owners().to_vec()
@@ -169,17 +188,16 @@ impl MetaState {
     /// The chunks of file or region `id` that hold data, with their
     /// lengths (a region's all count); `None` for any other inode.
     fn stored_chunks(&self, id: InodeId) -> Option<Vec<(tierpool_types::ChunkKey, u64)>> {
-        let key = |index: u64, version: u64| tierpool_types::ChunkKey { inode: id, index, version };
         match &self.node(id).body {
             super::inode::Body::File { chunks, .. } => Some(
                 (chunks.iter().enumerate())
                     .filter(|(_, c)| !c.is_hole())
-                    .map(|(i, c)| (key(i as u64, c.version), c.len))
+                    .map(|(i, c)| (c.key(id, i as u64), c.len))
                     .collect(),
             ),
             super::inode::Body::Region { size, chunk_size } => Some(
                 (0..size.div_ceil((*chunk_size).max(1)))
-                    .map(|i| (key(i, 1), (size - i * chunk_size).min(*chunk_size)))
+                    .map(|i| (tierpool_types::ChunkKey::hashed(id, i, 1), (size - i * chunk_size).min(*chunk_size)))
                     .collect(),
             ),
             _ => None,
@@ -220,7 +238,7 @@ impl MetaState {
                 lost: 0,
             };
             for (key, len) in chunks {
-                let p = tierpool_placement::partition_of(id, key.index, n);
+                let p = tierpool_placement::partition_of_key(key, n);
                 let first = self.table.slots_of(p).take(usize::from(f));
                 let alive = first.filter(|s| self.table.owner(*s).is_some_and(|w| live(&w))).count();
                 if alive == 0 {

@@ -38,6 +38,7 @@ impl MetaState {
         let kept = truncate.map_or(chunks.len() as u64, |t| t.div_ceil(cs).min(chunks.len() as u64));
         let count = new_size.div_ceil(cs);
         let share = |i: u64| (new_size - i * cs).min(cs);
+        self.check_homes(updates.iter().map(|(_, r)| r.home))?;
         let mut last = None;
         for (i, r) in updates {
             if last.is_some_and(|l| l >= *i) {
@@ -50,7 +51,7 @@ impl MetaState {
             if !r.is_hole() && self.retired.contains(&r.version) {
                 return Err(super::create::retired_error(r.version));
             }
-            if self.pending_chunks.contains(&ChunkKey { inode: id, index: *i, version: r.version }) {
+            if self.pending_chunks.contains(&r.key(id, *i)) {
                 return Err(Error::invalid(format!("inode {id}: chunk {i} version {} was replaced before", r.version)));
             }
             if r.len > share(*i) || (r.is_hole() && (r.len != 0 || r.checksum != 0)) {
@@ -80,16 +81,15 @@ impl MetaState {
         for (i, r) in updates {
             chunks[*i as usize] = *r;
         }
-        let replaced: Vec<(u64, u64)> = (old.iter().enumerate())
+        let replaced: Vec<ChunkKey> = (old.iter().enumerate())
             .filter(|(i, r)| !r.is_hole() && chunks.get(*i).is_none_or(|now| now.version != r.version))
-            .map(|(i, r)| (i as u64, r.version))
+            .map(|(i, r)| r.key(id, i as u64))
             .collect();
         *s = new_size;
         let n = self.node_mut(id);
         n.mtime = now;
         n.ctime = now;
-        for (index, version) in replaced {
-            let key = ChunkKey { inode: id, index, version };
+        for key in replaced {
             self.pending_chunks.insert(key);
             self.fresh.0.keys.push(key);
         }

@@ -26,6 +26,7 @@ pub fn commit_op(path: &str, inode: InodeId, size: u64, overwrite: bool) -> Meta
         size,
         chunk_size: CHUNK,
         checksums,
+        homes: Vec::new(),
         attrs: ChunkAttrs::default(),
         mode: 0o644,
         overwrite,
@@ -142,7 +143,17 @@ fn commit_strategy() -> impl Strategy<Value = MetaOp> {
         |(path, inode, size, chunk_size, bad, attrs, overwrite)| {
             let n = size.div_ceil(chunk_size) + u64::from(bad);
             let checksums = (0..n).map(|i| i as u32).collect();
-            MetaOp::CommitFile { path, inode, size, chunk_size, checksums, attrs, mode: 0o100644, overwrite }
+            MetaOp::CommitFile {
+                path,
+                inode,
+                size,
+                chunk_size,
+                checksums,
+                homes: Vec::new(),
+                attrs,
+                mode: 0o100644,
+                overwrite,
+            }
         },
     )
 }
@@ -170,7 +181,7 @@ fn membership_op() -> impl Strategy<Value = MetaOp> {
         1 => id().prop_map(|id| MetaOp::DrainWorker { id }),
         1 => id().prop_map(|id| MetaOp::RemoveWorker { id }),
         1 => Just(MetaOp::Rebalance),
-        1 => (1u8..4).prop_map(|replicas| MetaOp::SetReplication { replicas }),
+        1 => (1u8..4).prop_map(|replicas| MetaOp::SetReplication { replicas, spread: tierpool_types::Spread::Host }),
         1 => id().prop_map(|id| MetaOp::WorkerDown { id }),
         1 => id().prop_map(|id| MetaOp::WorkerUp { id }),
         1 => (path(), 0u8..4, any::<bool>()).prop_map(|(path, replicas, recursive)| MetaOp::SetReplicas { path, replicas, recursive }),
@@ -200,6 +211,7 @@ fn chunk_updates() -> impl Strategy<Value = Vec<(u64, ChunkRef)>> {
         version,
         len,
         checksum: 1,
+        home: None,
     });
     prop::collection::btree_map(0u64..5, r, 0..3).prop_map(|m| m.into_iter().collect())
 }
@@ -220,7 +232,7 @@ fn inode_op() -> impl Strategy<Value = MetaOp> {
             .prop_map(|(inode, size, truncate, chunks)| MetaOp::UpdateFile { inode, size, truncate, chunks }),
         1 => (small_inode(), prop::option::of(any::<bool>())).prop_map(|(inode, pinned)| MetaOp::SetAttrsAt { inode, priority: None, pinned }),
         1 => prop::collection::vec((small_inode(), 0u64..5, 0u64..4), 0..3).prop_map(|ks| MetaOp::GcChunksDone {
-            keys: ks.into_iter().map(|(inode, index, version)| ChunkKey { inode, index, version }).collect(),
+            keys: ks.into_iter().map(|(inode, index, version)| ChunkKey::hashed(inode, index, version)).collect(),
         }),
     ]
 }

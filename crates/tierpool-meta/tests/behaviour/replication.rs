@@ -22,7 +22,7 @@ fn worker(i: u32) -> MetaOp {
 /// A pool keeping `r` copies with `n` workers, moved to its goal.
 fn pool(r: u8, n: u32) -> MetaState {
     let mut s = ready();
-    s.execute(&MetaOp::SetReplication { replicas: r }, 2).unwrap();
+    s.execute(&MetaOp::SetReplication { replicas: r, spread: tierpool_types::Spread::Host }, 2).unwrap();
     for i in 1..=n {
         s.execute(&worker(i), 3).unwrap();
         settle(&mut s);
@@ -60,7 +60,7 @@ fn replication_is_set_before_any_worker_joins_and_never_after() {
     assert_eq!(s.table().slots(), 32);
     distinct(&s);
     assert!(s.table().owners().iter().all(Option::is_some), "three workers hold every replica of two");
-    let e = fails(&mut s, MetaOp::SetReplication { replicas: 3 });
+    let e = fails(&mut s, MetaOp::SetReplication { replicas: 3, spread: tierpool_types::Spread::Host });
     assert_eq!(
         e,
         (
@@ -68,8 +68,8 @@ fn replication_is_set_before_any_worker_joins_and_never_after() {
             "the pool keeps 2 copies of each chunk (set when it was created): it cannot change to 3".into()
         )
     );
-    s.execute(&MetaOp::SetReplication { replicas: 2 }, 6).unwrap();
-    let e = fails(&mut ready(), MetaOp::SetReplication { replicas: 0 });
+    s.execute(&MetaOp::SetReplication { replicas: 2, spread: tierpool_types::Spread::Host }, 6).unwrap();
+    let e = fails(&mut ready(), MetaOp::SetReplication { replicas: 0, spread: tierpool_types::Spread::Host });
     assert_eq!(e.0, ErrorKind::InvalidArgument);
 }
 
@@ -175,7 +175,7 @@ fn a_drain_that_would_leave_too_few_workers_for_the_copies_is_refused() {
 #[test]
 fn replicas_go_to_distinct_hosts_where_they_can() {
     let mut s = ready();
-    s.execute(&MetaOp::SetReplication { replicas: 2 }, 2).unwrap();
+    s.execute(&MetaOp::SetReplication { replicas: 2, spread: tierpool_types::Spread::Host }, 2).unwrap();
     for i in 1..=4u32 {
         let op = MetaOp::RegisterWorker {
             id: Some(WorkerId(i)),
@@ -197,4 +197,99 @@ fn replicas_go_to_distinct_hosts_where_they_can() {
         h.len() == 2 && host(h[0]) != host(h[1])
     });
     assert_eq!(apart.count() as u32, t.partitions(), "two hosts, two replicas: one on each");
+}
+
+/// `--spread rack`: four workers on four hosts in two racks keep the two
+/// replicas of every partition in different racks (by host alone, half
+/// the partitions could keep both in one rack); the spread, like the
+/// replication, is fixed once a worker joined.
+#[test]
+fn with_spread_rack_replicas_go_to_distinct_racks() {
+    use tierpool_types::Spread;
+    let mut s = ready();
+    s.execute(&MetaOp::SetReplication { replicas: 2, spread: Spread::Rack }, 2).unwrap();
+    for i in 1..=4u32 {
+        let op = MetaOp::RegisterWorker {
+            id: Some(WorkerId(i)),
+            addr: format!("10.0.0.{i}:7000"),
+            host: format!("node{i}"),
+            rack: format!("r{}", i % 2),
+            mem_capacity: 10,
+            disk_capacity: 0,
+            at_once: false,
+        };
+        s.execute(&op, 3).unwrap();
+        settle(&mut s);
+    }
+    distinct(&s);
+    assert_eq!(s.spread(), Spread::Rack);
+    let rack = |w: WorkerId| w.0 % 2;
+    let t = s.table();
+    for p in 0..t.partitions() {
+        let h = t.holders(p);
+        assert!(h.len() == 2 && rack(h[0]) != rack(h[1]), "partition {p}: {h:?} in one rack");
+    }
+    let e = fails(&mut s, MetaOp::SetReplication { replicas: 2, spread: Spread::Host });
+    assert_eq!(
+        e,
+        (
+            ErrorKind::InvalidArgument,
+            "the pool spreads replicas by rack (set when it was created): it cannot change to host".into()
+        )
+    );
+}
+
+/// Placement policies: inherited by new entries, set on a tree with
+/// `recursive`, a `local-only` path keeping one copy; the homes a commit
+/// names are kept with the chunks and must be partitions of the pool.
+#[test]
+fn placement_is_inherited_and_homes_are_checked_and_kept() {
+    use tierpool_types::{ChunkRef, Placement};
+    let mut s = pool(2, 3);
+    assert!(!s.placed());
+    mkdir(&mut s, "/tmp");
+    commit(&mut s, "/tmp/old", 10);
+    let set = MetaOp::SetPlacement { path: "/tmp".into(), placement: Placement::LocalOnly, recursive: false };
+    assert_eq!(s.execute(&set, 4).unwrap(), MetaReply::Placed { inodes: 1 });
+    assert!(s.placed());
+    let new = commit(&mut s, "/tmp/new", 10);
+    assert_eq!((new.placement, new.replicas), (Placement::LocalOnly, 1), "inherited, one copy");
+    let old = s.stat("/tmp/old").unwrap();
+    assert_eq!((old.placement, old.replicas), (Placement::Hash, 2), "what exists is unchanged");
+    let set = MetaOp::SetPlacement { path: "/".into(), placement: Placement::RoundRobin, recursive: true };
+    assert_eq!(s.execute(&set, 5).unwrap(), MetaReply::Placed { inodes: 4 });
+    assert_eq!(s.stat("/tmp/old").unwrap().placement, Placement::RoundRobin);
+
+    let id = alloc(&mut s);
+    let mut op = commit_op("/tmp/placed", id, 3 * CHUNK, false);
+    if let MetaOp::CommitFile { homes, .. } = &mut op {
+        *homes = vec![Some(3), None, Some(16)];
+    }
+    let e = fails(&mut s, op.clone());
+    assert_eq!(
+        e,
+        (ErrorKind::InvalidArgument, "/tmp/placed: home partition 16 is not one of the pool's 16 partitions".into())
+    );
+    if let MetaOp::CommitFile { homes, .. } = &mut op {
+        *homes = vec![Some(3), None];
+    }
+    let e = fails(&mut s, op.clone());
+    assert_eq!(e, (ErrorKind::InvalidArgument, "/tmp/placed: 2 home partitions given for 3 chunks".into()));
+    if let MetaOp::CommitFile { homes, .. } = &mut op {
+        *homes = vec![Some(3), None, Some(15)];
+    }
+    let MetaReply::Info(i) = s.execute(&op, 6).unwrap() else { panic!() };
+    assert_eq!(i.chunks.iter().map(|c| c.home).collect::<Vec<_>>(), vec![Some(3), None, Some(15)]);
+
+    // A replaced placed version awaits collection under its home.
+    let newer = ChunkRef { version: alloc(&mut s).0, len: 5, checksum: 9, home: Some(20) };
+    let update = MetaOp::UpdateFile { inode: i.id, size: 3 * CHUNK, truncate: None, chunks: vec![(0, newer)] };
+    let e = fails(&mut s, update);
+    assert_eq!(e, (ErrorKind::InvalidArgument, "home partition 20 is not one of the pool's 16 partitions".into()));
+    let newer = ChunkRef { home: Some(7), ..newer };
+    let update = MetaOp::UpdateFile { inode: i.id, size: 3 * CHUNK, truncate: None, chunks: vec![(0, newer)] };
+    s.execute(&update, 7).unwrap();
+    assert!(s.pending_chunks().contains(&i.chunks[0].key(i.id, 0)));
+    assert_eq!(s.stat("/tmp/placed").unwrap().chunks[0].home, Some(7));
+    s.check_invariants().unwrap();
 }

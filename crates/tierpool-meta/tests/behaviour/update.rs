@@ -9,7 +9,7 @@ use tierpool_meta::{InodeInfo, MetaOp, MetaReply, MetaState, NewNode};
 use tierpool_types::{ChunkKey, ChunkRef, ErrorKind, InodeId};
 
 fn r(version: u64, len: u64) -> ChunkRef {
-    ChunkRef { version, len, checksum: (version * 31 + len) as u32 }
+    ChunkRef { version, len, checksum: (version * 31 + len) as u32, home: None }
 }
 
 fn update(inode: InodeId, size: u64, truncate: Option<u64>, chunks: Vec<(u64, ChunkRef)>) -> MetaOp {
@@ -37,7 +37,7 @@ fn apply(s: &mut MetaState, op: MetaOp, now: u64) -> InodeInfo {
 }
 
 fn key(inode: InodeId, index: u64, version: u64) -> ChunkKey {
-    ChunkKey { inode, index, version }
+    ChunkKey::hashed(inode, index, version)
 }
 
 #[test]
@@ -91,7 +91,7 @@ fn updates_that_break_the_layout_are_refused() {
             "chunk 1 version 4 of 4097 bytes does not fit the chunk's 4096 bytes",
         ),
         (update(f.id, 0, None, vec![(1, r(4, 1)), (0, r(4, 1))]), "chunk updates must be in increasing index order"),
-        (update(f.id, 0, None, vec![(0, ChunkRef { version: 0, len: 5, checksum: 0 })]), ""),
+        (update(f.id, 0, None, vec![(0, ChunkRef { version: 0, len: 5, checksum: 0, home: None })]), ""),
     ];
     for (op, message) in cases {
         let (kind, m) = fails(&mut s, op);
@@ -163,7 +163,7 @@ impl Model {
 
 fn update_strategy() -> impl Strategy<Value = (u64, Option<u64>, Vec<(u64, ChunkRef)>)> {
     let chunk = (0u64..7, 1u64..6, prop_oneof![2 => Just(CHUNK), 1 => 0..=CHUNK + 1])
-        .prop_map(|(i, v, len)| (i, ChunkRef { version: v, len, checksum: v as u32 }));
+        .prop_map(|(i, v, len)| (i, ChunkRef { version: v, len, checksum: v as u32, home: None }));
     let cut = prop::option::of(0u64..7 * CHUNK);
     (0u64..7 * CHUNK, cut, prop::collection::btree_map(0u64..7, chunk, 0..4))
         .prop_map(|(size, t, m)| (size, t.map(|t| t.min(size)), m.into_iter().map(|(i, (_, c))| (i, c)).collect()))
@@ -209,7 +209,7 @@ fn retired_ids_can_never_be_published() {
     let (kind, msg) = fails(&mut s, commit_op("/g", orphan, 10, false));
     assert_eq!(kind, ErrorKind::Stale);
     assert!(msg.contains(&format!("id {} was given up", orphan.0)), "{msg}");
-    let r = ChunkRef { version, len: 10, checksum: 3 };
+    let r = ChunkRef { version, len: 10, checksum: 3, home: None };
     let update = MetaOp::UpdateFile { inode: f.id, size: 10, truncate: None, chunks: vec![(0, r)] };
     assert_eq!(fails(&mut s, update).0, ErrorKind::Stale);
     // Live inodes and ids never reserved cannot be retired.

@@ -75,6 +75,7 @@ fn setup() -> Engine {
             size: 1,
             chunk_size: 4096,
             checksums: vec![1],
+            homes: Vec::new(),
             attrs: ChunkAttrs::default(),
             mode: 0o644,
             overwrite: false,

@@ -106,6 +106,7 @@ impl Driver {
                     size: 100,
                     chunk_size: 4096,
                     checksums: vec![7],
+                    homes: Vec::new(),
                     attrs: ChunkAttrs::default(),
                     mode: 0o644,
                     overwrite: true,
@@ -120,7 +121,7 @@ impl Driver {
             Event::Rewrite(f) => {
                 if let Some(inode) = self.current(f) {
                     self.version += 1;
-                    let r = ChunkRef { version: 1000 + self.version, len: 10, checksum: 1 };
+                    let r = ChunkRef { version: 1000 + self.version, len: 10, checksum: 1, home: None };
                     self.exec(MetaOp::UpdateFile { inode, size: 100, truncate: None, chunks: vec![(0, r)] });
                 }
             }
@@ -213,6 +214,7 @@ fn after_a_restart_pending_garbage_waits_a_full_grace_period() {
         size: 1,
         chunk_size: 4096,
         checksums: vec![1],
+        homes: Vec::new(),
         attrs: ChunkAttrs::default(),
         mode: 0o644,
         overwrite: false,
@@ -244,6 +246,7 @@ fn garbage_is_reclaimable_at_once_unless_its_inode_is_held() {
             size: 1,
             chunk_size: 4096,
             checksums: vec![1],
+            homes: Vec::new(),
             attrs: ChunkAttrs::default(),
             mode: 0o644,
             overwrite: true,

@@ -60,13 +60,14 @@ impl World {
         match ev {
             Event::Put(f) => {
                 let id = self.reserve();
-                self.stored.push((ChunkKey { inode: id, index: 0, version: 1 }, self.now));
+                self.stored.push((ChunkKey::hashed(id, 0, 1), self.now));
                 let op = MetaOp::CommitFile {
                     path: format!("/f{f}"),
                     inode: id,
                     size: 10,
                     chunk_size: 4096,
                     checksums: vec![1],
+                    homes: Vec::new(),
                     attrs: ChunkAttrs::default(),
                     mode: 0o644,
                     overwrite: true,
@@ -79,13 +80,13 @@ impl World {
             Event::Rewrite(f) => {
                 let Ok(info) = self.e.state().stat(&format!("/f{f}")) else { return };
                 let v = self.reserve().0;
-                self.stored.push((ChunkKey { inode: info.id, index: 0, version: v }, self.now));
-                let r = ChunkRef { version: v, len: 10, checksum: 1 };
+                self.stored.push((ChunkKey::hashed(info.id, 0, v), self.now));
+                let r = ChunkRef { version: v, len: 10, checksum: 1, home: None };
                 self.exec(MetaOp::UpdateFile { inode: info.id, size: 10, truncate: None, chunks: vec![(0, r)] });
             }
             Event::Abandon => {
                 let id = self.reserve();
-                self.stored.push((ChunkKey { inode: id, index: 0, version: 1 }, self.now));
+                self.stored.push((ChunkKey::hashed(id, 0, 1), self.now));
             }
             Event::Hold(s, picks) => {
                 let inodes: Vec<InodeId> = picks.iter().filter_map(|p| self.ids.get(*p as usize).copied()).collect();
@@ -145,7 +146,7 @@ proptest! {
                 inode: InodeId(*id),
                 size: 1,
                 chunk_size: 4096,
-                checksums: vec![1],
+                checksums: vec![1], homes: Vec::new(),
                 attrs: ChunkAttrs::default(),
                 mode: 0o644,
                 overwrite: true,
@@ -164,7 +165,7 @@ fn a_killed_writers_chunks_are_orphans_once_its_lease_lapsed() {
     w.step(Event::Abandon);
     let id = w.ids[0];
     w.e.lease(1, vec![id], w.now);
-    let k = [ChunkKey { inode: id, index: 0, version: 1 }];
+    let k = [ChunkKey::hashed(id, 0, 1)];
     assert!(w.e.sweep(&k, secs(25)).unwrap().orphans.is_empty(), "reserved and leased");
     w.e.lease(1, vec![id], secs(28));
     assert!(w.e.sweep(&k, secs(37)).unwrap().orphans.is_empty(), "renewed 9 s ago");

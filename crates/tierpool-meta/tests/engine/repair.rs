@@ -61,7 +61,10 @@ struct Sim {
 impl Sim {
     fn new() -> Sim {
         let mut s = MetaState::new();
-        let mut log = vec![MetaOp::Init { partitions: PARTITIONS }, MetaOp::SetReplication { replicas: 2 }];
+        let mut log = vec![
+            MetaOp::Init { partitions: PARTITIONS },
+            MetaOp::SetReplication { replicas: 2, spread: tierpool_types::Spread::Host },
+        ];
         for i in 1..=4u32 {
             log.push(MetaOp::RegisterWorker {
                 id: Some(WorkerId(i)),

@@ -84,7 +84,7 @@ pub fn small_limits(conns: usize, shared: u64, payload: u64) -> Limits {
 
 /// The encoded `PutChunk` message every test frame carries.
 pub fn put_message() -> Vec<u8> {
-    let key = ChunkKey { inode: InodeId(1), index: 0, version: 1 };
+    let key = ChunkKey::hashed(InodeId(1), 0, 1);
     tierpool_proto::encode(&WorkerRequest::PutChunk { key, checksum: 0, attrs: ChunkAttrs::default(), table: 0 })
 }
 

@@ -68,7 +68,7 @@ mod tests {
     use tierpool_types::{ChunkAttrs, InodeId, Priority};
 
     fn key(i: u64) -> ChunkKey {
-        ChunkKey { inode: InodeId(i), index: 0, version: 1 }
+        ChunkKey::hashed(InodeId(i), 0, 1)
     }
 
     fn rank(priority: u8, pinned: bool, last_use: u64) -> Rank {

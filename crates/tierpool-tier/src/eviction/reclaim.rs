@@ -103,7 +103,7 @@ mod tests {
     use tierpool_types::InodeId;
 
     fn key(i: u64) -> ChunkKey {
-        ChunkKey { inode: InodeId(i), index: 0, version: 1 }
+        ChunkKey::hashed(InodeId(i), 0, 1)
     }
 
     #[test]

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use tierpool_types::{ChunkKey, ErrorKind, InodeId};
 
 fn key(inode: u64, index: u64) -> ChunkKey {
-    ChunkKey { inode: InodeId(inode), index, version: 1 }
+    ChunkKey::hashed(InodeId(inode), index, 1)
 }
 
 fn put(s: &mut impl ChunkStore, k: ChunkKey, data: &[u8]) {
@@ -44,7 +44,7 @@ fn deletes(s: &mut impl ChunkStore) {
 fn deletes_an_inode_range(s: &mut impl ChunkStore) {
     for inode in [4, 5, 6] {
         for index in [0, 1, u64::MAX] {
-            put(s, ChunkKey { inode: InodeId(inode), index, version: u64::MAX }, &[inode as u8; 3]);
+            put(s, ChunkKey::hashed(InodeId(inode), index, u64::MAX), &[inode as u8; 3]);
         }
     }
     assert_eq!(s.keys_of(InodeId(5)).len(), 3);

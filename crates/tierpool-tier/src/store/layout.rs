@@ -62,7 +62,7 @@ mod tests {
 
     #[test]
     fn enospc_is_pool_full_in_plain_words() {
-        let key = ChunkKey { inode: InodeId(1), index: 2, version: 3 };
+        let key = ChunkKey::hashed(InodeId(1), 2, 3);
         let e = write_error(io::Error::from_raw_os_error(28), Path::new("/w/chunks"), key, Path::new("/w/chunks/x"));
         let want = "the disk under /w/chunks is out of space (No space left on device)";
         assert_eq!((e.kind, e.message.as_str()), (ErrorKind::PoolFull, want));
@@ -75,7 +75,7 @@ mod tests {
 
     #[test]
     fn names_files_by_bucket_key_and_generation() {
-        let key = ChunkKey { inode: InodeId(42), index: 3, version: 7 };
+        let key = ChunkKey::hashed(InodeId(42), 3, 7);
         assert_eq!(path_of(Path::new("/r"), key, 1), Path::new("/r/b6/42-3-7-g1.chunk"));
     }
 }

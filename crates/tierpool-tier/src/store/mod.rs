@@ -64,7 +64,7 @@ pub trait ChunkStore {
 
 /// All keys of one inode, as a range of the `ChunkKey` order.
 pub fn inode_range(inode: InodeId) -> RangeInclusive<ChunkKey> {
-    ChunkKey { inode, index: 0, version: 0 }..=ChunkKey { inode, index: u64::MAX, version: u64::MAX }
+    ChunkKey::hashed(inode, 0, 0)..=ChunkKey::hashed(inode, u64::MAX, u64::MAX)
 }
 
 /// The error for an absent chunk.

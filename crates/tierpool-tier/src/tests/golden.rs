@@ -10,7 +10,7 @@ use tierpool_types::{ChunkKey, InodeId};
 const CHUNK_V1: &[u8] = include_bytes!("../../tests/golden/chunk-v1.chunk");
 
 fn golden_key() -> ChunkKey {
-    ChunkKey { inode: InodeId(42), index: 3, version: 7 }
+    ChunkKey::hashed(InodeId(42), 3, 7)
 }
 
 /// The golden chunk's data: byte `i` is `i * 31 % 251`.
@@ -46,7 +46,7 @@ fn tier_manager_serves_the_version_1_golden_chunk() {
     assert_eq!(m.get(golden_key()).unwrap(), golden_data());
     assert_eq!(m.read_range(golden_key(), 4990, 10).unwrap(), golden_data()[4990..]);
     // Files written from now on get generations above the golden file's.
-    let other = ChunkKey { inode: InodeId(42), index: 4, version: 7 };
+    let other = ChunkKey::hashed(InodeId(42), 4, 7);
     m.put(other, bytes::Bytes::from_static(b"new"), crc32c::crc32c(b"new"), Default::default()).unwrap();
     let names: Vec<String> = super::files(dir.path(), ".chunk")
         .iter()
@@ -54,4 +54,19 @@ fn tier_manager_serves_the_version_1_golden_chunk() {
         .collect();
     assert!(names.contains(&"42-4-7-g2.chunk".to_owned()), "{names:?}");
     assert!(dir.path().join("b6/42-3-7-g1.chunk").exists(), "the golden chunk stays where it was");
+}
+
+/// `tests/golden/chunk-v2.chunk`: a chunk placed in partition 300.
+const CHUNK_V2: &[u8] = include_bytes!("../../tests/golden/chunk-v2.chunk");
+
+#[test]
+fn disk_store_indexes_and_reads_the_version_2_golden_chunk_under_its_home() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("a9")).unwrap();
+    std::fs::write(dir.path().join("a9/42-5-9-g2.chunk"), CHUNK_V2).unwrap();
+    let s = DiskStore::open(dir.path(), u64::MAX).unwrap();
+    let key = ChunkKey { inode: InodeId(42), index: 5, version: 9, home: Some(300) };
+    let data: Vec<u8> = (0..3000u32).map(|i| (i * 7 % 253) as u8).collect();
+    assert_eq!(s.get(key).unwrap(), data);
+    assert_eq!(s.entry(ChunkKey::hashed(InodeId(42), 5, 9)), None, "the key names its home");
 }

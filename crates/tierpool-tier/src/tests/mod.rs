@@ -17,7 +17,7 @@ use tierpool_types::{ByteSize, ChunkAttrs, ChunkKey, InodeId, Priority, Result};
 pub const KIB: u64 = 1024;
 
 pub fn key(inode: u64, index: u64) -> ChunkKey {
-    ChunkKey { inode: InodeId(inode), index, version: 0 }
+    ChunkKey::hashed(InodeId(inode), index, 0)
 }
 
 pub fn attrs(priority: u8, pinned: bool) -> ChunkAttrs {

@@ -48,6 +48,9 @@ pub fn run(cli: Cli) -> Result<()> {
             Cmd::Replicas { path, copies, recursive, json, conn } => {
                 replicas::set(&connect(&conn).await?, &path, copies, recursive, json).await
             }
+            Cmd::Placement { path, policy, recursive, json, conn } => {
+                replicas::place(&connect(&conn).await?, &path, policy, recursive, json).await
+            }
             Cmd::Fsck { path, json, conn } => replicas::fsck(&connect(&conn).await?, &path, json).await,
             other => fs::run(other).await,
         }

@@ -229,6 +229,9 @@ fn start_coordinator(
     let new_pool = !dir.join("coordinator/meta").exists();
     let replicas =
         a.replicas.or(new_pool.then_some(if a.workers < 2 { 1 } else { tierpool_coordinator::DEFAULT_REPLICAS }));
+    if let Some(s) = a.spread {
+        args.extend(["--spread".into(), s.to_string()]);
+    }
     if let Some(r) = replicas {
         args.extend(["--replicas".into(), r.to_string()]);
     }

@@ -1,5 +1,5 @@
-//! `replicas` and `fsck`: how many copies of each chunk a path keeps, and
-//! which files are short of them.
+//! `replicas`, `placement` and `fsck`: how many copies of each chunk a
+//! path keeps and where they are written, and which files are short of them.
 //!
 //! `fsck`'s findings are its exit status as well as its output (see
 //! `cli::FSCK_EXIT_STATUS`): 0 healthy, 1 a chunk lost, 3 chunks short of
@@ -12,7 +12,7 @@ use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 use tierpool_client::view::{FsckView, ReplicatedView};
 use tierpool_client::{Client, InodeKind};
-use tierpool_types::ByteSize;
+use tierpool_types::{ByteSize, Placement};
 
 /// `fsck` found a chunk with no copy left.
 pub const FSCK_LOST: i32 = 1;
@@ -48,6 +48,22 @@ pub async fn set(c: &Client, path: &str, copies: u8, recursive: bool, json: bool
         let files = count(done.files, "file keeps", "files keep");
         let chunks = count(done.chunks, "chunk", "chunks");
         println!("{path}: {files} {keep} ({chunks}, {} {what})", ByteSize(done.bytes));
+    }
+    Ok(())
+}
+
+/// `placement`: sets a path's placement policy.
+pub async fn place(c: &Client, path: &str, policy: Placement, recursive: bool, json: bool) -> Result<()> {
+    let before = c.stat(path).await?;
+    let inodes = c.set_placement(path, policy, recursive).await?;
+    if json {
+        let v = serde_json::json!({ "path": path, "placement": policy.name(), "inodes": inodes });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else if before.kind == InodeKind::Dir && !recursive {
+        println!("{path}: new entries are placed {policy} (what exists is unchanged: -r changes it too)");
+    } else {
+        let what = count(inodes, "path", "paths");
+        println!("{path}: {what} placed {policy} from now on (chunks already written stay where they are)");
     }
     Ok(())
 }

@@ -16,6 +16,7 @@ pub async fn coordinator(a: CoordinatorArgs) -> Result<()> {
     let mut cfg = CoordinatorConfig::new(a.dir, a.listen);
     cfg.partitions = a.partitions;
     cfg.replicas = a.replicas;
+    cfg.spread = a.spread;
     anyhow::ensure!(
         a.dead_after.0 >= Duration::from_secs(2),
         "--dead-after must be at least 2s (workers send a heartbeat every second)"

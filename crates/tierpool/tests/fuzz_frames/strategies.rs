@@ -68,12 +68,11 @@ fn inode() -> BoxedStrategy<InodeId> {
 
 /// Chunk keys from a small space (so puts, reads and deletes meet), or hostile.
 pub fn key() -> BoxedStrategy<ChunkKey> {
-    let near = (0..4u64, 0..3u64, 1..3u64).prop_map(|(i, index, version)| ChunkKey {
-        inode: InodeId((1 << 40) + i),
-        index,
-        version,
+    let near = (0..4u64, 0..3u64, 1..3u64, proptest::option::of(0..8u32)).prop_map(|(i, index, version, home)| {
+        ChunkKey { home, ..ChunkKey::hashed(InodeId((1 << 40) + i), index, version) }
     });
-    let far = (inode(), num(), num()).prop_map(|(inode, index, version)| ChunkKey { inode, index, version });
+    let far = (inode(), num(), num(), proptest::option::of(0..=ChunkKey::MAX_HOME))
+        .prop_map(|(inode, index, version, home)| ChunkKey { home, ..ChunkKey::hashed(inode, index, version) });
     prop_oneof![3 => near, 1 => far].boxed()
 }
 
@@ -109,7 +108,9 @@ fn new_node() -> BoxedStrategy<NewNode> {
 }
 
 fn chunk_ref() -> BoxedStrategy<ChunkRef> {
-    (num(), num(), any::<u32>()).prop_map(|(version, len, checksum)| ChunkRef { version, len, checksum }).boxed()
+    (num(), num(), any::<u32>(), proptest::option::of(0..=ChunkKey::MAX_HOME))
+        .prop_map(|(version, len, checksum, home)| ChunkRef { version, len, checksum, home })
+        .boxed()
 }
 
 /// The strategy of each metadata op.
@@ -167,24 +168,38 @@ fn meta_op(sample: &MetaOp) -> BoxedStrategy<MetaOp> {
         M::SetSpeed { .. } => {
             (num32(), any::<u8>()).prop_map(|(id, percent)| M::SetSpeed { id: WorkerId(id), percent }).boxed()
         }
-        M::SetReplication { .. } => any::<u8>().prop_map(|replicas| M::SetReplication { replicas }).boxed(),
+        M::SetReplication { .. } => (any::<u8>(), any::<bool>())
+            .prop_map(|(replicas, rack)| M::SetReplication {
+                replicas,
+                spread: if rack { tierpool_types::Spread::Rack } else { tierpool_types::Spread::Host },
+            })
+            .boxed(),
         M::WorkerDown { .. } => num32().prop_map(|id| M::WorkerDown { id: WorkerId(id) }).boxed(),
         M::WorkerUp { .. } => num32().prop_map(|id| M::WorkerUp { id: WorkerId(id) }).boxed(),
         M::SetReplicas { .. } => (text(), any::<u8>(), any::<bool>())
             .prop_map(|(path, replicas, recursive)| M::SetReplicas { path, replicas, recursive })
+            .boxed(),
+        M::SetPlacement { .. } => (text(), 0..4usize, any::<bool>())
+            .prop_map(|(path, p, recursive)| M::SetPlacement {
+                path,
+                placement: tierpool_types::Placement::ALL[p],
+                recursive,
+            })
             .boxed(),
     }
 }
 
 fn commit_file() -> BoxedStrategy<MetaOp> {
     let file = (text(), inode(), num(), num(), many(any::<u32>().boxed()));
-    (file, attrs(), num32(), any::<bool>())
-        .prop_map(|((path, inode, size, chunk_size, checksums), attrs, mode, overwrite)| MetaOp::CommitFile {
+    let homes = many(proptest::option::of(0..=ChunkKey::MAX_HOME).boxed());
+    (file, homes, attrs(), num32(), any::<bool>())
+        .prop_map(|((path, inode, size, chunk_size, checksums), homes, attrs, mode, overwrite)| MetaOp::CommitFile {
             path,
             inode,
             size,
             chunk_size,
             checksums,
+            homes,
             attrs,
             mode,
             overwrite,
@@ -311,7 +326,9 @@ fn worker(sample: &WorkerRequest) -> BoxedStrategy<Req<WorkerRequest>> {
         W::PutChunk { .. } => (key(), attrs(), bytes_and_checksum(0..4096))
             .prop_map(|(key, attrs, (b, checksum))| (W::PutChunk { key, checksum, attrs, table: 0 }, b))
             .boxed(),
-        W::GetChunk { .. } => plain(key().prop_map(|key| W::GetChunk { key }).boxed()),
+        W::GetChunk { .. } => {
+            plain((key(), any::<bool>()).prop_map(|(key, mem_only)| W::GetChunk { key, mem_only }).boxed())
+        }
         W::DeleteInodes { .. } => plain(many(inode()).prop_map(|inodes| W::DeleteInodes { inodes }).boxed()),
         W::DeleteChunks { .. } => plain(many(key()).prop_map(|keys| W::DeleteChunks { keys }).boxed()),
         W::SetAttrs { .. } => plain(
