@@ -24,6 +24,7 @@ use bytes::Bytes;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tierpool_placement::{read_classes, Nearness};
 use tierpool_proto::{Layout, WorkerRequest, WorkerResponse};
 use tierpool_types::{ChunkKey, Error, ErrorKind, Result, WorkerId};
 
@@ -216,31 +217,19 @@ impl Client {
     /// of equally near ones: on this client's host, in its rack, the
     /// others (each in replica order), then those that failed lately.
     fn nearest(&self, layout: &Layout, key: ChunkKey) -> Vec<Vec<WorkerId>> {
-        let mut holders: Vec<(usize, WorkerId)> =
-            layout.table.holders(layout.table.partition(key)).into_iter().enumerate().collect();
+        let holders = layout.table.holders(layout.table.partition(key));
         let (host, rack) = (&self.inner.cfg.host, &self.inner.cfg.rack);
         let suspects = {
             let mut s = self.inner.suspects.lock();
             s.retain(|_, at| at.elapsed() < SUSPECT_FOR);
             s.keys().copied().collect::<BTreeSet<WorkerId>>()
         };
-        let class = |w: &WorkerId| {
-            let far = match layout.worker(*w) {
-                Some(r) if !host.is_empty() && &r.host == host => 0,
-                Some(r) if !rack.is_empty() && &r.rack == rack => 1,
-                _ => 2,
-            };
-            (suspects.contains(w), far)
+        let near = |w: WorkerId| match layout.worker(w) {
+            Some(r) if !host.is_empty() && &r.host == host => Nearness::Host,
+            Some(r) if !rack.is_empty() && &r.rack == rack => Nearness::Rack,
+            _ => Nearness::Remote,
         };
-        holders.sort_by_key(|(k, w)| (class(w), *k));
-        let mut classes: Vec<Vec<WorkerId>> = Vec::new();
-        for (i, (_, w)) in holders.iter().enumerate() {
-            match classes.last_mut() {
-                Some(c) if i > 0 && class(&holders[i - 1].1) == class(w) => c.push(*w),
-                _ => classes.push(vec![*w]),
-            }
-        }
-        classes
+        read_classes(&holders, near, |w| suspects.contains(&w))
     }
 }
 

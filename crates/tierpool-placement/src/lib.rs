@@ -14,11 +14,13 @@
 mod apart;
 mod deal;
 mod hash;
+mod nearest;
 pub mod plan;
 mod policy;
 mod table;
 
 pub use deal::{slot_targets, target_counts, weight};
 pub use hash::{partition_of, partition_of_key};
+pub use nearest::{read_classes, Nearness};
 pub use policy::{home, Near, NoWorkerHere};
 pub use table::PartitionTable;

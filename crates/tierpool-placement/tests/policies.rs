@@ -72,3 +72,29 @@ proptest! {
         prop_assert!(hi - lo <= 1, "{:?}", per);
     }
 }
+
+proptest! {
+    /// Readers try replicas in RCSS's order: host, rack, remote, each in
+    /// replica order, workers that failed lately last; every holder once.
+    #[test]
+    fn read_classes_follow_the_ranking(
+        near in proptest::collection::vec(0u8..3, 1..8),
+        suspect in proptest::collection::vec(any::<bool>(), 8),
+    ) {
+        use tierpool_placement::{read_classes, Nearness};
+        let holders: Vec<WorkerId> = (0..near.len() as u32).map(WorkerId).collect();
+        let nearness = |w: WorkerId| [Nearness::Host, Nearness::Rack, Nearness::Remote][near[w.0 as usize] as usize];
+        let sus = |w: WorkerId| suspect[w.0 as usize];
+        let classes = read_classes(&holders, nearness, sus);
+        let flat: Vec<WorkerId> = classes.concat();
+        let mut sorted = flat.clone();
+        sorted.sort();
+        prop_assert_eq!(&sorted, &holders, "every holder once");
+        let rank = |w: WorkerId| (sus(w), nearness(w), w.0);
+        prop_assert!(flat.windows(2).all(|p| rank(p[0]) < rank(p[1])), "ranked: {:?}", flat);
+        for c in &classes {
+            prop_assert!(c.iter().all(|w| (sus(*w), nearness(*w)) == (sus(c[0]), nearness(c[0]))), "a class mixes: {:?}", c);
+        }
+        prop_assert!(classes.windows(2).all(|p| (sus(p[0][0]), nearness(p[0][0])) != (sus(p[1][0]), nearness(p[1][0]))));
+    }
+}

@@ -149,3 +149,17 @@ fn equally_near_replicas_are_read_from_memory_before_disk() {
     // host1 served at most what its memory holds, host0 the rest
     assert!(from("host1") <= 256 * KIB as u64, "host1 served {} bytes, from disk", from("host1"));
 }
+
+#[test]
+fn a_pool_spreading_replicas_by_rack_says_so() {
+    let pool = Pool::start_with(2, "16MiB", "64MiB", &["--replicas", "2", "--spread", "rack"]);
+    assert_eq!(pool.status()["replication"]["spread"], "rack");
+    assert!(pool
+        .ok(&["status"])
+        .contains("replication: 2 copies on distinct racks where possible, all chunks complete"));
+    let bytes = data(5, 300 * KIB);
+    assert!(put_from(&pool, "host0", "/f", &bytes).status.success());
+    assert_eq!(pool.get("/f"), bytes);
+    let e = pool.err(&["placement", "/f", "nearby"]);
+    assert!(e.contains("invalid value 'nearby'"), "{e}");
+}
