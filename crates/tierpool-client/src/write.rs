@@ -2,6 +2,9 @@
 //! them on their workers (several in flight), and `close` publishes the file
 //! with one atomic metadata commit. Until then no reader can see it; if
 //! anything fails, the chunks already stored are deleted and nothing is published.
+//! Chunks are written with the copies the directory keeps as this client
+//! last saw it; `close` makes up any difference the commit reveals before
+//! it returns (see `dir_copies`).
 
 use crate::client::{unexpected_meta, Client};
 use crate::WriteLease;
@@ -49,6 +52,8 @@ pub struct FileWriter {
     checksums: Vec<Checksum>,
     /// Copies of each chunk written.
     copies: u8,
+    /// Whether `copies` is the directory's count (settled at close).
+    inherited: bool,
     tasks: JoinSet<Result<()>>,
     /// Keeps the stored chunks from being taken for a dead writer's.
     _lease: WriteLease,
@@ -58,9 +63,9 @@ impl Client {
     /// Starts writing a new file at `path` (published on `close`).
     pub async fn create(&self, path: &str, opts: &PutOptions) -> Result<FileWriter> {
         validate_chunk_size(opts.chunk_size)?;
-        let copies = match opts.replicas {
-            Some(r) => r.max(1),
-            None => self.copies_for(path).await?,
+        let (copies, inherited) = match opts.replicas {
+            Some(r) => (r.max(1), false),
+            None => (self.remembered_copies(path).await?, true),
         };
         let inode = self.alloc_inode().await?;
         Ok(FileWriter {
@@ -73,6 +78,7 @@ impl Client {
             size: 0,
             checksums: Vec::new(),
             copies,
+            inherited,
             tasks: JoinSet::new(),
         })
     }
@@ -236,6 +242,10 @@ impl FileWriter {
             overwrite: self.opts.overwrite,
         };
         match self.client.meta(op).await {
+            Ok(MetaReply::Info(i)) if self.inherited => {
+                self.client.settle_copies(&self.path, &i, self.copies).await.map_err(|e| e.context(&self.path))?;
+                Ok(i)
+            }
             Ok(MetaReply::Info(i)) => Ok(i),
             Ok(other) => Err(unexpected_meta(other)),
             Err(e) => {
