@@ -172,8 +172,8 @@ impl FileWriter {
         let cs = self.opts.chunk_size as usize;
         let mut rest = data;
         while !rest.is_empty() {
-            if self.buf.capacity() == 0 {
-                self.buf.reserve(cs);
+            if self.buf.capacity() < cs {
+                self.buf.reserve(cs - self.buf.len());
             }
             let n = (cs - self.buf.len()).min(rest.len());
             self.buf.extend_from_slice(&rest[..n]);
@@ -181,7 +181,7 @@ impl FileWriter {
             self.size += n as u64;
             if self.buf.len() == cs {
                 let chunk = self.buf.split().freeze();
-                self.send(chunk).await?;
+                self.send(chunk, false).await?;
             }
         }
         Ok(())
@@ -197,12 +197,22 @@ impl FileWriter {
         while data.len() >= cs {
             let chunk = data.split_to(cs);
             self.size += cs as u64;
-            self.send(chunk).await?;
+            self.send(chunk, false).await?;
+        }
+        if self.buf.is_empty() && !data.is_empty() {
+            // A tail alone (all of a small file): kept at its own size
+            // rather than in a buffer of a whole chunk's.
+            self.size += data.len() as u64;
+            self.buf = BytesMut::from(&data[..]);
+            return Ok(());
         }
         self.write(&data).await
     }
 
-    async fn send(&mut self, chunk: Bytes) -> Result<()> {
+    /// Stores `chunk` in the background, up to `window` chunks at once; the
+    /// `last` chunk with none in flight (all of a small file) is stored on
+    /// this task, sparing a task of its own.
+    async fn send(&mut self, chunk: Bytes, last: bool) -> Result<()> {
         while self.tasks.len() >= self.client.inner.cfg.window {
             join_one(&mut self.tasks).await.map_err(|e| e.context(&self.path))?;
         }
@@ -210,6 +220,9 @@ impl FileWriter {
         let key = ChunkKey { inode: self.inode, index: self.checksums.len() as u64, version: 1 };
         self.checksums.push(crc);
         let (c, attrs, copies) = (self.client.clone(), self.opts.attrs, self.copies);
+        if last && self.tasks.is_empty() {
+            return c.put_chunk(key, chunk, crc, attrs, copies).await.map_err(|e| e.context(&self.path));
+        }
         self.tasks.spawn(async move { c.put_chunk(key, chunk, crc, attrs, copies).await });
         Ok(())
     }
@@ -219,7 +232,7 @@ impl FileWriter {
         let mut res = Ok(());
         if !self.buf.is_empty() {
             let chunk = self.buf.split().freeze();
-            res = self.send(chunk).await;
+            res = self.send(chunk, true).await;
         }
         while !self.tasks.is_empty() {
             let r = join_one(&mut self.tasks).await;
