@@ -98,6 +98,8 @@ pub(crate) struct Inner {
     pub(crate) leases: crate::lease::Leases,
     /// Workers a call failed to reach lately, and when: read from last.
     pub(crate) suspects: Mutex<HashMap<WorkerId, std::time::Instant>>,
+    /// How each directory's new files are written (copies, placement), as last seen.
+    pub(crate) dir_placing: crate::dir_placing::DirPlacing,
 }
 
 /// A handle to a pool. Cheap to clone; clones share connections and caches.
@@ -132,6 +134,7 @@ impl Client {
                 session: crate::lease::new_session(),
                 leases: Default::default(),
                 suspects: Default::default(),
+                dir_placing: Default::default(),
             }),
         };
         // Once: a coordinator that is not there is said at once.

@@ -12,6 +12,7 @@
 //! - a chunk that its worker no longer has is reported as `Lost`, naming the file.
 
 mod client;
+mod dir_placing;
 mod inode;
 mod lease;
 mod placing;

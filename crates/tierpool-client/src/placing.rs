@@ -1,10 +1,7 @@
 //! Where a writer puts new chunks: the copies its file keeps and the home
 //! partition its placement policy picks (see `tierpool_placement::home`),
-//! from the layout and this client's host and rack labels.
-//!
-//! A new file takes its directory's copies and policy; a pool where no
-//! path ever had a policy other than `hash` and that keeps one copy needs
-//! no lookup for it (the write path of small files).
+//! from the layout and this client's host and rack labels. A new file
+//! takes its directory's copies and policy (remembered: `dir_placing`).
 
 use crate::client::{unexpected_meta, Client};
 use tierpool_meta::{InodeInfo, MetaOp, MetaReply};
@@ -26,25 +23,6 @@ impl Placing {
 }
 
 impl Client {
-    /// How a new entry at `path` is written: as its directory says.
-    pub(crate) async fn placing_for(&self, path: &str) -> Result<Placing> {
-        let layout = self.layout().await?;
-        let pool = Placing { copies: layout.table.replicas(), placement: Placement::Hash };
-        if pool.copies == 1 && !layout.placed {
-            return Ok(pool);
-        }
-        let parent = match path.trim_end_matches('/').rsplit_once('/') {
-            Some((dir, _)) if !dir.is_empty() => dir,
-            _ => "/",
-        };
-        match self.stat(parent).await {
-            Ok(info) => Ok(Placing::of(&info)),
-            // Missing: the commit says so; the pool's is the best guess.
-            Err(e) if e.kind == ErrorKind::NotFound => Ok(pool),
-            Err(e) => Err(e),
-        }
-    }
-
     /// The home partition of chunk `index` of `inode` written under
     /// `placement` (`None`: the hashed one).
     pub(crate) async fn home_for(&self, placement: Placement, inode: InodeId, index: u64) -> Result<Option<u32>> {
@@ -74,6 +52,7 @@ impl Client {
     pub async fn set_placement(&self, path: &str, placement: Placement, recursive: bool) -> Result<u64> {
         match self.meta(MetaOp::SetPlacement { path: path.to_string(), placement, recursive }).await? {
             MetaReply::Placed { inodes } => {
+                self.inner.dir_placing.forget();
                 self.refresh_layout().await?;
                 Ok(inodes)
             }

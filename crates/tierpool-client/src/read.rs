@@ -111,6 +111,14 @@ impl Client {
         let end = (offset + buf.len() as u64).min(info.size);
         let cs = info.chunk_size;
         let (first, last) = (offset / cs, (end - 1) / cs);
+        if first == last {
+            // Within one chunk (all of a small file): fetched on this task.
+            let data = self.read_chunk(path, info, first).await?;
+            let from = (offset - first * cs) as usize;
+            let to = ((end - first * cs) as usize).min(data.len());
+            buf[..to - from].copy_from_slice(&data[from..to]);
+            return Ok(to - from);
+        }
         let mut pending = VecDeque::new();
         let mut next = first;
         let mut filled = 0usize;
@@ -166,6 +174,11 @@ pub struct ChunkStream {
 impl ChunkStream {
     pub async fn next(&mut self) -> Result<Option<Bytes>> {
         let total = chunk_count(&self.info);
+        if self.inflight.is_empty() && self.next + 1 == total {
+            // The last chunk, none fetched ahead (all of a small file): on this task.
+            self.next += 1;
+            return self.client.read_chunk(&self.path, &self.info, total - 1).await.map(Some);
+        }
         while self.inflight.len() < self.client.inner.cfg.window && self.next < total {
             let (c, p, i, idx) = (self.client.clone(), self.path.clone(), self.info.clone(), self.next);
             self.inflight.push_back(tokio::spawn(async move { c.read_chunk(&p, &i, idx).await }));

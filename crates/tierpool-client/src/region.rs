@@ -52,7 +52,7 @@ impl Client {
     /// Creates the chunks of region `inode` and publishes it.
     async fn reserve_region(&self, path: &str, inode: InodeId, size: u64, opts: &RegionOptions) -> Result<InodeInfo> {
         let chunks = size.div_ceil(opts.chunk_size);
-        let copies = self.placing_for(path).await?.copies;
+        let copies = self.remembered_placing(path, true).await?.copies;
         // Creations run CREATE_WINDOW at a time; after a failure no new one
         // starts, and those in flight finish before the cleanup, so none can
         // land after it.

@@ -22,7 +22,10 @@
 use crate::client::{unexpected, Client, MOVE_PATIENCE};
 use bytes::Bytes;
 use std::collections::BTreeSet;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 use tierpool_placement::{read_classes, Nearness};
 use tierpool_proto::{Layout, WorkerRequest, WorkerResponse};
@@ -91,15 +94,13 @@ impl Client {
             if pending.is_empty() {
                 return Ok(());
             }
-            let mut calls = tokio::task::JoinSet::new();
             let req = req.fenced(layout.version);
-            for w in pending {
-                let (c, l, r, p) = (self.clone(), layout.clone(), req.clone(), payload.clone());
-                calls.spawn(async move { (w, c.call_replica(&l, w, &r, &p).await) });
-            }
+            let calls = pending.iter().map(|&w| {
+                let (layout, req, payload) = (&layout, &req, &payload);
+                async move { (w, self.call_replica(layout, w, req, payload).await) }
+            });
             let mut why = None;
-            while let Some(r) = calls.join_next().await {
-                let (w, outcome) = r.map_err(|e| Error::internal(format!("a replica write failed: {e}")))?;
+            for (w, outcome) in join_all(calls.collect()).await {
                 match outcome {
                     Outcome::Answer(WorkerResponse::Done, _) => {
                         done.insert(w);
@@ -276,6 +277,30 @@ impl Tried {
         }
         Ok(None)
     }
+}
+
+/// Runs `futs` at once on the calling task and returns their outputs in
+/// order: replica calls are waits on sockets, which need no task (and no
+/// thread) of their own.
+async fn join_all<F: Future>(futs: Vec<F>) -> Vec<F::Output> {
+    let mut futs: Vec<Pin<Box<F>>> = futs.into_iter().map(Box::pin).collect();
+    let mut out: Vec<Option<F::Output>> = futs.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (f, o) in futs.iter_mut().zip(out.iter_mut()).filter(|(_, o)| o.is_none()) {
+            match f.as_mut().poll(cx) {
+                Poll::Ready(v) => *o = Some(v),
+                Poll::Pending => pending = true,
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().flatten().collect()
 }
 
 /// The chunk key a chunk request names (for messages).

@@ -39,6 +39,7 @@ impl Client {
             MetaReply::Replicas { changed } => changed,
             other => return Err(unexpected_meta(other)),
         };
+        self.inner.dir_placing.forget();
         let mut files = Vec::new();
         for (id, before, after) in changed {
             match self.stat_inode(id, true).await {
@@ -63,6 +64,20 @@ impl Client {
             }
         }
         Ok(out)
+    }
+
+    /// Brings every chunk of `info` (at `path`) from `before` copies to
+    /// `after`: copies the missing ones from a replica that has it, or
+    /// drops the extra ones (best effort).
+    pub(crate) async fn change_copies(&self, path: &str, info: &InodeInfo, before: u8, after: u8) -> Result<()> {
+        for (len, key) in chunks_of(info) {
+            if after > before {
+                self.copy_up(path, info, key, len, after).await?;
+            } else {
+                self.drop_extra(key, after, before).await;
+            }
+        }
+        Ok(())
     }
 
     /// Copies chunk `key` (`len` bytes) of `info` to every worker that is

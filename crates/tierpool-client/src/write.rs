@@ -2,6 +2,9 @@
 //! them on their workers (several in flight), and `close` publishes the file
 //! with one atomic metadata commit. Until then no reader can see it; if
 //! anything fails, the chunks already stored are deleted and nothing is published.
+//! Chunks are written with the copies the directory keeps as this client
+//! last saw it; `close` makes up any difference the commit reveals before
+//! it returns (see `dir_placing`).
 
 use crate::client::{unexpected_meta, Client};
 use crate::placing::Placing;
@@ -52,6 +55,8 @@ pub struct FileWriter {
     homes: Vec<Option<u32>>,
     /// Copies of each chunk written, and where.
     placing: Placing,
+    /// Whether `placing` is the directory's (settled at close).
+    inherited: bool,
     tasks: JoinSet<Result<()>>,
     /// Keeps the stored chunks from being taken for a dead writer's.
     _lease: WriteLease,
@@ -61,10 +66,10 @@ impl Client {
     /// Starts writing a new file at `path` (published on `close`).
     pub async fn create(&self, path: &str, opts: &PutOptions) -> Result<FileWriter> {
         validate_chunk_size(opts.chunk_size)?;
-        let mut placing = self.placing_for(path).await?;
-        if let Some(r) = opts.replicas {
-            placing.copies = r.max(1);
-        }
+        let (placing, inherited) = match opts.replicas {
+            Some(r) => (Placing { copies: r.max(1), ..self.remembered_placing(path, false).await? }, false),
+            None => (self.remembered_placing(path, false).await?, true),
+        };
         let inode = self.alloc_inode().await?;
         Ok(FileWriter {
             _lease: self.lease(inode),
@@ -77,6 +82,7 @@ impl Client {
             checksums: Vec::new(),
             homes: Vec::new(),
             placing,
+            inherited,
             tasks: JoinSet::new(),
         })
     }
@@ -152,8 +158,8 @@ impl FileWriter {
         let cs = self.opts.chunk_size as usize;
         let mut rest = data;
         while !rest.is_empty() {
-            if self.buf.capacity() == 0 {
-                self.buf.reserve(cs);
+            if self.buf.capacity() < cs {
+                self.buf.reserve(cs - self.buf.len());
             }
             let n = (cs - self.buf.len()).min(rest.len());
             self.buf.extend_from_slice(&rest[..n]);
@@ -161,7 +167,7 @@ impl FileWriter {
             self.size += n as u64;
             if self.buf.len() == cs {
                 let chunk = self.buf.split().freeze();
-                self.send(chunk).await?;
+                self.send(chunk, false).await?;
             }
         }
         Ok(())
@@ -177,12 +183,22 @@ impl FileWriter {
         while data.len() >= cs {
             let chunk = data.split_to(cs);
             self.size += cs as u64;
-            self.send(chunk).await?;
+            self.send(chunk, false).await?;
+        }
+        if self.buf.is_empty() && !data.is_empty() {
+            // A tail alone (all of a small file): kept at its own size
+            // rather than in a buffer of a whole chunk's.
+            self.size += data.len() as u64;
+            self.buf = BytesMut::from(&data[..]);
+            return Ok(());
         }
         self.write(&data).await
     }
 
-    async fn send(&mut self, chunk: Bytes) -> Result<()> {
+    /// Stores `chunk` in the background, up to `window` chunks at once; the
+    /// `last` chunk with none in flight (all of a small file) is stored on
+    /// this task, sparing a task of its own.
+    async fn send(&mut self, chunk: Bytes, last: bool) -> Result<()> {
         while self.tasks.len() >= self.client.inner.cfg.window {
             join_one(&mut self.tasks).await.map_err(|e| e.context(&self.path))?;
         }
@@ -193,6 +209,9 @@ impl FileWriter {
         self.checksums.push(crc);
         self.homes.push(home);
         let (c, attrs, copies) = (self.client.clone(), self.opts.attrs, self.placing.copies);
+        if last && self.tasks.is_empty() {
+            return c.put_chunk(key, chunk, crc, attrs, copies).await.map_err(|e| e.context(&self.path));
+        }
         self.tasks.spawn(async move { c.put_chunk(key, chunk, crc, attrs, copies).await });
         Ok(())
     }
@@ -202,7 +221,7 @@ impl FileWriter {
         let mut res = Ok(());
         if !self.buf.is_empty() {
             let chunk = self.buf.split().freeze();
-            res = self.send(chunk).await;
+            res = self.send(chunk, true).await;
         }
         while !self.tasks.is_empty() {
             let r = join_one(&mut self.tasks).await;
@@ -226,6 +245,10 @@ impl FileWriter {
             overwrite: self.opts.overwrite,
         };
         match self.client.meta(op).await {
+            Ok(MetaReply::Info(i)) if self.inherited => {
+                self.client.settle(&self.path, &i, self.placing).await.map_err(|e| e.context(&self.path))?;
+                Ok(i)
+            }
             Ok(MetaReply::Info(i)) => Ok(i),
             Ok(other) => Err(unexpected_meta(other)),
             Err(e) => {

@@ -33,6 +33,12 @@
 //! replaced, promoted or deleted meanwhile), so it never returns bytes of a
 //! value other than one the key held during the call. A range write into a
 //! DISK chunk reads the file under the lock: it rewrites the chunk anyway.
+//!
+//! For async callers that must not block, `try_put_in_mem` and
+//! `try_get_in_mem` do the MEM-only cases (the common ones while MEM has
+//! room): they wait at most `NO_WAIT` for the lock, do no DISK I/O under
+//! it, and decline otherwise, changing nothing, so the caller can make the
+//! blocking call on a thread allowed to block.
 
 use crate::config::{TierConfig, TierKind};
 use crate::reads::ReadPermits;
@@ -42,10 +48,30 @@ use crate::tiers::{Lookup, Tiers};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::sync::Arc;
+use std::time::Duration;
 use tierpool_types::{Checksum, ChunkAttrs, ChunkKey, Error, ErrorKind, InodeId, Result};
 
 /// How many times a get follows a chunk that moves while it reads it.
 const MAX_READ_RACES: usize = 16;
+
+/// How long the calls that must not block (`try_*`) wait for the lock:
+/// long enough for calls that touch MEM alone, far shorter than a DISK write.
+pub const NO_WAIT: Duration = Duration::from_micros(50);
+
+/// `Corrupt` unless `checksum` is the CRC-32C of `data`.
+fn check_put(key: ChunkKey, data: &[u8], checksum: Checksum) -> Result<()> {
+    let actual = crc32c::crc32c(data);
+    if actual != checksum {
+        return Err(Error::new(
+            ErrorKind::Corrupt,
+            format!(
+                "chunk {key}: checksum mismatch: its {} bytes have crc {actual:08x}, the put says {checksum:08x}",
+                data.len()
+            ),
+        ));
+    }
+    Ok(())
+}
 
 /// Thread-safe: every method takes `&self`.
 pub struct TierManager {
@@ -72,17 +98,36 @@ impl TierManager {
     /// or 30 s pass, see `TierStats::disk_full`); nothing stored before is
     /// lost.
     pub fn put(&self, key: ChunkKey, data: Bytes, checksum: Checksum, attrs: ChunkAttrs) -> Result<()> {
-        let actual = crc32c::crc32c(&data);
-        if actual != checksum {
-            return Err(Error::new(
-                ErrorKind::Corrupt,
-                format!(
-                    "chunk {key}: checksum mismatch: its {} bytes have crc {actual:08x}, the put says {checksum:08x}",
-                    data.len()
-                ),
-            ));
-        }
+        check_put(key, &data, checksum)?;
         self.tiers.lock().put(key, data, checksum, attrs)
+    }
+
+    /// [`put`](Self::put) if it can be done at once without DISK I/O (MEM
+    /// has room, or the key is stored already). `None`, with nothing
+    /// changed, if it would need DISK or the lock stays taken for more than
+    /// `NO_WAIT` (it is held across DISK writes): then call `put` where
+    /// blocking is allowed. For callers that must not block.
+    pub fn try_put_in_mem(
+        &self,
+        key: ChunkKey,
+        data: &Bytes,
+        checksum: Checksum,
+        attrs: ChunkAttrs,
+    ) -> Option<Result<()>> {
+        if let Err(e) = check_put(key, data, checksum) {
+            return Some(Err(e));
+        }
+        self.tiers.try_lock_for(NO_WAIT)?.put_without_disk(key, data, checksum, attrs)
+    }
+
+    /// The chunk's bytes if they are in MEM and the lock is free within
+    /// `NO_WAIT`; `None` otherwise (on DISK, absent, or the lock busy):
+    /// then call [`get`](Self::get) where blocking is allowed.
+    pub fn try_get_in_mem(&self, key: ChunkKey) -> Option<Bytes> {
+        match self.tiers.try_lock_for(NO_WAIT)?.lookup(key) {
+            Lookup::Mem(data) => Some(data),
+            Lookup::Disk(_) | Lookup::Absent => None,
+        }
     }
 
     /// Stores a copy of a chunk taken from another worker (a partition

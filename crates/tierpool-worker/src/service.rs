@@ -1,7 +1,10 @@
 //! The worker's request handler: chunk put/get/delete over the tier
 //! manager, one handler per request.
 //!
-//! Tier calls may touch disk, so they run under `block_in_place`.
+//! Tier calls may touch disk, so they run under `block_in_place`, except
+//! chunk puts and gets that MEM alone serves (the tier manager's `try_*`
+//! calls, which never block): those stay on the runtime thread, sparing a
+//! hand-off to another thread per request.
 //! A chunk is accepted only if its bytes match the checksum the client
 //! computed (the tier checks it), so a bit flipped in transit is never stored.
 //! Chunk requests pass [`Routing`] first: only the owner of a chunk's
@@ -174,7 +177,10 @@ impl WorkerService {
     fn put_chunk(&self, key: ChunkKey, checksum: Checksum, attrs: ChunkAttrs, payload: Bytes) -> Answer {
         check_version(key)?;
         let n = payload.len() as u64;
-        with_room(|| block_in_place(|| self.tiers.put(key, payload.clone(), checksum, attrs)))?;
+        match self.tiers.try_put_in_mem(key, &payload, checksum, attrs) {
+            Some(stored) => stored?,
+            None => with_room(|| block_in_place(|| self.tiers.put(key, payload.clone(), checksum, attrs)))?,
+        }
         self.bytes_written.fetch_add(n, Ordering::Relaxed);
         done()
     }
@@ -183,10 +189,11 @@ impl WorkerService {
     /// reader takes another replica and writes the good bytes back here.
     /// With `mem_only`, a chunk held on DISK only is not read (`OnDisk`).
     fn get_chunk(&self, key: ChunkKey, mem_only: bool) -> Answer {
-        if mem_only && self.tiers.locate(key) == Some(tierpool_tier::TierKind::Disk) {
+        let found = self.tiers.try_get_in_mem(key).map(Ok);
+        if found.is_none() && mem_only && self.tiers.locate(key) == Some(tierpool_tier::TierKind::Disk) {
             return Ok((WorkerResponse::OnDisk, Bytes::new()));
         }
-        let data = match block_in_place(|| self.tiers.get(key)) {
+        let data = match found.unwrap_or_else(|| block_in_place(|| self.tiers.get(key))) {
             Err(e) if e.kind == ErrorKind::Corrupt => {
                 tracing::warn!("chunk {key} is damaged here, dropped: {}", e.message);
                 let _ = block_in_place(|| self.tiers.delete(key));

@@ -1,5 +1,7 @@
 //! The Rust client against a real pool: streaming writes of odd sizes and
-//! random-offset reads match an in-memory model byte for byte.
+//! random-offset reads match an in-memory model byte for byte; a writer
+//! whose idea of a directory's copies is stale still leaves each file
+//! with the copies it keeps.
 
 mod common;
 use bytes::Bytes;
@@ -50,5 +52,38 @@ fn streamed_writes_and_random_reads_match_the_model() {
         w.write(&model).await.unwrap();
         w.abort().await;
         assert_eq!(c.stat("/aborted").await.unwrap_err().kind, tierpool_types::ErrorKind::NotFound);
+    });
+}
+
+#[test]
+fn a_writer_that_remembered_another_count_of_copies_leaves_each_file_with_its_own() {
+    let pool = Pool::start_with(2, "64MiB", "256MiB", &["--replicas", "2"]);
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let kib = |n: usize| n << 10;
+    let (a, b, c) = (data(1, kib(128)), data(2, kib(100)), data(3, kib(150)));
+    let opts = PutOptions { chunk_size: 64 << 10, ..PutOptions::default() };
+    rt.block_on(async {
+        let writer = Client::connect(pool.client_config()).await.unwrap();
+        let admin = Client::connect(pool.client_config()).await.unwrap();
+        admin.mkdir("/d", false).await.unwrap();
+        eprintln!("phase: the writer learns that /d keeps two copies");
+        writer.put_bytes("/d/a", Bytes::from(a.clone()), &opts).await.unwrap();
+        assert_eq!(pool.used(), 2 * a.len() as u64);
+
+        eprintln!("phase: /d drops to one copy; the writer still writes two, and drops one");
+        admin.set_replicas("/d", 1, false, &mut |_, _| {}).await.unwrap();
+        let info = writer.put_bytes("/d/b", Bytes::from(b.clone()), &opts).await.unwrap();
+        assert_eq!(info.replicas, 1);
+        assert_eq!(pool.used(), (2 * a.len() + b.len()) as u64);
+
+        eprintln!("phase: /d rises to two again; the writer writes one, and copies the other");
+        admin.set_replicas("/d", 2, false, &mut |_, _| {}).await.unwrap();
+        let info = writer.put_bytes("/d/c", Bytes::from(c.clone()), &opts).await.unwrap();
+        assert_eq!(info.replicas, 2);
+        assert_eq!(pool.used(), (2 * a.len() + b.len() + 2 * c.len()) as u64);
+        assert!(admin.fsck("/").await.unwrap().is_empty());
+        for (path, want) in [("/d/a", &a), ("/d/b", &b), ("/d/c", &c)] {
+            assert!(&admin.get_bytes(path).await.unwrap() == want, "{path}");
+        }
     });
 }

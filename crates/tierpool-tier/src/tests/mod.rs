@@ -7,6 +7,7 @@ mod disk_full;
 mod faults;
 mod golden;
 mod model;
+mod no_wait;
 mod reclaim;
 
 use crate::{TierConfig, TierManager};

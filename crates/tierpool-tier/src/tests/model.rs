@@ -1,7 +1,10 @@
 //! The tier manager against a `BTreeMap` model: random puts (new chunks,
 //! retries and refused overwrites of write-once versions), gets, deletes,
 //! range writes, reclaimable marks, attribute changes and restarts over small
-//! budgets (chunks of 1..16 KiB).
+//! budgets (chunks of 1..16 KiB). Some puts, and every get, are made as
+//! the worker makes them: first the call that must not block, which either
+//! serves from MEM alone (no demotion, no DISK change) or declines and
+//! changes nothing, then the blocking call.
 //!
 //! Reclaimable chunks may vanish from the manager whenever a change needs
 //! room; the model follows by forgetting the marked chunks the manager no
@@ -16,7 +19,7 @@ use crate::{TierKind, TierManager, TierStats};
 use bytes::Bytes;
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
-use tierpool_types::{ChunkKey, ErrorKind, InodeId};
+use tierpool_types::{ChunkAttrs, ChunkKey, ErrorKind, InodeId, Result};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -27,6 +30,8 @@ enum Op {
         seed: u8,
         priority: u8,
         pinned: bool,
+        /// Tried first without blocking, as the worker does.
+        no_wait: bool,
     },
     /// Puts the bytes the chunk holds again (a retried put).
     Reput {
@@ -64,8 +69,8 @@ fn op() -> impl Strategy<Value = Op> {
     let index = 0u64..12;
     let pinned = prop::bool::weighted(0.2);
     prop_oneof![
-        40 => (inode.clone(), index.clone(), 1..=16 * KIB, any::<u8>(), 1u8..=5, pinned).prop_map(
-            |(inode, index, len, seed, priority, pinned)| Op::Put { inode, index, len, seed, priority, pinned }
+        40 => (inode.clone(), index.clone(), 1..=16 * KIB, any::<u8>(), 1u8..=5, pinned, any::<bool>()).prop_map(
+            |(inode, index, len, seed, priority, pinned, no_wait)| Op::Put { inode, index, len, seed, priority, pinned, no_wait }
         ),
         4 => (inode.clone(), index.clone()).prop_map(|(inode, index)| Op::Reput { inode, index }),
         16 => (inode.clone(), index.clone()).prop_map(|(inode, index)| Op::Get { inode, index }),
@@ -103,13 +108,13 @@ impl Harness {
     fn apply(&mut self, op: Op) -> Result<(), TestCaseError> {
         let before = self.before();
         match op {
-            Op::Put { inode, index, len, seed, priority, pinned } => {
-                self.put_data(key(inode, index), chunk(len, seed), priority, pinned)?
+            Op::Put { inode, index, len, seed, priority, pinned, no_wait } => {
+                self.put_data(key(inode, index), chunk(len, seed), attrs(priority, pinned), no_wait)?
             }
             Op::Reput { inode, index } => {
                 let k = key(inode, index);
                 if let Some(v) = self.model.get(&k) {
-                    self.put_data(k, v.clone().into(), 3, false)?
+                    self.put_data(k, v.clone().into(), attrs(3, false), false)?
                 }
             }
             Op::Get { inode, index } => self.get(key(inode, index))?,
@@ -191,11 +196,11 @@ impl Harness {
 
     /// A put of a stored key changes nothing: it succeeds if the bytes are
     /// the same (length and checksum) and is refused otherwise.
-    fn put_data(&mut self, k: ChunkKey, data: Bytes, priority: u8, pinned: bool) -> Result<(), TestCaseError> {
+    fn put_data(&mut self, k: ChunkKey, data: Bytes, a: ChunkAttrs, no_wait: bool) -> Result<(), TestCaseError> {
         let s = self.m.stats();
         let (len, tier) = (data.len() as u64, self.m.locate(k));
         let (reclaimable_mem, reclaimable_disk) = self.reclaimable_bytes();
-        let result = put(&self.m, k, &data, attrs(priority, pinned));
+        let result = if no_wait { self.put_as_worker(k, &data, a)? } else { put(&self.m, k, &data, a) };
         if let Some(v) = self.model.get(&k) {
             let same = v.len() as u64 == len && crc32c::crc32c(v) == crc32c::crc32c(&data);
             match result {
@@ -221,7 +226,27 @@ impl Harness {
         Ok(())
     }
 
+    /// The put without blocking, and the blocking put if it declined.
+    fn put_as_worker(&self, k: ChunkKey, data: &Bytes, a: ChunkAttrs) -> Result<Result<()>, TestCaseError> {
+        let (s, tier) = (self.m.stats(), self.m.locate(k));
+        let Some(r) = self.m.try_put_in_mem(k, data, crc32c::crc32c(data), a) else {
+            prop_assert_eq!(self.m.stats(), s, "a declined put changed the tiers");
+            prop_assert_eq!(self.m.locate(k), tier);
+            return Ok(put(&self.m, k, data, a));
+        };
+        self.m.check_invariants();
+        let after = self.m.stats();
+        prop_assert_eq!(after.demotions, s.demotions, "a put without blocking demoted");
+        prop_assert_eq!((after.disk_used, after.disk_chunks), (s.disk_used, s.disk_chunks), "it changed DISK");
+        Ok(r)
+    }
+
     fn get(&mut self, k: ChunkKey) -> Result<(), TestCaseError> {
+        let in_mem = self.m.locate(k) == Some(TierKind::Mem);
+        match self.m.try_get_in_mem(k) {
+            Some(got) => prop_assert!(in_mem && self.model.get(&k).is_some_and(|v| got == v[..]), "{} from MEM", k),
+            None => prop_assert!(!in_mem, "{} is in MEM but was not served without blocking", k),
+        }
         match (self.m.get(k), self.model.get(&k)) {
             (Ok(got), Some(want)) => prop_assert!(got == want[..], "wrong bytes for {}", k),
             (Err(e), None) => prop_assert_eq!(e.kind, ErrorKind::NotFound),

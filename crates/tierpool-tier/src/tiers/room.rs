@@ -38,6 +38,43 @@ impl Tiers {
         }
     }
 
+    /// [`put`](Self::put) if it needs no DISK I/O: the key is stored
+    /// already (such a put writes nothing), or MEM has room for the chunk,
+    /// free or held by reclaimable MEM chunks. `None`, with nothing
+    /// changed, if it would need DISK (a demotion, a DISK file).
+    pub fn put_without_disk(
+        &mut self,
+        key: ChunkKey,
+        data: &Bytes,
+        checksum: Checksum,
+        attrs: ChunkAttrs,
+    ) -> Option<Result<()>> {
+        if self.stored(key).is_none() && !self.mem_room_without_disk(key, data.len() as u64) {
+            return None;
+        }
+        Some(self.put(key, data.clone(), checksum, attrs))
+    }
+
+    /// Whether a new chunk of `len` bytes fits in MEM without DISK I/O:
+    /// the plan `put_mem` would carry out demotes nothing and unlinks nothing.
+    fn mem_room_without_disk(&self, key: ChunkKey, len: u64) -> bool {
+        if len > self.mem_budget || self.disk.entry(key).is_some() {
+            return false;
+        }
+        if len <= self.mem_free() {
+            return true;
+        }
+        let req = MemRequest {
+            need: len,
+            mem_free: self.mem_free(),
+            disk_free: self.disk_free(),
+            exclude: Some(key),
+            below: None,
+        };
+        matches!(plan_mem(&self.evict, &self.reclaim_mem, &self.reclaim_disk, &req),
+            Some(room) if room.demote.is_empty() && room.drop_disk.is_empty())
+    }
+
     /// Length and checksum of the stored chunk, if any.
     fn stored(&mut self, key: ChunkKey) -> Option<(u64, Checksum)> {
         if let Some((data, sum)) = self.mem.peek(key) {
