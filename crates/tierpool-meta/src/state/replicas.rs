@@ -147,7 +147,8 @@ impl MetaState {
             return Err(Error::invalid(format!("worker {id} is not down")));
         }
         if !self.draining.contains(&id) {
-            self.goal = self.apart(self.planned().joined(&self.weights(), id, Some(&self.table)), true);
+            let weights = self.weights();
+            self.goal = self.apart(self.planned_live(&weights).joined(&weights, id, Some(&self.table)), true);
             self.goal_reached();
         }
         Ok(MetaReply::Done)

@@ -67,7 +67,7 @@ impl MetaState {
             }
             self.goal.clear();
         } else {
-            self.goal = self.apart(self.planned().joined(&weights, id, Some(&self.table)), true);
+            self.goal = self.apart(self.planned_live(&weights).joined(&weights, id, Some(&self.table)), true);
             self.goal_reached();
         }
         Ok(MetaReply::Worker { id })
@@ -116,6 +116,17 @@ impl MetaState {
     pub(super) fn planned(&self) -> PartitionTable {
         let owners = if self.goal.is_empty() { self.table.owners().to_vec() } else { self.goal.clone() };
         PartitionTable::from_slots(self.table.epoch(), self.table.replicas(), owners).expect("a goal is a table")
+    }
+
+    /// [`planned`](Self::planned) with the slots of workers down dealt to
+    /// those in `weights`: a goal never names a worker down (its slots with
+    /// no live sibling stay with it in the table, not in the goal).
+    pub(super) fn planned_live(&self, weights: &[(WorkerId, u64)]) -> PartitionTable {
+        let mut plan = self.planned();
+        for d in &self.down {
+            plan = plan.handed_out(*d, weights, Some(&self.table));
+        }
+        plan
     }
 
     pub(super) fn known(&self, id: WorkerId) -> Result<()> {

@@ -293,3 +293,18 @@ fn placement_is_inherited_and_homes_are_checked_and_kept() {
     assert_eq!(s.stat("/tmp/placed").unwrap().chunks[0].home, Some(7));
     s.check_invariants().unwrap();
 }
+
+/// A worker joining while another is down: the goal deals the down
+/// worker's slots to the live ones, never names it (found by the property
+/// test of taking a state apart: the goal kept the down worker's slots).
+#[test]
+fn a_worker_joining_while_another_is_down_gets_a_goal_without_it() {
+    let mut s = pool(2, 1);
+    mkdir(&mut s, "/a");
+    s.execute(&MetaOp::WorkerDown { id: WorkerId(1) }, 4).unwrap();
+    s.execute(&worker(2), 5).unwrap();
+    s.check_invariants().unwrap();
+    assert!(s.goal().iter().flatten().all(|w| *w == WorkerId(2)), "{:?}", s.goal());
+    s.execute(&MetaOp::WorkerUp { id: WorkerId(1) }, 6).unwrap();
+    s.check_invariants().unwrap();
+}
