@@ -3,7 +3,7 @@
 import os
 import shutil
 import time
-from typing import IO, Any, BinaryIO, Callable, Dict, List, Literal, Optional, Union, overload
+from typing import IO, Any, BinaryIO, Callable, Dict, Iterable, List, Literal, Mapping, Optional, Tuple, Union, overload
 
 from tierpool import _native
 from tierpool._io import DEFAULT_BUFFER_SIZE, RawWriter, TierpoolWriter, open_file
@@ -307,6 +307,32 @@ class Client:
                     return n
                 dst.write(block)
                 n += len(block)
+
+    # ---- many small files at once ------------------------------------------
+
+    def put_many(
+        self,
+        items: Union[Mapping[str, Any], Iterable[Tuple[str, Any]]],
+        *,
+        chunk_size: Optional[Size] = None,
+        priority: int = 3,
+        pin: bool = False,
+        overwrite: bool = True,
+    ) -> List[Union[FileInfo, Exception]]:
+        """Stores many files at once: ``items`` maps paths to bytes-like
+        contents (a dict, or ``(path, data)`` pairs). Up to 64 files move at
+        a time, so small files cost round trips in parallel. Returns, per
+        item and in order, its :class:`FileInfo` or the exception it failed
+        with (returned, not raised: a failure in the middle stops and undoes
+        nothing)."""
+        pairs = list(items.items()) if isinstance(items, Mapping) else list(items)
+        return self._native.put_many(pairs, _size(chunk_size), priority, pin, overwrite)
+
+    def get_many(self, paths: Iterable[str]) -> List[Union[bytes, Exception]]:
+        """The content of each of ``paths``, read at once (up to 64 files at
+        a time): per path and in order, its bytes or the exception reading
+        it failed with (returned, not raised)."""
+        return self._native.get_many(list(paths))
 
     def alloc(
         self,

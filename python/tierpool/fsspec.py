@@ -237,6 +237,39 @@ class TierpoolFileSystem(AbstractFileSystem, metaclass=_ResolveAddress):
         options = {k: kwargs[k] for k in ("chunk_size", "priority", "pin") if k in kwargs}
         self.client.put(value, path, overwrite=(mode != "create"), **options)
 
+    def cat(self, path: Any, recursive: bool = False, on_error: str = "raise", **kwargs: Any) -> Any:
+        """As fsspec's ``cat``; several whole files are read at once
+        (``Client.get_many``)."""
+        paths = self.expand_path(path, recursive=recursive)
+        one = len(paths) == 1 and not isinstance(path, list) and paths[0] == self._strip_protocol(path)
+        if one or kwargs:
+            return super().cat(path, recursive=recursive, on_error=on_error, **kwargs)
+        out: Dict[str, Any] = {}
+        for p, r in zip(paths, self.client.get_many(paths)):
+            if isinstance(r, Exception):
+                if on_error == "raise":
+                    raise r
+                if on_error == "omit":
+                    continue
+            out[p] = r
+        return out
+
+    def pipe(self, path: Any, value: Optional[bytes] = None, **kwargs: Any) -> None:
+        """As fsspec's ``pipe``; a dict of paths to bytes is written at once
+        (``Client.put_many``), its first failure raised once all were tried."""
+        if not isinstance(path, dict):
+            return super().pipe(path, value, **kwargs)
+        items = [(self._strip_protocol(k), v) for k, v in path.items()]
+        for parent in sorted({self._parent(p) for p, _ in items}):
+            if parent != "/":
+                self.client.mkdir(parent, parents=True)
+        options = {k: kwargs[k] for k in ("chunk_size", "priority", "pin") if k in kwargs}
+        overwrite = kwargs.get("mode", "overwrite") != "create"
+        for r in self.client.put_many(items, overwrite=overwrite, **options):
+            if isinstance(r, Exception):
+                raise r
+        return None
+
     def put_file(self, lpath: str, rpath: str, callback: Any = None, mode: str = "overwrite", **kwargs: Any) -> None:
         rpath = self._strip_protocol(rpath)
         if os.path.isdir(lpath):

@@ -11,6 +11,7 @@
 //!   atomic metadata commit, so readers see the old or the new file whole;
 //! - a chunk that its worker no longer has is reported as `Lost`, naming the file.
 
+mod batch;
 mod client;
 mod dir_placing;
 mod inode;
@@ -24,6 +25,7 @@ mod replication;
 pub mod view;
 mod write;
 
+pub use batch::IN_FLIGHT;
 pub use client::{hostname, Client, ClientConfig};
 pub use inode::{InodeChange, Owner};
 pub use lease::{WriteLease, RENEW};

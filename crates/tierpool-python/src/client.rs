@@ -284,6 +284,51 @@ impl Client {
         Ok(FileInfo::new(path, &info))
     }
 
+    /// Writes each `(path, data)` (any contiguous buffers), several at
+    /// once: per item, in order, its `FileInfo` or the exception it failed
+    /// with (returned, not raised).
+    #[pyo3(signature = (items, chunk_size=None, priority=None, pinned=false, overwrite=true))]
+    fn put_many<'py>(
+        &self,
+        py: Python<'py>,
+        items: Vec<(String, Bound<'py, PyAny>)>,
+        chunk_size: Option<&Bound<'py, PyAny>>,
+        priority: Option<&Bound<'py, PyAny>>,
+        pinned: bool,
+        overwrite: bool,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let opts = put_options(chunk_size, priority, pinned, overwrite)?;
+        let c = self.conn(py)?;
+        let mut batch = Vec::with_capacity(items.len());
+        for (path, data) in &items {
+            let view = BufferView::readonly(data)?;
+            batch.push((clean_path(path), bytes::Bytes::copy_from_slice(view.as_slice())));
+        }
+        let paths: Vec<String> = batch.iter().map(|(p, _)| p.clone()).collect();
+        let results = wait(py, async { Ok(c.put_many(batch, &opts).await) })?;
+        (paths.into_iter().zip(results))
+            .map(|(path, r)| match r {
+                Ok(info) => Ok(Bound::new(py, FileInfo::new(path, &info))?.into_any()),
+                Err(e) => Ok(to_py_err(py, e).into_value(py).into_bound(py).into_any()),
+            })
+            .collect()
+    }
+
+    /// The whole content of each of `paths`, several at once: per path, in
+    /// order, its bytes or the exception reading it failed with (returned,
+    /// not raised).
+    fn get_many<'py>(&self, py: Python<'py>, paths: Vec<String>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let c = self.conn(py)?;
+        let paths: Vec<String> = paths.iter().map(|p| clean_path(p)).collect();
+        let results = wait(py, async { Ok(c.get_many(paths).await) })?;
+        (results.into_iter())
+            .map(|r| match r {
+                Ok(data) => Ok(PyBytes::new(py, &data).into_any()),
+                Err(e) => Ok(to_py_err(py, e).into_value(py).into_bound(py).into_any()),
+            })
+            .collect()
+    }
+
     /// Copies the local file `local` to `path`, streaming chunk by chunk.
     #[pyo3(signature = (local, path, chunk_size=None, priority=None, pinned=false, overwrite=true))]
     #[allow(clippy::too_many_arguments)]

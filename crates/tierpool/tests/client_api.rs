@@ -1,7 +1,7 @@
 //! The Rust client against a real pool: streaming writes of odd sizes and
 //! random-offset reads match an in-memory model byte for byte; a writer
 //! whose idea of a directory's copies is stale still leaves each file
-//! with the copies it keeps.
+//! with the copies it keeps; batches report each item in order.
 
 mod common;
 use bytes::Bytes;
@@ -85,5 +85,44 @@ fn a_writer_that_remembered_another_count_of_copies_leaves_each_file_with_its_ow
         for (path, want) in [("/d/a", &a), ("/d/b", &b), ("/d/c", &c)] {
             assert!(&admin.get_bytes(path).await.unwrap() == want, "{path}");
         }
+    });
+}
+
+/// Batches: every item is tried, a failure in the middle is reported for
+/// its item alone, and the results come back in the order given.
+#[test]
+fn batches_report_each_item_in_order() {
+    let pool = Pool::start(2, "16MiB", "64MiB");
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let c = Client::connect(pool.client_config()).await.unwrap();
+        c.mkdir("/b", false).await.unwrap();
+        c.put_bytes("/b/taken", Bytes::from_static(b"old"), &PutOptions::default()).await.unwrap();
+        let items: Vec<(String, Bytes)> = (0..200)
+            .map(|i| {
+                let path = if i == 100 { "/b/taken".to_string() } else { format!("/b/f{i}") };
+                (path, Bytes::from(data(i, 100 + i as usize)))
+            })
+            .collect();
+        let opts = PutOptions { overwrite: false, ..PutOptions::default() };
+        let put = c.put_many(items.clone(), &opts).await;
+        assert_eq!(put.len(), 200);
+        for (i, r) in put.iter().enumerate() {
+            match r {
+                Ok(info) => assert_eq!((i != 100, info.size), (true, 100 + i as u64)),
+                Err(e) => assert_eq!((i, e.kind), (100, tierpool_types::ErrorKind::AlreadyExists), "{e}"),
+            }
+        }
+        let mut paths: Vec<String> = items.iter().map(|(p, _)| p.clone()).collect();
+        paths.insert(50, "/b/missing".into());
+        let got = c.get_many(paths).await;
+        assert_eq!(got.len(), 201);
+        assert_eq!(got[50].as_ref().unwrap_err().kind, tierpool_types::ErrorKind::NotFound);
+        assert_eq!(got[101].as_ref().unwrap(), b"old", "the taken path kept its content");
+        for (i, (_, bytes)) in items.iter().enumerate().filter(|(i, _)| *i != 100) {
+            let at = if i < 50 { i } else { i + 1 };
+            assert_eq!(got[at].as_ref().unwrap(), &bytes[..], "item {i}");
+        }
+        assert_eq!(c.put_many(Vec::new(), &PutOptions::default()).await.len(), 0);
     });
 }
