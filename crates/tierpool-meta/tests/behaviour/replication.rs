@@ -8,11 +8,16 @@ use tierpool_placement::plan::next_moves;
 use tierpool_types::{ErrorKind, WorkerId};
 
 fn worker(i: u32) -> MetaOp {
+    worker_at(i, &format!("node{i}"), "r1")
+}
+
+/// Worker `i` registering with these host and rack labels.
+fn worker_at(i: u32, host: &str, rack: &str) -> MetaOp {
     MetaOp::RegisterWorker {
         id: Some(WorkerId(i)),
         addr: format!("10.0.0.{i}:7000"),
-        host: format!("node{i}"),
-        rack: "r1".into(),
+        host: host.into(),
+        rack: rack.into(),
         mem_capacity: 10,
         disk_capacity: 0,
         at_once: false,
@@ -177,16 +182,7 @@ fn replicas_go_to_distinct_hosts_where_they_can() {
     let mut s = ready();
     s.execute(&MetaOp::SetReplication { replicas: 2, spread: tierpool_types::Spread::Host }, 2).unwrap();
     for i in 1..=4u32 {
-        let op = MetaOp::RegisterWorker {
-            id: Some(WorkerId(i)),
-            addr: format!("10.0.0.{i}:7000"),
-            host: format!("node{}", i % 2),
-            rack: "r1".into(),
-            mem_capacity: 10,
-            disk_capacity: 0,
-            at_once: false,
-        };
-        s.execute(&op, 3).unwrap();
+        s.execute(&worker_at(i, &format!("node{}", i % 2), "r1"), 3).unwrap();
         settle(&mut s);
     }
     distinct(&s);
@@ -209,16 +205,7 @@ fn with_spread_rack_replicas_go_to_distinct_racks() {
     let mut s = ready();
     s.execute(&MetaOp::SetReplication { replicas: 2, spread: Spread::Rack }, 2).unwrap();
     for i in 1..=4u32 {
-        let op = MetaOp::RegisterWorker {
-            id: Some(WorkerId(i)),
-            addr: format!("10.0.0.{i}:7000"),
-            host: format!("node{i}"),
-            rack: format!("r{}", i % 2),
-            mem_capacity: 10,
-            disk_capacity: 0,
-            at_once: false,
-        };
-        s.execute(&op, 3).unwrap();
+        s.execute(&worker_at(i, &format!("node{i}"), &format!("r{}", i % 2)), 3).unwrap();
         settle(&mut s);
     }
     distinct(&s);
