@@ -1,8 +1,8 @@
 //! Chunks on their replicas: a write goes to every replica its chunk
 //! keeps and is acknowledged only when each has it; a read goes to the
 //! nearest replica that answers, and on to the next when one fails, lacks
-//! the chunk or holds a damaged copy (which is then written again from the
-//! good one).
+//! the chunk or holds a damaged copy (which is written again from the good
+//! one before the read returns).
 //!
 //! Both follow replicas as they move: a worker that no longer holds the
 //! partition (`Moved`) makes the client read the layout again, one handing
@@ -24,7 +24,6 @@ use bytes::Bytes;
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 use tierpool_placement::{read_classes, Nearness};
@@ -161,14 +160,14 @@ impl Client {
                     if matches!(outcome, Outcome::Answer(WorkerResponse::OnDisk, _)) {
                         on_disk.push(w);
                     } else if let Some(done) = tried.take(key, w, outcome, &check)? {
-                        self.repair(&layout, &tried.damaged, &done.1, repair);
+                        self.repair(&layout, &tried.damaged, &done.1, repair).await;
                         return Ok(done);
                     }
                 }
                 for w in on_disk {
                     let outcome = self.call_replica(&layout, w, req, &[]).await;
                     if let Some(done) = tried.take(key, w, outcome, &check)? {
-                        self.repair(&layout, &tried.damaged, &done.1, repair);
+                        self.repair(&layout, &tried.damaged, &done.1, repair).await;
                         return Ok(done);
                     }
                 }
@@ -188,29 +187,30 @@ impl Client {
         }
     }
 
-    /// Writes good bytes back to the replicas that held damaged copies (in
-    /// the background: the read does not wait).
-    fn repair(
+    /// Writes good bytes back to the replicas that held damaged copies
+    /// before the read returns: a short-lived reader (one `cat`) would
+    /// otherwise exit with the repair undone. Damaged copies are rare, so
+    /// the wait is paid rarely; a repair that fails is logged, and the
+    /// read still returns its good bytes.
+    async fn repair(
         &self,
-        layout: &Arc<Layout>,
+        layout: &Layout,
         damaged: &[WorkerId],
         data: &Bytes,
         repair: Option<&(dyn Fn(&Bytes) -> WorkerRequest + Sync)>,
     ) {
         let Some(make) = repair else { return };
-        for w in damaged {
-            let (c, l, w, req, data) =
-                (self.clone(), layout.clone(), *w, make(data).fenced(layout.version), data.clone());
-            tokio::spawn(async move {
-                match c.call_replica(&l, w, &req, &data).await {
-                    Outcome::Answer(WorkerResponse::Done, _) => {
-                        tracing::info!("repaired a damaged replica on worker {w}")
-                    }
-                    Outcome::Answer(other, _) => tracing::warn!("repairing a replica on worker {w}: {other:?}"),
-                    Outcome::Retry(m) => tracing::warn!("repairing a replica on worker {w}: {m}"),
-                    Outcome::Skip(e) => tracing::warn!("repairing a replica on worker {w}: {e}"),
-                }
-            });
+        let calls = damaged.iter().map(|&w| {
+            let req = make(data).fenced(layout.version);
+            async move { (w, self.call_replica(layout, w, &req, data).await) }
+        });
+        for (w, outcome) in join_all(calls.collect()).await {
+            match outcome {
+                Outcome::Answer(WorkerResponse::Done, _) => tracing::info!("repaired a damaged replica on worker {w}"),
+                Outcome::Answer(other, _) => tracing::warn!("repairing a replica on worker {w}: {other:?}"),
+                Outcome::Retry(m) => tracing::warn!("repairing a replica on worker {w}: {m}"),
+                Outcome::Skip(e) => tracing::warn!("repairing a replica on worker {w}: {e}"),
+            }
         }
     }
 

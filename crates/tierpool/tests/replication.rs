@@ -289,9 +289,8 @@ fn a_damaged_copy_is_read_around_and_written_again_from_the_good_one() {
     };
     assert!(cat(&pool) == bytes, "the good copies are returned");
     assert!(pool.log("worker-0.log").contains("is damaged here, dropped"));
-    // The damaged copies were written again: with the other worker gone,
-    // worker 0 alone serves every byte.
-    std::thread::sleep(Duration::from_millis(500));
+    // The damaged copies were written again before `cat` returned: with
+    // the other worker gone, worker 0 alone serves every byte.
     pool.kill_worker(1);
     assert!(cat(&pool) == bytes, "the repaired copies are returned");
 }

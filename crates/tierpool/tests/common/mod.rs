@@ -139,6 +139,7 @@ impl Pool {
     pub fn spawn_coordinator(&self) -> Child {
         let dir = self.tmp.path().join("coordinator");
         let log = log_file(self.tmp.path(), "coordinator.log");
+        let started = self.log("coordinator.log").matches("coordinator listening on").count();
         let child = Command::new(BIN)
             .args(["coordinator", "--dir", dir.to_str().unwrap(), "--listen", &self.addr, "--partitions", "256"])
             // Orphans are looked for every second, so every test that runs
@@ -157,7 +158,11 @@ impl Pool {
             .spawn()
             .unwrap();
         let t = Instant::now();
-        while std::net::TcpStream::connect(&self.addr).is_err() {
+        // This start's own line in the log (not only a connection, which
+        // another process holding the port would also accept).
+        while self.log("coordinator.log").matches("coordinator listening on").count() == started
+            || std::net::TcpStream::connect(&self.addr).is_err()
+        {
             assert!(
                 t.elapsed() < Duration::from_secs(20),
                 "coordinator did not start: {}",
@@ -251,8 +256,11 @@ impl Pool {
             }
             assert!(
                 t.elapsed() < Duration::from_secs(30),
-                "workers not alive: {}",
-                String::from_utf8_lossy(&out.stderr)
+                "{n} workers not alive: {}{}\ncoordinator log:\n{}\nworker logs:\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr),
+                self.log("coordinator.log"),
+                (0..self.workers.len()).map(|i| self.log(&format!("worker-{i}.log"))).collect::<Vec<_>>().join("\n--\n")
             );
             std::thread::sleep(Duration::from_millis(100));
         }
