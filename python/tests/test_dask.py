@@ -32,9 +32,15 @@ def test_mapping_stores_bytes_and_frame_lists(client: tierpool.Client, base: str
     with pytest.raises(KeyError):
         del m["a"]
     files = client.ls(m.directory, detail=True)
-    assert all(f.priority == 1 for f in files)
+    # Low priority, and one copy of each chunk in this pool of two.
+    assert all(f.priority == 1 and f.replicas == 1 for f in files)
+    assert client.stat(m.directory).replicas == 1
     m.close()
     assert not client.exists(m.directory) and len(m) == 0
+    kept = TierpoolMapping(f"{base}/spill", client=client, replicas=None)
+    kept["a"] = b"alpha"
+    assert client.stat(f"{kept.directory}/0").replicas == 2
+    kept.close()
 
 
 def test_spill_buffer_moves_values_past_target_to_the_pool(client: tierpool.Client, base: str) -> None:
@@ -59,6 +65,7 @@ def test_factory_computes_the_target_and_resolves_the_address(client: tierpool.C
         "max_spill": 1 << 30,
         "address": client.address,
         "prefix": "/dask-spill",
+        "replicas": 1,
     }
 
 

@@ -65,7 +65,10 @@ class TierpoolMapping(MutableMapping):  # type: ignore[type-arg]
     garbage-collected or the process exits, only ever by the process that
     made the mapping (a forked child that inherits it leaves it alone).
     Files are written with low priority (1), so the pool demotes them to
-    disk before hotter data.
+    disk before hotter data, and keep ``replicas`` copies of each chunk
+    (default 1: a spilled value is no safer in the pool than in the worker
+    process whose memory it left, and one copy writes half the bytes of
+    two; ``None`` keeps what ``prefix`` says).
     Safe for use from several threads.
     """
 
@@ -76,11 +79,14 @@ class TierpoolMapping(MutableMapping):  # type: ignore[type-arg]
         address: Optional[str] = None,
         client: Optional[Client] = None,
         priority: int = 1,
+        replicas: Optional[int] = 1,
     ) -> None:
         self.client = client if client is not None else Client(address)
         self.directory = f"{prefix.rstrip('/')}/{uuid.uuid4().hex}"
         self.priority = priority
         self.client.mkdir(self.directory, parents=True)
+        if replicas is not None:
+            self.client.set_replicas(self.directory, replicas)
         self._paths: Dict[Hashable, str] = {}
         self._names = itertools.count()
         self._lock = threading.Lock()
@@ -145,8 +151,9 @@ class TierpoolSpillBuffer(SpillBuffer):  # type: ignore[misc]
 
     ``target``: managed memory in bytes at which to start spilling;
     ``max_spill``: most bytes to spill (``False``: no limit); ``address`` and
-    ``prefix``: where in which pool. When the pool is full, values stay in
-    memory, as they do when a local disk is full.
+    ``prefix``: where in which pool; ``replicas``: copies of each spilled
+    chunk (see :class:`TierpoolMapping`). When the pool is full, values stay
+    in memory, as they do when a local disk is full.
     """
 
     def __init__(
@@ -156,8 +163,9 @@ class TierpoolSpillBuffer(SpillBuffer):  # type: ignore[misc]
         *,
         address: Optional[str] = None,
         prefix: str = "/dask-spill",
+        replicas: Optional[int] = 1,
     ) -> None:
-        self.store = TierpoolMapping(prefix, address=address)
+        self.store = TierpoolMapping(prefix, address=address, replicas=replicas)
         slow = TierpoolSlow(self.store, max_spill)
         zict.Buffer.__init__(
             self, fast={}, slow=zict.Cache(slow, zict.WeakValueMapping()), n=target, weight=_in_memory_weight
@@ -173,6 +181,7 @@ def spill_to_tierpool(
     prefix: str = "/dask-spill",
     target: Optional[float] = None,
     max_spill: Union[int, str, Literal[False]] = False,
+    replicas: Optional[int] = 1,
 ) -> Tuple[Any, Dict[str, Any]]:
     """The ``data=`` argument that makes Dask workers spill to a pool.
 
@@ -182,7 +191,8 @@ def spill_to_tierpool(
     ``distributed.worker.memory.target``); the memory monitor's ``spill``
     threshold still applies. ``address`` is resolved now (default
     ``$TIERPOOL_COORDINATOR``, then ``127.0.0.1:7700``), so worker processes
-    need no environment of their own.
+    need no environment of their own. ``replicas``: copies of each spilled
+    chunk (default 1, as a local disk keeps; ``None``: what ``prefix`` keeps).
     """
     import dask.config
     from dask.utils import parse_bytes
@@ -191,7 +201,13 @@ def spill_to_tierpool(
     fraction = target if target is not None else dask.config.get("distributed.worker.memory.target")
     spill_at = int(limit * fraction) if fraction else sys.maxsize
     cap: Union[int, Literal[False]] = parse_bytes(max_spill) if isinstance(max_spill, str) else max_spill
-    return TierpoolSpillBuffer, {"target": spill_at, "max_spill": cap, "address": resolve_address(address), "prefix": prefix}
+    return TierpoolSpillBuffer, {
+        "target": spill_at,
+        "max_spill": cap,
+        "address": resolve_address(address),
+        "prefix": prefix,
+        "replicas": replicas,
+    }
 
 
 __all__ = ["TierpoolMapping", "TierpoolSlow", "TierpoolSpillBuffer", "spill_to_tierpool"]

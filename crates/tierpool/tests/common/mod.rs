@@ -260,7 +260,10 @@ impl Pool {
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr),
                 self.log("coordinator.log"),
-                (0..self.workers.len()).map(|i| self.log(&format!("worker-{i}.log"))).collect::<Vec<_>>().join("\n--\n")
+                (0..self.workers.len())
+                    .map(|i| self.log(&format!("worker-{i}.log")))
+                    .collect::<Vec<_>>()
+                    .join("\n--\n")
             );
             std::thread::sleep(Duration::from_millis(100));
         }
