@@ -92,7 +92,8 @@ pub(crate) struct Inner {
     coord: Pool<Coordinator>,
     layout: Mutex<Option<Arc<Layout>>>,
     workers: Mutex<HashMap<(WorkerId, String), WorkerPool>>,
-    ids: Mutex<(u64, u64)>,
+    /// Reserved inode ids not used yet (`next..end`), and when they were reserved.
+    ids: Mutex<(u64, u64, std::time::Instant)>,
     /// This client's session at the coordinator (its holds).
     pub(crate) session: u64,
     pub(crate) leases: crate::lease::Leases,
@@ -109,6 +110,14 @@ pub struct Client {
 }
 
 const ID_BATCH: u64 = 256;
+
+/// How long a batch of reserved ids is used. The coordinator never takes
+/// the chunks of an id reserved less than its hold period ago (4 s at
+/// least) for orphans; a writer's lease reaches it with the next renewal
+/// (within [`crate::lease::RENEW`], 2 s). A batch used for at most 1 s
+/// keeps every new writer covered until its lease arrives, whenever its
+/// batch was reserved.
+const ID_FRESH_FOR: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// How long calls wait for a coordinator that cannot be reached (one
 /// restarting replays its log) before they fail.
@@ -130,7 +139,7 @@ impl Client {
                 coord,
                 layout: Mutex::new(None),
                 workers: Mutex::new(HashMap::new()),
-                ids: Mutex::new((0, 0)),
+                ids: Mutex::new((0, 0, std::time::Instant::now())),
                 session: crate::lease::new_session(),
                 leases: Default::default(),
                 suspects: Default::default(),
@@ -317,15 +326,16 @@ impl Client {
     pub(crate) async fn alloc_inode(&self) -> Result<InodeId> {
         {
             let mut ids = self.inner.ids.lock();
-            if ids.0 < ids.1 {
+            if ids.0 < ids.1 && ids.2.elapsed() < ID_FRESH_FOR {
                 ids.0 += 1;
                 return Ok(InodeId(ids.0 - 1));
             }
         }
+        let asked = std::time::Instant::now();
         match self.meta(MetaOp::AllocInodes { count: ID_BATCH }).await? {
             MetaReply::Inodes { first, count } => {
                 let mut ids = self.inner.ids.lock();
-                *ids = (first.0 + 1, first.0 + count);
+                *ids = (first.0 + 1, first.0 + count, asked);
                 Ok(first)
             }
             other => Err(unexpected_meta(other)),
