@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tierpool_meta::{DirEntry, InodeInfo, MetaOp, MetaReply, Owner};
 use tierpool_net::{Connection, Credentials, Pool, PoolConfig, Secret};
 use tierpool_proto::{CoordRequest, CoordResponse, Coordinator, Layout, PoolStatus, Worker, WorkerRequest};
@@ -92,13 +92,12 @@ pub(crate) struct Inner {
     coord: Pool<Coordinator>,
     layout: Mutex<Option<Arc<Layout>>>,
     workers: Mutex<HashMap<(WorkerId, String), WorkerPool>>,
-    /// Reserved inode ids not used yet (`next..end`), and when they were reserved.
-    ids: Mutex<(u64, u64, std::time::Instant)>,
+    ids: Mutex<IdBatch>,
     /// This client's session at the coordinator (its holds).
     pub(crate) session: u64,
     pub(crate) leases: crate::lease::Leases,
     /// Workers a call failed to reach lately, and when: read from last.
-    pub(crate) suspects: Mutex<HashMap<WorkerId, std::time::Instant>>,
+    pub(crate) suspects: Mutex<HashMap<WorkerId, Instant>>,
     /// How each directory's new files are written (copies, placement), as last seen.
     pub(crate) dir_placing: crate::dir_placing::DirPlacing,
 }
@@ -111,13 +110,20 @@ pub struct Client {
 
 const ID_BATCH: u64 = 256;
 
+/// Reserved inode ids not used yet (`next..end`), and when they were reserved.
+struct IdBatch {
+    next: u64,
+    end: u64,
+    reserved: Instant,
+}
+
 /// How long a batch of reserved ids is used. The coordinator never takes
 /// the chunks of an id reserved less than its hold period ago (4 s at
 /// least) for orphans; a writer's lease reaches it with the next renewal
 /// (within [`crate::lease::RENEW`], 2 s). A batch used for at most 1 s
 /// keeps every new writer covered until its lease arrives, whenever its
 /// batch was reserved.
-const ID_FRESH_FOR: std::time::Duration = std::time::Duration::from_secs(1);
+const ID_FRESH_FOR: Duration = Duration::from_secs(1);
 
 /// How long calls wait for a coordinator that cannot be reached (one
 /// restarting replays its log) before they fail.
@@ -139,7 +145,7 @@ impl Client {
                 coord,
                 layout: Mutex::new(None),
                 workers: Mutex::new(HashMap::new()),
-                ids: Mutex::new((0, 0, std::time::Instant::now())),
+                ids: Mutex::new(IdBatch { next: 0, end: 0, reserved: Instant::now() }),
                 session: crate::lease::new_session(),
                 leases: Default::default(),
                 suspects: Default::default(),
@@ -185,7 +191,7 @@ impl Client {
     /// that is safe: the request is idempotent, or it was never sent.
     pub(crate) async fn coord(&self, req: CoordRequest) -> Result<CoordResponse> {
         let idempotent = !matches!(req, CoordRequest::Meta { .. });
-        let since = std::time::Instant::now();
+        let since = Instant::now();
         let mut pause = Duration::from_millis(20);
         loop {
             match self.inner.coord.call(&req, &[], idempotent).await {
@@ -326,16 +332,16 @@ impl Client {
     pub(crate) async fn alloc_inode(&self) -> Result<InodeId> {
         {
             let mut ids = self.inner.ids.lock();
-            if ids.0 < ids.1 && ids.2.elapsed() < ID_FRESH_FOR {
-                ids.0 += 1;
-                return Ok(InodeId(ids.0 - 1));
+            if ids.next < ids.end && ids.reserved.elapsed() < ID_FRESH_FOR {
+                ids.next += 1;
+                return Ok(InodeId(ids.next - 1));
             }
         }
-        let asked = std::time::Instant::now();
+        let asked = Instant::now();
         match self.meta(MetaOp::AllocInodes { count: ID_BATCH }).await? {
             MetaReply::Inodes { first, count } => {
                 let mut ids = self.inner.ids.lock();
-                *ids = (first.0 + 1, first.0 + count, asked);
+                *ids = IdBatch { next: first.0 + 1, end: first.0 + count, reserved: asked };
                 Ok(first)
             }
             other => Err(unexpected_meta(other)),

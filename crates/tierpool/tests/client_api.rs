@@ -1,7 +1,8 @@
 //! The Rust client against a real pool: streaming writes of odd sizes and
 //! random-offset reads match an in-memory model byte for byte; a writer
 //! whose idea of a directory's copies is stale still leaves each file
-//! with the copies it keeps; batches report each item in order.
+//! with the copies it keeps; batches report each item in order; writers
+//! are never taken for dead ones, however old their reserved ids.
 
 mod common;
 use bytes::Bytes;
@@ -124,5 +125,43 @@ fn batches_report_each_item_in_order() {
             assert_eq!(got[at].as_ref().unwrap(), &bytes[..], "item {i}");
         }
         assert_eq!(c.put_many(Vec::new(), &PutOptions::default()).await.len(), 0);
+    });
+}
+
+/// A writer whose client reserved its ids longer than a hold period ago is
+/// not taken for a dead one before its first lease renewal reaches the
+/// coordinator: this harness sweeps orphans every second, and writers start
+/// at staggered moments of the 2 s renewal cycle, store chunks at once and
+/// commit after a few sweeps.
+#[test]
+fn writers_are_never_taken_for_orphans_whenever_their_ids_were_reserved() {
+    let pool = Pool::start(2, "64MiB", "256MiB");
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let c = Client::connect(pool.client_config()).await.unwrap();
+        let opts = PutOptions { chunk_size: 64 << 10, ..PutOptions::default() };
+        c.put_bytes("/first", Bytes::from_static(b"reserves a batch of ids"), &opts).await.unwrap();
+        // Past the hold period (10 s): the ids left in that batch are old.
+        tokio::time::sleep(std::time::Duration::from_secs(11)).await;
+        let content = data(9, 256 << 10);
+        let writers: Vec<_> = (0..4u64)
+            .map(|i| {
+                let (c, opts, content) = (c.clone(), opts.clone(), content.clone());
+                tokio::spawn(async move {
+                    tokio::time::sleep(std::time::Duration::from_millis(500 * i)).await;
+                    let mut w = c.create(&format!("/w{i}"), &opts).await?;
+                    w.write(&content).await?;
+                    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+                    w.close().await
+                })
+            })
+            .collect();
+        for (i, h) in writers.into_iter().enumerate() {
+            let info = h.await.unwrap().unwrap_or_else(|e| panic!("writer {i}: {e}"));
+            assert_eq!(info.size, content.len() as u64);
+        }
+        for i in 0..4 {
+            assert!(c.get_bytes(&format!("/w{i}")).await.unwrap() == content, "/w{i}");
+        }
     });
 }
