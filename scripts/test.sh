@@ -34,6 +34,10 @@ for crate in tierpool-types tierpool-placement tierpool-meta tierpool-proto tier
     fi
 done
 
+echo "== S3 server for the under-store tests"
+TIERPOOL_S3S_FS="$(./scripts/s3-server.sh)"
+export TIERPOOL_S3S_FS
+
 echo "== tests"
 cargo test --workspace
 
