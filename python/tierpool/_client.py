@@ -210,6 +210,67 @@ class Client:
         chunk has its copies."""
         return self._native.fsck(path)
 
+    # ---- under-stores -----------------------------------------------------
+
+    def attach(
+        self,
+        uri: str,
+        path: str,
+        *,
+        mode: str = "through",
+        readonly: bool = False,
+        options: Optional[Dict[str, str]] = None,
+    ) -> Dict[str, int]:
+        """Attaches the under-store at ``uri`` (``file:///dir``,
+        ``s3://bucket/prefix``) at pool directory ``path`` (made if missing;
+        must be empty): its tree appears there, names, sizes and times, and
+        a file's bytes are loaded into the pool on first read. ``mode`` is
+        ``"through"`` (writes, removals and renames reach the store before
+        they return) or ``"pool-only"`` (nothing is written below).
+        ``options``: ``endpoint``, ``region``, ``profile``,
+        ``access_key_id``, ``secret_access_key``, ``session_token`` (else
+        from the environment and ``~/.aws``). Returns ``{"files", "dirs",
+        "bytes"}``. An unreachable store, a missing bucket or refused
+        credentials raise an error naming it; nothing is attached then."""
+        return self._native.attach(uri, path, mode, readonly, options)
+
+    def detach(self, path: str, *, force: bool = False) -> int:
+        """Detaches the under-store at ``path``: the pool forgets the tree
+        (the store keeps its data). Files changed in the pool and not yet
+        written below raise :class:`tierpool.Stale` unless ``force``.
+        Returns how many entries went."""
+        return self._native.detach(path, force)
+
+    def attachments(self) -> List[Dict[str, Any]]:
+        """The attached under-stores: ``[{"path", "uri", "mode",
+        "readonly", "options"}]`` (secrets shown as ``***``)."""
+        return self._native.attachments()
+
+    def load(self, path: str) -> Dict[str, int]:
+        """Loads the files at or beneath ``path`` from their under-store
+        into the pool ahead of reads: ``{"files", "bytes"}``."""
+        return self._native.load(path)
+
+    def free(self, path: str) -> Dict[str, Any]:
+        """Lets go of the pool's copies of the files at or beneath ``path``
+        that their under-store holds as they are; reads load them again.
+        ``{"files", "bytes", "skipped"}``: skipped files have changes not
+        yet below."""
+        return self._native.free(path)
+
+    def sync(self, path: str) -> Dict[str, int]:
+        """Writes the files at or beneath ``path`` with changes not yet in
+        their under-store to it (of a pool-only attachment too):
+        ``{"files", "bytes"}``."""
+        return self._native.sync(path)
+
+    def sync_meta(self, path: str) -> Dict[str, Any]:
+        """Brings the attached tree at or beneath ``path`` up to date with
+        its under-store: ``{"added", "changed", "removed", "conflicts"}``.
+        A file changed below since it was attached is refused on open
+        (:class:`tierpool.Stale`) until this picks the change up."""
+        return self._native.sync_meta(path)
+
     # ---- membership --------------------------------------------------------
 
     def drain(self, worker: Union[int, str], *, wait: bool = False, timeout: Optional[float] = None) -> None:

@@ -236,12 +236,25 @@ impl Client {
         }
     }
 
+    /// Makes a directory (beneath an attachment that writes through, below first).
     pub async fn mkdir(&self, path: &str, parents: bool) -> Result<()> {
+        if let Some((store, key)) = self.through_key(path).await? {
+            store.mkdir(&key).await.map_err(|e| e.context(path))?;
+        }
         self.meta(MetaOp::Mkdir { path: path.into(), parents, mode: 0o755 }).await.map(|_| ())
     }
 
     /// Removes a file or directory; returns how many inodes went away.
+    /// Beneath an attachment that writes through, the object (or tree)
+    /// below goes first.
     pub async fn remove(&self, path: &str, recursive: bool) -> Result<u64> {
+        if let Some((store, key)) = self.through_key(path).await? {
+            let info = self.stat(path).await?;
+            if info.kind == tierpool_meta::InodeKind::Dir && !recursive && info.size > 0 {
+                return Err(Error::new(ErrorKind::DirectoryNotEmpty, format!("{path}: directory not empty")));
+            }
+            store.delete(&key, recursive).await.map_err(|e| e.context(path))?;
+        }
         match self.meta(MetaOp::Remove { path: path.into(), recursive }).await? {
             MetaReply::Removed { inodes } => Ok(inodes),
             other => Err(unexpected_meta(other)),
@@ -250,6 +263,15 @@ impl Client {
 
     /// Atomic rename; replaces a file (or empty directory) at `to`.
     pub async fn rename(&self, from: &str, to: &str) -> Result<()> {
+        if let (Some((store, key)), Some((_, to_key))) = (self.through_key(from).await?, self.through_key(to).await?) {
+            // Only within one attachment (the pool refuses other moves).
+            let same =
+                self.attached_at(from).await?.map(|a| a.0.inode) == self.attached_at(to).await?.map(|a| a.0.inode);
+            if same && from != to {
+                self.stat(from).await?;
+                store.rename(&key, &to_key).await.map_err(|e| e.context(from))?;
+            }
+        }
         self.meta(MetaOp::Rename { from: from.into(), to: to.into() }).await.map(|_| ())
     }
 

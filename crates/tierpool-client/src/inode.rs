@@ -185,7 +185,7 @@ impl Client {
         let layout = self.layout().await?;
         let mut by_owner: BTreeMap<WorkerId, Vec<(usize, ChunkKey)>> = BTreeMap::new();
         for (i, r) in info.chunks.iter().enumerate() {
-            if r.is_hole() {
+            if !r.is_stored() {
                 continue;
             }
             let key = r.key(info.id, i as u64);

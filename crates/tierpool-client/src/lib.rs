@@ -22,6 +22,7 @@ mod region;
 mod region_handle;
 mod replicas;
 mod replication;
+mod under;
 pub mod view;
 mod write;
 
@@ -41,6 +42,7 @@ pub use tierpool_net::{Background, Step};
 pub use tierpool_proto::ChunkPlace;
 pub use tierpool_proto::{FsckEntry, MigrationStatus, PoolStatus, ReplicationStatus, WorkerStatus};
 pub use tierpool_types::ChunkRef;
+pub use under::{open_store, MetaSync, UnderProgress, UnderReport};
 pub use write::{FileWriter, PutOptions};
 
 /// How messages name a kind of inode.

@@ -56,6 +56,9 @@ impl Client {
         if r.is_hole() {
             return Ok(Bytes::from(vec![0u8; share as usize]));
         }
+        if r.is_below() {
+            return Box::pin(self.load_below(inode, index)).await.map_err(|e| e.context(path));
+        }
         let key = r.key(inode, index);
         let check = |resp: &WorkerResponse, data: &Bytes| match resp {
             WorkerResponse::Chunk if data.len() as u64 == r.len && crc32c::crc32c(data) == r.checksum => Ok(()),
@@ -91,6 +94,7 @@ impl Client {
     pub async fn get_writer<W: AsyncWrite + Unpin>(&self, path: &str, writer: &mut W) -> Result<u64> {
         let info = self.stat(path).await?;
         check_readable(path, &info)?;
+        self.check_origin(path, &info).await?;
         let mut n = 0;
         let mut chunks = self.chunk_stream(path, &info);
         while let Some(data) = chunks.next().await? {
@@ -143,6 +147,7 @@ impl Client {
     pub async fn get_bytes(&self, path: &str) -> Result<Vec<u8>> {
         let info = self.stat(path).await?;
         check_readable(path, &info)?;
+        self.check_origin(path, &info).await?;
         // Sized once and filled in place: no regrowth, one copy per byte.
         let mut out = vec![0u8; info.size as usize];
         let n = self.read_at(path, &info, 0, &mut out).await?;

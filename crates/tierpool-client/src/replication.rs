@@ -125,7 +125,7 @@ impl Client {
 fn chunks_of(info: &InodeInfo) -> Vec<(u64, ChunkKey)> {
     match info.kind {
         InodeKind::File => (info.chunks.iter().enumerate())
-            .filter(|(_, c)| !c.is_hole())
+            .filter(|(_, c)| c.is_stored())
             .map(|(i, c)| (c.len, c.key(info.id, i as u64)))
             .collect(),
         InodeKind::Region => {

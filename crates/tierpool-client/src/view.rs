@@ -27,6 +27,10 @@ pub struct StatusView {
     /// Copies of chunks: what the pool keeps and what is missing.
     pub replication: ReplicationView,
     pub workers: Vec<WorkerView>,
+    /// The attached under-stores: `path`, `uri`, `mode`, `readonly`,
+    /// `files`, `dirty_files` and `dirty_bytes` (changes not yet below),
+    /// `bytes_in_pool`, `bytes_below`.
+    pub attachments: Vec<tierpool_proto::AttachmentStatus>,
 }
 
 /// Copies of chunks: what the pool keeps, and what is short of copies
@@ -229,6 +233,7 @@ impl StatusView {
             migration: MigrationView::new(&s.migration),
             replication: ReplicationView::new(&s.replication),
             workers,
+            attachments: s.attachments.clone(),
         }
     }
 }
@@ -277,6 +282,36 @@ pub struct InfoView {
     pub placement: &'static str,
     /// Where a symbolic link points (`null` for other kinds).
     pub target: Option<String>,
+    /// Of a file of an attached under-store: its object and how much of
+    /// it the pool holds (`null` for other files and kinds).
+    pub under: Option<UnderView>,
+}
+
+/// A file's under-store object as `stat --json` shows it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct UnderView {
+    /// The object's path relative to the attachment's root.
+    pub key: String,
+    /// Chunks whose bytes the pool holds; the others are read from below.
+    pub chunks_in_pool: u64,
+    pub chunks_below: u64,
+    /// The file has changes the under-store does not have yet.
+    pub dirty: bool,
+    pub etag: String,
+}
+
+impl UnderView {
+    pub fn new(i: &InodeInfo) -> Option<UnderView> {
+        let o = i.origin.as_ref()?;
+        let below = i.chunks.iter().filter(|r| r.is_below()).count() as u64;
+        Some(UnderView {
+            key: o.key.clone(),
+            chunks_in_pool: i.chunks.iter().filter(|r| r.is_stored()).count() as u64,
+            chunks_below: below,
+            dirty: o.dirty,
+            etag: o.etag.clone(),
+        })
+    }
 }
 
 /// A directory entry as `ls --json` shows it: the entry's [`InfoView`]
@@ -323,6 +358,7 @@ impl InfoView {
             replicas: i.replicas,
             placement: i.placement.name(),
             target: (i.kind == InodeKind::Symlink).then(|| i.target.clone()),
+            under: UnderView::new(i),
         }
     }
 }

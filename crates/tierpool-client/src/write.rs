@@ -244,18 +244,25 @@ impl FileWriter {
             mode: self.opts.mode,
             overwrite: self.opts.overwrite,
         };
-        match self.client.meta(op).await {
+        let info = match self.client.meta(op).await {
             Ok(MetaReply::Info(i)) if self.inherited => {
                 self.client.settle(&self.path, &i, self.placing).await.map_err(|e| e.context(&self.path))?;
-                Ok(i)
+                i
             }
-            Ok(MetaReply::Info(i)) => Ok(i),
-            Ok(other) => Err(unexpected_meta(other)),
+            Ok(MetaReply::Info(i)) => i,
+            Ok(other) => return Err(unexpected_meta(other)),
             Err(e) => {
                 self.client.discard_inode(self.inode).await;
-                Err(e)
+                return Err(e);
+            }
+        };
+        if info.origin.is_some() {
+            // Beneath an attachment that writes through: below before the close returns.
+            if self.client.persist(&self.path, info.clone(), false).await? {
+                return self.client.stat(&self.path).await;
             }
         }
+        Ok(info)
     }
 
     /// Gives up: deletes what was stored, publishes nothing.

@@ -18,7 +18,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tierpool_meta::engine::{Effect, Engine, Sweep};
 use tierpool_meta::{Garbage, MetaOp, MetaReply, MetaState, Owner};
 use tierpool_net::{Credentials, Handler, Pool, PoolConfig};
-use tierpool_proto::{CoordRequest, CoordResponse, Layout, PoolStatus, WorkerRequest, WorkerResponse, WorkerStats};
+use tierpool_proto::{
+    AttachedDir, AttachmentStatus, CoordRequest, CoordResponse, Layout, PoolStatus, WorkerRequest, WorkerResponse,
+    WorkerStats,
+};
 use tierpool_proto::{Worker, WorkerStatus};
 use tierpool_types::{ByteSize, ChunkKey, Error, ErrorKind, InodeId, Result, WorkerId};
 
@@ -354,6 +357,19 @@ impl Coordinator {
             held_sessions,
             migration,
             replication: crate::replication::status(&g.engine, now),
+            attachments: (s.under_figures().into_iter())
+                .map(|(path, a, f)| AttachmentStatus {
+                    path,
+                    uri: a.uri,
+                    mode: a.mode.name().to_string(),
+                    readonly: a.readonly,
+                    files: f[0],
+                    dirty_files: f[1],
+                    dirty_bytes: f[2],
+                    bytes_in_pool: f[3],
+                    bytes_below: f[4],
+                })
+                .collect(),
         }
     }
 
@@ -476,6 +492,11 @@ impl Coordinator {
                 Ok(CoordResponse::Done)
             }
             CoordRequest::Fsck { path } => crate::replication::fsck(self, &path).await,
+            CoordRequest::Attachments => {
+                let dirs = self.query(|s| Ok(s.attached_dirs())).await?;
+                let dirs = dirs.into_iter().map(|(path, inode, attachment)| AttachedDir { path, inode, attachment });
+                Ok(CoordResponse::Attachments(dirs.collect()))
+            }
         }
     }
 }

@@ -113,6 +113,14 @@ fn a_coordinator_recovers_from_golden_files() {
         let (state, lsn, _writer) = log::open(&meta).unwrap();
         assert_eq!((lsn, dump::dump(&state)), (59, expected("state-log-v6.txt")), "{file}");
     }
+    for (file, name) in [("log-v7", format!("log-{:020}", 1)), ("snapshot-v8", "snapshot".to_string())] {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = dir.path().join("meta");
+        std::fs::create_dir_all(&meta).unwrap();
+        std::fs::copy(golden(file), meta.join(name)).unwrap();
+        let (state, lsn, _writer) = log::open(&meta).unwrap();
+        assert_eq!((lsn, dump::dump(&state)), (72, expected("state-log-v7.txt")), "{file}");
+    }
 }
 
 #[test]
@@ -259,7 +267,8 @@ fn snapshot_v6_decodes_to_its_state_and_encodes_to_the_same_bytes() {
 /// A state of one replica per partition is stored in version 6 as version
 /// 5 stored it, followed by the (empty) fields of replication; and in
 /// version 7 as version 6 stored it, followed by the (empty) fields of
-/// placement.
+/// placement; in version 8 as version 7 did, followed by the (empty)
+/// fields of under-stores.
 #[test]
 fn snapshot_v6_of_one_replica_nests_the_bytes_of_version_5() {
     let v5 = read("snapshot-v5");
@@ -268,10 +277,14 @@ fn snapshot_v6_of_one_replica_nests_the_bytes_of_version_5() {
     assert_eq!(v6[6], 6);
     assert!(v6[19..].starts_with(&v5[19..]), "the nested version 5 state differs");
     assert_eq!(decode_snapshot(&v6).unwrap(), (lsn, state.clone()));
-    let v7 = encode_snapshot(lsn, &state);
+    let v7 = encode_snapshot_in(7, lsn, &state).unwrap();
     assert_eq!(v7[6], 7);
     assert!(v7[19..].starts_with(&v6[19..]), "the nested version 6 state differs");
-    assert_eq!(decode_snapshot(&v7).unwrap(), (lsn, state));
+    assert_eq!(decode_snapshot(&v7).unwrap(), (lsn, state.clone()));
+    let v8 = encode_snapshot(lsn, &state);
+    assert_eq!(v8[6], 8);
+    assert!(v8[19..].starts_with(&v7[19..]), "the nested version 7 state differs");
+    assert_eq!(decode_snapshot(&v8).unwrap(), (lsn, state));
 }
 
 #[test]
@@ -285,7 +298,7 @@ fn log_v6_replays_to_its_state_and_encodes_to_the_same_bytes() {
     assert_eq!(dump::dump(&state), expected("state-log-v6.txt"));
     let mut again = Vec::new();
     for r in &recs {
-        encode_record(r, &mut again);
+        encode_record_in(6, r, &mut again).unwrap();
     }
     assert!(again == seg, "log records of version 6 no longer encode as they did");
     for v in 2..=6 {
@@ -300,7 +313,38 @@ fn snapshot_v7_decodes_to_its_state_and_encodes_to_the_same_bytes() {
     assert_eq!(lsn, 59);
     assert_eq!(dump::dump(&state), expected("state-log-v6.txt"));
     assert_eq!(state, replay(&records(&read("log-v6"))));
-    assert!(encode_snapshot(lsn, &state) == bytes, "snapshots of version 7 no longer encode as they did");
+    assert!(
+        encode_snapshot_in(7, lsn, &state).unwrap() == bytes,
+        "snapshots of version 7 no longer encode as they did"
+    );
+}
+
+#[test]
+fn log_v7_replays_to_its_state_and_encodes_to_the_same_bytes() {
+    let seg = read("log-v7");
+    let recs = records(&seg);
+    assert_eq!(recs.len(), 72);
+    let state = replay(&recs);
+    state.check_invariants().unwrap();
+    assert_eq!(dump::dump(&state), expected("state-log-v7.txt"));
+    let mut again = Vec::new();
+    for r in &recs {
+        encode_record(r, &mut again);
+    }
+    assert!(again == seg, "log records of version 7 no longer encode as they did");
+    for v in 2..=7 {
+        assert!(encode_snapshot_in(v, 72, &state).is_err(), "snapshot version {v}");
+    }
+}
+
+#[test]
+fn snapshot_v8_decodes_to_its_state_and_encodes_to_the_same_bytes() {
+    let bytes = read("snapshot-v8");
+    let (lsn, state) = decode_snapshot(&bytes).unwrap();
+    assert_eq!(lsn, 72);
+    assert_eq!(dump::dump(&state), expected("state-log-v7.txt"));
+    assert_eq!(state, replay(&records(&read("log-v7"))));
+    assert!(encode_snapshot(lsn, &state) == bytes, "snapshots of version 8 no longer encode as they did");
 }
 
 /// Replays `recs` from an empty state.
@@ -450,21 +494,68 @@ fn log_v6_records() -> Vec<LogRecord> {
     recs
 }
 
+/// The records of `log-v7`: those of `log-v6`, then under-stores: one
+/// attached (through, with options) and its tree adopted (a directory, a
+/// file of three chunks, one of them loaded, then all let go; a changed
+/// object adopted again), a file made in the pool and persisted, another
+/// store attached read-only in pool-only mode and detached.
+fn log_v7_records() -> Vec<LogRecord> {
+    use tierpool_meta::{Attachment, NewNode, WriteMode};
+    use tierpool_types::ChunkRef;
+    let mut recs = log_v6_records();
+    let mut state = replay(&recs);
+    push(&mut recs, &mut state, MetaOp::Mkdir { path: "/lake".into(), parents: false, mode: 0o755 });
+    let options = [("endpoint".to_string(), "http://127.0.0.1:9000".to_string())].into();
+    let a = Attachment { uri: "s3://lake/2026".into(), mode: WriteMode::Through, readonly: false, options };
+    push(&mut recs, &mut state, MetaOp::Attach { path: "/lake".into(), attachment: a });
+    let lake = state.stat("/lake").unwrap().id;
+    push(&mut recs, &mut state, MetaOp::AdoptDir { parent: lake, name: "day0".into(), mode: 0o755 });
+    push(&mut recs, &mut state, MetaOp::Disown { parent: lake, name: "day0".into() });
+    push(&mut recs, &mut state, MetaOp::AdoptDir { parent: lake, name: "day1".into(), mode: 0o755 });
+    let day1 = state.stat("/lake/day1").unwrap().id;
+    let adopt = |etag: &str, size: u64| MetaOp::AdoptFile {
+        parent: day1,
+        name: "part-0".into(),
+        size,
+        chunk_size: 4096,
+        mtime: 1_700_000_000_000_000_000,
+        etag: etag.into(),
+        mode: 0o644,
+    };
+    push(&mut recs, &mut state, adopt("e1", 2 * 4096 + 5));
+    let f = state.stat("/lake/day1/part-0").unwrap().id;
+    push(&mut recs, &mut state, MetaOp::AllocInodes { count: 4 });
+    let v = state.next_inode().0 - 4;
+    let loaded = ChunkRef { version: v, len: 4096, checksum: 21, home: None };
+    push(&mut recs, &mut state, MetaOp::LoadChunks { inode: f, chunks: vec![(1, loaded)] });
+    push(&mut recs, &mut state, MetaOp::Unload { inode: f });
+    push(&mut recs, &mut state, adopt("e2", 100));
+    let made =
+        MetaOp::MakeAt { parent: lake, name: "new".into(), node: NewNode::File { chunk_size: 4096 }, mode: 0o644 };
+    push(&mut recs, &mut state, made);
+    let n = state.stat("/lake/new").unwrap().id;
+    let w = ChunkRef { version: v + 1, len: 7, checksum: 22, home: None };
+    push(&mut recs, &mut state, MetaOp::UpdateFile { inode: n, size: 7, truncate: None, chunks: vec![(0, w)] });
+    let persisted = MetaOp::Persisted { inode: n, chunks: vec![w], size: 7, mtime: 33, etag: "e3".into() };
+    push(&mut recs, &mut state, persisted);
+    recs
+}
+
 /// Writes the golden files of the current versions once, when asked
 /// (`TIERPOOL_WRITE_GOLDEN=1`) and only if they are missing.
 #[test]
 #[ignore = "writes the golden files of a new version: TIERPOOL_WRITE_GOLDEN=1 cargo test --test golden -- --ignored"]
 fn write_missing_golden_files_of_the_current_versions() {
-    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v6").exists() {
+    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v7").exists() {
         return;
     }
-    let recs = log_v6_records();
+    let recs = log_v7_records();
     let (mut seg, mut state) = (Vec::new(), MetaState::new());
     for r in &recs {
         state.execute_as(&r.op, r.owner, r.time).unwrap();
         encode_record(r, &mut seg);
     }
-    std::fs::write(golden("log-v6"), seg).unwrap();
-    std::fs::write(golden("snapshot-v7"), encode_snapshot(recs.len() as u64, &state)).unwrap();
-    std::fs::write(golden("state-log-v6.txt"), dump::dump(&state)).unwrap();
+    std::fs::write(golden("log-v7"), seg).unwrap();
+    std::fs::write(golden("snapshot-v8"), encode_snapshot(recs.len() as u64, &state)).unwrap();
+    std::fs::write(golden("state-log-v7.txt"), dump::dump(&state)).unwrap();
 }

@@ -36,6 +36,7 @@ mod tests {
             (ErrorKind::Io, libc::EIO),
             (ErrorKind::Internal, libc::EIO),
             (ErrorKind::Unauthenticated, libc::EACCES),
+            (ErrorKind::ReadOnly, libc::EROFS),
         ];
         assert_eq!(expected.map(|(k, _)| k), ErrorKind::ALL);
         for (kind, code) in expected {

@@ -133,7 +133,7 @@ impl FileState {
             Some(Local::Sending { data, .. }) => data,
             None => {
                 return match self.version_ref(index) {
-                    r if r.is_hole() || r.len == 0 => Source::Zero,
+                    r if r.is_hole() || (r.len == 0 && !r.is_below()) => Source::Zero,
                     r => Source::Stored(r),
                 }
             }
@@ -159,7 +159,8 @@ impl FileState {
             let start = index * cs;
             let (a, b) = (offset.max(start) - start, (offset + len).min(start + cs) - start);
             let r = self.version_ref(index);
-            if !self.local.contains_key(&index) && r.len > 0 && !(a == 0 && b >= r.len) {
+            let len = self.stored_len(index, r);
+            if !self.local.contains_key(&index) && len > 0 && !(a == 0 && b >= len) {
                 out.push((index, r));
             }
         }
@@ -172,7 +173,18 @@ impl FileState {
         let index = size / self.chunk_size;
         let keep = size - index * self.chunk_size;
         let r = self.version_ref(index);
-        (keep > 0 && size < self.size && !self.local.contains_key(&index) && r.len > keep).then_some((index, r))
+        let len = self.stored_len(index, r);
+        (keep > 0 && size < self.size && !self.local.contains_key(&index) && len > keep).then_some((index, r))
+    }
+
+    /// Bytes chunk `index` (version `r`) holds: a chunk of an under-store
+    /// not loaded yet holds its whole share of the file.
+    fn stored_len(&self, index: u64, r: ChunkRef) -> u64 {
+        if r.is_below() {
+            self.size.saturating_sub(index * self.chunk_size).min(self.chunk_size)
+        } else {
+            r.len
+        }
     }
 
     /// Makes the fetched bytes of chunk `index` local, to be changed in place.

@@ -90,6 +90,10 @@ impl TierpoolFs {
             },
             Err(e) => return Err(e),
         };
+        if info.origin.is_some() {
+            // A file of an under-store: refused (ESTALE) if its object changed below.
+            self.block(self.io.client.check_origin(&format!("inode {ino}"), &info))?;
+        }
         Ok(self.add_handle(info, flags))
     }
 

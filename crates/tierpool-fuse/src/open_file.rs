@@ -259,7 +259,12 @@ impl OpenFile {
         match io.rt.block_on(io.client.update_file(inode, c.size, c.cut, c.chunks)) {
             Ok(info) => {
                 g.state.published(info.size, info.chunks.clone());
-                g.info = InodeInfo { chunks: Vec::new(), ..info };
+                let through = info.origin.as_ref().is_some_and(|o| o.dirty);
+                g.info = InodeInfo { chunks: Vec::new(), ..info.clone() };
+                if through {
+                    // Beneath an attachment that writes through: below before close or fsync returns.
+                    io.rt.block_on(io.client.persist(&format!("inode {inode}"), info, false))?;
+                }
             }
             Err(e) if e.kind == ErrorKind::NotFound => {
                 tracing::debug!("inode {inode} was unlinked while open: its changes stay local");
@@ -375,7 +380,8 @@ impl Loader {
             .get_or_init(|| async {
                 let path = format!("inode {}", key.inode);
                 let got = self.client.fetch_chunk(&path, key.inode, key.index, r, r.len).await;
-                if let Ok(d) = &got {
+                // A chunk below is cached under the version it is loaded as, not as "below".
+                if let (Ok(d), false) = (&got, r.is_below()) {
                     self.cache.lock().insert(key, d.clone());
                 }
                 got

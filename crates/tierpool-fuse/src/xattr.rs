@@ -149,6 +149,7 @@ mod tests {
             chunks: Vec::new(),
             target: String::new(),
             rdev: 0,
+            origin: None,
         }
     }
 

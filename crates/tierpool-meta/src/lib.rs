@@ -15,11 +15,13 @@ pub mod engine;
 mod ops;
 mod path;
 mod state;
+mod under;
 
 pub use ops::{DirEntry, DirName, InodeInfo, InodeKind, MetaOp, MetaReply, NewNode, WorkerRecord};
 pub use path::{check_name, normalize};
 pub use state::inode::{Body, Inode, Owner};
 pub use state::{Garbage, MetaState, ReplicaHealth, StateParts, StateView, MAX_REPLICAS};
+pub use under::{Attachment, Origin, WriteMode};
 
 /// Nanoseconds since the Unix epoch, read by the shell and passed in.
 pub type Timestamp = u64;

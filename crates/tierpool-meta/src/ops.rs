@@ -6,7 +6,7 @@
 //! never change bytes on disk. An op is executed on behalf of an [`Owner`]
 //! (see `MetaState::execute_as`): the inodes it creates belong to them.
 
-use crate::Timestamp;
+use crate::{Attachment, Origin, Timestamp};
 use serde::{Deserialize, Serialize};
 use tierpool_types::{Checksum, ChunkAttrs, ChunkKey, ChunkRef, InodeId, Placement, Priority, Spread, WorkerId};
 
@@ -167,6 +167,46 @@ pub enum MetaOp {
     /// `local-only` path keeps one copy of each chunk. Reply:
     /// [`MetaReply::Placed`].
     SetPlacement { path: String, placement: Placement, recursive: bool },
+    /// Attaches an under-store at the directory `path`: empty, not the
+    /// root, neither inside nor above another attachment. Its entries are
+    /// then adopted one by one (`MakeAt` for directories, `AdoptFile`).
+    /// Reply: [`MetaReply::Done`].
+    Attach { path: String, attachment: Attachment },
+    /// Detaches the directory at `path`: the attachment goes, with every
+    /// entry beneath it (the under-store keeps its data; the pool's copies
+    /// are collected). Reply: [`MetaReply::Removed`].
+    Detach { path: String },
+    /// Entry `name` of directory `parent` (beneath an attachment) mirrors
+    /// the under-store object described by `size`, `mtime`, `etag`: a new
+    /// file whose chunks are all below, or, for a clean file mirroring an
+    /// older object there, the same file mirroring the new one (its pool
+    /// copies dropped, its size and mtime the object's). A dirty file there
+    /// is `Stale` (the pool's changes are not below yet); a file already
+    /// mirroring this object is left alone. Reply: [`MetaReply::Info`].
+    AdoptFile { parent: InodeId, name: String, size: u64, chunk_size: u64, mtime: u64, etag: String, mode: u32 },
+    /// Directory `name` of directory `parent` (beneath an attachment)
+    /// mirrors a directory of the under-store: made if missing (also
+    /// beneath a read-only attachment). Reply: [`MetaReply::Info`].
+    AdoptDir { parent: InodeId, name: String, mode: u32 },
+    /// Entry `name` of directory `parent` (beneath an attachment) is gone
+    /// from the under-store: a clean file or an empty directory goes (also
+    /// beneath a read-only attachment); a file with changes not yet below
+    /// is `Stale`. Reply: [`MetaReply::Removed`].
+    Disown { parent: InodeId, name: String },
+    /// File `inode` was written below as the object `(size, mtime, etag)`
+    /// from exactly the chunks `chunks`: if it still has those chunks, it
+    /// is clean and mirrors that object; if it changed meanwhile, `Stale`
+    /// (persist it again). Reply: [`MetaReply::Info`].
+    Persisted { inode: InodeId, chunks: Vec<ChunkRef>, size: u64, mtime: u64, etag: String },
+    /// Chunks of file `inode` loaded from below, now stored on the workers:
+    /// each replaces its chunk if that is still below (nothing else
+    /// changes, times included); a version arriving for a chunk no longer
+    /// below is garbage at once. Reply: [`MetaReply::Info`].
+    LoadChunks { inode: InodeId, chunks: Vec<(u64, ChunkRef)> },
+    /// The pool lets go of its copies of clean file `inode`: every stored
+    /// chunk goes below again. A dirty file, or one with no origin, is
+    /// `Stale`. Reply: [`MetaReply::Info`].
+    Unload { inode: InodeId },
 }
 
 impl MetaOp {
@@ -299,6 +339,9 @@ pub struct InodeInfo {
     pub target: String,
     /// Device number of a device node, else 0.
     pub rdev: u64,
+    /// Of a file beneath an attachment: the under-store object it mirrors
+    /// (none for a file made in the pool and not yet persisted).
+    pub origin: Option<Origin>,
 }
 
 impl InodeInfo {

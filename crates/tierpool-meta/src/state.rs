@@ -39,11 +39,12 @@ mod replicas;
 pub use replicas::{ReplicaHealth, MAX_REPLICAS};
 mod rename;
 mod resolve;
+mod under;
 mod update;
 mod workers;
 
 use crate::path::normalize;
-use crate::{MetaOp, MetaReply, Timestamp, WorkerRecord};
+use crate::{Attachment, MetaOp, MetaReply, Timestamp, WorkerRecord};
 use inode::{Inode, Owner};
 use std::collections::{BTreeMap, BTreeSet};
 use tierpool_placement::PartitionTable;
@@ -80,6 +81,8 @@ pub struct MetaState {
     down: BTreeSet<WorkerId>,
     /// What replicas are kept apart by (set with the replication).
     spread: Spread,
+    /// Directories attached to under-stores.
+    attachments: BTreeMap<InodeId, Attachment>,
     /// Whether a placement policy other than `hash` was ever set here since
     /// the state was loaded (or any inode has one): writers must then look
     /// up their directory's. Derived, never stored, never compared.
@@ -153,6 +156,7 @@ impl MetaState {
             speeds: BTreeMap::new(),
             down: BTreeSet::new(),
             spread: Spread::Host,
+            attachments: BTreeMap::new(),
             placed: Placed::default(),
             fresh: Fresh::default(),
         }
@@ -267,12 +271,30 @@ impl MetaState {
             MetaOp::SetPlacement { path, placement, recursive } => {
                 self.set_placement(&normalize(path)?, *placement, *recursive, now)
             }
+            MetaOp::Attach { path, attachment } => self.attach(&normalize(path)?, attachment),
+            MetaOp::Detach { path } => self.detach(&normalize(path)?, now),
+            MetaOp::AdoptFile { parent, name, size, chunk_size, mtime, etag, mode } => {
+                let object = under::Object { size: *size, mtime: *mtime, etag };
+                self.adopt_file(*parent, name, &object, *chunk_size, *mode, owner, now)
+            }
+            MetaOp::Persisted { inode, chunks, size, mtime, etag } => {
+                self.persisted(*inode, chunks, &under::Object { size: *size, mtime: *mtime, etag })
+            }
+            MetaOp::AdoptDir { parent, name, mode } => self.adopt_dir(*parent, name, *mode, owner, now),
+            MetaOp::Disown { parent, name } => self.disown(*parent, name, now),
+            MetaOp::LoadChunks { inode, chunks } => self.load_chunks(*inode, chunks),
+            MetaOp::Unload { inode } => self.unload(*inode),
         }
     }
 
     /// Partition -> owner. Before `Init` a placeholder of one unowned partition.
     pub fn table(&self) -> &PartitionTable {
         &self.table
+    }
+
+    /// Directories attached to under-stores.
+    pub fn attachments(&self) -> &BTreeMap<InodeId, Attachment> {
+        &self.attachments
     }
 
     pub fn workers(&self) -> &BTreeMap<WorkerId, WorkerRecord> {

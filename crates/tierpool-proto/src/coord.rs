@@ -43,6 +43,8 @@ pub enum CoordRequest {
     /// Files and regions at or under `path` with chunks short of copies
     /// (or with none left), as the metadata and the workers alive now say: `Fsck`.
     Fsck { path: String },
+    /// The directories attached to under-stores: `Attachments`.
+    Attachments,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,6 +68,15 @@ pub enum CoordResponse {
         entries: Vec<DirName>,
     },
     Fsck(Vec<FsckEntry>),
+    Attachments(Vec<AttachedDir>),
+}
+
+/// A directory attached to an under-store.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttachedDir {
+    pub path: String,
+    pub inode: InodeId,
+    pub attachment: tierpool_meta::Attachment,
 }
 
 /// A file or region with chunks short of copies.

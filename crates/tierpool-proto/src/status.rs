@@ -54,6 +54,25 @@ pub struct PoolStatus {
     pub held_sessions: u64,
     pub migration: MigrationStatus,
     pub replication: ReplicationStatus,
+    /// The attached under-stores.
+    pub attachments: Vec<AttachmentStatus>,
+}
+
+/// One attached under-store and how much of it the pool holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttachmentStatus {
+    pub path: String,
+    pub uri: String,
+    /// `through` or `pool-only`.
+    pub mode: String,
+    pub readonly: bool,
+    pub files: u64,
+    /// Files with changes not yet in the under-store, and their bytes.
+    pub dirty_files: u64,
+    pub dirty_bytes: u64,
+    /// Bytes of its files the pool holds, and bytes only below.
+    pub bytes_in_pool: u64,
+    pub bytes_below: u64,
 }
 
 /// Copies of chunks: what the pool keeps, and what is missing while

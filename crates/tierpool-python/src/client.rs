@@ -236,6 +236,76 @@ impl Client {
         view_to_py(py, &entries.iter().map(FsckView::new).collect::<Vec<_>>())
     }
 
+    /// Attaches the under-store at `uri` at pool directory `path`: its tree
+    /// appears there without copying data. `{"files", "dirs", "bytes"}`.
+    #[pyo3(signature = (uri, path, mode="through", readonly=false, options=None))]
+    fn attach<'py>(
+        &self,
+        py: Python<'py>,
+        uri: &str,
+        path: &str,
+        mode: &str,
+        readonly: bool,
+        options: Option<std::collections::BTreeMap<String, String>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let mode = tierpool_meta::WriteMode::parse(mode)
+            .ok_or_else(|| to_py_err(py, Error::invalid(format!("write mode {mode:?}: through or pool-only"))))?;
+        let c = self.conn(py)?;
+        let (path, options) = (clean_path(path), options.unwrap_or_default());
+        let p = wait(py, c.attach(uri, &path, mode, readonly, &options, &|_| {}))?;
+        view_to_py(py, &serde_json::json!({"files": p.files, "dirs": p.dirs, "bytes": p.bytes}))
+    }
+
+    /// Detaches the under-store at `path`; returns how many entries went.
+    #[pyo3(signature = (path, force=false))]
+    fn detach(&self, py: Python<'_>, path: &str, force: bool) -> PyResult<u64> {
+        let c = self.conn(py)?;
+        wait(py, c.detach(&clean_path(path), force))
+    }
+
+    /// `[{"path", "uri", "mode", "readonly", "options"}]`, secrets hidden.
+    fn attachments<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let c = self.conn(py)?;
+        let all = wait(py, c.attachments())?;
+        let v: Vec<_> = (all.iter())
+            .map(|a| {
+                serde_json::json!({"path": a.path, "uri": a.attachment.uri, "mode": a.attachment.mode.name(),
+                    "readonly": a.attachment.readonly, "options": tierpool_under::redact(&a.attachment.options)})
+            })
+            .collect();
+        view_to_py(py, &v)
+    }
+
+    /// Loads the files at or beneath `path` from their under-store.
+    fn load<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyAny>> {
+        let c = self.conn(py)?;
+        let p = wait(py, c.load(&clean_path(path), &|_| {}))?;
+        view_to_py(py, &serde_json::json!({"files": p.files, "bytes": p.bytes}))
+    }
+
+    /// Lets go of the pool's copies of the clean files at or beneath `path`.
+    fn free<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyAny>> {
+        let c = self.conn(py)?;
+        let r = wait(py, c.free(&clean_path(path)))?;
+        view_to_py(py, &serde_json::json!({"files": r.files, "bytes": r.bytes, "skipped": r.skipped}))
+    }
+
+    /// Writes the files at or beneath `path` with changes not yet below.
+    fn sync<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyAny>> {
+        let c = self.conn(py)?;
+        let r = wait(py, c.sync(&clean_path(path), &|_| {}))?;
+        view_to_py(py, &serde_json::json!({"files": r.files, "bytes": r.bytes}))
+    }
+
+    /// Brings the attached tree at or beneath `path` up to date with its under-store.
+    fn sync_meta<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyAny>> {
+        let c = self.conn(py)?;
+        let r = wait(py, c.sync_meta(&clean_path(path)))?;
+        let v =
+            serde_json::json!({"added": r.added, "changed": r.changed, "removed": r.removed, "conflicts": r.conflicts});
+        view_to_py(py, &v)
+    }
+
     /// Starts emptying worker `worker`: its partitions move to the others.
     fn drain(&self, py: Python<'_>, worker: u32) -> PyResult<()> {
         let c = self.conn(py)?;
@@ -372,6 +442,7 @@ impl Client {
         if info.kind == InodeKind::Dir {
             return Err(to_py_err(py, is_a_directory(&path)));
         }
+        wait(py, c.check_origin(&path, &info))?;
         let end = end.unwrap_or(info.size).min(info.size);
         let n = end.saturating_sub(start) as usize;
         PyBytes::new_with(py, n, |buf| wait(py, c.read_at(&path, &info, start, buf)).map(|_| ()))
@@ -404,6 +475,7 @@ impl Client {
         if info.kind == InodeKind::Dir {
             return Err(to_py_err(py, is_a_directory(&path)));
         }
+        wait(py, c.check_origin(&path, &info))?;
         Ok(Reader::new(ReaderCore::new(c.clone(), path, info)))
     }
 

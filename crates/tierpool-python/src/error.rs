@@ -125,6 +125,12 @@ const CLASSES: &[KindClass] = &[
         doc: "The pool refused this client's secret, or the client has none, or the secret file cannot be \
               used (errno EACCES). Name the pool's secret file with secret_file= or $TIERPOOL_SECRET_FILE.",
     },
+    KindClass {
+        kind: ErrorKind::ReadOnly,
+        name: "ReadOnly",
+        builtin: "OSError",
+        doc: "The path is in an under-store attached read-only (errno EROFS).",
+    },
 ];
 
 /// `TierpoolError` first, then one class per entry of [`CLASSES`], in order.

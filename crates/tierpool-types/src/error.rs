@@ -43,6 +43,8 @@ pub enum ErrorKind {
     /// or none), or the pool's secret file cannot be used. Retrying with the
     /// same secret cannot help, unlike `Unavailable`.
     Unauthenticated,
+    /// The path is in an attached under-store that is read-only here.
+    ReadOnly,
 }
 
 /// errno values of Linux (the asm-generic numbering: x86, arm, riscv...),
@@ -56,6 +58,7 @@ pub mod errno {
     pub const EISDIR: i32 = 21;
     pub const EINVAL: i32 = 22;
     pub const ENOSPC: i32 = 28;
+    pub const EROFS: i32 = 30;
     pub const ENOTEMPTY: i32 = 39;
     pub const EHOSTUNREACH: i32 = 113;
     pub const ESTALE: i32 = 116;
@@ -63,7 +66,7 @@ pub mod errno {
 
 impl ErrorKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ErrorKind; 15] = [
+    pub const ALL: [ErrorKind; 16] = [
         ErrorKind::NotFound,
         ErrorKind::AlreadyExists,
         ErrorKind::NotADirectory,
@@ -79,6 +82,7 @@ impl ErrorKind {
         ErrorKind::Io,
         ErrorKind::Internal,
         ErrorKind::Unauthenticated,
+        ErrorKind::ReadOnly,
     ];
 
     /// The errno that a POSIX surface reports for this kind (Linux values).
@@ -98,6 +102,7 @@ impl ErrorKind {
             ErrorKind::InvalidArgument => errno::EINVAL,
             ErrorKind::Stale => errno::ESTALE,
             ErrorKind::Unauthenticated => errno::EACCES,
+            ErrorKind::ReadOnly => errno::EROFS,
             ErrorKind::Corrupt | ErrorKind::Lost | ErrorKind::Protocol | ErrorKind::Io | ErrorKind::Internal => {
                 errno::EIO
             }
@@ -122,6 +127,7 @@ impl ErrorKind {
             ErrorKind::Io => "io",
             ErrorKind::Internal => "internal",
             ErrorKind::Unauthenticated => "unauthenticated",
+            ErrorKind::ReadOnly => "read_only",
         }
     }
 }
@@ -202,6 +208,7 @@ mod tests {
             (ErrorKind::Io, 5),
             (ErrorKind::Internal, 5),
             (ErrorKind::Unauthenticated, 13),
+            (ErrorKind::ReadOnly, 30),
         ];
         assert_eq!(expected.map(|(k, _)| k), ErrorKind::ALL, "the table lists every kind once, in order");
         for (kind, errno) in expected {

@@ -83,7 +83,10 @@ impl fmt::Display for ChunkKey {
 ///
 /// The object may be shorter than the chunk's share of the file: the bytes
 /// after it read as zeros. Version 0 is a hole: nothing is stored, every byte
-/// is zero (and `len` and `checksum` are 0).
+/// is zero (and `len` and `checksum` are 0). Version `u64::MAX` (never
+/// handed out) is a chunk of a file attached from an under-store that the
+/// pool does not hold: its bytes are the under-store object's (see
+/// [`ChunkRef::BELOW`]).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ChunkRef {
     pub version: u64,
@@ -103,8 +106,21 @@ impl ChunkRef {
         ChunkKey { inode, index, version: self.version, home: self.home }
     }
 
+    /// A chunk whose bytes are in the under-store only (nothing stored in
+    /// the pool; `len` and `checksum` are 0): read, it is loaded from there.
+    pub const BELOW: ChunkRef = ChunkRef { version: u64::MAX, len: 0, checksum: 0, home: None };
+
     pub fn is_hole(&self) -> bool {
         self.version == 0
+    }
+
+    pub fn is_below(&self) -> bool {
+        self.version == u64::MAX
+    }
+
+    /// Whether an object of this version is stored on the workers.
+    pub fn is_stored(&self) -> bool {
+        !self.is_hole() && !self.is_below()
     }
 }
 

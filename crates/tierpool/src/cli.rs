@@ -190,6 +190,100 @@ pub enum Cmd {
         #[command(flatten)]
         conn: Conn,
     },
+    /// Attach an under-store at pool directory PATH (made if missing; must
+    /// be empty): its tree appears there, names, sizes and times, without
+    /// copying data; a file's bytes are loaded into the pool on first read.
+    #[command(after_help = UNDER_STORES)]
+    Attach {
+        /// file:///abs/dir, s3://bucket or s3://bucket/prefix.
+        uri: String,
+        /// The pool directory it appears at.
+        path: String,
+        /// through (writes reach the under-store before they return) or
+        /// pool-only (nothing is written below).
+        #[arg(long, default_value = "through", value_parser = write_mode(), value_name = "MODE")]
+        mode: tierpool_meta::WriteMode,
+        /// Refuse every change beneath PATH.
+        #[arg(long)]
+        readonly: bool,
+        /// S3 endpoint URL (else $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL).
+        #[arg(long)]
+        endpoint: Option<String>,
+        /// S3 region (else $AWS_REGION, the profile's, us-east-1).
+        #[arg(long)]
+        region: Option<String>,
+        /// Profile of ~/.aws/credentials and ~/.aws/config (else $AWS_PROFILE, default).
+        #[arg(long)]
+        profile: Option<String>,
+        /// Another store option, KEY=VALUE (access_key_id, secret_access_key, session_token).
+        #[arg(long = "option", short = 'o', value_name = "KEY=VALUE")]
+        options: Vec<String>,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Detach the under-store at PATH: the pool forgets the tree and its
+    /// copies (the store keeps everything written to it).
+    Detach {
+        path: String,
+        /// Also drop files changed in the pool and not written below.
+        #[arg(long)]
+        force: bool,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// List the attached under-stores (secrets hidden).
+    Attachments {
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Load the files at PATH (a directory: with -r, everything beneath)
+    /// from their under-store into the pool ahead of reads.
+    Load {
+        path: String,
+        #[arg(short = 'r', long)]
+        recursive: bool,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Drop the pool's copies of the files at PATH that the under-store
+    /// holds as they are (with -r, beneath a directory); reads load them again.
+    Free {
+        path: String,
+        #[arg(short = 'r', long)]
+        recursive: bool,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Write the files at or beneath PATH with changes not yet in their
+    /// under-store to it (of a pool-only attachment too), and wait for it.
+    Sync {
+        path: String,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Bring the pool's view of the attached tree at or beneath PATH up to
+    /// date with the under-store: new objects appear, changed ones replace
+    /// unchanged files, vanished ones go.
+    SyncMeta {
+        path: String,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
     /// Write, read back and verify N files; report throughput and latency.
     Bench(BenchArgs),
     /// Mount the pool as a POSIX file system (FUSE); returns once mounted.
@@ -364,6 +458,25 @@ Policies:
   local-only   one copy, on the writer's own worker; writing fails where the writer has none.
                For intermediate data only that machine reads: lost if that worker is lost
 A chunk stays findable whatever its policy; it moves with its partition when the pool changes shape.";
+
+fn write_mode() -> impl clap::builder::TypedValueParser<Value = tierpool_meta::WriteMode> {
+    clap::builder::PossibleValuesParser::new(tierpool_meta::WriteMode::ALL.map(|m| m.name()))
+        .map(|s| tierpool_meta::WriteMode::parse(&s).expect("a listed mode"))
+}
+
+const UNDER_STORES: &str = "\
+Under-stores:
+  file:///data/in            a directory (local, NFS)
+  s3://bucket[/prefix]       an S3-compatible object store: --endpoint, --region,
+                             credentials from -o access_key_id=.. -o secret_access_key=..,
+                             $AWS_ACCESS_KEY_ID/$AWS_SECRET_ACCESS_KEY or ~/.aws/credentials
+A file read before it changed below is loaded as it was; one changed below since
+is refused (stale) until `tierpool sync-meta PATH` picks the change up.
+
+Examples:
+  tierpool attach file:///data/in /in --readonly
+  tierpool attach s3://lake/2026 /lake --endpoint http://127.0.0.1:9000 --mode through
+  tierpool load -r /lake/day1 && tierpool free -r /lake/day1";
 
 fn placement() -> impl clap::builder::TypedValueParser<Value = tierpool_types::Placement> {
     clap::builder::PossibleValuesParser::new(tierpool_types::Placement::ALL.map(|p| p.name()))

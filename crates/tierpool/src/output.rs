@@ -58,6 +58,22 @@ pub fn status_text(v: &StatusView, bar: bool) -> String {
     if !v.workers.is_empty() {
         out += &format!("{}\n", replication_text(&v.replication));
     }
+    for a in &v.attachments {
+        let ro = if a.readonly { ", read-only" } else { "" };
+        out += &format!(
+            "under-store {} at {} ({}{ro}): {} files, {} in the pool, {} only below",
+            a.uri,
+            a.path,
+            a.mode,
+            a.files,
+            ByteSize(a.bytes_in_pool),
+            ByteSize(a.bytes_below)
+        );
+        if a.dirty_files > 0 {
+            out += &format!("; {} files ({}) not yet written below", a.dirty_files, ByteSize(a.dirty_bytes));
+        }
+        out += "\n";
+    }
     out
 }
 
@@ -164,6 +180,20 @@ fn kind(k: InodeKind) -> &'static str {
 }
 
 pub fn info_text(path: &str, i: &InodeInfo) -> String {
+    let mut s = info_lines(path, i);
+    if let Some(u) = tierpool_client::view::UnderView::new(i) {
+        let state = if u.dirty { "changes not yet in the under-store" } else { "same as the under-store" };
+        s += &format!(
+            " under: {} ({} of {} chunks in the pool; {state})\n",
+            u.key,
+            u.chunks_in_pool,
+            u.chunks_in_pool + u.chunks_below
+        );
+    }
+    s
+}
+
+fn info_lines(path: &str, i: &InodeInfo) -> String {
     format!(
         "  path: {path}\n  kind: {}\n inode: {}\n  size: {} ({})\n chunk: {} x {}\n  mode: {:o}\n nlink: {}\n mtime: {}\n  prio: {}{}\ncopies: {}{}\n place: {}{}\n",
         kind(i.kind),

@@ -234,9 +234,15 @@ fn op_to_v1(op: &MetaOp) -> Result<OpV1> {
         | MetaOp::WorkerDown { .. }
         | MetaOp::WorkerUp { .. }
         | MetaOp::SetReplicas { .. }
-        | MetaOp::SetPlacement { .. } => {
-            return Err(corrupt("an op added after log record version 1 has no form in it"))
-        }
+        | MetaOp::SetPlacement { .. }
+        | MetaOp::Attach { .. }
+        | MetaOp::Detach { .. }
+        | MetaOp::AdoptFile { .. }
+        | MetaOp::AdoptDir { .. }
+        | MetaOp::Disown { .. }
+        | MetaOp::Persisted { .. }
+        | MetaOp::LoadChunks { .. }
+        | MetaOp::Unload { .. } => return Err(corrupt("an op added after log record version 1 has no form in it")),
     })
 }
 

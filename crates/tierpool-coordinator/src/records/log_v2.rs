@@ -210,7 +210,15 @@ fn op_to_v2(op: &MetaOp) -> Result<OpV2> {
         | MetaOp::WorkerDown { .. }
         | MetaOp::WorkerUp { .. }
         | MetaOp::SetReplicas { .. }
-        | MetaOp::SetPlacement { .. } => {
+        | MetaOp::SetPlacement { .. }
+        | MetaOp::Attach { .. }
+        | MetaOp::Detach { .. }
+        | MetaOp::AdoptFile { .. }
+        | MetaOp::AdoptDir { .. }
+        | MetaOp::Disown { .. }
+        | MetaOp::Persisted { .. }
+        | MetaOp::LoadChunks { .. }
+        | MetaOp::Unload { .. } => {
             return Err(corrupt("moves and membership ops have no form in log record version 2"))
         }
     })

@@ -223,7 +223,15 @@ pub(super) fn op_to_v3(op: &MetaOp) -> Result<OpV3> {
         | MetaOp::WorkerDown { .. }
         | MetaOp::WorkerUp { .. }
         | MetaOp::SetReplicas { .. }
-        | MetaOp::SetPlacement { .. } => {
+        | MetaOp::SetPlacement { .. }
+        | MetaOp::Attach { .. }
+        | MetaOp::Detach { .. }
+        | MetaOp::AdoptFile { .. }
+        | MetaOp::AdoptDir { .. }
+        | MetaOp::Disown { .. }
+        | MetaOp::Persisted { .. }
+        | MetaOp::LoadChunks { .. }
+        | MetaOp::Unload { .. } => {
             return Err(super::frozen::corrupt("an op added after log record version 3 has no form in it"))
         }
     })

@@ -27,6 +27,7 @@ pub mod log_v3;
 pub mod log_v4;
 pub mod log_v5;
 pub mod log_v6;
+pub mod log_v7;
 pub mod snapshot_v1;
 pub mod snapshot_v2;
 pub mod snapshot_v3;
@@ -34,6 +35,7 @@ pub mod snapshot_v4;
 pub mod snapshot_v5;
 pub mod snapshot_v6;
 pub mod snapshot_v7;
+pub mod snapshot_v8;
 #[cfg(test)]
 mod tests;
 
@@ -43,9 +45,9 @@ use tierpool_meta::{MetaOp, MetaState, Owner};
 use tierpool_types::{Error, ErrorKind, Result};
 
 /// The version new log records are written in.
-pub const LOG_RECORD_VERSION: u8 = 6;
+pub const LOG_RECORD_VERSION: u8 = 7;
 /// The version new snapshots are written in.
-pub const SNAPSHOT_VERSION: u8 = 7;
+pub const SNAPSHOT_VERSION: u8 = 8;
 const SNAPSHOT_MAGIC: &[u8; 6] = b"TPSNAP";
 const SNAPSHOT_HEADER: usize = 19;
 const MAX_RECORD_LEN: u32 = 512 << 20;
@@ -70,13 +72,16 @@ fn decode<T: DeserializeOwned>(b: &[u8], what: &str) -> Result<T> {
 
 /// Appends the framed record to `out`, in the newest version.
 pub fn encode_record(rec: &LogRecord, out: &mut Vec<u8>) {
-    let record = log_v6::RecordV6::try_from(rec).expect("version 6 holds every op");
+    let record = log_v7::RecordV7::try_from(rec).expect("version 7 holds every op");
     frame_record(LOG_RECORD_VERSION, &encode(&record), out);
 }
 
 /// Appends the framed record to `out` in an older `version` (to check that
 /// golden files of released versions still encode as they did).
 pub fn encode_record_in(version: u8, rec: &LogRecord, out: &mut Vec<u8>) -> Result<()> {
+    if version < 7 && log_v7::under(&rec.op) {
+        return Err(Error::invalid(format!("an op of an under-store has no log record version {version} form")));
+    }
     if version < 6 && log_v6::placed(&rec.op) {
         return Err(Error::invalid(format!("an op with placement has no log record version {version} form")));
     }
@@ -86,7 +91,8 @@ pub fn encode_record_in(version: u8, rec: &LogRecord, out: &mut Vec<u8>) -> Resu
         3 => frame_record(3, &encode(&log_v3::RecordV3::try_from(rec)?), out),
         4 => frame_record(4, &encode(&log_v4::RecordV4::try_from(rec)?), out),
         5 => frame_record(5, &encode(&log_v5::RecordV5::try_from(rec)?), out),
-        6 => encode_record(rec, out),
+        6 => frame_record(6, &encode(&log_v6::RecordV6::try_from(rec)?), out),
+        7 => encode_record(rec, out),
         v => return Err(Error::invalid(format!("no log record version {v}"))),
     }
     Ok(())
@@ -137,6 +143,7 @@ pub fn decode_record(buf: &[u8]) -> Decoded {
         4 => decode::<log_v4::RecordV4>(&body[1..], "log record").and_then(LogRecord::try_from),
         5 => decode::<log_v5::RecordV5>(&body[1..], "log record").and_then(LogRecord::try_from),
         6 => decode::<log_v6::RecordV6>(&body[1..], "log record").and_then(LogRecord::try_from),
+        7 => decode::<log_v7::RecordV7>(&body[1..], "log record").and_then(LogRecord::try_from),
         v => Err(Error::new(
             ErrorKind::Corrupt,
             format!("log record version {v} is not known to this build (it reads up to {LOG_RECORD_VERSION})"),
@@ -150,7 +157,7 @@ pub fn decode_record(buf: &[u8]) -> Decoded {
 
 /// The snapshot of `state` after record `lsn`, in the newest version.
 pub fn encode_snapshot(lsn: u64, state: &MetaState) -> Vec<u8> {
-    let snap = snapshot_v7::SnapshotV7 { lsn, state: snapshot_v7::StateV7::from_view(&state.view()) };
+    let snap = snapshot_v8::SnapshotV8 { lsn, state: snapshot_v8::StateV8::from_view(&state.view()) };
     frame_snapshot(SNAPSHOT_VERSION, &encode(&snap))
 }
 
@@ -159,6 +166,9 @@ pub fn encode_snapshot(lsn: u64, state: &MetaState) -> Vec<u8> {
 pub fn encode_snapshot_in(version: u8, lsn: u64, state: &MetaState) -> Result<Vec<u8>> {
     if version < 6 {
         unreplicated(&state.view(), version)?;
+    }
+    if version < 8 && snapshot_v8::attached(&state.view()) {
+        return Err(Error::invalid(format!("a state with under-stores has no snapshot version {version} form")));
     }
     if version < 7 && snapshot_v7::placed(&state.view()) {
         return Err(Error::invalid(format!("a state with placement has no snapshot version {version} form")));
@@ -188,7 +198,11 @@ pub fn encode_snapshot_in(version: u8, lsn: u64, state: &MetaState) -> Result<Ve
             let snap = snapshot_v6::SnapshotV6 { lsn, state: snapshot_v6::StateV6::from_view(&state.view()) };
             Ok(frame_snapshot(6, &encode(&snap)))
         }
-        7 => Ok(encode_snapshot(lsn, state)),
+        7 => {
+            let snap = snapshot_v7::SnapshotV7 { lsn, state: snapshot_v7::StateV7::from_view(&state.view()) };
+            Ok(frame_snapshot(7, &encode(&snap)))
+        }
+        8 => Ok(encode_snapshot(lsn, state)),
         v => Err(Error::invalid(format!("no snapshot version {v} is written"))),
     }
 }
@@ -258,6 +272,10 @@ pub fn decode_snapshot(buf: &[u8]) -> Result<(u64, MetaState)> {
         }
         7 => {
             let s: snapshot_v7::SnapshotV7 = decode(body, what)?;
+            Ok((s.lsn, s.state.into_state().map_err(|e| e.context(what))?))
+        }
+        8 => {
+            let s: snapshot_v8::SnapshotV8 = decode(body, what)?;
             Ok((s.lsn, s.state.into_state().map_err(|e| e.context(what))?))
         }
         v => Err(corrupt(&format!("version {v} is not known to this build (it reads up to {SNAPSHOT_VERSION})"))),

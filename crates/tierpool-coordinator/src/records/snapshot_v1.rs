@@ -56,6 +56,7 @@ impl StateV1 {
         MetaState::from_parts(StateParts {
             down: Default::default(),
             spread: Spread::Host,
+            attachments: Default::default(),
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,
@@ -95,6 +96,7 @@ fn migrate_inode(n: InodeV1) -> Result<Inode> {
     Ok(Inode {
         replicas: 0,
         placement: Placement::Hash,
+        origin: None,
         mode: n.mode,
         owner: Owner::default(),
         atime: n.mtime,

@@ -80,6 +80,7 @@ impl StateV2 {
         MetaState::from_parts(StateParts {
             down: Default::default(),
             spread: Spread::Host,
+            attachments: Default::default(),
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,
@@ -141,6 +142,7 @@ pub(super) fn inode_from_v2(n: InodeV2) -> Result<Inode> {
     Ok(Inode {
         replicas: 0,
         placement: Placement::Hash,
+        origin: None,
         mode: n.mode,
         owner: Owner { uid: n.owner.uid, gid: n.owner.gid },
         atime: n.atime,

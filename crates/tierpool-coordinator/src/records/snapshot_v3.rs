@@ -55,6 +55,7 @@ impl StateV3 {
         MetaState::from_parts(StateParts {
             down: Default::default(),
             spread: Spread::Host,
+            attachments: Default::default(),
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,

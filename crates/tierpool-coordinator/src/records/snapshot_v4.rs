@@ -70,6 +70,7 @@ impl StateV4 {
         Ok(StateParts {
             down: Default::default(),
             spread: Spread::Host,
+            attachments: Default::default(),
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,

@@ -18,7 +18,7 @@ use super::log_v6::{placement_code, placement_of, spread_code, spread_of};
 use super::snapshot_v6::StateV6;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use tierpool_meta::{Body, MetaState, StateView};
+use tierpool_meta::{Body, MetaState, StateParts, StateView};
 use tierpool_types::{ChunkKey, InodeId, Placement, Result, Spread};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,6 +69,11 @@ impl StateV7 {
     }
 
     pub fn into_state(self) -> Result<MetaState> {
+        MetaState::from_parts(self.into_parts()?).map_err(corrupt)
+    }
+
+    /// The state's fields, not yet checked as a whole (a later version adds to them).
+    pub fn into_parts(self) -> Result<StateParts> {
         let StateV7 { v6, spread, placements, homes, pending_homes } = self;
         let mut parts = v6.into_parts()?;
         parts.spread = spread_of(spread)?;
@@ -95,7 +100,7 @@ impl StateV7 {
                 return Err(corrupt(format!("home of a chunk of inode {id}, which is not a file")));
             };
             match chunks.get_mut(index as usize) {
-                Some(r) if !r.is_hole() => r.home = Some(home_ok(h)?),
+                Some(r) if r.is_stored() => r.home = Some(home_ok(h)?),
                 _ => return Err(corrupt(format!("home of chunk {index} of inode {id}, which holds none"))),
             }
         }
@@ -106,7 +111,7 @@ impl StateV7 {
             }
             parts.pending_chunks.insert(ChunkKey { home: Some(home_ok(h)?), ..key });
         }
-        MetaState::from_parts(parts).map_err(corrupt)
+        Ok(parts)
     }
 }
 

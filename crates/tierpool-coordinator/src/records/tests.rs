@@ -80,7 +80,7 @@ fn ops_of_replication_round_trip_in_log_v5_and_have_no_older_form() {
         let r = LogRecord { lsn: i as u64 + 1, time: 9, owner: Owner { uid: 1, gid: 2 }, op };
         let mut buf = Vec::new();
         encode_record(&r, &mut buf);
-        assert_eq!(buf[8], 6, "written in version 6");
+        assert_eq!(buf[8], 7, "written in version 7");
         assert_eq!(decode_record(&buf), Decoded::Record(r.clone(), buf.len()));
         let mut v5 = Vec::new();
         encode_record_in(5, &r, &mut v5).unwrap();
@@ -272,8 +272,12 @@ fn ops_of_placement_round_trip_in_log_v6_and_have_no_older_form() {
         let r = LogRecord { lsn: i as u64 + 1, time: 9, owner: Owner { uid: 1, gid: 2 }, op };
         let mut buf = Vec::new();
         encode_record(&r, &mut buf);
-        assert_eq!(buf[8], 6);
+        assert_eq!(buf[8], 7);
         assert_eq!(decode_record(&buf), Decoded::Record(r.clone(), buf.len()));
+        let mut v6 = Vec::new();
+        encode_record_in(6, &r, &mut v6).unwrap();
+        assert_eq!(v6[8], 6);
+        assert_eq!(decode_record(&v6), Decoded::Record(r.clone(), v6.len()));
         for v in 1..=5 {
             assert!(encode_record_in(v, &r, &mut Vec::new()).is_err(), "{:?} in version {v}", r.op);
         }
@@ -318,11 +322,15 @@ fn placed_states_round_trip_through_snapshot_v7_only() {
     let s = placed_state();
     assert!(s.placed());
     assert!(s.pending_chunks().iter().any(|k| k.home == Some(5)), "the replaced version keeps its home");
-    let bytes = encode_snapshot(5, &s);
+    let bytes = encode_snapshot_in(7, 5, &s).unwrap();
     assert_eq!(bytes[6], 7);
     let (_, back) = decode_snapshot(&bytes).unwrap();
     assert_eq!(back, s);
     assert!(back.placed() && back.spread() == tierpool_types::Spread::Rack);
+    let v8 = encode_snapshot(5, &s);
+    assert_eq!(v8[6], 8);
+    assert!(v8[19..].starts_with(&bytes[19..]), "the nested version 7 state differs");
+    assert_eq!(decode_snapshot(&v8).unwrap().1, s);
     for v in 2..=6 {
         assert!(encode_snapshot_in(v, 5, &s).is_err(), "snapshot version {v}");
     }
@@ -457,6 +465,22 @@ fn released() -> Vec<(&'static str, Registry)> {
             ),
         ),
         ("snapshot-v7", trace_with(t::<snapshot_v7::SnapshotV7>, &[&t::<KindV1>, &t::<snapshot_v2::BodyV2>])),
+        (
+            "log-v7",
+            trace_with(
+                t::<log_v7::RecordV7>,
+                &[
+                    &t::<KindV1>,
+                    &t::<log_v1::NewNodeV1>,
+                    &t::<log_v3::OpV3>,
+                    &t::<log_v4::OpV4>,
+                    &t::<log_v5::OpV5>,
+                    &t::<log_v6::OpV6>,
+                    &t::<log_v7::OpV7>,
+                ],
+            ),
+        ),
+        ("snapshot-v8", trace_with(t::<snapshot_v8::SnapshotV8>, &[&t::<KindV1>, &t::<snapshot_v2::BodyV2>])),
     ]
 }
 
@@ -521,4 +545,108 @@ fn a_changed_record_type_fails_the_lock() {
     assert!(e.contains("record types of released format log-v1 changed"), "{e}");
     let (name, registry) = released().remove(0);
     check_locked(name, &registry).unwrap();
+}
+
+// ---- under-stores: log version 7, snapshot version 8 ----
+
+fn attachment(mode: tierpool_meta::WriteMode) -> tierpool_meta::Attachment {
+    let options = [("endpoint".to_string(), "http://127.0.0.1:9000".to_string())].into();
+    tierpool_meta::Attachment { uri: "s3://lake/2026".into(), mode, readonly: true, options }
+}
+
+#[test]
+fn ops_of_under_stores_round_trip_in_log_v7_and_have_no_older_form() {
+    use tierpool_types::{ChunkRef, InodeId};
+    let stored = ChunkRef { version: 12, len: 100, checksum: 7, home: Some(3) };
+    let ops = [
+        MetaOp::Attach { path: "/lake".into(), attachment: attachment(tierpool_meta::WriteMode::Through) },
+        MetaOp::Attach { path: "/po".into(), attachment: attachment(tierpool_meta::WriteMode::PoolOnly) },
+        MetaOp::Detach { path: "/lake".into() },
+        MetaOp::AdoptFile {
+            parent: InodeId(4),
+            name: "part-0".into(),
+            size: 9000,
+            chunk_size: 4096,
+            mtime: 123,
+            etag: "abc".into(),
+            mode: 0o644,
+        },
+        MetaOp::Persisted {
+            inode: InodeId(9),
+            chunks: vec![stored, ChunkRef::BELOW, ChunkRef::HOLE],
+            size: 9000,
+            mtime: 5,
+            etag: "e".into(),
+        },
+        MetaOp::LoadChunks { inode: InodeId(9), chunks: vec![(1, stored)] },
+        MetaOp::Unload { inode: InodeId(9) },
+        MetaOp::AdoptDir { parent: InodeId(4), name: "day1".into(), mode: 0o755 },
+        MetaOp::Disown { parent: InodeId(4), name: "day0".into() },
+    ];
+    for (i, op) in ops.into_iter().enumerate() {
+        let r = LogRecord { lsn: i as u64 + 1, time: 9, owner: Owner { uid: 1, gid: 2 }, op };
+        let mut buf = Vec::new();
+        encode_record(&r, &mut buf);
+        assert_eq!(buf[8], 7);
+        assert_eq!(decode_record(&buf), Decoded::Record(r.clone(), buf.len()));
+        for v in 1..=6 {
+            assert!(encode_record_in(v, &r, &mut Vec::new()).is_err(), "{:?} in version {v}", r.op);
+        }
+    }
+}
+
+/// A pool with an under-store attached at `/lake`: a file adopted with
+/// its chunks below, one chunk loaded; a file made in the pool, dirty.
+pub(super) fn attached_state() -> MetaState {
+    use tierpool_types::ChunkRef;
+    let mut s = MetaState::new();
+    ok(&mut s, MetaOp::Init { partitions: 16 });
+    worker(&mut s, 0, false);
+    ok(&mut s, MetaOp::Mkdir { path: "/lake".into(), parents: false, mode: 0o755 });
+    ok(&mut s, MetaOp::Attach { path: "/lake".into(), attachment: attachment(tierpool_meta::WriteMode::Through) });
+    let lake = s.stat("/lake").unwrap().id;
+    let adopt = MetaOp::AdoptFile {
+        parent: lake,
+        name: "part-0".into(),
+        size: 9000,
+        chunk_size: 4096,
+        mtime: 123,
+        etag: "abc".into(),
+        mode: 0o644,
+    };
+    ok(&mut s, adopt);
+    let f = s.stat("/lake/part-0").unwrap().id;
+    ok(&mut s, MetaOp::AllocInodes { count: 4 });
+    let v = s.next_inode().0 - 4;
+    let loaded = ChunkRef { version: v, len: 4096, checksum: 8, home: None };
+    ok(&mut s, MetaOp::LoadChunks { inode: f, chunks: vec![(1, loaded)] });
+    s.check_invariants().unwrap();
+    s
+}
+
+#[test]
+fn attached_states_round_trip_through_snapshot_v8_only() {
+    let s = attached_state();
+    let bytes = encode_snapshot(5, &s);
+    assert_eq!(bytes[6], 8);
+    let (_, back) = decode_snapshot(&bytes).unwrap();
+    assert_eq!(back, s);
+    assert_eq!(back.attachments().len(), 1);
+    for v in 2..=7 {
+        assert!(encode_snapshot_in(v, 5, &s).is_err(), "snapshot version {v}");
+    }
+}
+
+#[test]
+fn snapshot_v8_refuses_an_origin_of_a_dead_inode_or_chunks_below_without_one() {
+    let s = attached_state();
+    let mut state = snapshot_v8::StateV8::from_view(&s.view());
+    let (id, o) = state.origins.pop_first().unwrap();
+    state.origins.insert(9999, o.clone());
+    let e = decode_snapshot(&frame_snapshot(8, &encode(&snapshot_v8::SnapshotV8 { lsn: 1, state }))).unwrap_err();
+    assert!(e.message.contains("origin of dead inode 9999"), "{}", e.message);
+    let mut state = snapshot_v8::StateV8::from_view(&s.view());
+    state.origins.remove(&id);
+    let e = decode_snapshot(&frame_snapshot(8, &encode(&snapshot_v8::SnapshotV8 { lsn: 1, state }))).unwrap_err();
+    assert!(e.message.contains("chunks below but no under-store object"), "{}", e.message);
 }

@@ -54,6 +54,9 @@ pub fn dump(s: &MetaState) -> String {
     if s.spread() != tierpool_types::Spread::Host {
         writeln!(out, "spread {}", s.spread()).unwrap();
     }
+    for (id, a) in s.attachments() {
+        writeln!(out, "attached {} {} {:?} ro={} {:?}", id.0, a.uri, a.mode, a.readonly, a.options).unwrap();
+    }
     if s.is_initialised() {
         walk(s, InodeId::ROOT, "/", &mut out);
     }
@@ -70,6 +73,13 @@ fn walk(s: &MetaState, id: InodeId, path: &str, out: &mut String) {
         i.chunks.iter().map(|c| format!("{}:{}:{:08x}{}", c.version, c.len, c.checksum, home(c))).collect();
     let copies =
         if i.placement != tierpool_types::Placement::Hash { format!("{copies} place={}", i.placement) } else { copies };
+    // A file's under-store object, shown only beneath an attachment.
+    let copies = match &i.origin {
+        Some(o) => {
+            format!("{copies} origin={}:{:?}:{}:{}:{:?}:dirty={}", o.attach.0, o.key, o.size, o.mtime, o.etag, o.dirty)
+        }
+        None => copies,
+    };
     writeln!(
         out,
         "{path} id={} kind={:?} size={} cs={} mode={:o} uid={} gid={} nlink={} a={} m={} c={} prio={} pin={} chunks=[{}] target={:?} rdev={}{copies}",

@@ -77,7 +77,7 @@ pub fn judge(s: &MetaState, held: &BTreeSet<InodeId>, recent: &mut dyn FnMut(u64
     };
     match &n.body {
         Body::File { chunks, .. } => {
-            let referenced = chunks.get(k.index as usize).is_some_and(|r| !r.is_hole() && r.version == k.version);
+            let referenced = chunks.get(k.index as usize).is_some_and(|r| r.is_stored() && r.version == k.version);
             if referenced || s.pending_chunks().contains(&k) || recent(k.version) {
                 return Verdict::Keep;
             }

@@ -37,6 +37,7 @@ impl MetaState {
         if let Some(i) = self.retired.iter().find(|i| self.inodes.contains_key(&InodeId(**i))) {
             return fail(format!("inode {i} is live and retired"));
         }
+        self.check_attachments()?;
         self.check_workers()
     }
 
@@ -86,6 +87,31 @@ impl MetaState {
                     }
                 }
                 _ => return fail(format!("pending chunk {k} is not of a live file")),
+            }
+        }
+        Ok(())
+    }
+
+    /// Attachments are live directories, none inside another; files with
+    /// chunks below have an origin in a live attachment.
+    fn check_attachments(&self) -> Result<()> {
+        for a in self.attachments.keys() {
+            match self.inodes.get(a) {
+                Some(n) if n.is_dir() => {}
+                _ => return fail(format!("attachment {a} is not a live directory")),
+            }
+            let above = self.node(*a).dir_parent().filter(|p| p != a).and_then(|p| self.attachment_of(p));
+            if let Some(b) = above {
+                return fail(format!("attachment {a} is inside attachment {b}"));
+            }
+        }
+        for (id, n) in &self.inodes {
+            if let Some(o) = &n.origin {
+                if !self.attachments.contains_key(&o.attach) {
+                    return fail(format!("file {id} mirrors an object of {}, which is not attached", o.attach));
+                }
+            } else if matches!(&n.body, Body::File { chunks, .. } if chunks.iter().any(|r| r.is_below())) {
+                return fail(format!("file {id} has chunks below but no under-store object"));
             }
         }
         Ok(())

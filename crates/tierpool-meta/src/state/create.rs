@@ -62,6 +62,7 @@ impl MetaState {
         if !parents && missing.len() > 1 {
             return Err(path_error(ErrorKind::NotFound, comps));
         }
+        self.check_writable(cur, &display(comps))?;
         if self.next_inode.checked_add(missing.len() as u64).is_none() {
             return Err(Error::invalid("inode ids are exhausted"));
         }
@@ -104,6 +105,7 @@ impl MetaState {
             return Err(path_error(ErrorKind::IsADirectory, comps));
         }
         let parent = self.parent_dir(comps)?;
+        self.check_writable(parent, &display(comps))?;
         let name = &comps[comps.len() - 1];
         let old = self.child(parent, name);
         if let Some(old) = old {
@@ -185,6 +187,9 @@ impl MetaState {
         if n.links == u32::MAX {
             return Err(Error::invalid(format!("inode {id} has too many links")));
         }
+        if n.origin.is_some() {
+            return Err(Error::invalid(format!("{name}: a file of an attached under-store has one name only")));
+        }
         self.free_entry(parent, name)?;
         // Validated: mutate.
         self.link(parent, name, id);
@@ -202,12 +207,12 @@ impl MetaState {
         if children.contains_key(name) {
             return Err(entry_error(ErrorKind::AlreadyExists, name));
         }
-        Ok(())
+        self.check_writable(parent, name)
     }
 
     /// Adds the new `inode` as entry `name` of `parent`, applying the
     /// directory's set-group-id rule, and touches the directory.
-    fn add_entry(&mut self, parent: InodeId, name: &str, id: InodeId, mut inode: Inode, now: Timestamp) {
+    pub(super) fn add_entry(&mut self, parent: InodeId, name: &str, id: InodeId, mut inode: Inode, now: Timestamp) {
         let dir = self.node(parent);
         if dir.mode & SET_GID != 0 {
             inode.owner.gid = dir.owner.gid;
@@ -220,9 +225,14 @@ impl MetaState {
             inode.replicas = dir.replicas;
         }
         inode.placement = dir.placement;
+        let file = matches!(inode.body, Body::File { .. }) && inode.origin.is_none();
         self.inodes.insert(id, inode);
         self.link(parent, name, id);
         self.touch(parent, now);
+        if let Some(att) = self.attachment_of(parent).filter(|_| file) {
+            let key = self.key_in(att, parent, name);
+            self.note_origin(id, att, key);
+        }
     }
 
     /// A committed file's id must have been handed out by `AllocInodes` and

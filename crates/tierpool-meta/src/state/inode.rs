@@ -41,6 +41,8 @@ pub struct Inode {
     pub replicas: u8,
     /// Where a writer puts its chunks (of a directory: what new entries inherit).
     pub placement: Placement,
+    /// Of a file beneath an attachment: the under-store object it mirrors.
+    pub origin: Option<crate::Origin>,
     pub body: Body,
 }
 
@@ -92,6 +94,7 @@ impl Inode {
             links: 1,
             replicas: 0,
             placement: Placement::Hash,
+            origin: None,
             body,
         }
     }
@@ -165,6 +168,7 @@ impl MetaState {
             chunks: Vec::new(),
             target: String::new(),
             rdev: 0,
+            origin: n.origin.clone(),
         };
         match &n.body {
             Body::File { size, chunk_size, chunks } => {

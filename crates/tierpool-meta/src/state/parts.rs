@@ -9,7 +9,7 @@
 
 use super::inode::Inode;
 use super::MetaState;
-use crate::WorkerRecord;
+use crate::{Attachment, WorkerRecord};
 use std::collections::{BTreeMap, BTreeSet};
 use tierpool_placement::PartitionTable;
 use tierpool_types::{ChunkKey, InodeId, Result, Spread, WorkerId};
@@ -32,6 +32,7 @@ pub struct StateView<'a> {
     pub speeds: &'a BTreeMap<WorkerId, u8>,
     pub down: &'a BTreeSet<WorkerId>,
     pub spread: Spread,
+    pub attachments: &'a BTreeMap<InodeId, Attachment>,
 }
 
 /// Every field of a state, owned: what a decoded snapshot holds.
@@ -52,6 +53,7 @@ pub struct StateParts {
     pub speeds: BTreeMap<WorkerId, u8>,
     pub down: BTreeSet<WorkerId>,
     pub spread: Spread,
+    pub attachments: BTreeMap<InodeId, Attachment>,
 }
 
 impl MetaState {
@@ -73,6 +75,7 @@ impl MetaState {
             speeds: &self.speeds,
             down: &self.down,
             spread: self.spread,
+            attachments: &self.attachments,
         }
     }
 
@@ -94,6 +97,7 @@ impl MetaState {
             speeds: p.speeds,
             down: p.down,
             spread: p.spread,
+            attachments: p.attachments,
             placed: Default::default(),
             fresh: Default::default(),
         };
@@ -123,6 +127,7 @@ impl StateView<'_> {
             speeds: self.speeds.clone(),
             down: self.down.clone(),
             spread: self.spread,
+            attachments: self.attachments.clone(),
         }
     }
 }

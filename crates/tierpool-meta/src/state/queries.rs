@@ -81,7 +81,7 @@ impl MetaState {
         (self.inodes.iter())
             .filter(|(id, inode)| match &inode.body {
                 Body::File { chunks, .. } => {
-                    chunks.iter().enumerate().any(|(i, c)| !c.is_hole() && hit(c.key(**id, i as u64)))
+                    chunks.iter().enumerate().any(|(i, c)| c.is_stored() && hit(c.key(**id, i as u64)))
                 }
                 Body::Region { size, chunk_size } => {
                     (0..size.div_ceil((*chunk_size).max(1))).any(|i| hit(ChunkKey::hashed(**id, i, 1)))
@@ -95,6 +95,58 @@ impl MetaState {
     /// A path for each of `wanted` that the namespace reaches (the first in
     /// name order when hard links give several), sorted; an inode no entry
     /// names any more (unlinked while open) as `(unlinked inode N)`.
+    /// Every attached directory: its path, inode and attachment.
+    pub fn attached_dirs(&self) -> Vec<(String, InodeId, crate::Attachment)> {
+        let mut out: Vec<_> = (self.attachments.iter()).map(|(id, a)| (self.dir_path(*id), *id, a.clone())).collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// Each attached directory's path and attachment, and of its files:
+    /// `(files, dirty files, their bytes, bytes in the pool, bytes below)`.
+    pub fn under_figures(&self) -> Vec<(String, crate::Attachment, [u64; 5])> {
+        let mut out = Vec::new();
+        for (path, id, a) in self.attached_dirs() {
+            let mut f = [0u64; 5];
+            for i in self.subtree(id) {
+                let n = self.node(i);
+                let (Some(o), super::inode::Body::File { size, chunk_size, chunks }) = (&n.origin, &n.body) else {
+                    continue;
+                };
+                f[0] += 1;
+                if o.dirty {
+                    f[1] += 1;
+                    f[2] += size;
+                }
+                for (k, r) in chunks.iter().enumerate() {
+                    let share = (size - k as u64 * chunk_size).min(*chunk_size);
+                    if r.is_below() {
+                        f[4] += share;
+                    } else if r.is_stored() {
+                        f[3] += r.len;
+                    }
+                }
+            }
+            out.push((path, a, f));
+        }
+        out
+    }
+
+    /// The path of live directory `id`.
+    pub fn dir_path(&self, id: InodeId) -> String {
+        let mut parts = Vec::new();
+        let mut d = id;
+        while let Some(super::inode::Body::Dir { parent, name, .. }) = self.inodes.get(&d).map(|n| &n.body) {
+            if *parent == d {
+                break;
+            }
+            parts.push(name.clone());
+            d = *parent;
+        }
+        parts.reverse();
+        format!("/{}", parts.join("/"))
+    }
+
     pub fn paths_of(&self, wanted: &[InodeId]) -> Vec<String> {
         let (mut out, unlinked): (Vec<String>, Vec<String>) =
             self.named(wanted).into_values().partition(|p| p.starts_with('/'));
@@ -135,7 +187,7 @@ impl MetaState {
         for (id, inode) in &self.inodes {
             match &inode.body {
                 Body::File { chunks, .. } => {
-                    for (index, c) in chunks.iter().enumerate().filter(|(_, c)| !c.is_hole()) {
+                    for (index, c) in chunks.iter().enumerate().filter(|(_, c)| c.is_stored()) {
                         out[tierpool_placement::partition_of_key(c.key(*id, index as u64), n) as usize] += c.len;
                     }
                 }

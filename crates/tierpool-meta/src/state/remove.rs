@@ -19,6 +19,13 @@ impl MetaState {
             return Err(path_error(ErrorKind::DirectoryNotEmpty, comps));
         }
         let parent = self.parent_dir(comps)?;
+        self.check_writable(parent, &crate::path::display(comps))?;
+        if self.attachments.contains_key(&id) {
+            return Err(Error::invalid(format!(
+                "{}: an under-store is attached here: detach it",
+                crate::path::display(comps)
+            )));
+        }
         Ok(self.remove_entry(parent, &comps[comps.len() - 1], now))
     }
 
@@ -31,6 +38,10 @@ impl MetaState {
             (false, Some(_)) => return Err(entry_error(ErrorKind::IsADirectory, name)),
             (true, Some(c)) if !c.is_empty() => return Err(entry_error(ErrorKind::DirectoryNotEmpty, name)),
             _ => {}
+        }
+        self.check_writable(parent, name)?;
+        if self.attachments.contains_key(&id) {
+            return Err(Error::invalid(format!("{name}: an under-store is attached here: detach it")));
         }
         Ok(self.remove_entry(parent, name, now))
     }

@@ -80,6 +80,7 @@ impl MetaState {
         if src_is_dir && self.is_within(dst.dir, id) {
             return Err(Error::invalid(format!("{}: cannot move directory {} into itself", dst.shown, src.shown)));
         }
+        self.check_move(id, src.dir, dst.dir, &src.shown)?;
         let replaced = match target {
             None => None,
             Some(_) if noreplace => return Err(entry_error(ErrorKind::AlreadyExists, &dst.shown)),
@@ -98,6 +99,7 @@ impl MetaState {
         self.link(dst.dir, dst.name, id);
         self.touch(dst.dir, now);
         self.node_mut(id).ctime = now;
+        self.rekey(dst.dir, dst.name, id);
         Ok(MetaReply::Done)
     }
 

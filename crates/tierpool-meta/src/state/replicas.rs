@@ -192,7 +192,7 @@ impl MetaState {
         match &self.node(id).body {
             super::inode::Body::File { chunks, .. } => Some(
                 (chunks.iter().enumerate())
-                    .filter(|(_, c)| !c.is_hole())
+                    .filter(|(_, c)| c.is_stored())
                     .map(|(i, c)| (c.key(id, i as u64), c.len))
                     .collect(),
             ),

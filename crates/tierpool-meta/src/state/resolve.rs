@@ -154,12 +154,13 @@ impl MetaState {
                 continue;
             }
             let n = self.inodes.remove(&i).expect("released inodes are live");
+            self.attachments.remove(&i);
             gone += 1;
             if n.has_data() {
                 self.pending_gc.insert(i);
                 // An empty file stores nothing: no space comes back from it.
                 let stores = match &n.body {
-                    Body::File { chunks, .. } => chunks.iter().any(|c| !c.is_hole()),
+                    Body::File { chunks, .. } => chunks.iter().any(|c| c.is_stored()),
                     _ => true,
                 };
                 if stores {

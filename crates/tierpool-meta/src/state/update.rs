@@ -30,6 +30,13 @@ impl MetaState {
             return Err(Error::new(kind, format!("inode {id} is not a file: only files are updated by chunks")));
         };
         let cs = *chunk_size;
+        if let Some(o) = &n.origin {
+            let a = &self.attachments[&o.attach];
+            if a.readonly {
+                let e = format!("{}: is in the under-store {} attached read-only", o.key, a.uri);
+                return Err(Error::new(ErrorKind::ReadOnly, e));
+            }
+        }
         if truncate.is_some_and(|t| t > size) {
             return Err(Error::invalid(format!("inode {id}: a file cut to {truncate:?} bytes cannot end at {size}")));
         }
@@ -47,6 +54,9 @@ impl MetaState {
             last = Some(*i);
             if *i >= count {
                 return Err(Error::invalid(format!("inode {id}: chunk {i} is past the end ({new_size} bytes)")));
+            }
+            if r.is_below() {
+                return Err(Error::invalid(format!("inode {id}: chunk {i} cannot be sent below")));
             }
             if !r.is_hole() && self.retired.contains(&r.version) {
                 return Err(super::create::retired_error(r.version));
@@ -67,7 +77,8 @@ impl MetaState {
         if let Some(t) = truncate.filter(|t| t % cs != 0) {
             let i = t / cs;
             let rewritten = updates.iter().any(|(j, _)| *j == i);
-            if i < kept && !rewritten && chunks[i as usize].len > t - i * cs {
+            let r = chunks.get(i as usize);
+            if i < kept && !rewritten && r.is_some_and(|r| r.len > t - i * cs || r.is_below()) {
                 return Err(Error::invalid(format!(
                     "inode {id}: the cut to {t} bytes goes through chunk {i}; send a shortened version of it"
                 )));
@@ -82,13 +93,16 @@ impl MetaState {
             chunks[*i as usize] = *r;
         }
         let replaced: Vec<ChunkKey> = (old.iter().enumerate())
-            .filter(|(i, r)| !r.is_hole() && chunks.get(*i).is_none_or(|now| now.version != r.version))
+            .filter(|(i, r)| r.is_stored() && chunks.get(*i).is_none_or(|now| now.version != r.version))
             .map(|(i, r)| r.key(id, i as u64))
             .collect();
         *s = new_size;
         let n = self.node_mut(id);
         n.mtime = now;
         n.ctime = now;
+        if let Some(o) = n.origin.as_mut() {
+            o.dirty = true;
+        }
         for key in replaced {
             self.pending_chunks.insert(key);
             self.fresh.0.keys.push(key);

@@ -14,4 +14,5 @@ mod regions;
 mod rename;
 mod replication;
 mod setup;
+mod under;
 mod update;

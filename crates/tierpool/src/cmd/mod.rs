@@ -7,6 +7,7 @@ mod mount;
 mod pool;
 mod replicas;
 mod server;
+mod under;
 
 use crate::cli::{Cli, Cmd, Conn, WorkerAction, WorkerCmd};
 use anyhow::Result;
@@ -14,7 +15,8 @@ use tierpool_client::{Client, ClientConfig};
 
 pub fn run(cli: Cli) -> Result<()> {
     let server = matches!(cli.cmd, Cmd::Coordinator { .. } | Cmd::Worker(WorkerCmd { action: None, .. }));
-    init_logging(if server { "info" } else { "warn" });
+    // The under-stores' own retries are not the user's concern; their outcome is.
+    init_logging(if server { "info,opendal=error" } else { "warn,opendal=error" });
     if let Cmd::Up(a) = &cli.cmd {
         // `up` forks servers; it needs no runtime of its own.
         return pool::up(a);
@@ -52,6 +54,20 @@ pub fn run(cli: Cli) -> Result<()> {
                 replicas::place(&connect(&conn).await?, &path, policy, recursive, json).await
             }
             Cmd::Fsck { path, json, conn } => replicas::fsck(&connect(&conn).await?, &path, json).await,
+            Cmd::Attach { uri, path, mode, readonly, endpoint, region, profile, options, json, conn } => {
+                let opts = under::options(endpoint, region, profile, &options)?;
+                under::attach(&connect(&conn).await?, &uri, &path, mode, readonly, &opts, json).await
+            }
+            Cmd::Detach { path, force, json, conn } => under::detach(&connect(&conn).await?, &path, force, json).await,
+            Cmd::Attachments { json, conn } => under::list(&connect(&conn).await?, json).await,
+            Cmd::Load { path, recursive, json, conn } => {
+                under::load(&connect(&conn).await?, &path, recursive, json).await
+            }
+            Cmd::Free { path, recursive, json, conn } => {
+                under::free(&connect(&conn).await?, &path, recursive, json).await
+            }
+            Cmd::Sync { path, json, conn } => under::sync(&connect(&conn).await?, &path, json).await,
+            Cmd::SyncMeta { path, json, conn } => under::sync_meta(&connect(&conn).await?, &path, json).await,
             other => fs::run(other).await,
         }
     })

@@ -87,20 +87,20 @@ pub async fn fsck(c: &Client, path: &str, json: bool) -> Result<()> {
 
 /// The bytes copied so far, on stderr: a bar redrawn in place on a
 /// terminal, else a line now and then.
-struct Progress {
+pub(crate) struct Progress {
     tty: bool,
     last: Option<Instant>,
     drawn: bool,
 }
 
 impl Progress {
-    fn new() -> Progress {
+    pub(crate) fn new() -> Progress {
         let tty = std::io::stderr().is_terminal();
         // Off a terminal, a change that takes less than a line's interval says nothing.
         Progress { tty, last: (!tty).then(Instant::now), drawn: false }
     }
 
-    fn show(&mut self, done: u64, total: u64) {
+    pub(crate) fn show(&mut self, done: u64, total: u64) {
         let every = if self.tty { DRAW_EVERY } else { LINE_EVERY };
         if total == 0 || self.last.is_some_and(|t| t.elapsed() < every) {
             return;
@@ -117,7 +117,7 @@ impl Progress {
     }
 
     /// Clears the bar, so what follows starts on a clean line.
-    fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if self.drawn {
             eprint!("\r\x1b[2K");
             let _ = std::io::stderr().flush();

@@ -186,7 +186,45 @@ fn meta_op(sample: &MetaOp) -> BoxedStrategy<MetaOp> {
                 recursive,
             })
             .boxed(),
+        M::Attach { .. } => {
+            (text(), attachment()).prop_map(|(path, attachment)| M::Attach { path, attachment }).boxed()
+        }
+        M::Detach { .. } => text().prop_map(|path| M::Detach { path }).boxed(),
+        M::AdoptFile { .. } => ((inode(), text(), num(), num()), (num(), text(), num32()))
+            .prop_map(|((parent, name, size, chunk_size), (mtime, etag, mode))| M::AdoptFile {
+                parent,
+                name,
+                size,
+                chunk_size,
+                mtime,
+                etag,
+                mode,
+            })
+            .boxed(),
+        M::AdoptDir { .. } => {
+            (inode(), text(), num32()).prop_map(|(parent, name, mode)| M::AdoptDir { parent, name, mode }).boxed()
+        }
+        M::Disown { .. } => (inode(), text()).prop_map(|(parent, name)| M::Disown { parent, name }).boxed(),
+        M::Persisted { .. } => (inode(), many(chunk_ref()), num(), num(), text())
+            .prop_map(|(inode, chunks, size, mtime, etag)| M::Persisted { inode, chunks, size, mtime, etag })
+            .boxed(),
+        M::LoadChunks { .. } => (inode(), many((num(), chunk_ref()).boxed()))
+            .prop_map(|(inode, chunks)| M::LoadChunks { inode, chunks })
+            .boxed(),
+        M::Unload { .. } => inode().prop_map(|inode| M::Unload { inode }).boxed(),
     }
+}
+
+fn attachment() -> BoxedStrategy<tierpool_meta::Attachment> {
+    let options = many((text(), text()).boxed()).prop_map(|kv| kv.into_iter().collect());
+    (text(), any::<bool>(), any::<bool>(), options)
+        .prop_map(|(uri, through, readonly, options)| tierpool_meta::Attachment {
+            uri,
+            mode: if through { tierpool_meta::WriteMode::Through } else { tierpool_meta::WriteMode::PoolOnly },
+            readonly,
+            options,
+        })
+        .boxed()
 }
 
 fn commit_file() -> BoxedStrategy<MetaOp> {
@@ -298,6 +336,7 @@ fn coord(sample: &CoordRequest) -> BoxedStrategy<CoordRequest> {
         C::Hold { .. } => (num(), many(inode())).prop_map(|(session, inodes)| C::Hold { session, inodes }).boxed(),
         C::Lease { .. } => (num(), many(inode())).prop_map(|(session, inodes)| C::Lease { session, inodes }).boxed(),
         C::Fsck { .. } => text().prop_map(|path| C::Fsck { path }).boxed(),
+        C::Attachments => Just(C::Attachments).boxed(),
     }
 }
 

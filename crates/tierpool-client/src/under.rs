@@ -1,0 +1,511 @@
+//! Under-stores from the client's side: attaching one (its tree adopted
+//! entry by entry, no data copied), loading chunks that are below on first
+//! read, letting go of clean copies, writing changed files below
+//! (`through`), and keeping the namespace below in step with the pool's.
+//!
+//! The client does the under-store I/O itself, with the options the
+//! attachment stores, so every surface (CLI, Python, mount) gets it.
+//! A chunk below is read with the version tag its file's origin recorded:
+//! an object changed behind the pool's back is `Stale`, never served as
+//! the file's bytes.
+
+use crate::client::{unexpected, unexpected_meta, Client};
+use crate::placing::Placing;
+use bytes::Bytes;
+use futures::StreamExt;
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::OnceLock;
+use tierpool_meta::{normalize, Attachment, InodeInfo, InodeKind, MetaOp, MetaReply, Origin, WriteMode};
+use tierpool_proto::{AttachedDir, CoordRequest, CoordResponse};
+use tierpool_types::{ChunkRef, Error, ErrorKind, InodeId, Result, DEFAULT_CHUNK_SIZE};
+use tierpool_under::{UnderEntry, UnderStore};
+
+/// What a long under-store operation has done so far.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UnderProgress {
+    pub files: u64,
+    pub dirs: u64,
+    pub bytes: u64,
+    /// Files of the total known so far (0 while unknown).
+    pub total_files: u64,
+    pub total_bytes: u64,
+}
+
+/// What `sync_meta` found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MetaSync {
+    pub added: u64,
+    pub changed: u64,
+    pub removed: u64,
+    /// Paths changed both in the pool (not yet below) and below.
+    pub conflicts: Vec<String>,
+}
+
+/// What `free` or `sync` did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UnderReport {
+    pub files: u64,
+    pub bytes: u64,
+    /// Paths skipped: changes not below (`free`), or failures (`sync`).
+    pub skipped: Vec<String>,
+}
+
+/// Opened stores, by URI and options (one connection pool each).
+fn stores() -> &'static Mutex<HashMap<String, UnderStore>> {
+    static S: OnceLock<Mutex<HashMap<String, UnderStore>>> = OnceLock::new();
+    S.get_or_init(Default::default)
+}
+
+/// The store an attachment names, opened once per process.
+pub fn open_store(a: &Attachment) -> Result<UnderStore> {
+    let id = format!("{}\0{:?}", a.uri, a.options);
+    if let Some(s) = stores().lock().get(&id) {
+        return Ok(s.clone());
+    }
+    let s = UnderStore::open(&a.uri, &a.options)?;
+    stores().lock().insert(id, s.clone());
+    Ok(s)
+}
+
+/// `path` (normalised) relative to the attached directory `dir`, if beneath it.
+fn relative(dir: &str, comps: &[String]) -> Option<String> {
+    let d: Vec<&str> = dir.split('/').filter(|c| !c.is_empty()).collect();
+    if comps.len() < d.len() || comps.iter().zip(&d).any(|(a, b)| a != b) {
+        return None;
+    }
+    Some(comps[d.len()..].join("/"))
+}
+
+fn join(dir: &str, rel: &str) -> String {
+    match (dir.trim_end_matches('/'), rel) {
+        (d, "") => d.to_string(),
+        ("", r) => format!("/{r}"),
+        (d, r) => format!("{d}/{r}"),
+    }
+}
+
+impl Client {
+    /// The directories attached to under-stores.
+    pub async fn attachments(&self) -> Result<Vec<AttachedDir>> {
+        match self.coord(CoordRequest::Attachments).await? {
+            CoordResponse::Attachments(a) => Ok(a),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// The attachment `path` is at or beneath, and the path relative to it.
+    pub async fn attached_at(&self, path: &str) -> Result<Option<(AttachedDir, String)>> {
+        let comps = normalize(path)?;
+        let all = self.attachments().await?;
+        Ok(all.into_iter().find_map(|a| relative(&a.path, &comps).map(|rel| (a, rel))))
+    }
+
+    /// Attaches the under-store at `uri` at pool directory `path` (made if
+    /// missing; must be empty) and adopts its tree: names, sizes, times;
+    /// no data is copied. `progress` hears of every 256 entries.
+    pub async fn attach(
+        &self,
+        uri: &str,
+        path: &str,
+        mode: WriteMode,
+        readonly: bool,
+        options: &BTreeMap<String, String>,
+        progress: &(dyn Fn(&UnderProgress) + Send + Sync),
+    ) -> Result<UnderProgress> {
+        let options = UnderStore::resolve_options(uri, options)?;
+        let attachment = Attachment { uri: uri.to_string(), mode, readonly, options };
+        let store = open_store(&attachment)?;
+        store.check().await?;
+        let tree = store.walk().await?;
+        self.mkdir(path, true).await?;
+        self.meta(MetaOp::Attach { path: path.to_string(), attachment }).await?;
+        match self.adopt_tree(path, &tree, progress).await {
+            Ok(p) => Ok(p),
+            Err(e) => {
+                let _ = self.meta(MetaOp::Detach { path: path.to_string() }).await;
+                Err(e.context(format!("attaching {uri} at {path}")))
+            }
+        }
+    }
+
+    /// Adopts `tree` (sorted by path, parents first) beneath the attached directory `root`.
+    async fn adopt_tree(
+        &self,
+        root: &str,
+        tree: &[UnderEntry],
+        progress: &(dyn Fn(&UnderProgress) + Send + Sync),
+    ) -> Result<UnderProgress> {
+        let mut ids: HashMap<String, InodeId> = HashMap::from([(String::new(), self.stat(root).await?.id)]);
+        let mut p = UnderProgress {
+            total_files: tree.iter().filter(|e| !e.is_dir).count() as u64,
+            total_bytes: tree.iter().filter(|e| !e.is_dir).map(|e| e.size).sum(),
+            ..Default::default()
+        };
+        for (n, e) in tree.iter().enumerate() {
+            let (parent, name) = match e.path.rsplit_once('/') {
+                Some((d, n)) => (d.to_string(), n),
+                None => (String::new(), e.path.as_str()),
+            };
+            let dir = self.ensure_dir(root, &parent, &mut ids).await?;
+            if e.is_dir {
+                self.ensure_dir(root, &e.path, &mut ids).await?;
+                p.dirs += 1;
+            } else {
+                self.adopt(dir, name, e).await.map_err(|err| err.context(join(root, &e.path)))?;
+                p.files += 1;
+                p.bytes += e.size;
+            }
+            if n % 256 == 255 {
+                progress(&p);
+            }
+        }
+        progress(&p);
+        Ok(p)
+    }
+
+    /// The inode of directory `rel` beneath `root`, made (with its parents) if missing.
+    async fn ensure_dir(&self, root: &str, rel: &str, ids: &mut HashMap<String, InodeId>) -> Result<InodeId> {
+        if let Some(id) = ids.get(rel) {
+            return Ok(*id);
+        }
+        let (parent, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+        let parent_id = Box::pin(self.ensure_dir(root, parent, ids)).await?;
+        let id = match self.lookup(parent_id, name).await {
+            Ok(i) if i.kind == InodeKind::Dir => i.id,
+            Ok(_) => return Err(Error::new(ErrorKind::AlreadyExists, format!("{}: not a directory", join(root, rel)))),
+            Err(e) if e.kind == ErrorKind::NotFound => {
+                let op = MetaOp::AdoptDir { parent: parent_id, name: name.to_string(), mode: 0o755 };
+                match self.meta(op).await? {
+                    MetaReply::Info(i) => i.id,
+                    other => return Err(unexpected_meta(other)),
+                }
+            }
+            Err(e) => return Err(e),
+        };
+        ids.insert(rel.to_string(), id);
+        Ok(id)
+    }
+
+    async fn adopt(&self, parent: InodeId, name: &str, e: &UnderEntry) -> Result<InodeInfo> {
+        let op = MetaOp::AdoptFile {
+            parent,
+            name: name.to_string(),
+            size: e.size,
+            chunk_size: DEFAULT_CHUNK_SIZE,
+            mtime: e.mtime_ns,
+            etag: e.etag.clone(),
+            mode: 0o644,
+        };
+        match self.meta(op).await? {
+            MetaReply::Info(i) => Ok(i),
+            other => Err(unexpected_meta(other)),
+        }
+    }
+
+    /// Detaches the under-store at `path`: the pool forgets the tree (the
+    /// store keeps it). Files changed in the pool and not yet below are
+    /// refused unless `force`. Returns how many entries went.
+    pub async fn detach(&self, path: &str, force: bool) -> Result<u64> {
+        if !force {
+            let dirty = self.dirty_files(path).await?;
+            if let Some(first) = dirty.first() {
+                return Err(Error::new(
+                    ErrorKind::Stale,
+                    format!(
+                        "{path}: {} file(s) changed in the pool are not in the under-store yet (first: {first}); \
+                         run `tierpool sync {path}` or detach with --force to drop them",
+                        dirty.len()
+                    ),
+                ));
+            }
+        }
+        match self.meta(MetaOp::Detach { path: path.to_string() }).await? {
+            MetaReply::Removed { inodes } => Ok(inodes),
+            other => Err(unexpected_meta(other)),
+        }
+    }
+
+    /// Every file at or beneath `path`, with its chunk list.
+    async fn files_under(&self, path: &str) -> Result<Vec<(String, InodeInfo)>> {
+        let mut out = Vec::new();
+        let mut stack = vec![path.to_string()];
+        while let Some(p) = stack.pop() {
+            let info = self.stat(&p).await?;
+            match info.kind {
+                InodeKind::Dir => {
+                    for e in self.list(&p).await? {
+                        stack.push(join(&p, &e.name));
+                    }
+                }
+                InodeKind::File => out.push((p, info)),
+                _ => {}
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+
+    async fn dirty_files(&self, path: &str) -> Result<Vec<String>> {
+        let files = self.files_under(path).await?;
+        Ok(files.into_iter().filter(|(_, i)| i.origin.as_ref().is_some_and(|o| o.dirty)).map(|(p, _)| p).collect())
+    }
+
+    /// The store and origin of file `info`.
+    async fn origin_store(&self, info: &InodeInfo) -> Result<(Origin, Attachment, UnderStore)> {
+        let origin = (info.origin.clone())
+            .ok_or_else(|| Error::invalid(format!("inode {} is not a file of an under-store", info.id)))?;
+        let a = (self.attachments().await?.into_iter())
+            .find(|a| a.inode == origin.attach)
+            .ok_or_else(|| Error::new(ErrorKind::Stale, format!("{}: its under-store was detached", origin.key)))?;
+        let store = open_store(&a.attachment)?;
+        Ok((origin, a.attachment, store))
+    }
+
+    /// Chunk `index` of file `inode`, which is below: read from the
+    /// under-store, stored in the pool, published; its bytes (the chunk's
+    /// whole share of the file).
+    pub async fn load_below(&self, inode: InodeId, index: u64) -> Result<Bytes> {
+        let info = self.stat_inode(inode, true).await?;
+        let r = *info
+            .chunks
+            .get(index as usize)
+            .ok_or_else(|| Error::new(ErrorKind::Stale, format!("inode {inode}: chunk {index} is past its end now")))?;
+        let share = (info.size - index * info.chunk_size).min(info.chunk_size);
+        if !r.is_below() {
+            // Loaded (or rewritten) since the caller looked.
+            return self.fetch_chunk(&format!("inode {inode}"), inode, index, r, share).await;
+        }
+        let (origin, _, store) = self.origin_store(&info).await?;
+        let offset = index * info.chunk_size;
+        let want = share.min(origin.size.saturating_sub(offset));
+        let mut data = store.read(&origin.key, offset, want, Some(&origin.etag)).await.map_err(|e| {
+            if e.kind == ErrorKind::NotFound {
+                Error::new(
+                    ErrorKind::Stale,
+                    format!("{}: was removed from the under-store {}", origin.key, store.uri()),
+                )
+            } else {
+                e
+            }
+        })?;
+        if (data.len() as u64) < want {
+            return Err(Error::new(
+                ErrorKind::Stale,
+                format!("{}: changed in the under-store {} (shorter than recorded)", origin.key, store.uri()),
+            ));
+        }
+        if (data.len() as u64) < share {
+            let mut v = data.to_vec();
+            v.resize(share as usize, 0);
+            data = Bytes::from(v);
+        }
+        let _lease = self.lease(inode);
+        let version = self.fresh_version().await?;
+        let stored = self.put_version(inode, index, version, data.clone(), info.attrs, Placing::of(&info)).await?;
+        match self.meta(MetaOp::LoadChunks { inode, chunks: vec![(index, stored)] }).await {
+            Ok(_) => Ok(data),
+            Err(e) if e.kind == ErrorKind::NotFound => Ok(data),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Loads every chunk below of the files at or beneath `path` into the
+    /// pool; `progress` hears of each file.
+    pub async fn load(&self, path: &str, progress: &(dyn Fn(&UnderProgress) + Send + Sync)) -> Result<UnderProgress> {
+        let files = self.files_under(path).await?;
+        let mut p = UnderProgress { total_files: files.len() as u64, ..Default::default() };
+        p.total_bytes = files.iter().map(|(_, i)| i.size).sum();
+        for (fp, info) in files {
+            let below: Vec<u64> =
+                (info.chunks.iter().enumerate()).filter(|(_, r)| r.is_below()).map(|(i, _)| i as u64).collect();
+            let mut pending = futures::stream::iter(below.into_iter().map(|i| self.load_below(info.id, i)))
+                .buffer_unordered(self.inner.cfg.window.max(1));
+            while let Some(r) = pending.next().await {
+                r.map_err(|e| e.context(&fp))?;
+            }
+            p.files += 1;
+            p.bytes += info.size;
+            progress(&p);
+        }
+        Ok(p)
+    }
+
+    /// Lets go of the pool's copies of the clean files at or beneath
+    /// `path` (the under-store keeps the bytes; reading loads them again).
+    /// Files with changes not yet below are skipped and listed.
+    pub async fn free(&self, path: &str) -> Result<UnderReport> {
+        let mut out = UnderReport::default();
+        for (fp, info) in self.files_under(path).await? {
+            let Some(o) = &info.origin else { continue };
+            if o.dirty {
+                out.skipped.push(fp);
+                continue;
+            }
+            if !info.chunks.iter().any(ChunkRef::is_stored) {
+                continue;
+            }
+            match self.meta(MetaOp::Unload { inode: info.id }).await {
+                Ok(_) => {
+                    out.files += 1;
+                    out.bytes += info.chunks.iter().filter(|r| r.is_stored()).map(|r| r.len).sum::<u64>();
+                }
+                Err(e) if e.kind == ErrorKind::Stale => out.skipped.push(fp),
+                Err(e) => return Err(e.context(fp)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Writes file `info` (at `path`) to its object below if it has
+    /// changes not there yet and its attachment writes through (or
+    /// `always`); returns whether it wrote. A change made meanwhile is
+    /// written in turn.
+    pub async fn persist(&self, path: &str, mut info: InodeInfo, always: bool) -> Result<bool> {
+        for _ in 0..8 {
+            let Some(o) = info.origin.clone() else { return Ok(false) };
+            if !o.dirty {
+                return Ok(false);
+            }
+            let (origin, attachment, store) = self.origin_store(&info).await?;
+            if attachment.mode != WriteMode::Through && !always {
+                return Ok(false);
+            }
+            if attachment.readonly {
+                return Err(Error::new(ErrorKind::ReadOnly, format!("{path}: its under-store is attached read-only")));
+            }
+            let mut pieces = Vec::with_capacity(info.chunks.len());
+            for i in 0..info.chunks.len() as u64 {
+                let mut d = self.read_chunk(path, &info, i).await?;
+                let share = (info.size - i * info.chunk_size).min(info.chunk_size);
+                d.truncate(share as usize);
+                pieces.push(d);
+            }
+            let e = store.write(&origin.key, pieces).await.map_err(|e| e.context(path))?;
+            let op = MetaOp::Persisted {
+                inode: info.id,
+                chunks: info.chunks.clone(),
+                size: info.size,
+                mtime: e.mtime_ns,
+                etag: e.etag,
+            };
+            match self.meta(op).await {
+                Ok(_) => return Ok(true),
+                Err(err) if err.kind == ErrorKind::Stale => info = self.stat_inode(info.id, true).await?,
+                Err(err) => return Err(err.context(path)),
+            }
+        }
+        Err(Error::new(ErrorKind::Stale, format!("{path}: kept changing while it was written to the under-store")))
+    }
+
+    /// Writes every file at or beneath `path` with changes not yet below
+    /// (`sync`): of a `through` attachment, ones a failure left behind; of
+    /// a `pool-only` one, every changed file (an explicit request).
+    pub async fn sync(&self, path: &str, progress: &(dyn Fn(&UnderProgress) + Send + Sync)) -> Result<UnderReport> {
+        let mut out = UnderReport::default();
+        let dirty: Vec<_> = (self.files_under(path).await?.into_iter())
+            .filter(|(_, i)| i.origin.as_ref().is_some_and(|o| o.dirty))
+            .collect();
+        let mut p = UnderProgress { total_files: dirty.len() as u64, ..Default::default() };
+        for (fp, info) in dirty {
+            let size = info.size;
+            self.persist(&fp, info, true).await?;
+            out.files += 1;
+            out.bytes += size;
+            p.files += 1;
+            p.bytes += size;
+            progress(&p);
+        }
+        Ok(out)
+    }
+
+    /// Brings the pool's view of the attached tree at or beneath `path`
+    /// up to date with the under-store: new objects adopted, changed ones
+    /// replacing clean files, vanished ones removed (clean files only).
+    pub async fn sync_meta(&self, path: &str) -> Result<MetaSync> {
+        let (a, rel) = (self.attached_at(path).await?)
+            .ok_or_else(|| Error::invalid(format!("{path}: is not in an attached under-store")))?;
+        let store = open_store(&a.attachment)?;
+        let below: BTreeMap<String, UnderEntry> = (store.walk().await?.into_iter())
+            .filter(|e| rel.is_empty() || e.path == rel || e.path.starts_with(&format!("{rel}/")))
+            .map(|e| (e.path.clone(), e))
+            .collect();
+        let here = join(&a.path, &rel);
+        let mut out = MetaSync::default();
+        let pool: BTreeMap<String, InodeInfo> = (self.files_under(&here).await?.into_iter())
+            .filter_map(|(p, i)| relative(&a.path, &normalize(&p).ok()?).map(|r| (r, i)))
+            .collect();
+        let mut ids = HashMap::from([(String::new(), a.inode)]);
+        for (key, e) in &below {
+            if e.is_dir {
+                self.ensure_dir(&a.path, key, &mut ids).await?;
+                continue;
+            }
+            let was = pool.get(key);
+            if let Some(i) = was {
+                if i.origin.as_ref().is_some_and(|o| o.same_object(e.size, e.mtime_ns, &e.etag) && !o.dirty) {
+                    continue;
+                }
+            }
+            let (parent, name) = key.rsplit_once('/').unwrap_or(("", key));
+            let dir = self.ensure_dir(&a.path, parent, &mut ids).await?;
+            match self.adopt(dir, name, e).await {
+                Ok(_) if was.is_some() => out.changed += 1,
+                Ok(_) => out.added += 1,
+                Err(err) if err.kind == ErrorKind::Stale => out.conflicts.push(join(&a.path, key)),
+                Err(err) => return Err(err.context(join(&a.path, key))),
+            }
+        }
+        for (key, i) in &pool {
+            if below.contains_key(key) {
+                continue;
+            }
+            // Gone below: a clean file goes; one with changes stays (to be written back).
+            if i.origin.as_ref().is_some_and(|o| !o.dirty) {
+                let (parent, name) = key.rsplit_once('/').unwrap_or(("", key));
+                let dir = self.ensure_dir(&a.path, parent, &mut ids).await?;
+                self.meta(MetaOp::Disown { parent: dir, name: name.to_string() }).await?;
+                out.removed += 1;
+            } else {
+                out.conflicts.push(join(&a.path, key));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Checks that file `info` at `path` still mirrors its object below
+    /// (size, time and tag): `Stale` if the object changed or went, telling
+    /// how to pick up the change.
+    pub async fn check_origin(&self, path: &str, info: &InodeInfo) -> Result<()> {
+        let Some(o) = &info.origin else { return Ok(()) };
+        if o.dirty {
+            return Ok(());
+        }
+        let (_, _, store) = self.origin_store(info).await?;
+        let now = match store.stat(&o.key).await {
+            Err(e) if e.kind == ErrorKind::Unavailable && info.chunks.iter().all(|r| !r.is_below()) => {
+                // The pool holds every byte: served, saying the store could not be asked.
+                tracing::warn!("{path}: served from the pool without checking its under-store: {}", e.message);
+                return Ok(());
+            }
+            other => other?,
+        };
+        match now {
+            Some(e) if o.same_object(e.size, e.mtime_ns, &e.etag) => Ok(()),
+            _ => Err(Error::new(
+                ErrorKind::Stale,
+                format!("{path}: changed in the under-store {}; run `tierpool sync-meta {path}`", store.uri()),
+            )),
+        }
+    }
+
+    /// Before a namespace change at `path` in a `through` attachment: the
+    /// store and the key it names there.
+    pub(crate) async fn through_key(&self, path: &str) -> Result<Option<(UnderStore, String)>> {
+        let Some((a, rel)) = self.attached_at(path).await? else { return Ok(None) };
+        if a.attachment.mode != WriteMode::Through || a.attachment.readonly || rel.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some((open_store(&a.attachment)?, rel)))
+    }
+}

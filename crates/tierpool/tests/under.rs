@@ -1,0 +1,284 @@
+//! Under-stores on real processes: a directory and a real S3 server
+//! (s3s-fs) attached at pool paths. Listing copies no data; reads load
+//! chunks lazily and byte-exact; `load`, `free`, `sync-meta`; writes,
+//! directories, renames and removals reach the store in `through` mode and
+//! never in `pool-only`; a read-only attachment refuses changes; an object
+//! changed behind the pool's back is refused as stale, never served;
+//! attachments survive a coordinator `kill -9`; bad stores give one-line
+//! errors.
+
+mod common;
+#[path = "../../tierpool-under/tests/common/s3_server.rs"]
+mod s3_server;
+
+use common::{data, Mount, Pool};
+use s3_server::S3Server;
+use serde_json::Value;
+use std::path::Path;
+
+const MIB: usize = 1 << 20;
+
+fn json(out: &str) -> Value {
+    serde_json::from_str(out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+}
+
+/// `(chunks in the pool, chunks below, dirty)` of a file, as `stat --json` says.
+fn held(pool: &Pool, path: &str) -> (u64, u64, bool) {
+    let v = json(&pool.ok(&["stat", "--json", path]));
+    let u = &v["under"];
+    (u["chunks_in_pool"].as_u64().unwrap(), u["chunks_below"].as_u64().unwrap(), u["dirty"].as_bool().unwrap())
+}
+
+/// Asserts `got == want` without printing megabytes: length and first difference.
+fn same(got: &[u8], want: &[u8], what: &str) {
+    let first = got.iter().zip(want).position(|(a, b)| a != b);
+    assert!(got == want, "{what}: {} bytes, {} expected, first difference at {first:?}", got.len(), want.len());
+}
+
+/// A source tree: `big.bin` (3 chunks), `sub/a.txt`, `sub/deeper/b.txt`, an empty directory.
+fn source(dir: &Path) -> Vec<u8> {
+    let big = data(7, 9 * MIB + 123);
+    std::fs::create_dir_all(dir.join("sub/deeper")).unwrap();
+    std::fs::create_dir_all(dir.join("empty")).unwrap();
+    std::fs::write(dir.join("big.bin"), &big).unwrap();
+    std::fs::write(dir.join("sub/a.txt"), b"hello\n").unwrap();
+    std::fs::write(dir.join("sub/deeper/b.txt"), b"deep\n").unwrap();
+    big
+}
+
+#[test]
+fn a_directory_attached_reads_lazily_writes_through_and_notices_changes_below() {
+    let pool = Pool::start(2, "64MiB", "256MiB");
+    let src = tempfile::tempdir().unwrap();
+    let big = source(src.path());
+    let uri = format!("file://{}", src.path().display());
+
+    let done = json(&pool.ok(&["attach", &uri, "/in", "--json"]));
+    assert_eq!((done["files"].as_u64(), done["dirs"].as_u64()), (Some(3), Some(3)));
+    assert_eq!(done["bytes"].as_u64(), Some(big.len() as u64 + 11));
+    assert_eq!(pool.ok(&["ls", "/in"]), "big.bin\nempty/\nsub/\n");
+    assert_eq!(held(&pool, "/in/big.bin"), (0, 3, false), "attaching copies no data");
+    let list = json(&pool.ok(&["attachments", "--json"]));
+    assert_eq!((list[0]["path"].as_str(), list[0]["mode"].as_str()), (Some("/in"), Some("through")));
+
+    // Lazy reads, byte-exact; what was read stays in the pool.
+    assert_eq!(pool.get("/in/sub/deeper/b.txt"), b"deep\n");
+    assert_eq!(pool.get("/in/big.bin"), big);
+    assert_eq!(held(&pool, "/in/big.bin"), (3, 0, false));
+
+    // free lets go of clean copies; reading loads them again.
+    let freed = json(&pool.ok(&["free", "-r", "/in", "--json"]));
+    assert_eq!(freed["files"].as_u64(), Some(2));
+    assert_eq!(held(&pool, "/in/big.bin"), (0, 3, false));
+    assert!(pool.err(&["free", "/in"]).contains("is a directory"));
+    let loaded = json(&pool.ok(&["load", "-r", "/in", "--json"]));
+    assert_eq!(loaded["files"].as_u64(), Some(3));
+    assert_eq!(held(&pool, "/in/big.bin"), (3, 0, false));
+    let st = pool.status();
+    let a = &st["attachments"][0];
+    assert_eq!((a["path"].as_str(), a["files"].as_u64(), a["bytes_below"].as_u64()), (Some("/in"), Some(3), Some(0)));
+    assert_eq!(a["bytes_in_pool"].as_u64(), Some(big.len() as u64 + 11));
+    pool.ok(&["free", "/in/big.bin"]);
+    let a = &pool.status()["attachments"][0];
+    assert_eq!((a["bytes_in_pool"].as_u64(), a["bytes_below"].as_u64()), (Some(11), Some(big.len() as u64)));
+    assert!(pool.ok(&["status"]).contains("under-store file://"), "status names the under-store");
+    pool.ok(&["load", "/in/big.bin"]);
+
+    // Through: a new file, a directory, a rename and a removal reach the store.
+    pool.put("/in/new.txt", b"written in the pool");
+    assert_eq!(std::fs::read(src.path().join("new.txt")).unwrap(), b"written in the pool");
+    assert_eq!(held(&pool, "/in/new.txt"), (1, 0, false));
+    pool.ok(&["mkdir", "/in/made"]);
+    assert!(src.path().join("made").is_dir());
+    pool.ok(&["mv", "/in/new.txt", "/in/made/moved.txt"]);
+    assert_eq!(std::fs::read(src.path().join("made/moved.txt")).unwrap(), b"written in the pool");
+    assert!(!src.path().join("new.txt").exists());
+    assert_eq!(pool.get("/in/made/moved.txt"), b"written in the pool");
+    pool.ok(&["rm", "/in/sub/a.txt"]);
+    assert!(!src.path().join("sub/a.txt").exists());
+    // Replacing a file writes the new bytes below.
+    pool.put("/in/made/moved.txt", b"second");
+    assert_eq!(std::fs::read(src.path().join("made/moved.txt")).unwrap(), b"second");
+
+    // Moves across the attachment's boundary are refused, and change nothing below.
+    let e = pool.err(&["mv", "/in/made/moved.txt", "/outside.txt"]);
+    assert!(e.contains("boundary of an attached under-store"), "{e}");
+    assert!(src.path().join("made/moved.txt").exists());
+
+    // Changed behind the pool's back: refused as stale, loaded or not, until sync-meta.
+    std::fs::write(src.path().join("sub/deeper/b.txt"), b"changed below\n").unwrap();
+    let e = pool.err(&["cat", "/in/sub/deeper/b.txt"]);
+    assert!(e.contains("changed in the under-store"), "{e}");
+    pool.ok(&["free", "-r", "/in"]);
+    std::fs::write(src.path().join("big.bin"), b"short now").unwrap();
+    std::fs::write(src.path().join("sub/fresh.txt"), b"appeared below").unwrap();
+    std::fs::remove_dir(src.path().join("empty")).unwrap();
+    let e = pool.err(&["cat", "/in/big.bin"]);
+    assert!(e.contains("changed in the under-store"), "{e}");
+    let synced = json(&pool.ok(&["sync-meta", "/in", "--json"]));
+    assert_eq!((synced["added"].as_u64(), synced["changed"].as_u64()), (Some(1), Some(2)), "{synced}");
+    assert_eq!(pool.get("/in/big.bin"), b"short now");
+    assert_eq!(pool.get("/in/sub/deeper/b.txt"), b"changed below\n");
+    assert_eq!(pool.get("/in/sub/fresh.txt"), b"appeared below");
+
+    // Detach: the pool forgets the tree, the store keeps it.
+    pool.ok(&["detach", "/in"]);
+    assert_eq!(pool.ok(&["ls", "/in"]), "");
+    assert_eq!(pool.ok(&["attachments"]), "no under-store is attached\n");
+    assert_eq!(std::fs::read(src.path().join("sub/fresh.txt")).unwrap(), b"appeared below");
+}
+
+#[test]
+fn the_mount_reads_an_attached_tree_lazily_and_writes_files_through() {
+    let pool = Pool::start(2, "64MiB", "256MiB");
+    let src = tempfile::tempdir().unwrap();
+    let big = source(src.path());
+    pool.ok(&["attach", &format!("file://{}", src.path().display()), "/in"]);
+    let m = Mount::new(&pool, "mnt");
+    let mut names: Vec<String> =
+        std::fs::read_dir(m.p("in")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    assert_eq!(names, ["big.bin", "empty", "sub"]);
+    assert_eq!(std::fs::metadata(m.p("in/big.bin")).unwrap().len(), big.len() as u64);
+    assert_eq!(std::fs::read(m.p("in/big.bin")).unwrap(), big);
+    assert_eq!(held(&pool, "/in/big.bin"), (3, 0, false));
+    std::fs::write(m.p("in/sub/via-mount.txt"), b"through the mount").unwrap();
+    assert_eq!(std::fs::read(src.path().join("sub/via-mount.txt")).unwrap(), b"through the mount");
+    // A partial overwrite of a file whose chunks are below: the rest comes from the store.
+    pool.ok(&["free", "-r", "/in"]);
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().write(true).open(m.p("in/big.bin")).unwrap();
+        f.write_all_at(b"XYZ", 5 * MIB as u64).unwrap();
+    }
+    let mut want = big.clone();
+    want[5 * MIB..5 * MIB + 3].copy_from_slice(b"XYZ");
+    same(&std::fs::read(m.p("in/big.bin")).unwrap(), &want, "the mount");
+    same(&std::fs::read(src.path().join("big.bin")).unwrap(), &want, "the store");
+    std::fs::write(src.path().join("sub/a.txt"), b"changed below").unwrap();
+    let e = std::fs::read(m.p("in/sub/a.txt")).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ESTALE));
+}
+
+#[test]
+fn pool_only_and_read_only_attachments_never_write_below() {
+    let pool = Pool::start(1, "64MiB", "256MiB");
+    let src = tempfile::tempdir().unwrap();
+    source(src.path());
+    let uri = format!("file://{}", src.path().display());
+
+    pool.ok(&["attach", &uri, "/ro", "--readonly"]);
+    assert_eq!(pool.get("/ro/sub/a.txt"), b"hello\n");
+    for args in [vec!["mkdir", "/ro/d"], vec!["rm", "/ro/sub/a.txt"], vec!["mv", "/ro/sub/a.txt", "/ro/sub/c.txt"]] {
+        let e = pool.err(&args);
+        assert!(e.contains("attached read-only"), "{args:?}: {e}");
+    }
+    let local = src.path().join("../upload-ro.tmp");
+    std::fs::write(&local, b"x").unwrap();
+    let e = pool.err(&["put", local.to_str().unwrap(), "/ro/x"]);
+    assert!(e.contains("attached read-only"), "{e}");
+    assert_eq!(pool.get("/ro/sub/a.txt"), b"hello\n");
+    pool.ok(&["detach", "/ro"]);
+
+    pool.ok(&["attach", &uri, "/po", "--mode", "pool-only"]);
+    pool.put("/po/only-here.txt", b"pool only");
+    pool.ok(&["rm", "/po/sub/a.txt"]);
+    assert!(!src.path().join("only-here.txt").exists());
+    assert!(src.path().join("sub/a.txt").exists());
+    assert_eq!(held(&pool, "/po/only-here.txt"), (1, 0, true));
+    // free keeps what only the pool has; detach refuses to drop it without --force.
+    let freed = json(&pool.ok(&["free", "-r", "/po", "--json"]));
+    assert_eq!(freed["skipped"][0].as_str(), Some("/po/only-here.txt"));
+    let e = pool.err(&["detach", "/po"]);
+    assert!(e.contains("not in the under-store yet"), "{e}");
+    // sync writes it below on request.
+    pool.ok(&["sync", "/po"]);
+    assert_eq!(std::fs::read(src.path().join("only-here.txt")).unwrap(), b"pool only");
+    assert_eq!(held(&pool, "/po/only-here.txt"), (1, 0, false));
+    pool.ok(&["detach", "/po"]);
+}
+
+#[test]
+fn bad_under_stores_are_one_line_errors_and_nothing_is_attached() {
+    let pool = Pool::start(1, "64MiB", "256MiB");
+    let e = pool.err(&["attach", "file:///no/such/dir", "/a"]);
+    assert!(e.contains("/no/such/dir"), "{e}");
+    let e = pool.err(&["attach", "ftp://host/x", "/a"]);
+    assert!(e.contains("ftp"), "{e}");
+    let src = tempfile::tempdir().unwrap();
+    pool.ok(&["mkdir", "/full"]);
+    pool.put("/full/f", b"x");
+    let e = pool.err(&["attach", &format!("file://{}", src.path().display()), "/full"]);
+    assert!(e.contains("empty directory"), "{e}");
+    assert_eq!(pool.ok(&["attachments"]), "no under-store is attached\n");
+    let e = pool.err(&["detach", "/full"]);
+    assert!(e.contains("no under-store is attached here"), "{e}");
+}
+
+#[test]
+fn an_s3_bucket_attached_reads_lazily_and_writes_through() {
+    let s3 = S3Server::start();
+    s3.create_bucket("lake");
+    let prefix = s3.bucket_dir("lake").join("2026");
+    std::fs::create_dir_all(prefix.join("day1")).unwrap();
+    let big = data(11, 5 * MIB + 7);
+    std::fs::write(prefix.join("day1/part-0.bin"), &big).unwrap();
+    std::fs::write(prefix.join("readme.txt"), b"the lake\n").unwrap();
+
+    let pool = Pool::start(2, "64MiB", "256MiB");
+    let ep = s3.endpoint();
+    let (ak, sk) = (format!("access_key_id={}", s3.access_key), format!("secret_access_key={}", s3.secret_key));
+    let wrong =
+        pool.err(&["attach", "s3://lake/2026", "/lake", "--endpoint", &ep, "-o", &ak, "-o", "secret_access_key=nope"]);
+    assert!(wrong.contains("s3://lake"), "{wrong}");
+    let missing = pool.err(&["attach", "s3://nobucket/x", "/lake", "--endpoint", &ep, "-o", &ak, "-o", &sk]);
+    assert!(missing.contains("nobucket"), "{missing}");
+
+    let done =
+        json(&pool.ok(&["attach", "s3://lake/2026", "/lake", "--endpoint", &ep, "-o", &ak, "-o", &sk, "--json"]));
+    assert_eq!(done["files"].as_u64(), Some(2));
+    let list = json(&pool.ok(&["attachments", "--json"]));
+    assert_eq!(list[0]["options"]["secret_access_key"].as_str(), Some("***"));
+    assert_eq!(held(&pool, "/lake/day1/part-0.bin"), (0, 2, false));
+    assert_eq!(pool.get("/lake/day1/part-0.bin"), big);
+    assert_eq!(pool.get("/lake/readme.txt"), b"the lake\n");
+
+    pool.ok(&["mkdir", "/lake/day2"]);
+    pool.put("/lake/day2/part-0.bin", &data(12, MIB + 3));
+    assert_eq!(std::fs::read(prefix.join("day2/part-0.bin")).unwrap(), data(12, MIB + 3));
+    pool.ok(&["rm", "/lake/readme.txt"]);
+    assert!(!prefix.join("readme.txt").exists());
+
+    // Freed, then read again from the bucket.
+    pool.ok(&["free", "-r", "/lake"]);
+    assert_eq!(held(&pool, "/lake/day1/part-0.bin"), (0, 2, false));
+    assert_eq!(pool.get("/lake/day1/part-0.bin"), big);
+    pool.ok(&["load", "-r", "/lake/day2"]);
+    pool.ok(&["free", "-r", "/lake/day1"]);
+    // The store gone: what the pool holds is served, what it does not is a clear error.
+    drop(s3);
+    let out = pool.cli(&["cat", "/lake/day2/part-0.bin"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.stdout, data(12, MIB + 3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("without checking its under-store"));
+    let e = pool.err(&["cat", "/lake/day1/part-0.bin"]);
+    assert!(e.contains("s3://lake"), "{e}");
+}
+
+#[test]
+fn attachments_and_loaded_files_survive_a_coordinator_kill() {
+    let mut pool = Pool::start(2, "64MiB", "256MiB");
+    let src = tempfile::tempdir().unwrap();
+    let big = source(src.path());
+    pool.ok(&["attach", &format!("file://{}", src.path().display()), "/in"]);
+    assert_eq!(pool.get("/in/big.bin"), big);
+    pool.put("/in/new.txt", b"acknowledged");
+    pool.kill_coordinator();
+    pool.start_coordinator();
+    pool.wait_alive(2);
+    assert_eq!(held(&pool, "/in/big.bin"), (3, 0, false));
+    assert_eq!(pool.get("/in/big.bin"), big);
+    assert_eq!(pool.get("/in/sub/a.txt"), b"hello\n");
+    assert_eq!(held(&pool, "/in/new.txt"), (1, 0, false));
+    assert_eq!(pool.ok(&["attachments"]).split('\t').next(), Some("/in"));
+}

@@ -1,0 +1,84 @@
+"""Under-stores from Python, against a real pool: a directory attached
+and read lazily (Client, open, fsspec), written through, loaded, freed,
+changed behind the pool's back (Stale until sync_meta), a pool-only
+attachment synced on request, bad stores, detach."""
+
+from __future__ import annotations
+
+import pathlib
+
+import fsspec
+import pytest
+
+import tierpool
+
+from conftest import pattern
+
+
+def tree(root: pathlib.Path) -> bytes:
+    big = pattern(5 << 20, 3)
+    (root / "sub").mkdir(parents=True)
+    (root / "big.bin").write_bytes(big)
+    (root / "sub" / "a.txt").write_bytes(b"hello")
+    return big
+
+
+def test_a_directory_reads_lazily_and_writes_through(client: tierpool.Client, base: str, tmp_path: pathlib.Path) -> None:
+    src = tmp_path / "src"
+    big = tree(src)
+    at = f"{base}/in"
+    assert client.attach(f"file://{src}", at) == {"files": 2, "dirs": 1, "bytes": len(big) + 5}
+    assert client.ls(at) == ["big.bin", "sub"]
+    assert client.stat(f"{at}/big.bin").size == len(big)
+    assert client.get(f"{at}/big.bin") == big
+    with client.open(f"{at}/sub/a.txt", "rb") as f:
+        assert f.read() == b"hello"
+    assert fsspec.filesystem("tierpool").cat(f"{at}/sub/a.txt") == b"hello"
+
+    client.put(b"from python", f"{at}/new.txt")
+    assert (src / "new.txt").read_bytes() == b"from python"
+    with client.open(f"{at}/sub/w.txt", "wb") as f:
+        f.write(b"streamed")
+    assert (src / "sub" / "w.txt").read_bytes() == b"streamed"
+    client.rm(f"{at}/new.txt")
+    assert not (src / "new.txt").exists()
+
+    assert client.free(at)["files"] == 3
+    assert client.load(at) == {"files": 3, "bytes": len(big) + 5 + 8}
+
+    (src / "sub" / "a.txt").write_bytes(b"changed below")
+    with pytest.raises(tierpool.Stale, match="changed in the under-store"):
+        client.get(f"{at}/sub/a.txt")
+    assert client.sync_meta(at) == {"added": 0, "changed": 1, "removed": 0, "conflicts": []}
+    assert client.get(f"{at}/sub/a.txt") == b"changed below"
+
+    [a] = [a for a in client.attachments() if a["path"] == at]
+    assert (a["uri"], a["mode"], a["readonly"]) == (f"file://{src}", "through", False)
+    assert client.detach(at) == 4
+    assert client.ls(at) == []
+    assert (src / "sub" / "w.txt").read_bytes() == b"streamed"
+
+
+def test_pool_only_keeps_changes_until_synced(client: tierpool.Client, base: str, tmp_path: pathlib.Path) -> None:
+    src = tmp_path / "src"
+    tree(src)
+    at = f"{base}/po"
+    client.attach(f"file://{src}", at, mode="pool-only")
+    client.put(b"pool only", f"{at}/only.txt")
+    assert not (src / "only.txt").exists()
+    assert client.free(at)["skipped"] == [f"{at}/only.txt"]
+    with pytest.raises(tierpool.Stale, match="not in the under-store yet"):
+        client.detach(at)
+    assert client.sync(at) == {"files": 1, "bytes": 9}
+    assert (src / "only.txt").read_bytes() == b"pool only"
+    client.detach(at)
+
+
+def test_bad_stores_and_modes_raise_and_attach_nothing(client: tierpool.Client, base: str) -> None:
+    with pytest.raises(tierpool.NotFound):
+        client.attach("file:///no/such/dir", f"{base}/x")
+    with pytest.raises(ValueError, match="write mode"):
+        client.attach("file:///tmp", f"{base}/x", mode="back-later")
+    with pytest.raises(ValueError):
+        client.attach("ftp://host/x", f"{base}/x")
+    assert [a for a in client.attachments() if a["path"].startswith(base)] == []
