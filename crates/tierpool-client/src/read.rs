@@ -30,6 +30,11 @@ impl Client {
             .ok_or_else(|| Error::invalid(format!("{path}: chunk {index} is beyond the end of the file")))?;
         let share = (info.size - index * info.chunk_size).min(info.chunk_size);
         match self.fetch_chunk(path, info.id, index, r, share).await {
+            // Every copy in the pool is gone, but the under-store has the bytes.
+            Err(e) if e.kind == ErrorKind::Lost && info.origin.as_ref().is_some_and(|o| !o.dirty) => {
+                tracing::warn!("{}; reading it from its under-store", e.message);
+                self.below_bytes(info, index).await.map_err(|e| e.context(path))
+            }
             Err(e) if e.kind == ErrorKind::Lost => Err(self.why_gone(path, info, index, e).await),
             other => other,
         }

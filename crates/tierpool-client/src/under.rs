@@ -276,7 +276,22 @@ impl Client {
             // Loaded (or rewritten) since the caller looked.
             return self.fetch_chunk(&format!("inode {inode}"), inode, index, r, share).await;
         }
-        let (origin, _, store) = self.origin_store(&info).await?;
+        let data = self.below_bytes(&info, index).await?;
+        let _lease = self.lease(inode);
+        let version = self.fresh_version().await?;
+        let stored = self.put_version(inode, index, version, data.clone(), info.attrs, Placing::of(&info)).await?;
+        match self.meta(MetaOp::LoadChunks { inode, chunks: vec![(index, stored)] }).await {
+            Ok(_) => Ok(data),
+            Err(e) if e.kind == ErrorKind::NotFound => Ok(data),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Chunk `index` of file `info` as its object below holds it (its whole
+    /// share of the file), read with the tag its origin recorded.
+    pub(crate) async fn below_bytes(&self, info: &InodeInfo, index: u64) -> Result<Bytes> {
+        let share = (info.size - index * info.chunk_size).min(info.chunk_size);
+        let (origin, _, store) = self.origin_store(info).await?;
         let offset = index * info.chunk_size;
         let want = share.min(origin.size.saturating_sub(offset));
         let mut data = store.read(&origin.key, offset, want, Some(&origin.etag)).await.map_err(|e| {
@@ -300,14 +315,7 @@ impl Client {
             v.resize(share as usize, 0);
             data = Bytes::from(v);
         }
-        let _lease = self.lease(inode);
-        let version = self.fresh_version().await?;
-        let stored = self.put_version(inode, index, version, data.clone(), info.attrs, Placing::of(&info)).await?;
-        match self.meta(MetaOp::LoadChunks { inode, chunks: vec![(index, stored)] }).await {
-            Ok(_) => Ok(data),
-            Err(e) if e.kind == ErrorKind::NotFound => Ok(data),
-            Err(e) => Err(e),
-        }
+        Ok(data)
     }
 
     /// Loads every chunk below of the files at or beneath `path` into the

@@ -4,8 +4,8 @@
 //! directories, renames and removals reach the store in `through` mode and
 //! never in `pool-only`; a read-only attachment refuses changes; an object
 //! changed behind the pool's back is refused as stale, never served;
-//! attachments survive a coordinator `kill -9`; bad stores give one-line
-//! errors.
+//! attachments survive a coordinator `kill -9`, and chunks every worker
+//! lost are read from the store; bad stores give one-line errors.
 
 mod common;
 #[path = "../../tierpool-under/tests/common/s3_server.rs"]
@@ -281,4 +281,23 @@ fn attachments_and_loaded_files_survive_a_coordinator_kill() {
     assert_eq!(pool.get("/in/sub/a.txt"), b"hello\n");
     assert_eq!(held(&pool, "/in/new.txt"), (1, 0, false));
     assert_eq!(pool.ok(&["attachments"]).split('\t').next(), Some("/in"));
+
+    // Every worker killed: what only their memory held is gone from the
+    // pool, but not from the store, which serves it; `free` and a read
+    // bring it back into the pool.
+    pool.kill_worker(0);
+    pool.kill_worker(1);
+    pool.start_worker(0);
+    pool.start_worker(1);
+    pool.wait_alive(2);
+    let out = pool.cli(&["cat", "/in/big.bin"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    same(&out.stdout, &big, "read from the store");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("reading it from its under-store"));
+    pool.ok(&["free", "/in/big.bin"]);
+    pool.ok(&["load", "/in/big.bin"]);
+    assert_eq!(held(&pool, "/in/big.bin"), (3, 0, false));
+    let out = pool.cli(&["cat", "/in/big.bin"]);
+    same(&out.stdout, &big, "loaded again");
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""The pool as a tier over under-stores: first (cold) and second (warm)
+reads of a dataset against reading the store directly, write throughput
+per write mode, and how long attaching a tree of many files takes.
+
+One run, on this machine, on an embedded pool of two workers:
+  - a directory store: `cat` of the files (the page cache holds them: this
+    machine does not let the cache be dropped, so "direct" is memory
+    speed) vs the first read through the pool (loads every chunk) and the
+    second (from the pool);
+  - an S3 store (s3s-fs on loopback, its data on local disk): boto3
+    `get_object` vs the first and second read through the pool;
+  - writes of the same files to a plain pool directory, to a `through`
+    attachment (directory and S3) and to a `pool-only` one: MB/s and the
+    fraction of the plain pool's;
+  - attaching a tree of SMALL small files: seconds and files per second.
+Writes JSON to stdout and to bench/results/under-<timestamp>.json.
+
+Usage: python3 bench/under.py [--files 8] [--size 64MiB] [--small 5000] [--runs 2]
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run as common  # noqa: E402
+
+import tierpool  # noqa: E402
+
+ROOT = common.ROOT
+
+
+def s3s_fs():
+    return subprocess.run(["bash", os.path.join(ROOT, "scripts", "s3-server.sh")], check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+class S3:
+    """An s3s-fs server over `root` (one directory per bucket)."""
+
+    def __init__(self, root):
+        self.root, self.port = root, common.free_port()
+        self.key, self.secret = "bench-key", "bench-secret"
+        self.proc = subprocess.Popen([s3s_fs(), "--host", "127.0.0.1", "--port", str(self.port),
+                                      "--access-key", self.key, "--secret-key", self.secret, root],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1.0)
+
+    @property
+    def endpoint(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def options(self):
+        return {"endpoint": self.endpoint, "region": "us-east-1", "access_key_id": self.key,
+                "secret_access_key": self.secret}
+
+    def close(self):
+        self.proc.terminate()
+        self.proc.wait()
+
+
+def dataset(root, files, size):
+    os.makedirs(root, exist_ok=True)
+    block = os.urandom(1 << 20)
+    for i in range(files):
+        with open(os.path.join(root, f"part-{i:03}.bin"), "wb") as f:
+            for _ in range(size >> 20):
+                f.write(block)
+    return [f"part-{i:03}.bin" for i in range(files)]
+
+
+def timed(fn):
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def read_pool(client, at, names):
+    for n in names:
+        client.get(f"{at}/{n}", os.devnull)
+
+
+def rate(total, secs):
+    return round(total / secs / 1e6, 1)
+
+
+def reads(client, at, names, total, direct, runs):
+    """Direct, first and second read MB/s (median of `runs`, each on a fresh attach)."""
+    cold, warm, d = [], [], []
+    for _ in range(runs):
+        d.append(timed(direct))
+        client.free(at)
+        cold.append(timed(lambda: read_pool(client, at, names)))
+        warm.append(timed(lambda: read_pool(client, at, names)))
+    direct_mb, cold_mb, warm_mb = (rate(total, statistics.median(x)) for x in (d, cold, warm))
+    return {"direct_mb_per_sec": direct_mb, "first_read_mb_per_sec": cold_mb, "second_read_mb_per_sec": warm_mb,
+            "first_vs_direct": round(cold_mb / direct_mb, 2), "second_vs_direct": round(warm_mb / direct_mb, 2),
+            "runs": {"direct_s": d, "first_s": cold, "second_s": warm}}
+
+
+def writes(client, at, src, names, total):
+    def put_all():
+        for n in names:
+            client.put(os.path.join(src, n), f"{at}/w-{n}")
+    secs = timed(put_all)
+    return rate(total, secs)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--files", type=int, default=8)
+    ap.add_argument("--size", default="64MiB")
+    ap.add_argument("--small", type=int, default=5000)
+    ap.add_argument("--runs", type=int, default=2)
+    a = ap.parse_args()
+    size = tierpool.parse_size(a.size)
+    total = a.files * size
+    result = {"files": a.files, "file_size": size, "bytes": total}
+    with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR", "/var/tmp")) as tmp, \
+            tierpool.local(workers=2, mem="1GiB", disk="4GiB", set_env=False) as c:
+        src = os.path.join(tmp, "dir")
+        names = dataset(src, a.files, size)
+        c.attach(f"file://{src}", "/dir")
+
+        def cat():
+            for n in names:
+                with open(os.path.join(src, n), "rb") as f:
+                    while f.read(8 << 20):
+                        pass
+        result["directory"] = reads(c, "/dir", names, total, cat, a.runs)
+
+        s3root = os.path.join(tmp, "s3")
+        dataset(os.path.join(s3root, "lake"), a.files, size)
+        s3 = S3(s3root)
+        try:
+            import boto3
+            b = boto3.client("s3", endpoint_url=s3.endpoint, aws_access_key_id=s3.key,
+                             aws_secret_access_key=s3.secret, region_name="us-east-1")
+
+            def boto():
+                for n in names:
+                    body = b.get_object(Bucket="lake", Key=n)["Body"]
+                    while body.read(8 << 20):
+                        pass
+            c.attach("s3://lake", "/lake", options=s3.options())
+            result["s3"] = reads(c, "/lake", names, total, boto, a.runs)
+
+            c.mkdir("/plain")
+            plain = writes(c, "/plain", src, names, total)
+            os.makedirs(os.path.join(tmp, "po"))
+            c.attach(f"file://{os.path.join(tmp, 'po')}", "/po", mode="pool-only")
+            os.makedirs(os.path.join(tmp, "through"))
+            c.attach(f"file://{os.path.join(tmp, 'through')}", "/through")
+            modes = {"pool_mb_per_sec": plain}
+            for name, at in (("pool_only", "/po"), ("through_directory", "/through"), ("through_s3", "/lake")):
+                mb = writes(c, at, src, names, total)
+                modes[f"{name}_mb_per_sec"] = mb
+                modes[f"{name}_vs_pool"] = round(mb / plain, 2)
+            result["writes"] = modes
+        finally:
+            s3.close()
+
+        small = os.path.join(tmp, "small")
+        for d in range(a.small // 100 + 1):
+            os.makedirs(os.path.join(small, f"d{d:03}"), exist_ok=True)
+        for i in range(a.small):
+            with open(os.path.join(small, f"d{i // 100:03}", f"f{i:05}.txt"), "wb") as f:
+                f.write(b"x" * 100)
+        secs = timed(lambda: c.attach(f"file://{small}", "/small"))
+        result["attach"] = {"files": a.small, "seconds": round(secs, 2), "files_per_sec": round(a.small / secs)}
+    common.write_result("under-", result)
+
+
+if __name__ == "__main__":
+    main()
