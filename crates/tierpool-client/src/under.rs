@@ -382,11 +382,10 @@ impl Client {
             if attachment.readonly {
                 return Err(Error::new(ErrorKind::ReadOnly, format!("{path}: its under-store is attached read-only")));
             }
+            // Read with the file's read-ahead (chunks come padded to their share).
             let mut pieces = Vec::with_capacity(info.chunks.len());
-            for i in 0..info.chunks.len() as u64 {
-                let mut d = self.read_chunk(path, &info, i).await?;
-                let share = (info.size - i * info.chunk_size).min(info.chunk_size);
-                d.truncate(share as usize);
+            let mut chunks = self.chunk_stream(path, &info);
+            while let Some(d) = chunks.next().await? {
                 pieces.push(d);
             }
             let e = store.write(&origin.key, pieces).await.map_err(|e| e.context(path))?;
