@@ -31,3 +31,4 @@ mod tests;
 pub use config::{TierConfig, TierKind};
 pub use manager::TierManager;
 pub use stats::TierStats;
+pub use tiers::Spill;

@@ -44,12 +44,15 @@ use crate::config::{TierConfig, TierKind};
 use crate::reads::ReadPermits;
 use crate::stats::TierStats;
 use crate::store::{not_found, DiskStore};
-use crate::tiers::{Lookup, Tiers};
+use crate::tiers::{Lookup, Spill, Tiers};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::time::Duration;
 use tierpool_types::{Checksum, ChunkAttrs, ChunkKey, Error, ErrorKind, InodeId, Result};
+
+/// Chunks a spill writes per hold of the lock.
+const SPILL_STEP: usize = 4;
 
 /// How many times a get follows a chunk that moves while it reads it.
 const MAX_READ_RACES: usize = 16;
@@ -280,6 +283,29 @@ impl TierManager {
 
     pub fn stats(&self) -> TierStats {
         self.tiers.lock().stats()
+    }
+
+    /// Stops taking writes and moves everything held in MEM to DISK, so a
+    /// restart of the worker on the same directory serves it again. Every
+    /// later put, copy, range write and zeroed chunk fails `Unavailable`
+    /// (never acknowledged); reads go on while it runs. The lock is taken
+    /// for a few chunks at a time. `progress` hears after each step.
+    /// Returns the total written and what stayed in MEM (DISK full).
+    pub fn close_and_spill(&self, progress: &dyn Fn(&Spill)) -> Result<Spill> {
+        self.tiers.lock().close();
+        let mut total = Spill::default();
+        loop {
+            let step = self.tiers.lock().spill(SPILL_STEP)?;
+            total.chunks += step.chunks;
+            total.bytes += step.bytes;
+            total.left_chunks = step.left_chunks;
+            total.left_bytes = step.left_bytes;
+            total.stuck = step.stuck;
+            progress(&total);
+            if step.left_chunks == 0 || step.stuck {
+                return Ok(total);
+            }
+        }
     }
 
     /// How long a full disk is believed full without a delete (tests only).

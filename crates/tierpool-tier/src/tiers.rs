@@ -33,6 +33,9 @@
 //! does the passing of `disk_full_retry`.
 
 mod room;
+mod spill;
+
+pub use spill::Spill;
 
 use crate::config::{TierConfig, TierKind};
 use crate::disk_full::{self, DiskFull};
@@ -74,6 +77,8 @@ pub(crate) struct Tiers {
     disk_full: DiskFull,
     /// How long a full disk is believed full without a delete.
     disk_full_retry: Duration,
+    /// Set by `close`: stored bytes change no more.
+    closed: bool,
 }
 
 impl Tiers {
@@ -95,6 +100,7 @@ impl Tiers {
             reclaimed: 0,
             disk_full: DiskFull::default(),
             disk_full_retry: disk_full::RETRY,
+            closed: false,
         })
     }
 

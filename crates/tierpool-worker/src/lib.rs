@@ -142,8 +142,10 @@ impl Registration {
     }
 }
 
-/// Opens the tiers, binds, registers, and serves until the process ends.
-pub async fn run(cfg: WorkerConfig) -> Result<()> {
+/// Opens the tiers, binds, registers, and serves until `stop` resolves;
+/// then takes no more writes and moves what MEM holds to DISK (serving
+/// reads meanwhile), so a restart on the same directory serves it again.
+pub async fn run(cfg: WorkerConfig, stop: impl std::future::Future<Output = ()>) -> Result<()> {
     std::fs::create_dir_all(&cfg.dir).map_err(|e| Error::from(e).context(cfg.dir.display()))?;
     let tiers = Arc::new(tokio::task::block_in_place(|| {
         TierManager::open(TierConfig {
@@ -163,7 +165,7 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
         coordinator: Pool::new(cfg.coordinator.clone(), PoolConfig::with(cfg.secret.clone())),
     });
     let known = identity::load(&cfg.dir)?.map(|i| i.id);
-    let svc = Arc::new(service::WorkerService::new(tiers, cfg.secret.clone().into()));
+    let svc = Arc::new(service::WorkerService::new(tiers.clone(), cfg.secret.clone().into()));
     svc.set_server_stats(server.stats());
     svc.set_id(reg.register(known).await?);
     reg.fetch_table(&svc).await?;
@@ -174,7 +176,45 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
         async move { reg.beat(&svc).await }
     });
     write_addr_file(&cfg.dir.join("worker.addr"), &addr)?;
-    server.run(svc).await?;
+    let serving = tokio::spawn(server.run(svc));
+    tokio::select! {
+        r = serving => return r.map_err(|e| Error::internal(format!("server task: {e}")))?,
+        _ = stop => {}
+    }
+    tokio::task::block_in_place(|| spill(&tiers))
+}
+
+/// Stops taking writes and writes MEM to DISK, logging progress.
+fn spill(tiers: &TierManager) -> Result<()> {
+    let held = tiers.stats();
+    if held.mem_chunks == 0 {
+        tiers.close_and_spill(&|_| {})?;
+        return Ok(());
+    }
+    tracing::info!("stopping: writing {} chunks ({}) from memory to disk", held.mem_chunks, ByteSize(held.mem_used));
+    let started = std::time::Instant::now();
+    let last = std::sync::atomic::AtomicU64::new(0);
+    let done = tiers.close_and_spill(&|s| {
+        let secs = started.elapsed().as_secs();
+        if secs > last.load(std::sync::atomic::Ordering::Relaxed) {
+            last.store(secs, std::sync::atomic::Ordering::Relaxed);
+            tracing::info!("stopping: {} of {} written to disk", ByteSize(s.bytes), ByteSize(held.mem_used));
+        }
+    })?;
+    if done.left_chunks > 0 {
+        tracing::error!(
+            "stopping: disk has no room for {} chunks ({}) of memory: they are not kept by this worker",
+            done.left_chunks,
+            ByteSize(done.left_bytes)
+        );
+    } else {
+        tracing::info!(
+            "stopping: {} chunks ({}) written to disk in {:.1?}",
+            done.chunks,
+            ByteSize(done.bytes),
+            started.elapsed()
+        );
+    }
     Ok(())
 }
 

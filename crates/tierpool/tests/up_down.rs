@@ -16,6 +16,20 @@ fn tierpool(home: &Path) -> Command {
     c
 }
 
+/// How many chunk files are under `dir`.
+fn chunk_files(dir: &Path) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            n += chunk_files(&p);
+        } else if !p.to_string_lossy().ends_with(".tmp") {
+            n += 1;
+        }
+    }
+    n
+}
+
 fn mode(p: &Path) -> u32 {
     std::fs::metadata(p).unwrap().permissions().mode() & 0o777
 }
@@ -175,4 +189,54 @@ fn a_server_whose_owner_is_already_gone_does_not_start() {
     let out = server.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("process {pid} is gone")));
+}
+
+#[test]
+fn down_then_up_on_the_same_dir_serves_what_memory_held() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("pool");
+    let d = dir.to_str().unwrap();
+    let port = free_port().to_string();
+    let addr = format!("127.0.0.1:{port}");
+    let run = |args: &[&str]| {
+        let out = tierpool(tmp.path()).args(args).env("TIERPOOL_COORDINATOR", &addr).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        out
+    };
+    let up = ["up", "--dir", d, "--port", &port, "--workers", "2", "--mem", "64MiB", "--disk", "256MiB"];
+    run(&up);
+    let sizes = [0usize, 1, 4 << 20, (9 << 20) + 7, 300_000];
+    let mut files = Vec::new();
+    for (i, n) in sizes.iter().enumerate() {
+        let bytes = common::data(i as u64, *n);
+        let local = tmp.path().join(format!("f{i}"));
+        std::fs::write(&local, &bytes).unwrap();
+        run(&["put", local.to_str().unwrap(), &format!("/f{i}")]);
+        files.push(bytes);
+    }
+    let used = |tier: &str| -> (u64, u64) {
+        let st: serde_json::Value = serde_json::from_slice(&run(&["status", "--json"]).stdout).unwrap();
+        let ws = st["workers"].as_array().unwrap().clone();
+        (
+            ws.iter().map(|w| w[tier]["used"].as_u64().unwrap()).sum(),
+            ws.iter().map(|w| w[tier]["chunks"].as_u64().unwrap()).sum(),
+        )
+    };
+    let held = used("mem");
+    // Two copies of each byte, all in memory.
+    assert_eq!((held.0, used("disk").0), (2 * sizes.iter().sum::<usize>() as u64, 0));
+    run(&["down", "--dir", d]);
+    for w in ["worker-0", "worker-1"] {
+        let log = std::fs::read_to_string(dir.join(format!("logs/{w}.log"))).unwrap();
+        assert!(log.contains("from memory to disk") && log.contains("written to disk in"), "{log}");
+    }
+    // Every chunk held in memory is a file on disk now.
+    let on_disk: usize = ["worker-0", "worker-1"].iter().map(|w| chunk_files(&dir.join(w).join("chunks"))).sum();
+    assert_eq!(on_disk as u64, held.1);
+    run(&up);
+    for (i, bytes) in files.iter().enumerate() {
+        let out = run(&["cat", &format!("/f{i}")]);
+        assert!(out.stdout == *bytes, "/f{i}: {} bytes read, {} written", out.stdout.len(), bytes.len());
+    }
+    run(&["down", "--dir", d]);
 }

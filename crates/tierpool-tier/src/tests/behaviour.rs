@@ -379,3 +379,50 @@ fn the_inventory_pages_through_both_tiers_in_key_order() {
     let want: Vec<_> = (0..6).map(|i| (key(1, i), KIB)).collect();
     assert_eq!(seen, want);
 }
+
+#[test]
+fn a_stop_writes_memory_to_disk_most_valuable_first_and_refuses_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = super::config(dir.path(), 4 * KIB, 3 * KIB, 10);
+    let m = TierManager::open(cfg.clone()).unwrap();
+    put(&m, key(1, 0), &chunk(KIB, 0), attrs(1, false)).unwrap();
+    put(&m, key(2, 0), &chunk(KIB, 1), attrs(5, false)).unwrap();
+    put(&m, key(3, 0), &chunk(KIB, 2), attrs(3, true)).unwrap();
+    put(&m, key(4, 0), &chunk(KIB, 3), attrs(3, false)).unwrap();
+    m.mark_reclaimable(&[key(4, 0)]);
+    let steps = std::cell::Cell::new(0);
+    let done = m.close_and_spill(&|_| steps.set(steps.get() + 1)).unwrap();
+    m.check_invariants();
+    // DISK has room for the three live chunks; the reclaimable one is dropped.
+    assert_eq!((done.chunks, done.bytes, done.left_chunks, done.stuck), (3, 3 * KIB, 0, false));
+    assert!(steps.get() >= 1);
+    assert_eq!(m.locate(key(4, 0)), None, "garbage is not written");
+    let e = put(&m, key(5, 0), &chunk(KIB, 4), DEFAULT).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Unavailable, "{e}");
+    assert!(e.message.contains("worker is stopping"), "{e}");
+    assert_eq!(m.write_ranges(key(1, 0), &[(0, b"x")]).unwrap_err().kind, ErrorKind::Unavailable);
+    assert_eq!(m.get(key(2, 0)).unwrap(), chunk(KIB, 1), "reads go on");
+    drop(m);
+    let m = TierManager::open(cfg).unwrap();
+    for (i, seed) in [(1, 0), (2, 1), (3, 2)] {
+        assert_eq!(m.get(key(i, 0)).unwrap(), chunk(KIB, seed));
+        assert_eq!(m.locate(key(i, 0)), Some(TierKind::Disk));
+    }
+}
+
+#[test]
+fn a_stop_with_a_small_disk_keeps_the_most_valuable_chunks() {
+    let (_d, m) = open(4 * KIB, 2 * KIB, 10);
+    put(&m, key(1, 0), &chunk(KIB, 0), attrs(1, false)).unwrap();
+    put(&m, key(2, 0), &chunk(KIB, 1), attrs(5, false)).unwrap();
+    put(&m, key(3, 0), &chunk(KIB, 2), attrs(3, true)).unwrap();
+    let done = m.close_and_spill(&|_| {}).unwrap();
+    m.check_invariants();
+    assert_eq!((done.chunks, done.left_chunks, done.left_bytes, done.stuck), (2, 1, KIB, true));
+    use TierKind::*;
+    assert_eq!(
+        [m.locate(key(1, 0)), m.locate(key(2, 0)), m.locate(key(3, 0))],
+        [Some(Mem), Some(Disk), Some(Disk)],
+        "pinned first, then the higher priority"
+    );
+}

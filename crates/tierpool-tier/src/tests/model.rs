@@ -62,6 +62,8 @@ enum Op {
     MarkInodes(Vec<u64>),
     /// The worker is killed and restarted: MEM chunks and marks are gone.
     Restart,
+    /// The worker stops gracefully (memory spilled to disk), then restarts.
+    StopAndRestart,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -83,6 +85,7 @@ fn op() -> impl Strategy<Value = Op> {
         6 => prop::collection::vec((inode.clone(), index), 1..4).prop_map(Op::Mark),
         2 => prop::collection::vec(inode.clone(), 1..3).prop_map(Op::MarkInodes),
         1 => Just(Op::Restart),
+        1 => Just(Op::StopAndRestart),
         1 => prop::collection::vec(inode, 1..3).prop_map(Op::DeleteInodes),
     ]
 }
@@ -146,6 +149,7 @@ impl Harness {
                 self.reclaimable.extend(stored);
             }
             Op::Restart => self.restart(),
+            Op::StopAndRestart => self.stop_and_restart()?,
         }
         self.follow_drops(&before)?;
         self.check()
@@ -276,6 +280,28 @@ impl Harness {
             (Err(e), Some(_)) => prop_assert!(e.kind == ErrorKind::PoolFull, "{} ({:?})", e, s),
             (Ok(()), None) => prop_assert!(false, "wrote into absent chunk {}", k),
         }
+        Ok(())
+    }
+
+    /// Spills: every live chunk reaches DISK unless DISK ran out of room,
+    /// reclaimable MEM chunks are dropped, writes are refused; then restarts.
+    fn stop_and_restart(&mut self) -> Result<(), TestCaseError> {
+        let done = self.m.close_and_spill(&|_| {}).unwrap();
+        self.m.check_invariants();
+        let k = key(99, 0);
+        let refused = self.m.put(k, chunk(10, 1), crc32c::crc32c(&chunk(10, 1)), attrs(3, false)).unwrap_err();
+        prop_assert_eq!(refused.kind, ErrorKind::Unavailable);
+        let s = self.m.stats();
+        prop_assert_eq!((s.mem_chunks, s.mem_used), (done.left_chunks, done.left_bytes));
+        if !done.stuck {
+            prop_assert_eq!(s.mem_chunks, 0);
+            for k in self.model.keys() {
+                if !self.reclaimable.contains(k) {
+                    prop_assert_eq!(self.m.locate(*k), Some(TierKind::Disk), "{} spilled", k);
+                }
+            }
+        }
+        self.restart();
         Ok(())
     }
 

@@ -25,6 +25,7 @@ impl Tiers {
     /// `AlreadyExists`. `checksum` must be the CRC-32C of `data` (the manager
     /// checks it).
     pub fn put(&mut self, key: ChunkKey, data: Bytes, checksum: Checksum, attrs: ChunkAttrs) -> Result<()> {
+        self.check_open()?;
         match self.stored(key) {
             None => self.store(key, data, checksum, attrs),
             Some((len, sum)) if len == data.len() as u64 && sum == checksum => Ok(()),
@@ -87,6 +88,7 @@ impl Tiers {
     /// reclaimable mark): the way of range writes and zeroed chunks, whose
     /// chunks change in place.
     pub fn store(&mut self, key: ChunkKey, data: Bytes, checksum: Checksum, attrs: ChunkAttrs) -> Result<()> {
+        self.check_open()?;
         let rank = Rank::new(attrs, self.tick());
         if !self.put_mem(key, &data, checksum, rank)? && !self.put_disk(key, &data, checksum)? {
             return Err(self.pool_full(key, data.len()));
@@ -179,7 +181,7 @@ impl Tiers {
     }
 
     /// Deletes a reclaimable DISK chunk to make room.
-    fn drop_disk(&mut self, key: ChunkKey) -> Result<()> {
+    pub(super) fn drop_disk(&mut self, key: ChunkKey) -> Result<()> {
         self.disk.remove(key)?;
         self.reclaim_disk.remove(key);
         self.reclaimed += 1;
@@ -224,7 +226,7 @@ impl Tiers {
 
     /// Writes DISK files for MEM chunks about to be demoted. On error every
     /// file written so far is discarded and nothing has changed.
-    fn stage_victims(&mut self, victims: &[ChunkKey]) -> Result<Vec<Staged>> {
+    pub(super) fn stage_victims(&mut self, victims: &[ChunkKey]) -> Result<Vec<Staged>> {
         let mut staged = Vec::with_capacity(victims.len());
         for &key in victims {
             let Some((data, checksum)) = self.mem.peek(key) else {
@@ -253,7 +255,7 @@ impl Tiers {
     }
 
     /// Moves staged victims from MEM to DISK in the indexes (cannot fail).
-    fn commit_victims(&mut self, staged: Vec<Staged>) {
+    pub(super) fn commit_victims(&mut self, staged: Vec<Staged>) {
         for s in staged {
             let key = s.key();
             self.mem.take(key);
@@ -269,7 +271,7 @@ impl Tiers {
     /// failure is logged and the chunk stays on DISK.
     pub fn after_disk_read(&mut self, key: ChunkKey, gen: u64, data: &Bytes) {
         let Some(reads) = self.disk.count_read(key, gen) else { return };
-        if reads < self.promote_after_reads {
+        if reads < self.promote_after_reads || self.closed {
             return;
         }
         if let Err(e) = self.promote(key, gen, data) {
@@ -308,6 +310,7 @@ impl Tiers {
     /// is read (and verified), changed and put back as a whole, to MEM if it
     /// fits there. `NotFound` if absent, `InvalidArgument` past its end.
     pub fn write_ranges(&mut self, key: ChunkKey, ranges: &[(u64, &[u8])]) -> Result<()> {
+        self.check_open()?;
         let len = match (self.mem.meta_len(key), self.disk.entry(key)) {
             (Some(len), _) => len,
             (None, Some(e)) => e.len,

@@ -300,18 +300,28 @@ fn wait_workers(addr: &str, secret_file: &Path, n: usize, pids: &[i32], limit: D
     })
 }
 
+/// How long a stopping pool waits for its processes: workers write what
+/// MEM holds to DISK first (about the MEM budget at disk speed).
+const STOP_LIMIT: Duration = Duration::from_secs(600);
+
 fn stop_all(pids: &[i32]) {
     for &p in pids.iter().rev() {
         // SAFETY: plain signal delivery to a process we started.
         unsafe { libc::kill(p, libc::SIGTERM) };
     }
     let t = Instant::now();
-    while pids.iter().any(|&p| alive(p)) && t.elapsed() < Duration::from_secs(10) {
+    let mut told = false;
+    while pids.iter().any(|&p| alive(p)) && t.elapsed() < STOP_LIMIT {
         reap();
+        if !told && t.elapsed() > Duration::from_secs(2) {
+            eprintln!("tierpool: waiting for workers to write what they hold in memory to disk");
+            told = true;
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
     for &p in pids {
         if alive(p) {
+            eprintln!("tierpool: process {p} did not stop within {STOP_LIMIT:?}; killed");
             // SAFETY: as above.
             unsafe { libc::kill(p, libc::SIGKILL) };
         }

@@ -1,7 +1,8 @@
 //! `tierpool coordinator` and `tierpool worker`: the server processes, in the
 //! foreground, until SIGTERM or Ctrl-C, or with `--stop-with PID`, until that
 //! process is gone (so a pool started for a program never outlives it, even
-//! when the program is killed with SIGKILL).
+//! when the program is killed with SIGKILL). A stopping worker first writes
+//! what its MEM tier holds to its DISK tier (see `tierpool_worker::run`).
 
 use crate::cli::{CoordinatorArgs, WorkerArgs};
 use anyhow::Result;
@@ -79,11 +80,13 @@ pub async fn worker(a: WorkerArgs) -> Result<()> {
         limits: a.limits.apply(tierpool_net::Limits::worker()),
         secret,
     };
-    tokio::select! {
-        r = tierpool_worker::run(cfg) => r?,
-        _ = shutdown_signal() => tracing::info!("worker stopping"),
-        pid = exit_of(a.stop_with) => tracing::info!("process {pid} is gone; worker stopping"),
-    }
+    let stop = async move {
+        tokio::select! {
+            _ = shutdown_signal() => tracing::info!("worker stopping"),
+            pid = exit_of(a.stop_with) => tracing::info!("process {pid} is gone; worker stopping"),
+        }
+    };
+    tierpool_worker::run(cfg, stop).await?;
     Ok(())
 }
 
