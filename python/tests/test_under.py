@@ -6,6 +6,7 @@ attachment synced on request, bad stores, detach."""
 from __future__ import annotations
 
 import pathlib
+import time
 
 import fsspec
 import pytest
@@ -71,6 +72,29 @@ def test_pool_only_keeps_changes_until_synced(client: tierpool.Client, base: str
         client.detach(at)
     assert client.sync(at) == {"files": 1, "bytes": 9}
     assert (src / "only.txt").read_bytes() == b"pool only"
+    client.detach(at)
+
+
+def test_back_mode_writes_below_in_the_background_and_on_sync(
+    client: tierpool.Client, base: str, tmp_path: pathlib.Path
+) -> None:
+    src = tmp_path / "src"
+    tree(src)
+    at = f"{base}/wb"
+    client.attach(f"file://{src}", at, mode="back")
+    [a] = [a for a in client.attachments() if a["path"] == at]
+    assert a["mode"] == "back"
+    # The pool's write-back writes it within a few of its 2 s rounds.
+    with client.open(f"{at}/sub/later.txt", "wb") as f:
+        f.write(b"written back")
+    deadline = time.monotonic() + 30
+    while not (src / "sub" / "later.txt").exists() or (src / "sub" / "later.txt").read_bytes() != b"written back":
+        assert time.monotonic() < deadline, "never written back"
+        time.sleep(0.05)
+    # sync writes what is owed at once and waits for it.
+    client.put(b"synced", f"{at}/now.txt")
+    assert client.sync(at)["files"] in (0, 1)
+    assert (src / "now.txt").read_bytes() == b"synced"
     client.detach(at)
 
 

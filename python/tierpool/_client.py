@@ -226,7 +226,10 @@ class Client:
         must be empty): its tree appears there, names, sizes and times, and
         a file's bytes are loaded into the pool on first read. ``mode`` is
         ``"through"`` (writes, removals and renames reach the store before
-        they return) or ``"pool-only"`` (nothing is written below).
+        they return), ``"back"`` (a written file is acknowledged once on the
+        workers' disks and reaches the store in the background; ``sync``
+        waits for it; removals and renames reach it before they return) or
+        ``"pool-only"`` (nothing is written below).
         ``options``: ``endpoint``, ``region``, ``profile``,
         ``access_key_id``, ``secret_access_key``, ``session_token`` (else
         from the environment and ``~/.aws``). Returns ``{"files", "dirs",
@@ -260,7 +263,8 @@ class Client:
 
     def sync(self, path: str) -> Dict[str, int]:
         """Writes the files at or beneath ``path`` with changes not yet in
-        their under-store to it (of a pool-only attachment too):
+        their under-store to it (of a back or pool-only attachment too),
+        waiting for it:
         ``{"files", "bytes"}``."""
         return self._native.sync(path)
 

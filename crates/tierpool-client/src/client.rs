@@ -268,8 +268,13 @@ impl Client {
             let same =
                 self.attached_at(from).await?.map(|a| a.0.inode) == self.attached_at(to).await?.map(|a| a.0.inode);
             if same && from != to {
-                self.stat(from).await?;
-                store.rename(&key, &to_key).await.map_err(|e| e.context(from))?;
+                let info = self.stat(from).await?;
+                match store.rename(&key, &to_key).await {
+                    Ok(()) => {}
+                    // A file written in the pool and not below yet: its key follows the rename.
+                    Err(e) if e.kind == ErrorKind::NotFound && info.origin.as_ref().is_some_and(|o| o.dirty) => {}
+                    Err(e) => return Err(e.context(from)),
+                }
             }
         }
         self.meta(MetaOp::Rename { from: from.into(), to: to.into() }).await.map(|_| ())

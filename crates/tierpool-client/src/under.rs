@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
 use tierpool_meta::{normalize, Attachment, InodeInfo, InodeKind, MetaOp, MetaReply, Origin, WriteMode};
-use tierpool_proto::{AttachedDir, CoordRequest, CoordResponse};
+use tierpool_proto::{AttachedDir, CoordRequest, CoordResponse, WorkerRequest};
 use tierpool_types::{ChunkRef, Error, ErrorKind, InodeId, Result, DEFAULT_CHUNK_SIZE};
 use tierpool_under::{UnderEntry, UnderStore};
 
@@ -368,7 +368,9 @@ impl Client {
     /// Writes file `info` (at `path`) to its object below if it has
     /// changes not there yet and its attachment writes through (or
     /// `always`); returns whether it wrote. A change made meanwhile is
-    /// written in turn.
+    /// written in turn. Of a `back` attachment (not `always`), the file's
+    /// chunks are moved to their workers' disks instead, so that the
+    /// write outlives a kill of every pool process until it is below.
     pub async fn persist(&self, path: &str, mut info: InodeInfo, always: bool) -> Result<bool> {
         for _ in 0..8 {
             let Some(o) = info.origin.clone() else { return Ok(false) };
@@ -376,6 +378,12 @@ impl Client {
                 return Ok(false);
             }
             let (origin, attachment, store) = self.origin_store(&info).await?;
+            if attachment.mode == WriteMode::Back && !always {
+                // Acknowledged from the pool: kept on the workers' disks
+                // until the write-back (or a `sync`) writes it below.
+                self.keep_on_disk(&info).await.map_err(|e| e.context(path))?;
+                return Ok(false);
+            }
             if attachment.mode != WriteMode::Through && !always {
                 return Ok(false);
             }
@@ -405,9 +413,43 @@ impl Client {
         Err(Error::new(ErrorKind::Stale, format!("{path}: kept changing while it was written to the under-store")))
     }
 
+    /// Moves every chunk the pool holds of file `info` to the DISK tier of
+    /// each worker keeping a copy.
+    pub(crate) async fn keep_on_disk(&self, info: &InodeInfo) -> Result<()> {
+        let copies = Placing::of(info).copies;
+        let keys: Vec<_> = (info.chunks.iter().enumerate())
+            .filter(|(_, r)| r.is_stored())
+            .map(|(i, r)| r.key(info.id, i as u64))
+            .collect();
+        let mut pending = futures::stream::iter(keys.into_iter().map(|key| {
+            let req = WorkerRequest::KeepOnDisk { key };
+            async move { self.write_replicas(key, copies, &req, Bytes::new()).await }
+        }))
+        .buffer_unordered(self.inner.cfg.window.max(1));
+        while let Some(r) = pending.next().await {
+            r?;
+        }
+        Ok(())
+    }
+
+    /// Writes file `inode` below now if it has changes not there yet and its
+    /// attachment writes back (`fsync` on the mount); otherwise nothing.
+    pub async fn flush_back(&self, path: &str, inode: InodeId) -> Result<()> {
+        let info = self.stat_inode(inode, true).await?;
+        if !info.origin.as_ref().is_some_and(|o| o.dirty) {
+            return Ok(());
+        }
+        let (_, attachment, _) = self.origin_store(&info).await?;
+        if attachment.mode == WriteMode::Back {
+            self.persist(path, info, true).await?;
+        }
+        Ok(())
+    }
+
     /// Writes every file at or beneath `path` with changes not yet below
     /// (`sync`): of a `through` attachment, ones a failure left behind; of
-    /// a `pool-only` one, every changed file (an explicit request).
+    /// a `back` one, those the write-back has not reached yet; of a
+    /// `pool-only` one, every changed file (an explicit request).
     pub async fn sync(&self, path: &str, progress: &(dyn Fn(&UnderProgress) + Send + Sync)) -> Result<UnderReport> {
         let mut out = UnderReport::default();
         let dirty: Vec<_> = (self.files_under(path).await?.into_iter())
@@ -506,11 +548,11 @@ impl Client {
         }
     }
 
-    /// Before a namespace change at `path` in a `through` attachment: the
-    /// store and the key it names there.
+    /// Before a namespace change at `path` in an attachment that mirrors
+    /// names (`through`, `back`): the store and the key it names there.
     pub(crate) async fn through_key(&self, path: &str) -> Result<Option<(UnderStore, String)>> {
         let Some((a, rel)) = self.attached_at(path).await? else { return Ok(None) };
-        if a.attachment.mode != WriteMode::Through || a.attachment.readonly || rel.is_empty() {
+        if !a.attachment.mode.mirrors_names() || a.attachment.readonly || rel.is_empty() {
             return Ok(None);
         }
         Ok(Some((open_store(&a.attachment)?, rel)))

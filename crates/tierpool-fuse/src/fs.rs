@@ -391,7 +391,7 @@ impl Filesystem for TierpoolFs {
     }
 
     fn fsync(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
-        let r = self.handle(fh).and_then(|(_, f, _, _)| f.publish(&self.io).map_err(|e| errno(&e)));
+        let r = self.handle(fh).and_then(|(_, f, _, _)| f.sync(&self.io).map_err(|e| errno(&e)));
         reply_empty(r, reply)
     }
 

@@ -227,6 +227,20 @@ impl OpenFile {
         Ok(())
     }
 
+    /// `fsync`: publishes, then, beneath an attachment that writes back,
+    /// writes the file to its under-store before returning.
+    pub fn sync(&self, io: &Io) -> Result<()> {
+        self.publish(io)?;
+        let (inode, below) = {
+            let g = self.inner.lock();
+            (g.state.inode(), g.info.origin.is_some() && !g.unlinked)
+        };
+        if below {
+            io.rt.block_on(io.client.flush_back(&format!("inode {inode}"), inode))?;
+        }
+        Ok(())
+    }
+
     /// Publishes every local change: sends what is held here, then commits
     /// the new chunk versions and size at once. A file unlinked meanwhile
     /// publishes nothing (its data lives on here until the last close).
@@ -262,7 +276,8 @@ impl OpenFile {
                 let through = info.origin.as_ref().is_some_and(|o| o.dirty);
                 g.info = InodeInfo { chunks: Vec::new(), ..info.clone() };
                 if through {
-                    // Beneath an attachment that writes through: below before close or fsync returns.
+                    // Beneath an attachment that writes through: below before close or fsync
+                    // returns; one that writes back: on the workers' disks.
                     io.rt.block_on(io.client.persist(&format!("inode {inode}"), info, false))?;
                 }
             }

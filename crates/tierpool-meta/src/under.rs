@@ -22,16 +22,28 @@ pub enum WriteMode {
     /// Nothing is written below: files read from the under-store, changes
     /// stay in the pool.
     PoolOnly,
+    /// A written file is acknowledged once the pool keeps it on its
+    /// workers' disks; it reaches the under-store in the background (and
+    /// on `sync`, or `fsync` on the mount). Removals, renames and new
+    /// directories reach the store before they return, as with `Through`.
+    Back,
 }
 
 impl WriteMode {
-    pub const ALL: [WriteMode; 2] = [WriteMode::Through, WriteMode::PoolOnly];
+    pub const ALL: [WriteMode; 3] = [WriteMode::Through, WriteMode::PoolOnly, WriteMode::Back];
 
     pub fn name(self) -> &'static str {
         match self {
             WriteMode::Through => "through",
             WriteMode::PoolOnly => "pool-only",
+            WriteMode::Back => "back",
         }
+    }
+
+    /// Whether names (new directories, removals, renames) change below as
+    /// they change in the pool, so that a file's key follows its path.
+    pub fn mirrors_names(self) -> bool {
+        matches!(self, WriteMode::Through | WriteMode::Back)
     }
 
     pub fn parse(s: &str) -> Option<WriteMode> {

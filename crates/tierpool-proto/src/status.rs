@@ -63,7 +63,7 @@ pub struct PoolStatus {
 pub struct AttachmentStatus {
     pub path: String,
     pub uri: String,
-    /// `through` or `pool-only`.
+    /// `through`, `back` or `pool-only`.
     pub mode: String,
     pub readonly: bool,
     pub files: u64,

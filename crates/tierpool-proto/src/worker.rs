@@ -82,6 +82,10 @@ pub enum WorkerRequest {
     /// worker at `from`, at most `rate` bytes a second (0: no limit):
     /// `Copied` once this worker holds all of them as they are (frozen) on it.
     Copy { from: String, partitions: Vec<u32>, rate: u64 },
+    /// Moves a chunk this worker holds in MEM to its DISK tier (a chunk on
+    /// DISK already stays): it then outlives a kill of the worker process.
+    /// `Done`; `NotFound` if absent; `PoolFull` if DISK has no room.
+    KeepOnDisk { key: ChunkKey },
 }
 
 impl WorkerRequest {

@@ -249,7 +249,7 @@ impl Client {
         options: Option<std::collections::BTreeMap<String, String>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let mode = tierpool_meta::WriteMode::parse(mode)
-            .ok_or_else(|| to_py_err(py, Error::invalid(format!("write mode {mode:?}: through or pool-only"))))?;
+            .ok_or_else(|| to_py_err(py, Error::invalid(format!("write mode {mode:?}: through, back or pool-only"))))?;
         let c = self.conn(py)?;
         let (path, options) = (clean_path(path), options.unwrap_or_default());
         let p = wait(py, c.attach(uri, &path, mode, readonly, &options, &|_| {}))?;

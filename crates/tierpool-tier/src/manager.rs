@@ -285,6 +285,14 @@ impl TierManager {
         self.tiers.lock().stats()
     }
 
+    /// Moves a chunk from MEM to DISK (one on DISK already stays), dropping
+    /// reclaimable DISK chunks for room: from then on it outlives a kill of
+    /// the process. `NotFound` if absent, `PoolFull` if DISK has no room
+    /// (nothing changed).
+    pub fn keep_on_disk(&self, key: ChunkKey) -> Result<()> {
+        self.tiers.lock().keep_on_disk(key)
+    }
+
     /// Stops taking writes and moves everything held in MEM to DISK, so a
     /// restart of the worker on the same directory serves it again. Every
     /// later put, copy, range write and zeroed chunk fails `Unavailable`

@@ -320,6 +320,10 @@ impl WorkerService {
             WorkerRequest::TakeChanges { moves } => {
                 Ok((WorkerResponse::Changes { keys: self.routing.lock().take_changes(&moves)? }, Bytes::new()))
             }
+            WorkerRequest::KeepOnDisk { key } => self.routed(key, None, || {
+                block_in_place(|| self.tiers.keep_on_disk(key))?;
+                done()
+            }),
             WorkerRequest::Freeze { .. } | WorkerRequest::Copy { .. } => {
                 Err(Error::internal("an asynchronous request reached the synchronous dispatch"))
             }

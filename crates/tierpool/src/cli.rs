@@ -199,8 +199,10 @@ pub enum Cmd {
         uri: String,
         /// The pool directory it appears at.
         path: String,
-        /// through (writes reach the under-store before they return) or
-        /// pool-only (nothing is written below).
+        /// through (writes reach the under-store before they return), back
+        /// (acknowledged once on the workers' disks, written below in the
+        /// background; sync and fsync wait for it) or pool-only (nothing is
+        /// written below).
         #[arg(long, default_value = "through", value_parser = write_mode(), value_name = "MODE")]
         mode: tierpool_meta::WriteMode,
         /// Refuse every change beneath PATH.
@@ -266,7 +268,8 @@ pub enum Cmd {
         conn: Conn,
     },
     /// Write the files at or beneath PATH with changes not yet in their
-    /// under-store to it (of a pool-only attachment too), and wait for it.
+    /// under-store to it (of a back or pool-only attachment too), and wait
+    /// for it.
     Sync {
         path: String,
         #[arg(long)]
@@ -552,6 +555,10 @@ pub struct CoordinatorArgs {
     /// (default: DIR/secret, 32 random bytes made on first start, mode 0600).
     #[arg(long, value_name = "PATH")]
     pub secret_file: Option<PathBuf>,
+    /// How often files of attachments in `back` mode that are not yet in
+    /// their under-store are written there.
+    #[arg(long, default_value = "2s", value_name = "DURATION")]
+    pub write_back_every: Span,
     #[command(flatten)]
     pub limits: LimitArgs,
 }

@@ -130,7 +130,8 @@ fn a_directory_attached_reads_lazily_writes_through_and_notices_changes_below() 
 
 #[test]
 fn the_mount_reads_an_attached_tree_lazily_and_writes_files_through() {
-    let pool = Pool::start(2, "64MiB", "256MiB");
+    // No write-back round runs on its own here.
+    let pool = Pool::start_with(2, "64MiB", "256MiB", &["--write-back-every", "1h"]);
     let src = tempfile::tempdir().unwrap();
     let big = source(src.path());
     pool.ok(&["attach", &format!("file://{}", src.path().display()), "/in"]);
@@ -158,6 +159,23 @@ fn the_mount_reads_an_attached_tree_lazily_and_writes_files_through() {
     std::fs::write(src.path().join("sub/a.txt"), b"changed below").unwrap();
     let e = std::fs::read(m.p("in/sub/a.txt")).unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::ESTALE));
+
+    // Writing back: close returns before the store has the file, fsync
+    // (and sync) wait for it.
+    let back = tempfile::tempdir().unwrap();
+    pool.ok(&["attach", &format!("file://{}", back.path().display()), "/back", "--mode", "back"]);
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(m.p("back/f.txt")).unwrap();
+        f.write_all(b"first").unwrap();
+        f.sync_all().unwrap();
+        assert_eq!(std::fs::read(back.path().join("f.txt")).unwrap(), b"first", "fsync waits for the store");
+        f.write_all(b" and more").unwrap();
+    }
+    assert!(held(&pool, "/back/f.txt").2, "closed, not yet below");
+    assert_eq!(std::fs::read(back.path().join("f.txt")).unwrap(), b"first");
+    pool.ok(&["sync", "/back"]);
+    assert_eq!(std::fs::read(back.path().join("f.txt")).unwrap(), b"first and more");
 }
 
 #[test]
@@ -300,4 +318,82 @@ fn attachments_and_loaded_files_survive_a_coordinator_kill() {
     let out = pool.cli(&["cat", "/in/big.bin"]);
     same(&out.stdout, &big, "loaded again");
     assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Waits (up to 30 s) until `path` holds `want`.
+fn wait_below(path: &Path, want: &[u8]) {
+    let t = std::time::Instant::now();
+    while std::fs::read(path).ok().as_deref() != Some(want) {
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(30),
+            "{} never held the {} bytes",
+            path.display(),
+            want.len()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn writes_back_in_the_background_and_after_every_process_is_killed() {
+    // First no write-back round runs at all: what is acknowledged lives in the pool only.
+    let mut pool = Pool::start_with(2, "64MiB", "256MiB", &["--write-back-every", "1h", "--replicas", "2"]);
+    let src = tempfile::tempdir().unwrap();
+    source(src.path());
+    let uri = format!("file://{}", src.path().display());
+    pool.ok(&["attach", &uri, "/wb", "--mode", "back"]);
+    let new = data(11, 5 * MIB + 3);
+    pool.put("/wb/sub/new.bin", &new);
+    pool.put("/wb/sub/a.txt", b"changed\n");
+    pool.put("/wb/tmp.txt", b"renamed before it was below");
+    // Names change below at once; a file not below yet just takes its new key.
+    pool.ok(&["mkdir", "/wb/made"]);
+    pool.ok(&["mv", "/wb/tmp.txt", "/wb/made/kept.txt"]);
+    pool.ok(&["rm", "/wb/sub/deeper/b.txt"]);
+    assert!(src.path().join("made").is_dir() && !src.path().join("sub/deeper/b.txt").exists());
+    assert!(!src.path().join("sub/new.bin").exists() && !src.path().join("made/kept.txt").exists());
+    assert_eq!(std::fs::read(src.path().join("sub/a.txt")).unwrap(), b"hello\n");
+    assert_eq!(held(&pool, "/wb/sub/new.bin"), (2, 0, true));
+    let st = pool.fresh_status();
+    let a = &st["attachments"][0];
+    assert_eq!((a["mode"].as_str(), a["dirty_files"].as_u64()), (Some("back"), Some(3)));
+    assert_eq!(a["dirty_bytes"].as_u64(), Some(new.len() as u64 + 8 + 27));
+    // Acknowledged means on the workers' disks: nothing of it is in memory only.
+    let workers = st["workers"].as_array().unwrap();
+    assert_eq!(workers.iter().map(|w| w["mem"]["used"].as_u64().unwrap()).sum::<u64>(), 0, "{st}");
+
+    // kill -9 of every process; the pool comes back with a write-back every 100ms.
+    pool.kill_worker(0);
+    pool.kill_worker(1);
+    pool.kill_coordinator();
+    pool.coordinator_args = vec!["--write-back-every".into(), "100ms".into(), "--replicas".into(), "2".into()];
+    pool.start_coordinator();
+    pool.start_worker(0);
+    pool.start_worker(1);
+    pool.wait_alive(2);
+    wait_below(&src.path().join("sub/new.bin"), &new);
+    wait_below(&src.path().join("sub/a.txt"), b"changed\n");
+    wait_below(&src.path().join("made/kept.txt"), b"renamed before it was below");
+    let t = std::time::Instant::now();
+    while pool.fresh_status()["attachments"][0]["dirty_files"].as_u64() != Some(0) {
+        assert!(t.elapsed() < std::time::Duration::from_secs(30), "still dirty: {}", pool.fresh_status());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(held(&pool, "/wb/sub/new.bin"), (2, 0, false));
+    assert!(pool.log("coordinator.log").contains("write-back: "), "{}", pool.log("coordinator.log"));
+
+    // Later versions of one file land in order: the last one is what stays below.
+    for i in 0..5 {
+        pool.put("/wb/sub/a.txt", format!("version {i}\n").as_bytes());
+    }
+    wait_below(&src.path().join("sub/a.txt"), b"version 4\n");
+    // `sync` writes at once and waits.
+    pool.kill_coordinator();
+    pool.coordinator_args = vec!["--write-back-every".into(), "1h".into(), "--replicas".into(), "2".into()];
+    pool.start_coordinator();
+    pool.wait_alive(2);
+    pool.put("/wb/sub/a.txt", b"synced\n");
+    assert_eq!(std::fs::read(src.path().join("sub/a.txt")).unwrap(), b"version 4\n");
+    pool.ok(&["sync", "/wb"]);
+    assert_eq!(std::fs::read(src.path().join("sub/a.txt")).unwrap(), b"synced\n");
 }

@@ -64,6 +64,7 @@ pub(super) fn mode_code(m: WriteMode) -> u8 {
     match m {
         WriteMode::Through => 0,
         WriteMode::PoolOnly => 1,
+        WriteMode::Back => 2,
     }
 }
 

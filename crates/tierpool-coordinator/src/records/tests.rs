@@ -561,6 +561,7 @@ fn ops_of_under_stores_round_trip_in_log_v7_and_have_no_older_form() {
     let ops = [
         MetaOp::Attach { path: "/lake".into(), attachment: attachment(tierpool_meta::WriteMode::Through) },
         MetaOp::Attach { path: "/po".into(), attachment: attachment(tierpool_meta::WriteMode::PoolOnly) },
+        MetaOp::Attach { path: "/wb".into(), attachment: attachment(tierpool_meta::WriteMode::Back) },
         MetaOp::Detach { path: "/lake".into() },
         MetaOp::AdoptFile {
             parent: InodeId(4),

@@ -10,15 +10,16 @@
 //!   written below) and `AdoptFile` (of a clean file) make it clean;
 //! - nothing beneath a read-only attachment is created, changed, renamed or
 //!   removed (`ReadOnly`), and no rename crosses an attachment's boundary;
-//! - within a `through` attachment a rename moves the objects below (the
-//!   client does it first), so the keys of the files it moves follow; in a
-//!   `pool-only` one the files keep reading the objects they came from.
+//! - within a `through` or `back` attachment a rename moves the objects
+//!   below (the client does it first), so the keys of the files it moves
+//!   follow; in a `pool-only` one the files keep reading the objects they
+//!   came from.
 
 use super::inode::{Body, Inode, Owner};
 use super::resolve::{entry_error, path_error};
 use super::MetaState;
 use crate::path::{check_name, display};
-use crate::{Attachment, MetaReply, Origin, Timestamp, WriteMode};
+use crate::{Attachment, MetaReply, Origin, Timestamp};
 use tierpool_types::{validate_chunk_size, ChunkRef, Error, ErrorKind, InodeId, Result};
 
 /// An under-store object as its store describes it.
@@ -90,11 +91,11 @@ impl MetaState {
         Ok(())
     }
 
-    /// After entry `name` of `dir` (inode `id`) moved within a `through`
-    /// attachment: the files it holds mirror objects under their new keys.
+    /// After entry `name` of `dir` (inode `id`) moved within an attachment
+    /// that mirrors names: the files it holds mirror objects under their new keys.
     pub(super) fn rekey(&mut self, dir: InodeId, name: &str, id: InodeId) {
         let Some(att) = self.attachment_of(dir) else { return };
-        if self.attachments[&att].mode != WriteMode::Through {
+        if !self.attachments[&att].mode.mirrors_names() {
             return;
         }
         let mut stack = vec![(self.key_in(att, dir, name), id)];

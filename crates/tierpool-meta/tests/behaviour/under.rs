@@ -177,7 +177,7 @@ fn a_read_only_attachment_refuses_every_change() {
 
 #[test]
 fn renames_stay_inside_an_attachment_and_move_keys_in_through_mode_only() {
-    for (mode, moved) in [(WriteMode::Through, "d2/x"), (WriteMode::PoolOnly, "d/x")] {
+    for (mode, moved) in [(WriteMode::Through, "d2/x"), (WriteMode::Back, "d2/x"), (WriteMode::PoolOnly, "d/x")] {
         let (mut s, at) = attached(mode, false);
         s.execute(&MetaOp::MakeAt { parent: at, name: "d".into(), node: NewNode::Dir, mode: 0o755 }, 4).unwrap();
         let d = s.stat("/in/d").unwrap().id;

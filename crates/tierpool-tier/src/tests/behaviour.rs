@@ -426,3 +426,34 @@ fn a_stop_with_a_small_disk_keeps_the_most_valuable_chunks() {
         "pinned first, then the higher priority"
     );
 }
+
+#[test]
+fn keep_on_disk_moves_a_chunk_out_of_memory_and_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = super::config(dir.path(), 4 * KIB, 2 * KIB, 10);
+    let m = TierManager::open(cfg.clone()).unwrap();
+    put(&m, key(1, 0), &chunk(KIB, 0), DEFAULT).unwrap();
+    put(&m, key(2, 0), &chunk(KIB, 1), DEFAULT).unwrap();
+    put(&m, key(3, 0), &chunk(KIB, 2), DEFAULT).unwrap();
+    m.mark_reclaimable(&[key(2, 0)]);
+    m.keep_on_disk(key(1, 0)).unwrap();
+    m.keep_on_disk(key(1, 0)).unwrap();
+    m.keep_on_disk(key(2, 0)).unwrap();
+    m.check_invariants();
+    assert!(m.is_reclaimable(key(2, 0)), "a mark moves with its chunk");
+    assert_eq!(m.locate(key(1, 0)), Some(TierKind::Disk));
+    // DISK is full of one live and one reclaimable chunk: the latter makes room.
+    m.keep_on_disk(key(3, 0)).unwrap();
+    m.check_invariants();
+    assert_eq!(m.locate(key(2, 0)), None);
+    put(&m, key(4, 0), &chunk(KIB, 3), DEFAULT).unwrap();
+    let e = m.keep_on_disk(key(4, 0)).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::PoolFull, "{e}");
+    assert_eq!(m.locate(key(4, 0)), Some(TierKind::Mem), "nothing changed");
+    assert_eq!(m.keep_on_disk(key(9, 0)).unwrap_err().kind, ErrorKind::NotFound);
+    drop(m);
+    let m = TierManager::open(cfg).unwrap();
+    assert_eq!(m.get(key(1, 0)).unwrap(), chunk(KIB, 0));
+    assert_eq!(m.get(key(3, 0)).unwrap(), chunk(KIB, 2));
+    assert_eq!(m.locate(key(4, 0)), None);
+}

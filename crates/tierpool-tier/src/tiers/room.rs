@@ -199,14 +199,14 @@ impl Tiers {
     }
 
     /// Indexes a chunk just put on DISK (and gone from MEM).
-    fn index_disk(&mut self, key: ChunkKey, size: u64) {
+    pub(super) fn index_disk(&mut self, key: ChunkKey, size: u64) {
         self.evict.remove(key);
         if let Some(m) = self.reclaim_mem.remove(key).or_else(|| self.reclaim_disk.remove(key)) {
             self.reclaim_disk.insert(key, Marked { size, ..m });
         }
     }
 
-    fn pool_full(&self, key: ChunkKey, len: usize) -> Error {
+    pub(super) fn pool_full(&self, key: ChunkKey, len: usize) -> Error {
         let full = if self.disk_is_full() {
             format!("; the disk under {} is out of space", self.disk.root().display())
         } else {

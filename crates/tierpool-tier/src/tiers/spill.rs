@@ -1,3 +1,6 @@
+//! Chunks that must outlive a kill of the worker: `keep_on_disk` moves one
+//! from MEM to DISK (a write acknowledged as durable in the pool).
+//!
 //! Stopping a worker without losing what it holds in memory: `close` refuses
 //! every later change of stored bytes, then `spill` moves the MEM chunks to
 //! DISK a few at a time, so a restarted worker serves them from its disk.
@@ -9,7 +12,8 @@
 //! Reclaimable DISK chunks make room as for any DISK write.
 
 use super::Tiers;
-use crate::store::ChunkStore;
+use crate::store::{not_found, ChunkStore};
+use tierpool_types::ChunkKey;
 use tierpool_types::{ByteSize, Error, ErrorKind, Result};
 
 /// What one `spill` step did, and what is left.
@@ -41,6 +45,25 @@ impl Tiers {
                 "worker is stopping: it writes what it holds in memory to disk and takes no more writes",
             ));
         }
+        Ok(())
+    }
+
+    /// Moves chunk `key` from MEM to DISK unless it is there already.
+    pub fn keep_on_disk(&mut self, key: ChunkKey) -> Result<()> {
+        let len = match (self.mem.meta_len(key), self.disk.entry(key)) {
+            (_, Some(_)) => return Ok(()),
+            (Some(len), None) => len,
+            (None, None) => return Err(not_found(key)),
+        };
+        let Some(drops) = self.reclaim_disk.plan(len, self.disk_free(), None) else {
+            return Err(self.pool_full(key, len as usize));
+        };
+        for k in drops {
+            self.drop_disk(k)?;
+        }
+        let staged = self.stage_victims(&[key])?;
+        self.commit_victims(staged);
+        self.index_disk(key, len);
         Ok(())
     }
 

@@ -8,6 +8,7 @@ mod pool;
 mod replicas;
 mod server;
 mod under;
+mod write_back;
 
 use crate::cli::{Cli, Cmd, Conn, WorkerAction, WorkerCmd};
 use anyhow::Result;

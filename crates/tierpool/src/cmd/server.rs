@@ -35,8 +35,11 @@ pub async fn coordinator(a: CoordinatorArgs) -> Result<()> {
     cfg.speed_window = a.bandwidth_window.0;
     cfg.limits = a.limits.apply(tierpool_net::Limits::default());
     cfg.secret_file = a.secret_file;
+    anyhow::ensure!(a.write_back_every.0 >= Duration::from_millis(10), "--write-back-every must be at least 10ms");
+    let write_back = super::write_back::run(cfg.clone(), a.write_back_every.0);
     tokio::select! {
         r = tierpool_coordinator::run(cfg) => r?,
+        _ = write_back => {}
         _ = shutdown_signal() => tracing::info!("coordinator stopping"),
         pid = exit_of(a.stop_with) => tracing::info!("process {pid} is gone; coordinator stopping"),
     }

@@ -217,13 +217,8 @@ fn meta_op(sample: &MetaOp) -> BoxedStrategy<MetaOp> {
 
 fn attachment() -> BoxedStrategy<tierpool_meta::Attachment> {
     let options = many((text(), text()).boxed()).prop_map(|kv| kv.into_iter().collect());
-    (text(), any::<bool>(), any::<bool>(), options)
-        .prop_map(|(uri, through, readonly, options)| tierpool_meta::Attachment {
-            uri,
-            mode: if through { tierpool_meta::WriteMode::Through } else { tierpool_meta::WriteMode::PoolOnly },
-            readonly,
-            options,
-        })
+    (text(), prop::sample::select(tierpool_meta::WriteMode::ALL.to_vec()), any::<bool>(), options)
+        .prop_map(|(uri, mode, readonly, options)| tierpool_meta::Attachment { uri, mode, readonly, options })
         .boxed()
 }
 
@@ -432,6 +427,7 @@ fn worker(sample: &WorkerRequest) -> BoxedStrategy<Req<WorkerRequest>> {
                 .prop_map(|(from, partitions, rate)| W::Copy { from, partitions, rate })
                 .boxed(),
         ),
+        W::KeepOnDisk { .. } => plain(key().prop_map(|key| W::KeepOnDisk { key }).boxed()),
     }
 }
 
