@@ -11,8 +11,10 @@ One run, on this machine, on an embedded pool of two workers:
   - an S3 store (s3s-fs on loopback, its data on local disk): boto3
     `get_object` vs the first and second read through the pool;
   - writes of the same files to a plain pool directory, to a `through`
-    attachment (directory and S3) and to a `pool-only` one: MB/s and the
-    fraction of the plain pool's;
+    attachment (directory and S3), to a `back` one (directory and S3: the
+    write returns once the chunks are on the workers' disks; then the
+    seconds until the write-back had it all below) and to a `pool-only`
+    one: MB/s and the fraction of the plain pool's;
   - attaching a tree of SMALL small files: seconds and files per second.
 Writes JSON to stdout and to bench/results/under-<timestamp>.json.
 
@@ -156,11 +158,24 @@ def main():
             c.attach(f"file://{os.path.join(tmp, 'po')}", "/po", mode="pool-only")
             os.makedirs(os.path.join(tmp, "through"))
             c.attach(f"file://{os.path.join(tmp, 'through')}", "/through")
+            os.makedirs(os.path.join(tmp, "back"))
+            c.attach(f"file://{os.path.join(tmp, 'back')}", "/back", mode="back")
+            c.attach("s3://lake/back", "/lakeback", mode="back", options=s3.options())
             modes = {"pool_mb_per_sec": plain}
-            for name, at in (("pool_only", "/po"), ("through_directory", "/through"), ("through_s3", "/lake")):
+            for name, at in (("pool_only", "/po"), ("through_directory", "/through"), ("through_s3", "/lake"),
+                             ("back_directory", "/back"), ("back_s3", "/lakeback")):
+                t0 = time.perf_counter()
                 mb = writes(c, at, src, names, total)
                 modes[f"{name}_mb_per_sec"] = mb
                 modes[f"{name}_vs_pool"] = round(mb / plain, 2)
+                if name.startswith("back"):
+                    while True:
+                        [st] = [x for x in c.status()["attachments"] if x["path"] == at]
+                        if st["dirty_files"] == 0:
+                            break
+                        time.sleep(0.05)
+                    # From the first put until the store had every file (rounds every 2 s).
+                    modes[f"{name}_below_after_s"] = round(time.perf_counter() - t0, 2)
             result["writes"] = modes
         finally:
             s3.close()

@@ -389,7 +389,12 @@ impl Coordinator {
             MetaOp::BeginMoves { .. } => own("BeginMoves"),
             MetaOp::FinishMoves { .. } => own("FinishMoves"),
             MetaOp::AbortMoves { .. } => own("AbortMoves"),
-            MetaOp::RegisterWorker { at_once: true, .. } => own("a join that takes partitions at once"),
+            // Of a known worker, `at_once` says it kept every chunk (a clean stop).
+            MetaOp::RegisterWorker { at_once: true, id, .. }
+                if !id.is_some_and(|id| self.inner.lock().engine.state().workers().contains_key(&id)) =>
+            {
+                own("a join that takes partitions at once")
+            }
             MetaOp::SetSpeed { .. } => own("SetSpeed (the coordinator measures workers' bandwidth)"),
             MetaOp::SetReplication { .. } => own("SetReplication (a pool's --replicas is set when it is created)"),
             MetaOp::WorkerDown { .. } | MetaOp::WorkerUp { .. } => own("a worker's standing"),

@@ -51,7 +51,12 @@ pub enum MetaOp {
     /// that gives it its share by capacity, reached by moves (see `state/workers.rs`).
     /// `at_once`: the newcomer takes its share at once, without a copy, as pools
     /// did before log version 3 (only the replay of such logs sets it: what the
-    /// old owners hold becomes unreachable). Reply: [`MetaReply::Worker`].
+    /// old owners hold becomes unreachable). Of a known worker, `at_once` says
+    /// its process stopped cleanly and kept every chunk it held (it wrote its
+    /// memory to disk): it keeps its partitions as a worker silent for a while
+    /// does, instead of being taken down and up again to be refilled by its
+    /// siblings, as a restarted process that lost its memory is.
+    /// Reply: [`MetaReply::Worker`].
     RegisterWorker {
         id: Option<WorkerId>,
         addr: String,

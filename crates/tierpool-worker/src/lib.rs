@@ -11,7 +11,9 @@
 //!   heartbeat loop.
 //!
 //! The worker's identity is kept in `DIR/worker.state`, so a restarted
-//! worker gets its partitions back and serves the DISK chunks it left. It
+//! worker gets its partitions back and serves the DISK chunks it left. A
+//! worker asked to stop writes what MEM holds to DISK first and marks the
+//! stop clean (`CLEAN_STOP`), so that it comes back with every chunk. It
 //! serves chunk requests only once it has the partition table, fetched
 //! right after registering and kept current by the coordinator's pushes
 //! and, should one be lost, by the version each heartbeat's answer carries.
@@ -33,6 +35,12 @@ use tierpool_net::{Background, Limits, Pool, PoolConfig, Secret, Step};
 use tierpool_proto::{CoordRequest, CoordResponse, Coordinator};
 use tierpool_tier::{TierConfig, TierManager};
 use tierpool_types::{ByteSize, Error, ErrorKind, Result, WorkerId};
+
+/// Left in the worker's directory by a stop that wrote every chunk held in
+/// memory to disk; a worker started on it registers as having kept its
+/// chunks, so it keeps its partitions instead of being refilled by its
+/// siblings. Removed at start, before anything is served.
+const CLEAN_STOP: &str = "stopped-clean";
 
 /// How often a worker tells the coordinator it is alive, with its figures.
 const HEARTBEAT: Duration = Duration::from_secs(1);
@@ -72,8 +80,9 @@ struct Registration {
 }
 
 impl Registration {
-    /// Registers (again), retrying until the coordinator answers.
-    async fn register(&self, id: Option<WorkerId>) -> Result<WorkerId> {
+    /// Registers (again), retrying until the coordinator answers. `kept`:
+    /// this process started on what a clean stop left (see `CLEAN_STOP`).
+    async fn register(&self, id: Option<WorkerId>, kept: bool) -> Result<WorkerId> {
         let op = MetaOp::RegisterWorker {
             id,
             addr: self.addr.clone(),
@@ -81,7 +90,7 @@ impl Registration {
             rack: self.cfg.rack.clone(),
             mem_capacity: self.cfg.mem.0,
             disk_capacity: self.cfg.disk.0,
-            at_once: false,
+            at_once: kept && id.is_some(),
         };
         let req = CoordRequest::Meta { op, owner: Owner::default() };
         let mut warned = false;
@@ -118,7 +127,7 @@ impl Registration {
         let req = CoordRequest::Heartbeat { id: current, stats: svc.stats() };
         match self.coordinator.call(&req, &[], true).await? {
             (CoordResponse::HeartbeatAck { known: false, .. }, _) => {
-                let id = self.register(Some(current)).await?;
+                let id = self.register(Some(current), false).await?;
                 svc.set_id(id);
                 self.fetch_table(svc).await?;
             }
@@ -165,9 +174,11 @@ pub async fn run(cfg: WorkerConfig, stop: impl std::future::Future<Output = ()>)
         coordinator: Pool::new(cfg.coordinator.clone(), PoolConfig::with(cfg.secret.clone())),
     });
     let known = identity::load(&cfg.dir)?.map(|i| i.id);
+    // Taken before serving: a crash from here on is not a clean stop.
+    let kept = std::fs::remove_file(cfg.dir.join(CLEAN_STOP)).is_ok();
     let svc = Arc::new(service::WorkerService::new(tiers.clone(), cfg.secret.clone().into()));
     svc.set_server_stats(server.stats());
-    svc.set_id(reg.register(known).await?);
+    svc.set_id(reg.register(known, kept).await?);
     reg.fetch_table(&svc).await?;
     tokio::spawn(moves::drop_strays(svc.clone()));
     let beat_svc = svc.clone();
@@ -181,15 +192,18 @@ pub async fn run(cfg: WorkerConfig, stop: impl std::future::Future<Output = ()>)
         r = serving => return r.map_err(|e| Error::internal(format!("server task: {e}")))?,
         _ = stop => {}
     }
-    tokio::task::block_in_place(|| spill(&tiers))
+    if tokio::task::block_in_place(|| spill(&tiers))? {
+        write_addr_file(&cfg.dir.join(CLEAN_STOP), "every chunk held was written to disk\n")?;
+    }
+    Ok(())
 }
 
-/// Stops taking writes and writes MEM to DISK, logging progress.
-fn spill(tiers: &TierManager) -> Result<()> {
+/// Stops taking writes and writes MEM to DISK, logging progress; whether
+/// every chunk held is on DISK now.
+fn spill(tiers: &TierManager) -> Result<bool> {
     let held = tiers.stats();
     if held.mem_chunks == 0 {
-        tiers.close_and_spill(&|_| {})?;
-        return Ok(());
+        return Ok(tiers.close_and_spill(&|_| {})?.left_chunks == 0);
     }
     tracing::info!("stopping: writing {} chunks ({}) from memory to disk", held.mem_chunks, ByteSize(held.mem_used));
     let started = std::time::Instant::now();
@@ -215,7 +229,7 @@ fn spill(tiers: &TierManager) -> Result<()> {
             started.elapsed()
         );
     }
-    Ok(())
+    Ok(done.left_chunks == 0)
 }
 
 fn write_addr_file(path: &std::path::Path, addr: &str) -> Result<()> {

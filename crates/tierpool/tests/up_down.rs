@@ -234,6 +234,8 @@ fn down_then_up_on_the_same_dir_serves_what_memory_held() {
     let on_disk: usize = ["worker-0", "worker-1"].iter().map(|w| chunk_files(&dir.join(w).join("chunks"))).sum();
     assert_eq!(on_disk as u64, held.1);
     run(&up);
+    // The workers stopped cleanly: each keeps its copies, none is copied again.
+    assert_eq!((used("mem"), used("disk")), ((0, 0), held), "memory came back on disk");
     for (i, bytes) in files.iter().enumerate() {
         let out = run(&["cat", &format!("/f{i}")]);
         assert!(out.stdout == *bytes, "/f{i}: {} bytes read, {} written", out.stdout.len(), bytes.len());

@@ -32,7 +32,12 @@ impl MetaState {
             record.id = known.id;
             *known = record;
             let id = known.id;
-            self.restarted(id);
+            if !at_once {
+                self.restarted(id);
+            } else if self.down.contains(&id) {
+                // It kept what it held: back as a silent worker comes back.
+                self.worker_up(id)?;
+            }
             return Ok(MetaReply::Worker { id });
         }
         if let Some(gone) = id.filter(|id| self.removed.contains(id)) {

@@ -295,3 +295,32 @@ fn a_worker_joining_while_another_is_down_gets_a_goal_without_it() {
     s.execute(&MetaOp::WorkerUp { id: WorkerId(1) }, 6).unwrap();
     s.check_invariants().unwrap();
 }
+
+#[test]
+fn a_worker_restarted_after_a_clean_stop_keeps_its_partitions() {
+    let mut s = pool(2, 3);
+    let table = s.table().clone();
+    let back = |i: u32, kept: bool| match worker(i) {
+        MetaOp::RegisterWorker { id, addr, host, rack, mem_capacity, disk_capacity, .. } => {
+            MetaOp::RegisterWorker { id, addr, host, rack, mem_capacity, disk_capacity, at_once: kept }
+        }
+        _ => unreachable!(),
+    };
+    // Its memory written to disk before it stopped: nothing to refill.
+    s.execute(&back(2, true), 9).unwrap();
+    assert_eq!(s.table(), &table);
+    assert!(s.down().is_empty() && next_moves(s.table(), s.goal(), 64).is_empty());
+    // Declared down while it was stopped: back up, taking its share again by moves.
+    s.execute(&MetaOp::WorkerDown { id: WorkerId(2) }, 10).unwrap();
+    s.execute(&back(2, true), 11).unwrap();
+    assert!(s.down().is_empty());
+    settle(&mut s);
+    distinct(&s);
+    assert!(s.table().shares()[&WorkerId(2)] > 0);
+    // A process that lost its memory is taken down and up: its slots are refilled.
+    let before = s.table().clone();
+    s.execute(&back(3, false), 12).unwrap();
+    assert_ne!(s.table(), &before, "its replicas are let go, to be copied back");
+    settle(&mut s);
+    distinct(&s);
+}
