@@ -263,11 +263,12 @@ impl Client {
 
     /// Atomic rename; replaces a file (or empty directory) at `to`.
     pub async fn rename(&self, from: &str, to: &str) -> Result<()> {
-        if let (Some((store, key)), Some((_, to_key))) = (self.through_key(from).await?, self.through_key(to).await?) {
+        let all = self.attachments().await?;
+        let (at_from, at_to) = (crate::under::through_key_in(&all, from)?, crate::under::through_key_in(&all, to)?);
+        if let (Some((store, key)), Some((_, to_key))) = (at_from, at_to) {
             // Only within one attachment (the pool refuses other moves).
-            let same =
-                self.attached_at(from).await?.map(|a| a.0.inode) == self.attached_at(to).await?.map(|a| a.0.inode);
-            if same && from != to {
+            let inode = |p| crate::under::attached_in(&all, p).map(|a| a.map(|(a, _)| a.inode));
+            if inode(from)? == inode(to)? && from != to {
                 let info = self.stat(from).await?;
                 match store.rename(&key, &to_key).await {
                     Ok(()) => {}

@@ -96,9 +96,7 @@ impl Client {
 
     /// The attachment `path` is at or beneath, and the path relative to it.
     pub async fn attached_at(&self, path: &str) -> Result<Option<(AttachedDir, String)>> {
-        let comps = normalize(path)?;
-        let all = self.attachments().await?;
-        Ok(all.into_iter().find_map(|a| relative(&a.path, &comps).map(|rel| (a, rel))))
+        attached_in(&self.attachments().await?, path)
     }
 
     /// Attaches the under-store at `uri` at pool directory `path` (made if
@@ -551,10 +549,21 @@ impl Client {
     /// Before a namespace change at `path` in an attachment that mirrors
     /// names (`through`, `back`): the store and the key it names there.
     pub(crate) async fn through_key(&self, path: &str) -> Result<Option<(UnderStore, String)>> {
-        let Some((a, rel)) = self.attached_at(path).await? else { return Ok(None) };
-        if !a.attachment.mode.mirrors_names() || a.attachment.readonly || rel.is_empty() {
-            return Ok(None);
-        }
-        Ok(Some((open_store(&a.attachment)?, rel)))
+        through_key_in(&self.attachments().await?, path)
     }
+}
+
+/// The attachment of `all` that `path` is at or beneath, and the path relative to it.
+pub(crate) fn attached_in(all: &[AttachedDir], path: &str) -> Result<Option<(AttachedDir, String)>> {
+    let comps = normalize(path)?;
+    Ok(all.iter().find_map(|a| relative(&a.path, &comps).map(|rel| (a.clone(), rel))))
+}
+
+/// [`Client::through_key`] among the attachments `all`.
+pub(crate) fn through_key_in(all: &[AttachedDir], path: &str) -> Result<Option<(UnderStore, String)>> {
+    let Some((a, rel)) = attached_in(all, path)? else { return Ok(None) };
+    if !a.attachment.mode.mirrors_names() || a.attachment.readonly || rel.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some((open_store(&a.attachment)?, rel)))
 }

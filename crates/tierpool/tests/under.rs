@@ -397,3 +397,35 @@ fn writes_back_in_the_background_and_after_every_process_is_killed() {
     pool.ok(&["sync", "/wb"]);
     assert_eq!(std::fs::read(src.path().join("sub/a.txt")).unwrap(), b"synced\n");
 }
+
+#[test]
+fn a_back_attachment_whose_store_is_down_keeps_writes_and_delivers_them_when_it_returns() {
+    let mut s3 = S3Server::start();
+    s3.create_bucket("lake");
+    let pool = Pool::start_with(2, "64MiB", "256MiB", &["--write-back-every", "100ms"]);
+    let (ak, sk) = (format!("access_key_id={}", s3.access_key), format!("secret_access_key={}", s3.secret_key));
+    let ep = s3.endpoint();
+    pool.ok(&["attach", "s3://lake/wb", "/wb", "--mode", "back", "--endpoint", &ep, "-o", &ak, "-o", &sk]);
+    let part = data(21, 4 * MIB + 5);
+    s3.stop();
+    // Acknowledged from the pool while the store is down.
+    pool.put("/wb/part-0.bin", &part);
+    let object = s3.bucket_dir("lake").join("wb/part-0.bin");
+    let t = std::time::Instant::now();
+    while !pool.log("coordinator.log").contains("not written to s3://lake/wb") {
+        assert!(t.elapsed() < std::time::Duration::from_secs(20), "{}", pool.log("coordinator.log"));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(!object.exists());
+    assert_eq!(pool.fresh_status()["attachments"][0]["dirty_files"].as_u64(), Some(1));
+    let e = pool.err(&["sync", "/wb"]);
+    assert!(e.contains("s3://lake"), "{e}");
+    assert_eq!(pool.get("/wb/part-0.bin"), part, "the pool serves it meanwhile");
+    s3.restart();
+    wait_below(&object, &part);
+    let t = std::time::Instant::now();
+    while pool.fresh_status()["attachments"][0]["dirty_files"].as_u64() != Some(0) {
+        assert!(t.elapsed() < std::time::Duration::from_secs(30), "still dirty");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}

@@ -30,32 +30,36 @@ impl S3Server {
     /// Starts a server with fresh credentials and no buckets.
     pub fn start() -> S3Server {
         let root = tempfile::tempdir().expect("a temporary directory for the S3 server");
-        let data = root.path().join("data");
-        std::fs::create_dir(&data).expect("the S3 server's data directory");
-        let log_path = root.path().join("server.log");
+        std::fs::create_dir(root.path().join("data")).expect("the S3 server's data directory");
         let (access_key, secret_key) = ("tierpool-test-key".to_string(), "tierpool-test-secret".to_string());
         for _attempt in 0..5 {
             let port = free_port();
-            let log = std::fs::File::create(&log_path).expect("the S3 server's log file");
-            let mut child = Command::new(binary())
-                .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-                .args(["--access-key", &access_key, "--secret-key", &secret_key])
-                .arg(&data)
-                .env("RUST_LOG", "warn")
-                .stdin(Stdio::null())
-                .stdout(log.try_clone().expect("log file handle"))
-                .stderr(log)
-                .spawn()
-                .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary().display()));
-            if wait_ready(&mut child, port) {
+            if let Some(child) = spawn(root.path(), port, &access_key, &secret_key) {
                 return S3Server { child, port, root, access_key, secret_key };
             }
             // Lost the port to another process, most likely: try another.
-            let _ = child.kill();
-            let _ = child.wait();
         }
-        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let log = std::fs::read_to_string(root.path().join("server.log")).unwrap_or_default();
         panic!("the S3 server (s3s-fs) did not start; its log:\n{log}");
+    }
+
+    /// Kills the server (kill -9); its data stays.
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts the server again on its port, over the same data.
+    pub fn restart(&mut self) {
+        self.stop();
+        for _attempt in 0..50 {
+            if let Some(child) = spawn(self.root.path(), self.port, &self.access_key, &self.secret_key) {
+                self.child = child;
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("the S3 server did not start again on port {}", self.port);
     }
 
     /// "http://127.0.0.1:PORT".
@@ -89,6 +93,27 @@ impl Drop for S3Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// An s3s-fs over `root/data` on `port`, once it accepts connections.
+fn spawn(root: &Path, port: u16, access_key: &str, secret_key: &str) -> Option<Child> {
+    let log = std::fs::File::create(root.join("server.log")).expect("the S3 server's log file");
+    let mut child = Command::new(binary())
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--access-key", access_key, "--secret-key", secret_key])
+        .arg(root.join("data"))
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().expect("log file handle"))
+        .stderr(log)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary().display()));
+    if wait_ready(&mut child, port) {
+        return Some(child);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
 }
 
 /// Whether the server `child` accepts connections on `port` within `READY_WITHIN`.
