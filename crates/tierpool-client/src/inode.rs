@@ -10,7 +10,7 @@ use crate::client::{unexpected, unexpected_meta, Client};
 use crate::placing::Placing;
 use bytes::Bytes;
 use std::collections::BTreeMap;
-use tierpool_meta::{DirName, InodeInfo, MetaOp, MetaReply, NewNode};
+use tierpool_meta::{DirName, InodeInfo, InodeKind, MetaOp, MetaReply, NewNode};
 use tierpool_proto::{ChunkPlace, CoordRequest, CoordResponse, WorkerRequest, WorkerResponse};
 use tierpool_types::{ChunkAttrs, ChunkKey, ChunkRef, Error, ErrorKind, InodeId, Priority, Result, WorkerId};
 
@@ -69,8 +69,23 @@ impl Client {
         mode: u32,
         owner: Owner,
     ) -> Result<InodeInfo> {
+        if matches!(node, NewNode::Dir) {
+            if let Some((store, key, _)) = self.through_key_at(parent, name).await? {
+                self.lookup_absent(parent, name).await?;
+                store.mkdir(&key).await?;
+            }
+        }
         let op = MetaOp::MakeAt { parent, name: name.into(), node, mode };
         Self::info_reply(self.meta_as(op, tierpool_meta::Owner { uid: owner.0, gid: owner.1 }).await?)
+    }
+
+    /// `AlreadyExists` if `parent` has an entry `name`.
+    async fn lookup_absent(&self, parent: InodeId, name: &str) -> Result<()> {
+        match self.lookup(parent, name).await {
+            Ok(_) => Err(Error::new(ErrorKind::AlreadyExists, format!("{name}: file exists"))),
+            Err(e) if e.kind == ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     /// A new name for the non-directory `inode` (a hard link).
@@ -78,12 +93,42 @@ impl Client {
         Self::info_reply(self.meta(MetaOp::LinkAt { inode, parent, name: name.into() }).await?)
     }
 
-    /// `rmdir` with `dir`, `unlink` without.
+    /// `rmdir` with `dir`, `unlink` without. Beneath an attachment that
+    /// mirrors names, the object (or empty directory) below goes first.
     pub async fn remove_at(&self, parent: InodeId, name: &str, dir: bool) -> Result<()> {
+        if let Some((store, key, _)) = self.through_key_at(parent, name).await? {
+            let info = self.lookup(parent, name).await?;
+            match (info.kind == InodeKind::Dir, dir) {
+                (true, false) => return Err(Error::new(ErrorKind::IsADirectory, format!("{name}: is a directory"))),
+                (false, true) => return Err(Error::new(ErrorKind::NotADirectory, format!("{name}: not a directory"))),
+                (true, true) if info.size > 0 => {
+                    return Err(Error::new(ErrorKind::DirectoryNotEmpty, format!("{name}: directory not empty")))
+                }
+                _ => {}
+            }
+            store.delete(&key, false).await?;
+        }
         self.meta(MetaOp::RemoveAt { parent, name: name.into(), dir }).await.map(|_| ())
     }
 
+    /// Beneath an attachment that mirrors names, the object (or tree) below
+    /// moves first (a file not below yet just takes its new key).
     pub async fn rename_at(&self, from: (InodeId, &str), to: (InodeId, &str), noreplace: bool) -> Result<()> {
+        if let (Some((store, key, a)), Some((_, to_key, b))) =
+            (self.through_key_at(from.0, from.1).await?, self.through_key_at(to.0, to.1).await?)
+        {
+            let info = self.lookup(from.0, from.1).await?;
+            if noreplace {
+                self.lookup_absent(to.0, to.1).await?;
+            }
+            if a == b && key != to_key {
+                match store.rename(&key, &to_key).await {
+                    Ok(()) => {}
+                    Err(e) if e.kind == ErrorKind::NotFound && info.origin.as_ref().is_some_and(|o| o.dirty) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
         let op = MetaOp::RenameAt {
             parent: from.0,
             name: from.1.into(),

@@ -551,6 +551,42 @@ impl Client {
     pub(crate) async fn through_key(&self, path: &str) -> Result<Option<(UnderStore, String)>> {
         through_key_in(&self.attachments().await?, path)
     }
+
+    /// [`through_key`](Self::through_key) of entry `name` of directory
+    /// `parent` (the mount's operations, by inode): the directory's key is
+    /// found from its parent links up to the attachment. With the
+    /// attachment, to tell two apart. Nothing is asked beyond the list of
+    /// attachments when none mirrors names.
+    pub(crate) async fn through_key_at(
+        &self,
+        parent: InodeId,
+        name: &str,
+    ) -> Result<Option<(UnderStore, String, InodeId)>> {
+        let all = self.attachments().await?;
+        let mirroring: Vec<&AttachedDir> =
+            all.iter().filter(|a| a.attachment.mode.mirrors_names() && !a.attachment.readonly).collect();
+        if mirroring.is_empty() {
+            return Ok(None);
+        }
+        let mut names = vec![name.to_string()];
+        let mut cur = parent;
+        loop {
+            if let Some(a) = mirroring.iter().find(|a| a.inode == cur) {
+                names.reverse();
+                return Ok(Some((open_store(&a.attachment)?, names.join("/"), a.inode)));
+            }
+            if cur == InodeId::ROOT {
+                return Ok(None);
+            }
+            let (up, _) = self.read_dir(cur).await?;
+            let (_, entries) = self.read_dir(up).await?;
+            let entry = (entries.into_iter().find(|e| e.id == cur)).ok_or_else(|| {
+                Error::new(ErrorKind::NotFound, format!("directory inode {cur} is not in its parent"))
+            })?;
+            names.push(entry.name);
+            cur = up;
+        }
+    }
 }
 
 /// The attachment of `all` that `path` is at or beneath, and the path relative to it.

@@ -5,7 +5,10 @@
 //! never in `pool-only`; a read-only attachment refuses changes; an object
 //! changed behind the pool's back is refused as stale, never served;
 //! attachments survive a coordinator `kill -9`, and chunks every worker
-//! lost are read from the store; bad stores give one-line errors.
+//! lost are read from the store; bad stores give one-line errors; `back`
+//! mode acknowledges from the workers' disks and writes below in the
+//! background, also after every process was killed and while the store
+//! was down; the mount's names reach the store as paths do.
 
 mod common;
 #[path = "../../tierpool-under/tests/common/s3_server.rs"]
@@ -160,6 +163,19 @@ fn the_mount_reads_an_attached_tree_lazily_and_writes_files_through() {
     let e = std::fs::read(m.p("in/sub/a.txt")).unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::ESTALE));
 
+    // Names changed through the mount reach the store first.
+    std::fs::create_dir(m.p("in/made")).unwrap();
+    assert!(src.path().join("made").is_dir());
+    std::fs::rename(m.p("in/sub/via-mount.txt"), m.p("in/made/moved.txt")).unwrap();
+    assert_eq!(std::fs::read(src.path().join("made/moved.txt")).unwrap(), b"through the mount");
+    assert!(!src.path().join("sub/via-mount.txt").exists());
+    assert_eq!(std::fs::remove_dir(m.p("in/made")).unwrap_err().raw_os_error(), Some(libc::ENOTEMPTY));
+    assert!(src.path().join("made/moved.txt").exists(), "nothing removed below");
+    std::fs::remove_file(m.p("in/made/moved.txt")).unwrap();
+    assert!(!src.path().join("made/moved.txt").exists());
+    std::fs::remove_dir(m.p("in/made")).unwrap();
+    assert!(!src.path().join("made").exists());
+
     // Writing back: close returns before the store has the file, fsync
     // (and sync) wait for it.
     let back = tempfile::tempdir().unwrap();
@@ -176,6 +192,9 @@ fn the_mount_reads_an_attached_tree_lazily_and_writes_files_through() {
     assert_eq!(std::fs::read(back.path().join("f.txt")).unwrap(), b"first");
     pool.ok(&["sync", "/back"]);
     assert_eq!(std::fs::read(back.path().join("f.txt")).unwrap(), b"first and more");
+    std::fs::rename(m.p("back/f.txt"), m.p("back/g.txt")).unwrap();
+    assert_eq!(std::fs::read(back.path().join("g.txt")).unwrap(), b"first and more");
+    assert!(!back.path().join("f.txt").exists());
 }
 
 #[test]
