@@ -447,23 +447,45 @@ impl Client {
     /// Writes every file at or beneath `path` with changes not yet below
     /// (`sync`): of a `through` attachment, ones a failure left behind; of
     /// a `back` one, those the write-back has not reached yet; of a
-    /// `pool-only` one, every changed file (an explicit request).
+    /// `pool-only` one, every changed file (an explicit request). A file
+    /// that fails is skipped and the rest written; then the (first) error.
     pub async fn sync(&self, path: &str, progress: &(dyn Fn(&UnderProgress) + Send + Sync)) -> Result<UnderReport> {
         let mut out = UnderReport::default();
         let dirty: Vec<_> = (self.files_under(path).await?.into_iter())
             .filter(|(_, i)| i.origin.as_ref().is_some_and(|o| o.dirty))
             .collect();
         let mut p = UnderProgress { total_files: dirty.len() as u64, ..Default::default() };
+        let mut first_error = None;
         for (fp, info) in dirty {
             let size = info.size;
-            self.persist(&fp, info, true).await?;
-            out.files += 1;
-            out.bytes += size;
+            // One file that cannot be written does not hold back the others.
+            match self.persist(&fp, info, true).await {
+                Ok(_) => {
+                    out.files += 1;
+                    out.bytes += size;
+                }
+                Err(e) => {
+                    out.skipped.push(fp);
+                    first_error.get_or_insert(e);
+                }
+            }
             p.files += 1;
             p.bytes += size;
             progress(&p);
         }
-        Ok(out)
+        match first_error {
+            None => Ok(out),
+            Some(e) if out.skipped.len() == 1 => Err(e),
+            Some(e) => Err(Error::new(
+                e.kind,
+                format!(
+                    "{} of {} files not written to the under-store (the others were); first: {}",
+                    out.skipped.len(),
+                    p.total_files,
+                    e.message
+                ),
+            )),
+        }
     }
 
     /// Brings the pool's view of the attached tree at or beneath `path`

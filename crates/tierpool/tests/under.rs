@@ -232,7 +232,16 @@ fn pool_only_and_read_only_attachments_never_write_below() {
     pool.ok(&["sync", "/po"]);
     assert_eq!(std::fs::read(src.path().join("only-here.txt")).unwrap(), b"pool only");
     assert_eq!(held(&pool, "/po/only-here.txt"), (1, 0, false));
-    pool.ok(&["detach", "/po"]);
+    // A file that cannot be written below (a directory has its name there)
+    // does not hold back the others; sync fails naming it.
+    pool.put("/po/blocked.txt", b"b");
+    pool.put("/po/fine.txt", b"f");
+    std::fs::create_dir(src.path().join("blocked.txt")).unwrap();
+    let e = pool.err(&["sync", "/po"]);
+    assert!(e.contains("/po/blocked.txt"), "{e}");
+    assert_eq!(std::fs::read(src.path().join("fine.txt")).unwrap(), b"f");
+    assert_eq!((held(&pool, "/po/blocked.txt").2, held(&pool, "/po/fine.txt").2), (true, false));
+    pool.ok(&["detach", "/po", "--force"]);
 }
 
 #[test]
