@@ -428,6 +428,10 @@ pub struct UpArgs {
     /// first start). `up` records it in ~/.tierpool/pools/ for local clients.
     #[arg(long, value_name = "PATH")]
     pub secret_file: Option<PathBuf>,
+    /// How often files of `back` attachments not yet in their under-store
+    /// are written there (the coordinator's --write-back-every).
+    #[arg(long, default_value = "2s", value_name = "DURATION")]
+    pub write_back_every: Span,
 }
 
 /// Most workers `up` starts on one machine.
