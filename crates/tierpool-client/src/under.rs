@@ -263,7 +263,15 @@ impl Client {
     /// Chunk `index` of file `inode`, which is below: read from the
     /// under-store, stored in the pool, published; its bytes (the chunk's
     /// whole share of the file).
+    /// A full pool does not fail the read: the bytes are returned and the
+    /// chunk stays below.
     pub async fn load_below(&self, inode: InodeId, index: u64) -> Result<Bytes> {
+        self.load_chunk(inode, index, false).await
+    }
+
+    /// [`load_below`](Self::load_below); with `keep`, a pool too full to
+    /// keep the chunk is an error (`tierpool load`).
+    async fn load_chunk(&self, inode: InodeId, index: u64, keep: bool) -> Result<Bytes> {
         let info = self.stat_inode(inode, true).await?;
         let r = *info
             .chunks
@@ -277,7 +285,16 @@ impl Client {
         let data = self.below_bytes(&info, index).await?;
         let _lease = self.lease(inode);
         let version = self.fresh_version().await?;
-        let stored = self.put_version(inode, index, version, data.clone(), info.attrs, Placing::of(&info)).await?;
+        let stored = match self.put_version(inode, index, version, data.clone(), info.attrs, Placing::of(&info)).await {
+            Ok(s) => s,
+            // The pool is full: the bytes are right all the same; the chunk
+            // stays below (the upkeep frees clean files to make room).
+            Err(e) if e.kind == ErrorKind::PoolFull && !keep => {
+                tracing::debug!("inode {inode}: chunk {index} served from below without keeping it: {}", e.message);
+                return Ok(data);
+            }
+            Err(e) => return Err(e),
+        };
         match self.meta(MetaOp::LoadChunks { inode, chunks: vec![(index, stored)] }).await {
             Ok(_) => Ok(data),
             Err(e) if e.kind == ErrorKind::NotFound => Ok(data),
@@ -325,7 +342,7 @@ impl Client {
         for (fp, info) in files {
             let below: Vec<u64> =
                 (info.chunks.iter().enumerate()).filter(|(_, r)| r.is_below()).map(|(i, _)| i as u64).collect();
-            let mut pending = futures::stream::iter(below.into_iter().map(|i| self.load_below(info.id, i)))
+            let mut pending = futures::stream::iter(below.into_iter().map(|i| self.load_chunk(info.id, i, true)))
                 .buffer_unordered(self.inner.cfg.window.max(1));
             while let Some(r) = pending.next().await {
                 r.map_err(|e| e.context(&fp))?;
@@ -357,6 +374,41 @@ impl Client {
                     out.bytes += info.chunks.iter().filter(|r| r.is_stored()).map(|r| r.len).sum::<u64>();
                 }
                 Err(e) if e.kind == ErrorKind::Stale => out.skipped.push(fp),
+                Err(e) => return Err(e.context(fp)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Lets go of the pool's copies of clean files of every attachment
+    /// until about `bytes` of chunk data went (a pool filling up): lower
+    /// priority first, then the files attached or loaded longest ago
+    /// (oldest inode first); pinned files and files with changes not
+    /// below stay. Their bytes are read from the store again when needed.
+    pub async fn free_for_room(&self, bytes: u64) -> Result<UnderReport> {
+        let mut candidates = Vec::new();
+        for a in self.attachments().await? {
+            for (fp, info) in self.files_under(&a.path).await? {
+                let clean = info.origin.as_ref().is_some_and(|o| !o.dirty);
+                let held: u64 = info.chunks.iter().filter(|r| r.is_stored()).map(|r| r.len).sum();
+                if clean && held > 0 && !info.attrs.pinned {
+                    candidates.push((info.attrs.priority, info.id, fp, held));
+                }
+            }
+        }
+        candidates.sort();
+        let mut out = UnderReport::default();
+        for (_, id, fp, held) in candidates {
+            if out.bytes >= bytes {
+                break;
+            }
+            match self.meta(MetaOp::Unload { inode: id }).await {
+                Ok(_) => {
+                    out.files += 1;
+                    out.bytes += held;
+                }
+                // Changed or gone meanwhile.
+                Err(e) if matches!(e.kind, ErrorKind::Stale | ErrorKind::NotFound) => out.skipped.push(fp),
                 Err(e) => return Err(e.context(fp)),
             }
         }

@@ -457,3 +457,50 @@ fn a_back_attachment_whose_store_is_down_keeps_writes_and_delivers_them_when_it_
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+#[test]
+fn an_attached_store_larger_than_the_pool_is_read_whole_and_clean_files_make_room() {
+    // 32 MiB of tiers; 48 MiB below.
+    let pool = Pool::start_with(1, "8MiB", "24MiB", &["--write-back-every", "100ms"]);
+    let src = tempfile::tempdir().unwrap();
+    let files: Vec<Vec<u8>> = (0..12).map(|i| data(100 + i, 4 * MIB - 1)).collect();
+    for (i, f) in files.iter().enumerate() {
+        std::fs::write(src.path().join(format!("f{i:02}")), f).unwrap();
+    }
+    pool.ok(&["attach", &format!("file://{}", src.path().display()), "/big"]);
+    for round in 0..2 {
+        for (i, f) in files.iter().enumerate() {
+            let out = pool.cli(&["cat", &format!("/big/f{i:02}")]);
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            same(&out.stdout, f, &format!("round {round}, /big/f{i:02}"));
+        }
+    }
+    let t = std::time::Instant::now();
+    while !pool.log("coordinator.log").contains("clean files") {
+        assert!(t.elapsed() < std::time::Duration::from_secs(20), "{}", pool.log("coordinator.log"));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let st = pool.fresh_status();
+    let a = &st["attachments"][0];
+    assert!(a["bytes_below"].as_u64().unwrap() > 0, "some files were let go: {a}");
+    assert!(a["bytes_in_pool"].as_u64().unwrap() <= 32 * MIB as u64, "{a}");
+    // A pinned file is never let go.
+    pool.ok(&["pin", "/big/f00"]);
+    // `load` insists on keeping: while the pool is full it fails, saying so,
+    // until the upkeep has made room.
+    let t = std::time::Instant::now();
+    loop {
+        let out = pool.cli(&["load", "/big/f00"]);
+        if out.status.success() {
+            break;
+        }
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains("pool full") && t.elapsed() < std::time::Duration::from_secs(20), "{e}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    for (i, f) in files.iter().enumerate().skip(1) {
+        same(&pool.get(&format!("/big/f{i:02}")), f, "after pinning");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(held(&pool, "/big/f00").0, 1, "pinned: kept");
+}

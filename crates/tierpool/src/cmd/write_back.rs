@@ -1,7 +1,9 @@
-//! The write-back of attachments in `back` mode, run by the coordinator
-//! process: every `--write-back-every`, each such attachment with files not
-//! yet below has them written to its under-store (`Client::sync`), as a
-//! client of the pool, so workers need no store credentials.
+//! The upkeep of under-stores, run by the coordinator process as a client
+//! of the pool (so workers need no store credentials), every
+//! `--write-back-every`: the write-back of attachments in `back` mode (each
+//! with files not yet below has them written to its under-store,
+//! `Client::sync`), and room made in a pool nearly full by letting go of
+//! clean files (`make_room`).
 //!
 //! What is owed is the metadata's own record (each file's origin is dirty
 //! until `Persisted` names exactly the chunks written below), so the queue
@@ -70,8 +72,43 @@ pub async fn run(cfg: CoordinatorConfig, every: Duration) {
             }
         }
         failing.retain(|path, _| status.attachments.iter().any(|a| &a.path == path));
+        if !status.attachments.is_empty() {
+            make_room(&client, &status).await;
+        }
     }
 }
+
+/// When the workers' tiers are `FULL` percent used or more (live data,
+/// all workers together), lets go of clean files of the attachments
+/// (`Client::free_for_room`) until about `ROOMY` percent is used: an
+/// attached store larger than the pool keeps being read (a chunk that
+/// cannot be kept is served from below meanwhile).
+async fn make_room(client: &Client, status: &tierpool_client::PoolStatus) {
+    let (mut used, mut capacity) = (0u64, 0u64);
+    for t in status.workers.iter().filter(|w| w.alive).filter_map(|w| w.stats.as_ref()).map(|s| &s.tiers) {
+        used += (t.mem_used + t.disk_used).saturating_sub(t.reclaimable_bytes);
+        capacity += t.mem_capacity + t.disk_capacity;
+    }
+    if capacity == 0 || used * 100 < capacity * FULL {
+        return;
+    }
+    let want = used - capacity * ROOMY / 100;
+    match client.free_for_room(want).await {
+        Ok(r) if r.files > 0 => tracing::info!(
+            "the pool's tiers are {}% full: let go of {} clean files ({}) of under-stores",
+            used * 100 / capacity,
+            r.files,
+            ByteSize(r.bytes)
+        ),
+        Ok(_) => {}
+        Err(e) => tracing::warn!("the pool's tiers are full; letting go of clean files failed: {e}"),
+    }
+}
+
+/// Used share of the tiers (percent) at which clean files are let go ...
+const FULL: u64 = 90;
+/// ... and the share they are let go down to.
+const ROOMY: u64 = 80;
 
 /// A client of the coordinator of `cfg`, once it answers.
 async fn connect(cfg: &CoordinatorConfig) -> Client {
