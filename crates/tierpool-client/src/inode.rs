@@ -60,6 +60,24 @@ impl Client {
         }
     }
 
+    /// Directory `dir` and its ancestors below the root, root side first,
+    /// each with its name, from its parent links (one listing a level);
+    /// empty for the root.
+    pub async fn dir_ancestry(&self, dir: InodeId) -> Result<Vec<(InodeId, String)>> {
+        let mut out = Vec::new();
+        let (mut cur, (mut parent, _)) = (dir, self.read_dir(dir).await?);
+        while cur != InodeId::ROOT {
+            let (grandparent, entries) = self.read_dir(parent).await?;
+            let entry = (entries.into_iter().find(|e| e.id == cur)).ok_or_else(|| {
+                Error::new(ErrorKind::NotFound, format!("directory inode {cur} is not in its parent"))
+            })?;
+            out.push((cur, entry.name));
+            (cur, parent) = (parent, grandparent);
+        }
+        out.reverse();
+        Ok(out)
+    }
+
     /// Creates entry `name` in `parent`, owned by `owner`.
     pub async fn make_at(
         &self,
@@ -70,7 +88,7 @@ impl Client {
         owner: Owner,
     ) -> Result<InodeInfo> {
         if matches!(node, NewNode::Dir) {
-            if let Some((store, key, _)) = self.through_key_at(parent, name).await? {
+            if let Some((store, key, _)) = self.through_key_at(&self.attachments().await?, parent, name).await? {
                 self.lookup_absent(parent, name).await?;
                 store.mkdir(&key).await?;
             }
@@ -96,7 +114,7 @@ impl Client {
     /// `rmdir` with `dir`, `unlink` without. Beneath an attachment that
     /// mirrors names, the object (or empty directory) below goes first.
     pub async fn remove_at(&self, parent: InodeId, name: &str, dir: bool) -> Result<()> {
-        if let Some((store, key, _)) = self.through_key_at(parent, name).await? {
+        if let Some((store, key, _)) = self.through_key_at(&self.attachments().await?, parent, name).await? {
             let info = self.lookup(parent, name).await?;
             match (info.kind == InodeKind::Dir, dir) {
                 (true, false) => return Err(Error::new(ErrorKind::IsADirectory, format!("{name}: is a directory"))),
@@ -114,8 +132,9 @@ impl Client {
     /// Beneath an attachment that mirrors names, the object (or tree) below
     /// moves first (a file not below yet just takes its new key).
     pub async fn rename_at(&self, from: (InodeId, &str), to: (InodeId, &str), noreplace: bool) -> Result<()> {
+        let all = self.attachments().await?;
         if let (Some((store, key, a)), Some((_, to_key, b))) =
-            (self.through_key_at(from.0, from.1).await?, self.through_key_at(to.0, to.1).await?)
+            (self.through_key_at(&all, from.0, from.1).await?, self.through_key_at(&all, to.0, to.1).await?)
         {
             let info = self.lookup(from.0, from.1).await?;
             if noreplace {

@@ -627,39 +627,29 @@ impl Client {
     }
 
     /// [`through_key`](Self::through_key) of entry `name` of directory
-    /// `parent` (the mount's operations, by inode): the directory's key is
-    /// found from its parent links up to the attachment. With the
-    /// attachment, to tell two apart. Nothing is asked beyond the list of
-    /// attachments when none mirrors names.
+    /// `parent` among the attachments `all` (the mount's operations, by
+    /// inode): the directory's key comes from its parent links. With the
+    /// attachment, to tell two apart. Nothing is asked when no attachment
+    /// mirrors names.
     pub(crate) async fn through_key_at(
         &self,
+        all: &[AttachedDir],
         parent: InodeId,
         name: &str,
     ) -> Result<Option<(UnderStore, String, InodeId)>> {
-        let all = self.attachments().await?;
-        let mirroring: Vec<&AttachedDir> =
-            all.iter().filter(|a| a.attachment.mode.mirrors_names() && !a.attachment.readonly).collect();
-        if mirroring.is_empty() {
+        let mirrors = |id: InodeId| {
+            all.iter().find(|a| a.inode == id && a.attachment.mode.mirrors_names() && !a.attachment.readonly)
+        };
+        if !all.iter().any(|a| mirrors(a.inode).is_some()) {
             return Ok(None);
         }
-        let mut names = vec![name.to_string()];
-        let mut cur = parent;
-        loop {
-            if let Some(a) = mirroring.iter().find(|a| a.inode == cur) {
-                names.reverse();
-                return Ok(Some((open_store(&a.attachment)?, names.join("/"), a.inode)));
-            }
-            if cur == InodeId::ROOT {
-                return Ok(None);
-            }
-            let (up, _) = self.read_dir(cur).await?;
-            let (_, entries) = self.read_dir(up).await?;
-            let entry = (entries.into_iter().find(|e| e.id == cur)).ok_or_else(|| {
-                Error::new(ErrorKind::NotFound, format!("directory inode {cur} is not in its parent"))
-            })?;
-            names.push(entry.name);
-            cur = up;
-        }
+        let chain = self.dir_ancestry(parent).await?;
+        // Attachments do not nest: at most one directory of the chain is one.
+        let Some((i, a)) = (chain.iter().enumerate()).find_map(|(i, (id, _))| mirrors(*id).map(|a| (i, a))) else {
+            return Ok(None);
+        };
+        let below: Vec<&str> = chain[i + 1..].iter().map(|(_, n)| n.as_str()).chain([name]).collect();
+        Ok(Some((open_store(&a.attachment)?, below.join("/"), a.inode)))
     }
 }
 

@@ -83,15 +83,8 @@ impl TierpoolFs {
 
     /// The path of directory `dir`, from its parent links up to the root.
     fn dir_path(&self, dir: InodeId) -> Result<String, Errno> {
-        let client = &self.io.client;
-        let mut names = Vec::new();
-        let (mut cur, (mut parent, _)) = (dir, self.block(client.read_dir(dir))?);
-        while cur != InodeId::ROOT {
-            let (grandparent, entries) = self.block(client.read_dir(parent))?;
-            names.push(entries.into_iter().find(|e| e.id == cur).ok_or(Errno::ENOENT)?.name);
-            (cur, parent) = (parent, grandparent);
-        }
-        names.reverse();
+        let chain = self.block(self.io.client.dir_ancestry(dir))?;
+        let names: Vec<&str> = chain.iter().map(|(_, n)| n.as_str()).collect();
         Ok(format!("/{}", names.join("/")))
     }
 }
