@@ -27,7 +27,8 @@ pub struct Conn {
 pub enum Cmd {
     /// Start an embedded pool (coordinator + workers) in the background.
     Up(UpArgs),
-    /// Stop the embedded pool started by `up`.
+    /// Stop the embedded pool started by `up`. Workers first write what they
+    /// hold in memory to disk, so `up` on the same --dir serves all of it.
     Down {
         /// State directory of the pool.
         #[arg(long, default_value_os_t = default_dir())]
