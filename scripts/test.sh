@@ -34,9 +34,10 @@ for crate in tierpool-types tierpool-placement tierpool-meta tierpool-proto tier
     fi
 done
 
-echo "== S3 server for the under-store tests"
+echo "== S3 server and HDFS minicluster for the under-store tests"
 TIERPOOL_S3S_FS="$(./scripts/s3-server.sh)"
-export TIERPOOL_S3S_FS
+TIERPOOL_HDFS_LIB="$(./scripts/hdfs-server.sh)"
+export TIERPOOL_S3S_FS TIERPOOL_HDFS_LIB
 
 echo "== tests"
 cargo test --workspace

@@ -222,7 +222,7 @@ class Client:
         options: Optional[Dict[str, str]] = None,
     ) -> Dict[str, int]:
         """Attaches the under-store at ``uri`` (``file:///dir``,
-        ``s3://bucket/prefix``) at pool directory ``path`` (made if missing;
+        ``s3://bucket/prefix``, ``hdfs://namenode:8020/dir``) at pool directory ``path`` (made if missing;
         must be empty): its tree appears there, names, sizes and times, and
         a file's bytes are loaded into the pool on first read. ``mode`` is
         ``"through"`` (writes, removals and renames reach the store before

@@ -1,9 +1,10 @@
 //! Building the OpenDAL operator of a store: service, HTTP transport, layers.
 //!
-//! Both services get the root "/" of their namespace (the file system, the
-//! bucket); the store's own directory or prefix is prepended to every path by
-//! `UnderStore`. So opening a directory store never creates its directory
-//! (OpenDAL's fs service creates a missing root), and `check` can say it is missing.
+//! Every service gets the root "/" of its namespace (the file system, the
+//! bucket, the HDFS file system); the store's own directory or prefix is
+//! prepended to every path by `UnderStore`. So opening a directory store
+//! never creates its directory (OpenDAL's fs service creates a missing root),
+//! and `check` can say it is missing.
 //!
 //! S3 is set up for S3-compatible servers as much as for AWS: path-style
 //! requests to the endpoint given, the region given, credentials only from
@@ -12,6 +13,14 @@
 //! requests when there are none. HTTP goes through one shared reqwest client
 //! on rustls with the ring provider (installed once per process, together
 //! with OpenDAL's default transport for any code path that uses the default).
+//!
+//! HDFS goes through OpenDAL's hdfs-native service (the NameNode's RPC
+//! protocol, no JVM), plus one client of the same library for what that
+//! service lacks (renames of directories). Both read `HADOOP_CONF_DIR` as the
+//! Hadoop tools do; on top of it a failed NameNode call is tried
+//! again at most `HDFS_RETRIES` times and a silent socket gives up after
+//! `HDFS_SOCKET_TIMEOUT`, so an unreachable NameNode fails fast instead of
+//! after minutes of the library's own retries.
 //!
 //! Bounds: a connection attempt gives up after `CONNECT_TIMEOUT`; each
 //! attempt of a control operation (stat, create, delete, copy) after
@@ -43,6 +52,41 @@ pub(crate) const CHECK_WITHIN: Duration = Duration::from_secs(10);
 pub(crate) fn fs_operator() -> std::result::Result<Operator, opendal::Error> {
     let builder = opendal::services::Fs::default().root("/");
     Ok(Operator::new(builder)?.layer(TimeoutLayer::new().with_timeout(CONTROL_TIMEOUT).with_io_timeout(IO_TIMEOUT)))
+}
+
+/// Times a failed NameNode call is tried again before its error is returned.
+const HDFS_RETRIES: &str = "2";
+/// Milliseconds a NameNode or DataNode socket may stay silent.
+const HDFS_SOCKET_TIMEOUT: &str = "10000";
+
+/// The operator of an HDFS file system whose NameNode is at `namenode` ("host:port").
+pub(crate) fn hdfs_operator(namenode: &str) -> std::result::Result<Operator, opendal::Error> {
+    let builder = opendal::services::HdfsNative::default()
+        .name_node(&format!("hdfs://{namenode}"))
+        .root("/")
+        .options(hdfs_config());
+    Ok(Operator::new(builder)?.layer(TimeoutLayer::new().with_timeout(CONTROL_TIMEOUT).with_io_timeout(IO_TIMEOUT)))
+}
+
+/// A client of the same file system, for the calls OpenDAL's service lacks.
+pub(crate) fn hdfs_client(namenode: &str) -> std::result::Result<hdfs_native::Client, opendal::Error> {
+    hdfs_native::ClientBuilder::new()
+        .with_url(format!("hdfs://{namenode}"))
+        .with_config(hdfs_config())
+        .build()
+        .map_err(|e| opendal::Error::new(opendal::ErrorKind::ConfigInvalid, e.to_string()))
+}
+
+fn hdfs_config() -> std::collections::HashMap<String, String> {
+    [
+        ("dfs.client.failover.max.attempts", HDFS_RETRIES),
+        ("dfs.client.failover.sleep.base.millis", "100"),
+        ("dfs.client.failover.sleep.max.millis", "1000"),
+        ("dfs.client.socket-timeout", HDFS_SOCKET_TIMEOUT),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
 }
 
 /// The endpoint requests go to: the one given, else AWS's for the region.

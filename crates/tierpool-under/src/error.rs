@@ -25,7 +25,8 @@ pub(crate) struct Describe {
     pub(crate) uri: String,
     /// The bucket, for s3 stores.
     pub(crate) bucket: Option<String>,
-    /// The HTTP endpoint requests go to, for s3 stores.
+    /// Where requests go: the HTTP endpoint of an s3 store, "the NameNode
+    /// at host:port" of an HDFS one.
     pub(crate) endpoint: Option<String>,
 }
 
@@ -47,7 +48,10 @@ impl Describe {
             (Some(bucket), Some(endpoint), O::NotFound) if path.is_empty() => {
                 (ErrorKind::NotFound, format!("bucket {bucket:?} not found at {endpoint}"))
             }
-            _ => self.classify(err),
+            _ => match hdfs_source(err) {
+                Some(hdfs) => self.hdfs_kind(hdfs),
+                None => self.classify(err),
+            },
         };
         Error::new(kind, format!("{}: {what}", self.at(path)))
     }
@@ -97,7 +101,7 @@ impl Describe {
         (kind, one_line(&format!("{} ({})", err.message(), err.kind())))
     }
 
-    fn io(&self, io: &std::io::Error) -> (ErrorKind, String) {
+    pub(crate) fn io(&self, io: &std::io::Error) -> (ErrorKind, String) {
         let kind = match io.kind() {
             IoKind::NotFound => ErrorKind::NotFound,
             IoKind::PermissionDenied => ErrorKind::Unauthenticated,
@@ -144,6 +148,18 @@ fn io_source(err: &opendal::Error) -> Option<&std::io::Error> {
     while let Some(e) = cur {
         if let Some(io) = e.downcast_ref::<std::io::Error>() {
             return Some(io);
+        }
+        cur = e.source();
+    }
+    None
+}
+
+/// The HDFS client's error among the causes of `err` (HDFS stores).
+fn hdfs_source(err: &opendal::Error) -> Option<&hdfs_native::HdfsError> {
+    let mut cur: Option<&(dyn StdError + 'static)> = err.source();
+    while let Some(e) = cur {
+        if let Some(hdfs) = e.downcast_ref::<hdfs_native::HdfsError>() {
+            return Some(hdfs);
         }
         cur = e.source();
     }

@@ -10,15 +10,15 @@
 //! Writes stream the pieces through an OpenDAL writer that buffers
 //! `WRITE_CHUNK` bytes: S3 objects up to that size are one PUT, larger ones a
 //! multipart upload of `WRITE_CHUNK` parts, `WRITE_PARTS_IN_FLIGHT` at a time.
-//! A failed write aborts the upload (S3); a directory store may keep the part
-//! written.
+//! A failed write aborts the upload (S3); a directory or HDFS store may keep
+//! the part written.
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use opendal::{ErrorKind as O, Reader};
 use tierpool_types::{Error, ErrorKind, Result};
 
-use crate::store::UnderStore;
+use crate::store::{Kind, UnderStore};
 use crate::tree;
 use crate::UnderEntry;
 
@@ -42,7 +42,7 @@ impl UnderStore {
         if rel.is_empty() {
             return Err(Error::new(ErrorKind::IsADirectory, format!("{}: is a directory", self.inner.uri)));
         }
-        if self.inner.is_s3 && len > 0 && offset < MAX_END {
+        if self.inner.kind == Kind::S3 && len > 0 && offset < MAX_END {
             let end = offset.saturating_add(len).min(MAX_END);
             match self.read_s3(&rel, offset, end, etag).await {
                 Err(e) if is_short(&e) => {}
@@ -63,7 +63,7 @@ impl UnderStore {
         if offset >= end {
             return Ok(Bytes::new());
         }
-        if self.inner.is_s3 {
+        if self.inner.kind == Kind::S3 {
             let outcome = self.read_s3(&rel, offset, end, Some(&found.etag)).await;
             return self.s3_outcome(&rel, Some(&found.etag), outcome);
         }
@@ -173,7 +173,10 @@ impl UnderStore {
         if recursive {
             return op.delete_with(&dir).recursive(true).await.map_err(|e| err(&e));
         }
-        if self.inner.is_s3 {
+        if self.inner.kind == Kind::Hdfs {
+            return self.hdfs_delete_empty_dir(&rel).await;
+        }
+        if self.inner.kind == Kind::S3 {
             let below = self.inner.first_entries(&dir, 2, &rel).await?;
             if below.iter().any(|e| e.path() != dir) {
                 let at = self.inner.describe.at(&rel);
@@ -203,8 +206,8 @@ impl UnderStore {
     }
 
     /// Renames a file or a directory tree; a file at `to` is replaced.
-    /// Directory store: one atomic rename (a non-empty directory at `to` is
-    /// an error). S3: copy then delete, object by object; objects already at
+    /// Directory and HDFS stores: one atomic rename (a non-empty directory at
+    /// `to` is an error). S3: copy then delete, object by object; objects already at
     /// `to/...` stay unless replaced.
     pub async fn rename(&self, from: &str, to: &str) -> Result<()> {
         let (from, to) = (tree::clean(from)?, tree::clean(to)?);
@@ -223,8 +226,10 @@ impl UnderStore {
         };
         let (op, inner) = (&self.inner.op, &self.inner);
         let (from_key, to_key) = (inner.key(&from), inner.key(&to));
-        if !inner.is_s3 {
-            return op.rename(&from_key, &to_key).await.map_err(|e| inner.describe.error(&from, &e));
+        match inner.kind {
+            Kind::Dir => return op.rename(&from_key, &to_key).await.map_err(|e| inner.describe.error(&from, &e)),
+            Kind::Hdfs => return self.hdfs_rename(&from, &to).await,
+            Kind::S3 => {}
         }
         if !found.is_dir {
             op.copy(&from_key, &to_key).await.map_err(|e| inner.describe.error(&from, &e))?;

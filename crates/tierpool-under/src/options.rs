@@ -92,7 +92,7 @@ pub(crate) fn resolve(
 ) -> Result<BTreeMap<String, String>> {
     check_keys(uri, given)?;
     match Location::parse(uri)? {
-        Location::Dir(_) => Ok(given.clone()),
+        Location::Dir(_) | Location::Hdfs { .. } => Ok(given.clone()),
         Location::S3 { .. } => resolve_s3(uri, given, sources),
     }
 }

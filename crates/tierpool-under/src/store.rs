@@ -41,25 +41,47 @@ pub(crate) struct Inner {
     pub(crate) op: Operator,
     /// The store's root as a key prefix: "" or ending in '/'.
     pub(crate) base: String,
-    pub(crate) is_s3: bool,
+    pub(crate) kind: Kind,
+    /// HDFS stores: a client for what OpenDAL's service lacks (`hdfs.rs`).
+    pub(crate) hdfs: Option<hdfs_native::Client>,
     pub(crate) describe: Describe,
 }
 
+/// The kinds of store: the behaviour that differs between them is chosen by
+/// this, nowhere else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A local (or NFS) directory tree.
+    Dir,
+    /// Keys of an S3 bucket: no real directories, no renames, ETags.
+    S3,
+    /// A directory of HDFS: real directories, no ETags (tags as `Dir`).
+    Hdfs,
+}
+
 impl UnderStore {
-    /// Opens the store at `uri` ("file:///abs/dir", "s3://bucket" or
-    /// "s3://bucket/prefix") with `options` (keys: [`crate::KEYS`]); missing
+    /// Opens the store at `uri` ("file:///abs/dir", "s3://bucket",
+    /// "s3://bucket/prefix" or "hdfs://namenode:port/dir") with `options` (keys: [`crate::KEYS`]); missing
     /// s3 options are filled in as [`UnderStore::resolve_options`] does.
     /// Opening does no I/O: [`UnderStore::check`] says whether the store is usable.
     /// Any other scheme, or an unknown option, is `InvalidArgument`.
     pub fn open(uri: &str, options: &BTreeMap<String, String>) -> Result<UnderStore> {
         let resolved = Self::resolve_options(uri, options)?;
         let uri_shown = uri.trim_end_matches('/').to_string();
-        let (op, base, describe, is_s3) = match Location::parse(uri)? {
+        let mut hdfs = None;
+        let (op, base, describe, kind) = match Location::parse(uri)? {
             Location::Dir(dir) => {
                 let op = connect::fs_operator().map_err(|e| connect::build_error(uri, e))?;
                 let rel = dir.to_string_lossy().trim_start_matches('/').to_string();
                 let describe = Describe { uri: uri_shown.clone(), bucket: None, endpoint: None };
-                (op, with_slash(rel), describe, false)
+                (op, with_slash(rel), describe, Kind::Dir)
+            }
+            Location::Hdfs { namenode, dir } => {
+                let op = connect::hdfs_operator(&namenode).map_err(|e| connect::build_error(uri, e))?;
+                hdfs = Some(connect::hdfs_client(&namenode).map_err(|e| connect::build_error(uri, e))?);
+                let endpoint = Some(format!("the NameNode at {namenode}"));
+                let describe = Describe { uri: uri_shown.clone(), bucket: None, endpoint };
+                (op, with_slash(dir.trim_start_matches('/').to_string()), describe, Kind::Hdfs)
             }
             Location::S3 { bucket, prefix } => {
                 let region = resolved.get("region").cloned().unwrap_or_else(|| "us-east-1".into());
@@ -67,11 +89,11 @@ impl UnderStore {
                 let op = connect::s3_operator(&bucket, &endpoint, &region, &resolved)
                     .map_err(|e| connect::build_error(uri, e))?;
                 let describe = Describe { uri: uri_shown.clone(), bucket: Some(bucket), endpoint: Some(endpoint) };
-                (op, with_slash(prefix), describe, true)
+                (op, with_slash(prefix), describe, Kind::S3)
             }
         };
         tracing::debug!(uri = uri_shown, options = ?options::redact(&resolved), "opened under-store");
-        Ok(UnderStore { inner: Arc::new(Inner { uri: uri_shown, op, base, is_s3, describe }) })
+        Ok(UnderStore { inner: Arc::new(Inner { uri: uri_shown, op, base, kind, hdfs, describe }) })
     }
 
     /// The options a client needs to reach the store later, filled in from the
@@ -105,7 +127,7 @@ impl UnderStore {
 
     async fn check_now(&self) -> Result<()> {
         let inner = &self.inner;
-        if !inner.is_s3 {
+        if inner.kind != Kind::S3 {
             // Without the trailing '/': OpenDAL reports a file stat'ed as a directory as missing.
             let dir = if inner.base.is_empty() { "/" } else { inner.base.trim_end_matches('/') };
             match inner.op.stat(dir).await {
@@ -124,7 +146,7 @@ impl UnderStore {
     /// included (for S3: the common prefixes of keys and empty `dir/` markers).
     pub async fn walk(&self) -> Result<Vec<UnderEntry>> {
         let inner = &self.inner;
-        if !inner.is_s3 {
+        if inner.kind != Kind::S3 {
             self.check_now().await?;
         }
         let listing =
@@ -138,7 +160,7 @@ impl UnderStore {
                 continue;
             }
             let item = inner.listed(rel, &meta);
-            if inner.is_s3 && !item.is_dir && item.etag.is_empty() && !rel.ends_with('/') {
+            if inner.kind == Kind::S3 && !item.is_dir && item.etag.is_empty() && !rel.ends_with('/') {
                 missing_tags.push(listed.len());
             }
             listed.push(item);
@@ -165,7 +187,7 @@ impl UnderStore {
             self.check().await?;
             return Ok(Some(dir_entry(rel)));
         }
-        if self.inner.is_s3 {
+        if self.inner.kind == Kind::S3 {
             let prefix = format!("{}/", self.inner.key(&rel));
             if !self.inner.first_entries(&prefix, 1, &rel).await?.is_empty() {
                 return Ok(Some(dir_entry(rel)));
@@ -182,7 +204,7 @@ impl UnderStore {
     pub(crate) async fn stat_file(&self, rel: &str) -> Result<Option<UnderEntry>> {
         let inner = &self.inner;
         let key = inner.key(rel);
-        if inner.is_s3 {
+        if inner.kind == Kind::S3 {
             let first = inner.first_entries(&key, 1, rel).await?;
             let Some(found) = first.into_iter().find(|e| e.path() == key) else { return Ok(None) };
             let mut item = inner.listed(rel, found.metadata());
@@ -227,10 +249,10 @@ impl Inner {
     pub(crate) fn listed(&self, rel: &str, meta: &Metadata) -> Listed {
         let size = if meta.is_dir() { 0 } else { meta.content_length() };
         let mtime_ns = tree::mtime_ns(meta.last_modified());
-        let etag = match (meta.is_dir(), self.is_s3) {
+        let etag = match (meta.is_dir(), self.kind) {
             (true, _) => String::new(),
-            (false, true) => meta.etag().map(tree::s3_tag).unwrap_or_default(),
-            (false, false) => tree::dir_tag(size, mtime_ns),
+            (false, Kind::S3) => meta.etag().map(tree::s3_tag).unwrap_or_default(),
+            (false, Kind::Dir | Kind::Hdfs) => tree::dir_tag(size, mtime_ns),
         };
         Listed { path: rel.to_string(), is_dir: meta.is_dir(), size, mtime_ns, etag }
     }

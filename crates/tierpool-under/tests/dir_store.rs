@@ -79,9 +79,9 @@ async fn check_fails_for_a_missing_directory_or_a_file_and_open_creates_nothing(
 
 #[tokio::test]
 async fn open_refuses_other_schemes_and_unknown_options() {
-    let e = UnderStore::open("hdfs://namenode:8020/data", &BTreeMap::new()).err().unwrap();
+    let e = UnderStore::open("webhdfs://namenode:9870/data", &BTreeMap::new()).err().unwrap();
     assert_eq!(e.kind, ErrorKind::InvalidArgument);
-    assert!(e.message.contains("\"hdfs\""), "{e}");
+    assert!(e.message.contains("use hdfs://namenode:8020/dir"), "{e}");
     let e = UnderStore::open("ftp://h/x", &BTreeMap::new()).err().unwrap();
     assert_eq!(e.kind, ErrorKind::InvalidArgument);
     let bad: BTreeMap<String, String> = [("acces_key_id".to_string(), "x".to_string())].into();

@@ -196,7 +196,7 @@ pub enum Cmd {
     /// copying data; a file's bytes are loaded into the pool on first read.
     #[command(after_help = UNDER_STORES)]
     Attach {
-        /// file:///abs/dir, s3://bucket or s3://bucket/prefix.
+        /// file:///abs/dir, s3://bucket[/prefix] or hdfs://namenode[:port]/dir.
         uri: String,
         /// The pool directory it appears at.
         path: String,
@@ -478,12 +478,15 @@ Under-stores:
   s3://bucket[/prefix]       an S3-compatible object store: --endpoint, --region,
                              credentials from -o access_key_id=.. -o secret_access_key=..,
                              $AWS_ACCESS_KEY_ID/$AWS_SECRET_ACCESS_KEY or ~/.aws/credentials
+  hdfs://namenode[:8020]/dir a directory of HDFS, through the NameNode's RPC port
+                             (settings from $HADOOP_CONF_DIR as the Hadoop tools read them)
 A file read before it changed below is loaded as it was; one changed below since
 is refused (stale) until `tierpool sync-meta PATH` picks the change up.
 
 Examples:
   tierpool attach file:///data/in /in --readonly
   tierpool attach s3://lake/2026 /lake --endpoint http://127.0.0.1:9000 --mode through
+  tierpool attach hdfs://namenode:8020/warehouse /wh --mode back
   tierpool load -r /lake/day1 && tierpool free -r /lake/day1";
 
 fn placement() -> impl clap::builder::TypedValueParser<Value = tierpool_types::Placement> {

@@ -7,9 +7,19 @@ use tierpool_types::ErrorKind;
 use tierpool_under::{UnderEntry, UnderStore};
 
 /// One test per suite function, for `$make: fn() -> (guard, UnderStore)`
-/// (the guard keeps the store's directory or server alive).
+/// (the guard keeps the store's directory or server alive), or for
+/// `async $make: async fn() -> (guard, UnderStore)`.
 #[macro_export]
 macro_rules! conformance {
+    (async $make:path: $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $name() {
+                let (_guard, store) = $make().await;
+                common::suite::$name(&store).await;
+            }
+        )*
+    };
     ($make:path: $($name:ident),* $(,)?) => {
         $(
             #[tokio::test]

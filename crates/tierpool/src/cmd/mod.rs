@@ -16,8 +16,8 @@ use tierpool_client::{Client, ClientConfig};
 
 pub fn run(cli: Cli) -> Result<()> {
     let server = matches!(cli.cmd, Cmd::Coordinator { .. } | Cmd::Worker(WorkerCmd { action: None, .. }));
-    // The under-stores' own retries are not the user's concern; their outcome is.
-    init_logging(if server { "info,opendal=error" } else { "warn,opendal=error" });
+    // The under-store libraries' own retries are not the user's concern; their outcome is.
+    init_logging(if server { "info,opendal=error,hdfs_native=error" } else { "warn,opendal=error,hdfs_native=error" });
     if let Cmd::Up(a) = &cli.cmd {
         // `up` forks servers; it needs no runtime of its own.
         return pool::up(a);
