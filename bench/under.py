@@ -10,8 +10,12 @@ One run, on this machine, on an embedded pool of two workers:
     second (from the pool);
   - an S3 store (s3s-fs on loopback, its data on local disk): boto3
     `get_object` vs the first and second read through the pool;
+  - an HDFS store (Hadoop's minicluster, one NameNode and one DataNode on
+    loopback, its data on local disk): `hdfs dfs -cat` of the files (Hadoop's
+    own shell, one JVM for all files, its start included) vs the first and
+    second read through the pool;
   - writes of the same files to a plain pool directory, to a `through`
-    attachment (directory and S3), to a `back` one (directory and S3: the
+    attachment (directory, S3, HDFS), to a `back` one (directory, S3, HDFS: the
     write returns once the chunks are on the workers' disks; then the
     seconds until the write-back had it all below) and to a `pool-only`
     one: MB/s and the fraction of the plain pool's;
@@ -63,6 +67,45 @@ class S3:
 
     def close(self):
         self.proc.terminate()
+        self.proc.wait()
+
+
+def hdfs_lib():
+    return subprocess.run(["bash", os.path.join(ROOT, "scripts", "hdfs-server.sh")], check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+class Hdfs:
+    """Hadoop's minicluster with its data under `root`, and Hadoop's shell."""
+
+    def __init__(self, root):
+        self.root, self.port = root, common.free_port()
+        os.makedirs(os.path.join(root, "conf"), exist_ok=True)
+        # Hadoop's shell reads the file system's address from core-site.xml on its class path.
+        with open(os.path.join(root, "conf", "core-site.xml"), "w") as f:
+            f.write("<?xml version=\"1.0\"?><configuration><property><name>fs.defaultFS</name>"
+                    f"<value>hdfs://127.0.0.1:{self.port}</value></property></configuration>\n")
+        self.cp = os.path.join(root, "conf") + ":" + os.path.join(hdfs_lib(), "*")
+        self.log = open(os.path.join(root, "cluster.log"), "wb")
+        self.proc = subprocess.Popen(["java", "-Xmx1g", "-cp", os.path.join(hdfs_lib(), "*"), "org.apache.hadoop.test.MiniDFSClusterManager",
+                                      "-format", "-nnport", str(self.port), "-httpport", str(common.free_port()),
+                                      "-datanodes", "1"], cwd=root, stdout=self.log, stderr=self.log)
+        deadline = time.time() + 180
+        while b"Started MiniDFSCluster" not in open(os.path.join(root, "cluster.log"), "rb").read():
+            if time.time() > deadline or self.proc.poll() is not None:
+                raise SystemExit("the HDFS minicluster did not start; see " + os.path.join(root, "cluster.log"))
+            time.sleep(0.2)
+
+    def uri(self, path):
+        return f"hdfs://127.0.0.1:{self.port}/{path}"
+
+    def shell(self, *args, stdout=subprocess.DEVNULL):
+        """`hdfs dfs ARGS`: Hadoop's FsShell in a JVM of its own."""
+        subprocess.run(["java", "-cp", self.cp, "org.apache.hadoop.fs.FsShell", *args], check=True, stdout=stdout,
+                       stderr=subprocess.DEVNULL)
+
+    def close(self):
+        self.proc.kill()
         self.proc.wait()
 
 
@@ -139,7 +182,15 @@ def main():
         s3root = os.path.join(tmp, "s3")
         dataset(os.path.join(s3root, "lake"), a.files, size)
         s3 = S3(s3root)
+        hdfs = Hdfs(os.path.join(tmp, "hdfs"))
         try:
+            hdfs.shell("-put", src, "/lake")
+
+            def hdfs_cat():
+                hdfs.shell("-cat", *[f"/lake/{n}" for n in names])
+            c.attach(hdfs.uri("lake"), "/hdfs")
+            result["hdfs"] = reads(c, "/hdfs", names, total, hdfs_cat, a.runs)
+
             import boto3
             b = boto3.client("s3", endpoint_url=s3.endpoint, aws_access_key_id=s3.key,
                              aws_secret_access_key=s3.secret, region_name="us-east-1")
@@ -161,9 +212,13 @@ def main():
             os.makedirs(os.path.join(tmp, "back"))
             c.attach(f"file://{os.path.join(tmp, 'back')}", "/back", mode="back")
             c.attach("s3://lake/back", "/lakeback", mode="back", options=s3.options())
+            hdfs.shell("-mkdir", "-p", "/wh/through", "/wh/back")
+            c.attach(hdfs.uri("wh/through"), "/whthrough")
+            c.attach(hdfs.uri("wh/back"), "/whback", mode="back")
             modes = {"pool_mb_per_sec": plain}
             for name, at in (("pool_only", "/po"), ("through_directory", "/through"), ("through_s3", "/lake"),
-                             ("back_directory", "/back"), ("back_s3", "/lakeback")):
+                             ("through_hdfs", "/whthrough"), ("back_directory", "/back"), ("back_s3", "/lakeback"),
+                             ("back_hdfs", "/whback")):
                 t0 = time.perf_counter()
                 mb = writes(c, at, src, names, total)
                 modes[f"{name}_mb_per_sec"] = mb
@@ -179,6 +234,7 @@ def main():
             result["writes"] = modes
         finally:
             s3.close()
+            hdfs.close()
 
         small = os.path.join(tmp, "small")
         for d in range(a.small // 100 + 1):

@@ -16,7 +16,9 @@ use futures::StreamExt;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
-use tierpool_meta::{normalize, Attachment, InodeInfo, InodeKind, MetaOp, MetaReply, Origin, WriteMode};
+use tierpool_meta::{
+    choose_to_free, normalize, Attachment, InodeInfo, InodeKind, MetaOp, MetaReply, Origin, RoomCandidate, WriteMode,
+};
 use tierpool_proto::{AttachedDir, CoordRequest, CoordResponse, WorkerRequest};
 use tierpool_types::{ChunkRef, Error, ErrorKind, InodeId, Result, DEFAULT_CHUNK_SIZE};
 use tierpool_under::{UnderEntry, UnderStore};
@@ -381,31 +383,34 @@ impl Client {
     }
 
     /// Lets go of the pool's copies of clean files of every attachment
-    /// until about `bytes` of chunk data went (a pool filling up): lower
-    /// priority first, then the files attached or loaded longest ago
-    /// (oldest inode first); pinned files and files with changes not
-    /// below stay. Their bytes are read from the store again when needed.
+    /// until about `bytes` of chunk data went (a pool filling up), in the
+    /// order `tierpool_meta::choose_to_free` gives: lower priority first,
+    /// then the files changed longest ago; pinned files and files with
+    /// changes not below stay. Their bytes are read from the store again
+    /// when needed.
     pub async fn free_for_room(&self, bytes: u64) -> Result<UnderReport> {
+        let mut paths = std::collections::HashMap::new();
         let mut candidates = Vec::new();
         for a in self.attachments().await? {
             for (fp, info) in self.files_under(&a.path).await? {
-                let clean = info.origin.as_ref().is_some_and(|o| !o.dirty);
-                let held: u64 = info.chunks.iter().filter(|r| r.is_stored()).map(|r| r.len).sum();
-                if clean && held > 0 && !info.attrs.pinned {
-                    candidates.push((info.attrs.priority, info.id, fp, held));
-                }
+                candidates.push(RoomCandidate {
+                    inode: info.id.0,
+                    priority: info.attrs.priority.into(),
+                    pinned: info.attrs.pinned,
+                    dirty: info.origin.as_ref().is_none_or(|o| o.dirty),
+                    held: info.chunks.iter().filter(|r| r.is_stored()).map(|r| r.len).sum(),
+                    mtime: info.mtime,
+                });
+                paths.insert(info.id.0, fp);
             }
         }
-        candidates.sort();
         let mut out = UnderReport::default();
-        for (_, id, fp, held) in candidates {
-            if out.bytes >= bytes {
-                break;
-            }
-            match self.meta(MetaOp::Unload { inode: id }).await {
+        for c in choose_to_free(&candidates, bytes) {
+            let fp = paths.remove(&c.inode).unwrap_or_default();
+            match self.meta(MetaOp::Unload { inode: InodeId(c.inode) }).await {
                 Ok(_) => {
                     out.files += 1;
-                    out.bytes += held;
+                    out.bytes += c.held;
                 }
                 // Changed or gone meanwhile.
                 Err(e) if matches!(e.kind, ErrorKind::Stale | ErrorKind::NotFound) => out.skipped.push(fp),

@@ -14,11 +14,13 @@
 pub mod engine;
 mod ops;
 mod path;
+mod room;
 mod state;
 mod under;
 
 pub use ops::{DirEntry, DirName, InodeInfo, InodeKind, MetaOp, MetaReply, NewNode, WorkerRecord};
 pub use path::{check_name, normalize};
+pub use room::{choose_to_free, RoomCandidate};
 pub use state::inode::{Body, Inode, Owner};
 pub use state::{Garbage, MetaState, ReplicaHealth, StateParts, StateView, MAX_REPLICAS};
 pub use under::{Attachment, Origin, WriteMode};
