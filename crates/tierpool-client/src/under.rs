@@ -457,11 +457,19 @@ impl Client {
                 chunks: info.chunks.clone(),
                 size: info.size,
                 mtime: e.mtime_ns,
-                etag: e.etag,
+                etag: e.etag.clone(),
+                key: Some(origin.key.clone()),
             };
             match self.meta(op).await {
                 Ok(_) => return Ok(true),
-                Err(err) if err.kind == ErrorKind::Stale => info = self.stat_inode(info.id, true).await?,
+                Err(err) if err.kind == ErrorKind::Stale => {
+                    info = self.stat_inode(info.id, true).await?;
+                    if info.origin.as_ref().is_some_and(|o| o.key != origin.key) {
+                        // Renamed while it was written: what was written sits at
+                        // the old key, which no file of the pool names now.
+                        remove_stray(&store, &origin.key, &e.etag).await;
+                    }
+                }
                 Err(err) => return Err(err.context(path)),
             }
         }
@@ -671,4 +679,19 @@ pub(crate) fn through_key_in(all: &[AttachedDir], path: &str) -> Result<Option<(
         return Ok(None);
     }
     Ok(Some((open_store(&a.attachment)?, rel)))
+}
+
+/// Removes the object at `key` if it is still the one written there (tag
+/// `etag`): a file renamed while its bytes were being written below left it
+/// behind. Anything else there now (written since) stays.
+async fn remove_stray(store: &UnderStore, key: &str, etag: &str) {
+    match store.stat(key).await {
+        Ok(Some(found)) if !found.is_dir && found.etag == etag => {
+            if let Err(e) = store.delete(key, false).await {
+                tracing::warn!("{e}; an object left by a rename during its write stays");
+            }
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!("{e}; an object left by a rename during its write may stay"),
+    }
 }

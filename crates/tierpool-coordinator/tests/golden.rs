@@ -121,6 +121,12 @@ fn a_coordinator_recovers_from_golden_files() {
         let (state, lsn, _writer) = log::open(&meta).unwrap();
         assert_eq!((lsn, dump::dump(&state)), (72, expected("state-log-v7.txt")), "{file}");
     }
+    let dir = tempfile::tempdir().unwrap();
+    let meta = dir.path().join("meta");
+    std::fs::create_dir_all(&meta).unwrap();
+    std::fs::copy(golden("log-v8"), meta.join(format!("log-{:020}", 1))).unwrap();
+    let (state, lsn, _writer) = log::open(&meta).unwrap();
+    assert_eq!((lsn, dump::dump(&state)), (76, expected("state-log-v8.txt")));
 }
 
 #[test]
@@ -329,12 +335,30 @@ fn log_v7_replays_to_its_state_and_encodes_to_the_same_bytes() {
     assert_eq!(dump::dump(&state), expected("state-log-v7.txt"));
     let mut again = Vec::new();
     for r in &recs {
-        encode_record(r, &mut again);
+        encode_record_in(7, r, &mut again).unwrap();
     }
     assert!(again == seg, "log records of version 7 no longer encode as they did");
     for v in 2..=7 {
         assert!(encode_snapshot_in(v, 72, &state).is_err(), "snapshot version {v}");
     }
+}
+
+#[test]
+fn log_v8_replays_to_its_state_and_encodes_to_the_same_bytes() {
+    let seg = read("log-v8");
+    let recs = records(&seg);
+    assert_eq!(recs.len(), 76);
+    assert_eq!(recs[..72], records(&read("log-v7"))[..], "the records of log-v7 come first");
+    let state = replay(&recs);
+    state.check_invariants().unwrap();
+    assert_eq!(dump::dump(&state), expected("state-log-v8.txt"));
+    let mut again = Vec::new();
+    for r in &recs {
+        encode_record(r, &mut again);
+    }
+    assert!(again == seg, "log records of version 8 no longer encode as they did");
+    let keyed = recs.iter().filter(|r| matches!(r.op, MetaOp::Persisted { key: Some(_), .. })).count();
+    assert_eq!(keyed, 1);
 }
 
 #[test]
@@ -536,7 +560,31 @@ fn log_v7_records() -> Vec<LogRecord> {
     let n = state.stat("/lake/new").unwrap().id;
     let w = ChunkRef { version: v + 1, len: 7, checksum: 22, home: None };
     push(&mut recs, &mut state, MetaOp::UpdateFile { inode: n, size: 7, truncate: None, chunks: vec![(0, w)] });
-    let persisted = MetaOp::Persisted { inode: n, chunks: vec![w], size: 7, mtime: 33, etag: "e3".into() };
+    let persisted = MetaOp::Persisted { inode: n, chunks: vec![w], size: 7, mtime: 33, etag: "e3".into(), key: None };
+    push(&mut recs, &mut state, persisted);
+    recs
+}
+
+/// The records of `log-v8`: those of `log-v7`, then the file made in the
+/// pool changed, renamed, and persisted naming its new key.
+fn log_v8_records() -> Vec<LogRecord> {
+    use tierpool_types::ChunkRef;
+    let mut recs = log_v7_records();
+    let mut state = replay(&recs);
+    let n = state.stat("/lake/new").unwrap().id;
+    push(&mut recs, &mut state, MetaOp::AllocInodes { count: 1 });
+    let v = state.next_inode().0 - 1;
+    let w = ChunkRef { version: v, len: 9, checksum: 23, home: None };
+    push(&mut recs, &mut state, MetaOp::UpdateFile { inode: n, size: 9, truncate: None, chunks: vec![(0, w)] });
+    push(&mut recs, &mut state, MetaOp::Rename { from: "/lake/new".into(), to: "/lake/renamed".into() });
+    let persisted = MetaOp::Persisted {
+        inode: n,
+        chunks: vec![w],
+        size: 9,
+        mtime: 44,
+        etag: "e4".into(),
+        key: Some("renamed".into()),
+    };
     push(&mut recs, &mut state, persisted);
     recs
 }
@@ -546,16 +594,15 @@ fn log_v7_records() -> Vec<LogRecord> {
 #[test]
 #[ignore = "writes the golden files of a new version: TIERPOOL_WRITE_GOLDEN=1 cargo test --test golden -- --ignored"]
 fn write_missing_golden_files_of_the_current_versions() {
-    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v7").exists() {
+    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v8").exists() {
         return;
     }
-    let recs = log_v7_records();
+    let recs = log_v8_records();
     let (mut seg, mut state) = (Vec::new(), MetaState::new());
     for r in &recs {
         state.execute_as(&r.op, r.owner, r.time).unwrap();
         encode_record(r, &mut seg);
     }
-    std::fs::write(golden("log-v7"), seg).unwrap();
-    std::fs::write(golden("snapshot-v8"), encode_snapshot(recs.len() as u64, &state)).unwrap();
-    std::fs::write(golden("state-log-v7.txt"), dump::dump(&state)).unwrap();
+    std::fs::write(golden("log-v8"), seg).unwrap();
+    std::fs::write(golden("state-log-v8.txt"), dump::dump(&state)).unwrap();
 }

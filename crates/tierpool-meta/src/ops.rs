@@ -199,10 +199,12 @@ pub enum MetaOp {
     /// is `Stale`. Reply: [`MetaReply::Removed`].
     Disown { parent: InodeId, name: String },
     /// File `inode` was written below as the object `(size, mtime, etag)`
-    /// from exactly the chunks `chunks`: if it still has those chunks, it
-    /// is clean and mirrors that object; if it changed meanwhile, `Stale`
-    /// (persist it again). Reply: [`MetaReply::Info`].
-    Persisted { inode: InodeId, chunks: Vec<ChunkRef>, size: u64, mtime: u64, etag: String },
+    /// at `key` from exactly the chunks `chunks`: if it still has those
+    /// chunks and that key, it is clean and mirrors that object; if it
+    /// changed or was renamed meanwhile, `Stale` (persist it again). `key`
+    /// is `None` only in records logged before keys were checked.
+    /// Reply: [`MetaReply::Info`].
+    Persisted { inode: InodeId, chunks: Vec<ChunkRef>, size: u64, mtime: u64, etag: String, key: Option<String> },
     /// Chunks of file `inode` loaded from below, now stored on the workers:
     /// each replaces its chunk if that is still below (nothing else
     /// changes, times included); a version arriving for a chunk no longer

@@ -277,8 +277,8 @@ impl MetaState {
                 let object = under::Object { size: *size, mtime: *mtime, etag };
                 self.adopt_file(*parent, name, &object, *chunk_size, *mode, owner, now)
             }
-            MetaOp::Persisted { inode, chunks, size, mtime, etag } => {
-                self.persisted(*inode, chunks, &under::Object { size: *size, mtime: *mtime, etag })
+            MetaOp::Persisted { inode, chunks, size, mtime, etag, key } => {
+                self.persisted(*inode, chunks, &under::Object { size: *size, mtime: *mtime, etag }, key.as_deref())
             }
             MetaOp::AdoptDir { parent, name, mode } => self.adopt_dir(*parent, name, *mode, owner, now),
             MetaOp::Disown { parent, name } => self.disown(*parent, name, now),

@@ -21,8 +21,9 @@ pub const MAGIC: [u8; 2] = *b"TP";
 /// replicas (table fences, fsck); 7: chunk keys name their home partition
 /// (placement policies), layouts say whether policies are in use; 8:
 /// under-stores (attachments, origins of files, chunks below); 9: write-back
-/// (chunks kept on disk, the `back` write mode).
-pub const PROTOCOL_VERSION: u8 = 9;
+/// (chunks kept on disk, the `back` write mode); 10: a file persisted below
+/// names the key it was written to.
+pub const PROTOCOL_VERSION: u8 = 10;
 pub const FRAME_HEADER_LEN: usize = 12;
 /// Largest encoded message (a listing of a very large directory fits).
 pub const MAX_HEADER_LEN: u32 = 256 << 20;

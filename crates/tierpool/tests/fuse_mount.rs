@@ -139,7 +139,13 @@ fn a_full_pool_is_enospc_on_close() {
     // are then deleted and the pool has room again.
     let t = std::time::Instant::now();
     while pool.used() > 0 {
-        assert!(t.elapsed() < std::time::Duration::from_secs(10), "the failed file's chunks are not deleted");
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(10),
+            "the failed file's chunks are not deleted: {}\n{}\n{}",
+            pool.status(),
+            pool.log("coordinator.log"),
+            pool.ok(&["ls", "-l", "/"])
+        );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     // What fits is still written.

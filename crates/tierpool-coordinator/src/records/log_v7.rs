@@ -5,7 +5,7 @@
 //! of their own. A chunk below is a `ChunkRefV1` of version `u64::MAX`.
 //!
 //! Frozen once released. Versions 1 to 6 are still read. Version 7 holds
-//! every op.
+//! every op except a `Persisted` naming its key (version 8).
 
 use super::frozen::{corrupt, ChunkRefV1};
 use super::log_v6::{OpV6, RecordV6};
@@ -13,7 +13,7 @@ use super::snapshot_v2::OwnerV2;
 use super::LogRecord;
 use serde::{Deserialize, Serialize};
 use tierpool_meta::{Attachment, MetaOp, Owner, WriteMode};
-use tierpool_types::{ChunkRef, InodeId, Result};
+use tierpool_types::{ChunkRef, Error, InodeId, Result};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordV7 {
@@ -120,7 +120,10 @@ impl TryFrom<&LogRecord> for RecordV7 {
                 OpV7::AdoptDir { parent: parent.0, name: name.clone(), mode: *mode }
             }
             MetaOp::Disown { parent, name } => OpV7::Disown { parent: parent.0, name: name.clone() },
-            MetaOp::Persisted { inode, chunks, size, mtime, etag } => OpV7::Persisted {
+            MetaOp::Persisted { key: Some(_), .. } => {
+                return Err(Error::invalid("a persisted file's key has no log record version 7 form"))
+            }
+            MetaOp::Persisted { inode, chunks, size, mtime, etag, key: None } => OpV7::Persisted {
                 inode: inode.0,
                 chunks: chunks.iter().map(|r| (ChunkRefV1::from(*r), r.home)).collect(),
                 size: *size,
@@ -156,6 +159,7 @@ impl TryFrom<RecordV7> for LogRecord {
                 size,
                 mtime,
                 etag,
+                key: None,
             },
             OpV7::LoadChunks { inode, chunks } => MetaOp::LoadChunks {
                 inode: InodeId(inode),

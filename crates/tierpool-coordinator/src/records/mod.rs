@@ -28,6 +28,7 @@ pub mod log_v4;
 pub mod log_v5;
 pub mod log_v6;
 pub mod log_v7;
+pub mod log_v8;
 pub mod snapshot_v1;
 pub mod snapshot_v2;
 pub mod snapshot_v3;
@@ -45,7 +46,7 @@ use tierpool_meta::{MetaOp, MetaState, Owner};
 use tierpool_types::{Error, ErrorKind, Result};
 
 /// The version new log records are written in.
-pub const LOG_RECORD_VERSION: u8 = 7;
+pub const LOG_RECORD_VERSION: u8 = 8;
 /// The version new snapshots are written in.
 pub const SNAPSHOT_VERSION: u8 = 8;
 const SNAPSHOT_MAGIC: &[u8; 6] = b"TPSNAP";
@@ -72,13 +73,16 @@ fn decode<T: DeserializeOwned>(b: &[u8], what: &str) -> Result<T> {
 
 /// Appends the framed record to `out`, in the newest version.
 pub fn encode_record(rec: &LogRecord, out: &mut Vec<u8>) {
-    let record = log_v7::RecordV7::try_from(rec).expect("version 7 holds every op");
+    let record = log_v8::RecordV8::try_from(rec).expect("version 8 holds every op");
     frame_record(LOG_RECORD_VERSION, &encode(&record), out);
 }
 
 /// Appends the framed record to `out` in an older `version` (to check that
 /// golden files of released versions still encode as they did).
 pub fn encode_record_in(version: u8, rec: &LogRecord, out: &mut Vec<u8>) -> Result<()> {
+    if version < 8 && log_v8::keyed(&rec.op) {
+        return Err(Error::invalid(format!("a persisted file's key has no log record version {version} form")));
+    }
     if version < 7 && log_v7::under(&rec.op) {
         return Err(Error::invalid(format!("an op of an under-store has no log record version {version} form")));
     }
@@ -92,7 +96,8 @@ pub fn encode_record_in(version: u8, rec: &LogRecord, out: &mut Vec<u8>) -> Resu
         4 => frame_record(4, &encode(&log_v4::RecordV4::try_from(rec)?), out),
         5 => frame_record(5, &encode(&log_v5::RecordV5::try_from(rec)?), out),
         6 => frame_record(6, &encode(&log_v6::RecordV6::try_from(rec)?), out),
-        7 => encode_record(rec, out),
+        7 => frame_record(7, &encode(&log_v7::RecordV7::try_from(rec)?), out),
+        8 => encode_record(rec, out),
         v => return Err(Error::invalid(format!("no log record version {v}"))),
     }
     Ok(())
@@ -144,6 +149,7 @@ pub fn decode_record(buf: &[u8]) -> Decoded {
         5 => decode::<log_v5::RecordV5>(&body[1..], "log record").and_then(LogRecord::try_from),
         6 => decode::<log_v6::RecordV6>(&body[1..], "log record").and_then(LogRecord::try_from),
         7 => decode::<log_v7::RecordV7>(&body[1..], "log record").and_then(LogRecord::try_from),
+        8 => decode::<log_v8::RecordV8>(&body[1..], "log record").and_then(LogRecord::try_from),
         v => Err(Error::new(
             ErrorKind::Corrupt,
             format!("log record version {v} is not known to this build (it reads up to {LOG_RECORD_VERSION})"),

@@ -80,7 +80,7 @@ fn ops_of_replication_round_trip_in_log_v5_and_have_no_older_form() {
         let r = LogRecord { lsn: i as u64 + 1, time: 9, owner: Owner { uid: 1, gid: 2 }, op };
         let mut buf = Vec::new();
         encode_record(&r, &mut buf);
-        assert_eq!(buf[8], 7, "written in version 7");
+        assert_eq!(buf[8], 8, "written in version 8");
         assert_eq!(decode_record(&buf), Decoded::Record(r.clone(), buf.len()));
         let mut v5 = Vec::new();
         encode_record_in(5, &r, &mut v5).unwrap();
@@ -272,7 +272,7 @@ fn ops_of_placement_round_trip_in_log_v6_and_have_no_older_form() {
         let r = LogRecord { lsn: i as u64 + 1, time: 9, owner: Owner { uid: 1, gid: 2 }, op };
         let mut buf = Vec::new();
         encode_record(&r, &mut buf);
-        assert_eq!(buf[8], 7);
+        assert_eq!(buf[8], 8);
         assert_eq!(decode_record(&buf), Decoded::Record(r.clone(), buf.len()));
         let mut v6 = Vec::new();
         encode_record_in(6, &r, &mut v6).unwrap();
@@ -481,6 +481,22 @@ fn released() -> Vec<(&'static str, Registry)> {
             ),
         ),
         ("snapshot-v8", trace_with(t::<snapshot_v8::SnapshotV8>, &[&t::<KindV1>, &t::<snapshot_v2::BodyV2>])),
+        (
+            "log-v8",
+            trace_with(
+                t::<log_v8::RecordV8>,
+                &[
+                    &t::<KindV1>,
+                    &t::<log_v1::NewNodeV1>,
+                    &t::<log_v3::OpV3>,
+                    &t::<log_v4::OpV4>,
+                    &t::<log_v5::OpV5>,
+                    &t::<log_v6::OpV6>,
+                    &t::<log_v7::OpV7>,
+                    &t::<log_v8::OpV8>,
+                ],
+            ),
+        ),
     ]
 }
 
@@ -578,6 +594,7 @@ fn ops_of_under_stores_round_trip_in_log_v7_and_have_no_older_form() {
             size: 9000,
             mtime: 5,
             etag: "e".into(),
+            key: None,
         },
         MetaOp::LoadChunks { inode: InodeId(9), chunks: vec![(1, stored)] },
         MetaOp::Unload { inode: InodeId(9) },
@@ -587,12 +604,38 @@ fn ops_of_under_stores_round_trip_in_log_v7_and_have_no_older_form() {
     for (i, op) in ops.into_iter().enumerate() {
         let r = LogRecord { lsn: i as u64 + 1, time: 9, owner: Owner { uid: 1, gid: 2 }, op };
         let mut buf = Vec::new();
-        encode_record(&r, &mut buf);
+        encode_record_in(7, &r, &mut buf).unwrap();
         assert_eq!(buf[8], 7);
         assert_eq!(decode_record(&buf), Decoded::Record(r.clone(), buf.len()));
+        let mut newest = Vec::new();
+        encode_record(&r, &mut newest);
+        assert_eq!((newest[8], decode_record(&newest)), (8, Decoded::Record(r.clone(), newest.len())));
         for v in 1..=6 {
             assert!(encode_record_in(v, &r, &mut Vec::new()).is_err(), "{:?} in version {v}", r.op);
         }
+    }
+}
+
+#[test]
+fn a_persisted_file_naming_its_key_round_trips_in_log_v8_only() {
+    use tierpool_types::{ChunkRef, InodeId};
+    let stored = ChunkRef { version: 12, len: 100, checksum: 7, home: Some(3) };
+    let op = MetaOp::Persisted {
+        inode: InodeId(9),
+        chunks: vec![stored, ChunkRef::BELOW],
+        size: 4196,
+        mtime: 5,
+        etag: "e".into(),
+        key: Some("day1/part-0.bin".into()),
+    };
+    let r = LogRecord { lsn: 3, time: 9, owner: Owner { uid: 1, gid: 2 }, op };
+    let mut buf = Vec::new();
+    encode_record(&r, &mut buf);
+    assert_eq!(buf[8], 8);
+    assert_eq!(decode_record(&buf), Decoded::Record(r.clone(), buf.len()));
+    for v in 1..=7 {
+        let e = encode_record_in(v, &r, &mut Vec::new()).unwrap_err();
+        assert!(e.message.contains("key has no log record version"), "{e}");
     }
 }
 

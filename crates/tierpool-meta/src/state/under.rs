@@ -7,7 +7,8 @@
 //! - a file with a chunk below has an origin, whose attachment exists;
 //! - an origin's file is clean only while its bytes are the object's:
 //!   `UpdateFile` marks it dirty, `Persisted` (naming the exact chunks
-//!   written below) and `AdoptFile` (of a clean file) make it clean;
+//!   written below and the key they were written to) and `AdoptFile` (of
+//!   a clean file) make it clean;
 //! - nothing beneath a read-only attachment is created, changed, renamed or
 //!   removed (`ReadOnly`), and no rename crosses an attachment's boundary;
 //! - within a `through` or `back` attachment a rename moves the objects
@@ -292,7 +293,13 @@ impl MetaState {
         }
     }
 
-    pub(super) fn persisted(&mut self, id: InodeId, written: &[ChunkRef], obj: &Object<'_>) -> Result<MetaReply> {
+    pub(super) fn persisted(
+        &mut self,
+        id: InodeId,
+        written: &[ChunkRef],
+        obj: &Object<'_>,
+        key: Option<&str>,
+    ) -> Result<MetaReply> {
         let n = self.live(id)?;
         let Body::File { size, chunks, .. } = &n.body else {
             return Err(Error::invalid(format!("inode {id} is not a file: only files are persisted")));
@@ -302,6 +309,9 @@ impl MetaState {
         })?;
         if *size != obj.size || chunks.as_slice() != written {
             return Err(Error::new(ErrorKind::Stale, format!("inode {id} changed while it was written below")));
+        }
+        if key.is_some_and(|k| k != origin.key) {
+            return Err(Error::new(ErrorKind::Stale, format!("inode {id} was renamed while it was written below")));
         }
         let origin =
             Origin { size: obj.size, mtime: obj.mtime, etag: obj.etag.to_string(), dirty: false, ..origin.clone() };

@@ -110,10 +110,19 @@ fn a_file_made_beneath_an_attachment_is_dirty_until_persisted() {
     assert_eq!(kind(&mut s, MetaOp::Unload { inode: f.id }), ErrorKind::Stale);
     let w =
         info(&mut s, MetaOp::UpdateFile { inode: f.id, size: 10, truncate: None, chunks: vec![(0, stored(60, 10))] });
-    let persist =
-        |chunks: Vec<ChunkRef>| MetaOp::Persisted { inode: f.id, chunks, size: 10, mtime: 5, etag: "t".into() };
-    assert_eq!(kind(&mut s, persist(vec![stored(59, 10)])), ErrorKind::Stale);
-    let p = info(&mut s, persist(w.chunks.clone()));
+    let persist = |chunks: Vec<ChunkRef>, key: &str| MetaOp::Persisted {
+        inode: f.id,
+        chunks,
+        size: 10,
+        mtime: 5,
+        etag: "t".into(),
+        key: Some(key.into()),
+    };
+    assert_eq!(kind(&mut s, persist(vec![stored(59, 10)], "new")), ErrorKind::Stale);
+    // Renamed while it was written below: the object written is at the old key.
+    s.execute(&MetaOp::Rename { from: "/in/new".into(), to: "/in/moved".into() }, 9).unwrap();
+    assert_eq!(kind(&mut s, persist(w.chunks.clone(), "new")), ErrorKind::Stale);
+    let p = info(&mut s, persist(w.chunks.clone(), "moved"));
     let o = p.origin.unwrap();
     assert_eq!((o.size, o.mtime, o.etag.as_str(), o.dirty), (10, 5, "t", false));
     let u = info(&mut s, MetaOp::Unload { inode: f.id });
@@ -275,7 +284,7 @@ proptest! {
                     let seen = if matches!(st, Step::Persist) { m.chunks.clone() } else { previous.clone() };
                     let ok = seen == m.chunks;
                     if ok { m.dirty = false; m.etag = version; }
-                    let op = MetaOp::Persisted { inode: f.id, chunks: seen, size: CHUNKS * CHUNK, mtime: 77, etag: version.to_string() };
+                    let op = MetaOp::Persisted { inode: f.id, chunks: seen, size: CHUNKS * CHUNK, mtime: 77, etag: version.to_string(), key: None };
                     (op, ok)
                 }
                 Step::Unload => {

@@ -205,8 +205,8 @@ fn meta_op(sample: &MetaOp) -> BoxedStrategy<MetaOp> {
             (inode(), text(), num32()).prop_map(|(parent, name, mode)| M::AdoptDir { parent, name, mode }).boxed()
         }
         M::Disown { .. } => (inode(), text()).prop_map(|(parent, name)| M::Disown { parent, name }).boxed(),
-        M::Persisted { .. } => (inode(), many(chunk_ref()), num(), num(), text())
-            .prop_map(|(inode, chunks, size, mtime, etag)| M::Persisted { inode, chunks, size, mtime, etag })
+        M::Persisted { .. } => (inode(), many(chunk_ref()), num(), num(), text(), proptest::option::of(text()))
+            .prop_map(|(inode, chunks, size, mtime, etag, key)| M::Persisted { inode, chunks, size, mtime, etag, key })
             .boxed(),
         M::LoadChunks { .. } => (inode(), many((num(), chunk_ref()).boxed()))
             .prop_map(|(inode, chunks)| M::LoadChunks { inode, chunks })
