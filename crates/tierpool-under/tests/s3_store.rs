@@ -18,19 +18,7 @@ fn s3_store() -> (S3Server, UnderStore) {
     (server, store)
 }
 
-conformance!(s3_store:
-    check_accepts_a_usable_store,
-    walk_lists_a_nested_tree,
-    stat_reports_files_directories_and_absence,
-    ranged_reads_are_byte_exact,
-    read_with_a_stale_tag_fails,
-    write_of_several_pieces_reads_back,
-    large_write_in_many_pieces_is_byte_exact,
-    delete_removes_files_and_trees,
-    mkdir_creates_directories_and_tolerates_existing_ones,
-    rename_moves_a_file,
-    rename_moves_a_tree,
-);
+conformance!(s3_store);
 
 #[tokio::test]
 async fn a_store_sees_only_its_prefix() {

@@ -14,23 +14,11 @@ mod common;
 #[path = "../../tierpool-under/tests/common/s3_server.rs"]
 mod s3_server;
 
-use common::{data, Mount, Pool};
+use common::{data, json, Mount, Pool};
 use s3_server::S3Server;
-use serde_json::Value;
 use std::path::Path;
 
 const MIB: usize = 1 << 20;
-
-fn json(out: &str) -> Value {
-    serde_json::from_str(out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
-}
-
-/// `(chunks in the pool, chunks below, dirty)` of a file, as `stat --json` says.
-fn held(pool: &Pool, path: &str) -> (u64, u64, bool) {
-    let v = json(&pool.ok(&["stat", "--json", path]));
-    let u = &v["under"];
-    (u["chunks_in_pool"].as_u64().unwrap(), u["chunks_below"].as_u64().unwrap(), u["dirty"].as_bool().unwrap())
-}
 
 /// Asserts `got == want` without printing megabytes: length and first difference.
 fn same(got: &[u8], want: &[u8], what: &str) {
@@ -60,23 +48,23 @@ fn a_directory_attached_reads_lazily_writes_through_and_notices_changes_below() 
     assert_eq!((done["files"].as_u64(), done["dirs"].as_u64()), (Some(3), Some(3)));
     assert_eq!(done["bytes"].as_u64(), Some(big.len() as u64 + 11));
     assert_eq!(pool.ok(&["ls", "/in"]), "big.bin\nempty/\nsub/\n");
-    assert_eq!(held(&pool, "/in/big.bin"), (0, 3, false), "attaching copies no data");
+    assert_eq!(pool.under_chunks("/in/big.bin"), (0, 3, false), "attaching copies no data");
     let list = json(&pool.ok(&["attachments", "--json"]));
     assert_eq!((list[0]["path"].as_str(), list[0]["mode"].as_str()), (Some("/in"), Some("through")));
 
     // Lazy reads, byte-exact; what was read stays in the pool.
     assert_eq!(pool.get("/in/sub/deeper/b.txt"), b"deep\n");
     assert_eq!(pool.get("/in/big.bin"), big);
-    assert_eq!(held(&pool, "/in/big.bin"), (3, 0, false));
+    assert_eq!(pool.under_chunks("/in/big.bin"), (3, 0, false));
 
     // free lets go of clean copies; reading loads them again.
     let freed = json(&pool.ok(&["free", "-r", "/in", "--json"]));
     assert_eq!(freed["files"].as_u64(), Some(2));
-    assert_eq!(held(&pool, "/in/big.bin"), (0, 3, false));
+    assert_eq!(pool.under_chunks("/in/big.bin"), (0, 3, false));
     assert!(pool.err(&["free", "/in"]).contains("is a directory"));
     let loaded = json(&pool.ok(&["load", "-r", "/in", "--json"]));
     assert_eq!(loaded["files"].as_u64(), Some(3));
-    assert_eq!(held(&pool, "/in/big.bin"), (3, 0, false));
+    assert_eq!(pool.under_chunks("/in/big.bin"), (3, 0, false));
     let st = pool.status();
     let a = &st["attachments"][0];
     assert_eq!((a["path"].as_str(), a["files"].as_u64(), a["bytes_below"].as_u64()), (Some("/in"), Some(3), Some(0)));
@@ -90,7 +78,7 @@ fn a_directory_attached_reads_lazily_writes_through_and_notices_changes_below() 
     // Through: a new file, a directory, a rename and a removal reach the store.
     pool.put("/in/new.txt", b"written in the pool");
     assert_eq!(std::fs::read(src.path().join("new.txt")).unwrap(), b"written in the pool");
-    assert_eq!(held(&pool, "/in/new.txt"), (1, 0, false));
+    assert_eq!(pool.under_chunks("/in/new.txt"), (1, 0, false));
     pool.ok(&["mkdir", "/in/made"]);
     assert!(src.path().join("made").is_dir());
     pool.ok(&["mv", "/in/new.txt", "/in/made/moved.txt"]);
@@ -145,7 +133,7 @@ fn the_mount_reads_an_attached_tree_lazily_and_writes_files_through() {
     assert_eq!(names, ["big.bin", "empty", "sub"]);
     assert_eq!(std::fs::metadata(m.p("in/big.bin")).unwrap().len(), big.len() as u64);
     assert_eq!(std::fs::read(m.p("in/big.bin")).unwrap(), big);
-    assert_eq!(held(&pool, "/in/big.bin"), (3, 0, false));
+    assert_eq!(pool.under_chunks("/in/big.bin"), (3, 0, false));
     std::fs::write(m.p("in/sub/via-mount.txt"), b"through the mount").unwrap();
     assert_eq!(std::fs::read(src.path().join("sub/via-mount.txt")).unwrap(), b"through the mount");
     // A partial overwrite of a file whose chunks are below: the rest comes from the store.
@@ -188,7 +176,7 @@ fn the_mount_reads_an_attached_tree_lazily_and_writes_files_through() {
         assert_eq!(std::fs::read(back.path().join("f.txt")).unwrap(), b"first", "fsync waits for the store");
         f.write_all(b" and more").unwrap();
     }
-    assert!(held(&pool, "/back/f.txt").2, "closed, not yet below");
+    assert!(pool.under_chunks("/back/f.txt").2, "closed, not yet below");
     assert_eq!(std::fs::read(back.path().join("f.txt")).unwrap(), b"first");
     pool.ok(&["sync", "/back"]);
     assert_eq!(std::fs::read(back.path().join("f.txt")).unwrap(), b"first and more");
@@ -222,7 +210,7 @@ fn pool_only_and_read_only_attachments_never_write_below() {
     pool.ok(&["rm", "/po/sub/a.txt"]);
     assert!(!src.path().join("only-here.txt").exists());
     assert!(src.path().join("sub/a.txt").exists());
-    assert_eq!(held(&pool, "/po/only-here.txt"), (1, 0, true));
+    assert_eq!(pool.under_chunks("/po/only-here.txt"), (1, 0, true));
     // free keeps what only the pool has; detach refuses to drop it without --force.
     let freed = json(&pool.ok(&["free", "-r", "/po", "--json"]));
     assert_eq!(freed["skipped"][0].as_str(), Some("/po/only-here.txt"));
@@ -231,7 +219,7 @@ fn pool_only_and_read_only_attachments_never_write_below() {
     // sync writes it below on request.
     pool.ok(&["sync", "/po"]);
     assert_eq!(std::fs::read(src.path().join("only-here.txt")).unwrap(), b"pool only");
-    assert_eq!(held(&pool, "/po/only-here.txt"), (1, 0, false));
+    assert_eq!(pool.under_chunks("/po/only-here.txt"), (1, 0, false));
     // A file that cannot be written below (a directory has its name there)
     // does not hold back the others; sync fails naming it.
     pool.put("/po/blocked.txt", b"b");
@@ -240,7 +228,7 @@ fn pool_only_and_read_only_attachments_never_write_below() {
     let e = pool.err(&["sync", "/po"]);
     assert!(e.contains("/po/blocked.txt"), "{e}");
     assert_eq!(std::fs::read(src.path().join("fine.txt")).unwrap(), b"f");
-    assert_eq!((held(&pool, "/po/blocked.txt").2, held(&pool, "/po/fine.txt").2), (true, false));
+    assert_eq!((pool.under_chunks("/po/blocked.txt").2, pool.under_chunks("/po/fine.txt").2), (true, false));
     pool.ok(&["detach", "/po", "--force"]);
 }
 
@@ -285,7 +273,7 @@ fn an_s3_bucket_attached_reads_lazily_and_writes_through() {
     assert_eq!(done["files"].as_u64(), Some(2));
     let list = json(&pool.ok(&["attachments", "--json"]));
     assert_eq!(list[0]["options"]["secret_access_key"].as_str(), Some("***"));
-    assert_eq!(held(&pool, "/lake/day1/part-0.bin"), (0, 2, false));
+    assert_eq!(pool.under_chunks("/lake/day1/part-0.bin"), (0, 2, false));
     assert_eq!(pool.get("/lake/day1/part-0.bin"), big);
     assert_eq!(pool.get("/lake/readme.txt"), b"the lake\n");
 
@@ -297,7 +285,7 @@ fn an_s3_bucket_attached_reads_lazily_and_writes_through() {
 
     // Freed, then read again from the bucket.
     pool.ok(&["free", "-r", "/lake"]);
-    assert_eq!(held(&pool, "/lake/day1/part-0.bin"), (0, 2, false));
+    assert_eq!(pool.under_chunks("/lake/day1/part-0.bin"), (0, 2, false));
     assert_eq!(pool.get("/lake/day1/part-0.bin"), big);
     pool.ok(&["load", "-r", "/lake/day2"]);
     pool.ok(&["free", "-r", "/lake/day1"]);
@@ -322,10 +310,10 @@ fn attachments_and_loaded_files_survive_a_coordinator_kill() {
     pool.kill_coordinator();
     pool.start_coordinator();
     pool.wait_alive(2);
-    assert_eq!(held(&pool, "/in/big.bin"), (3, 0, false));
+    assert_eq!(pool.under_chunks("/in/big.bin"), (3, 0, false));
     assert_eq!(pool.get("/in/big.bin"), big);
     assert_eq!(pool.get("/in/sub/a.txt"), b"hello\n");
-    assert_eq!(held(&pool, "/in/new.txt"), (1, 0, false));
+    assert_eq!(pool.under_chunks("/in/new.txt"), (1, 0, false));
     assert_eq!(pool.ok(&["attachments"]).split('\t').next(), Some("/in"));
 
     // Every worker killed: what only their memory held is gone from the
@@ -342,7 +330,7 @@ fn attachments_and_loaded_files_survive_a_coordinator_kill() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("reading it from its under-store"));
     pool.ok(&["free", "/in/big.bin"]);
     pool.ok(&["load", "/in/big.bin"]);
-    assert_eq!(held(&pool, "/in/big.bin"), (3, 0, false));
+    assert_eq!(pool.under_chunks("/in/big.bin"), (3, 0, false));
     let out = pool.cli(&["cat", "/in/big.bin"]);
     same(&out.stdout, &big, "loaded again");
     assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -381,7 +369,7 @@ fn writes_back_in_the_background_and_after_every_process_is_killed() {
     assert!(src.path().join("made").is_dir() && !src.path().join("sub/deeper/b.txt").exists());
     assert!(!src.path().join("sub/new.bin").exists() && !src.path().join("made/kept.txt").exists());
     assert_eq!(std::fs::read(src.path().join("sub/a.txt")).unwrap(), b"hello\n");
-    assert_eq!(held(&pool, "/wb/sub/new.bin"), (2, 0, true));
+    assert_eq!(pool.under_chunks("/wb/sub/new.bin"), (2, 0, true));
     let st = pool.fresh_status();
     let a = &st["attachments"][0];
     assert_eq!((a["mode"].as_str(), a["dirty_files"].as_u64()), (Some("back"), Some(3)));
@@ -407,7 +395,7 @@ fn writes_back_in_the_background_and_after_every_process_is_killed() {
         assert!(t.elapsed() < std::time::Duration::from_secs(30), "still dirty: {}", pool.fresh_status());
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    assert_eq!(held(&pool, "/wb/sub/new.bin"), (2, 0, false));
+    assert_eq!(pool.under_chunks("/wb/sub/new.bin"), (2, 0, false));
     assert!(pool.log("coordinator.log").contains("write-back: "), "{}", pool.log("coordinator.log"));
 
     // Later versions of one file land in order: the last one is what stays below.
@@ -502,5 +490,5 @@ fn an_attached_store_larger_than_the_pool_is_read_whole_and_clean_files_make_roo
         same(&pool.get(&format!("/big/f{i:02}")), f, "after pinning");
     }
     std::thread::sleep(std::time::Duration::from_millis(500));
-    assert_eq!(held(&pool, "/big/f00").0, 1, "pinned: kept");
+    assert_eq!(pool.under_chunks("/big/f00").0, 1, "pinned: kept");
 }

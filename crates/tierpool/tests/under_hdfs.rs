@@ -13,23 +13,11 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{data, Pool};
+use common::{data, json, Pool};
 use hdfs_server::HdfsServer;
-use serde_json::Value;
 use tierpool_under::UnderStore;
 
 const MIB: usize = 1 << 20;
-
-fn json(out: &str) -> Value {
-    serde_json::from_str(out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
-}
-
-/// `(chunks in the pool, chunks below, dirty)` of a file, as `stat --json` says.
-fn held(pool: &Pool, path: &str) -> (u64, u64, bool) {
-    let v = json(&pool.ok(&["stat", "--json", path]));
-    let u = &v["under"];
-    (u["chunks_in_pool"].as_u64().unwrap(), u["chunks_below"].as_u64().unwrap(), u["dirty"].as_bool().unwrap())
-}
 
 /// The test's own view of HDFS, beside the pool's.
 struct Hdfs {
@@ -81,13 +69,13 @@ fn an_hdfs_directory_attached_reads_lazily_and_writes_through_and_back() {
     assert_eq!((done["files"].as_u64(), done["dirs"].as_u64()), (Some(2), Some(1)));
     let list = json(&pool.ok(&["attachments", "--json"]));
     assert_eq!(list[0]["uri"].as_str(), Some(server.uri("lake").as_str()));
-    assert_eq!(held(&pool, "/lake/day1/part-0.bin"), (0, 3, false), "listing copies nothing");
+    assert_eq!(pool.under_chunks("/lake/day1/part-0.bin"), (0, 3, false), "listing copies nothing");
     assert_eq!(pool.get("/lake/day1/part-0.bin"), big);
-    assert_eq!(held(&pool, "/lake/day1/part-0.bin"), (3, 0, false));
+    assert_eq!(pool.under_chunks("/lake/day1/part-0.bin"), (3, 0, false));
     pool.ok(&["free", "-r", "/lake"]);
-    assert_eq!(held(&pool, "/lake/day1/part-0.bin"), (0, 3, false));
+    assert_eq!(pool.under_chunks("/lake/day1/part-0.bin"), (0, 3, false));
     pool.ok(&["load", "-r", "/lake/day1"]);
-    assert_eq!(held(&pool, "/lake/day1/part-0.bin"), (3, 0, false));
+    assert_eq!(pool.under_chunks("/lake/day1/part-0.bin"), (3, 0, false));
 
     // Through: files, directories, a rename of a tree, a removal reach HDFS before they return.
     let new = data(6, 3 * MIB + 1);

@@ -8,23 +8,36 @@ use tierpool_under::{UnderEntry, UnderStore};
 
 /// One test per suite function, for `$make: fn() -> (guard, UnderStore)`
 /// (the guard keeps the store's directory or server alive), or for
-/// `async $make: async fn() -> (guard, UnderStore)`.
+/// `async $make: async fn() -> (guard, UnderStore)`. The list of functions
+/// is here once: every store passes all of them.
 #[macro_export]
 macro_rules! conformance {
-    (async $make:path: $($name:ident),* $(,)?) => {
-        $(
-            #[tokio::test]
-            async fn $name() {
-                let (_guard, store) = $make().await;
-                common::suite::$name(&store).await;
-            }
-        )*
+    (async $make:path) => {
+        conformance!(@call $make().await);
     };
-    ($make:path: $($name:ident),* $(,)?) => {
+    ($make:path) => {
+        conformance!(@call $make());
+    };
+    (@call $call:expr) => {
+        conformance!(@each $call;
+            check_accepts_a_usable_store,
+            walk_lists_a_nested_tree,
+            stat_reports_files_directories_and_absence,
+            ranged_reads_are_byte_exact,
+            read_with_a_stale_tag_fails,
+            write_of_several_pieces_reads_back,
+            large_write_in_many_pieces_is_byte_exact,
+            delete_removes_files_and_trees,
+            mkdir_creates_directories_and_tolerates_existing_ones,
+            rename_moves_a_file,
+            rename_moves_a_tree,
+        );
+    };
+    (@each $call:expr; $($name:ident),* $(,)?) => {
         $(
             #[tokio::test]
             async fn $name() {
-                let (_guard, store) = $make();
+                let (_guard, store) = $call;
                 common::suite::$name(&store).await;
             }
         )*

@@ -18,6 +18,11 @@ use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_tierpool");
 
+/// `out` parsed as JSON, or a panic showing it.
+pub fn json(out: &str) -> Value {
+    serde_json::from_str(out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+}
+
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
@@ -294,6 +299,14 @@ impl Pool {
         let e = String::from_utf8(out.stderr).unwrap();
         assert_eq!(e.trim_end().lines().count(), 1, "error is not one line: {e}");
         e.trim_end().to_string()
+    }
+
+    /// `(chunks in the pool, chunks below, dirty)` of a file of an
+    /// attached store, as `stat --json` says.
+    pub fn under_chunks(&self, path: &str) -> (u64, u64, bool) {
+        let v = json(&self.ok(&["stat", "--json", path]));
+        let u = &v["under"];
+        (u["chunks_in_pool"].as_u64().unwrap(), u["chunks_below"].as_u64().unwrap(), u["dirty"].as_bool().unwrap())
     }
 
     pub fn status(&self) -> Value {
