@@ -87,7 +87,8 @@ class Hdfs:
                     f"<value>hdfs://127.0.0.1:{self.port}</value></property></configuration>\n")
         self.cp = os.path.join(root, "conf") + ":" + os.path.join(hdfs_lib(), "*")
         self.log = open(os.path.join(root, "cluster.log"), "wb")
-        self.proc = subprocess.Popen(["java", "-Xmx1g", "-cp", os.path.join(hdfs_lib(), "*"), "org.apache.hadoop.test.MiniDFSClusterManager",
+        os.makedirs(os.path.join(root, "tmp"))
+        self.proc = subprocess.Popen(["java", "-Xmx1g", "-XX:-UsePerfData", "-Djava.io.tmpdir=" + os.path.join(root, "tmp"), "-cp", os.path.join(hdfs_lib(), "*"), "org.apache.hadoop.test.MiniDFSClusterManager",
                                       "-format", "-nnport", str(self.port), "-httpport", str(common.free_port()),
                                       "-datanodes", "1"], cwd=root, stdout=self.log, stderr=self.log)
         deadline = time.time() + 180
@@ -101,7 +102,7 @@ class Hdfs:
 
     def shell(self, *args, stdout=subprocess.DEVNULL):
         """`hdfs dfs ARGS`: Hadoop's FsShell in a JVM of its own."""
-        subprocess.run(["java", "-cp", self.cp, "org.apache.hadoop.fs.FsShell", *args], check=True, stdout=stdout,
+        subprocess.run(["java", "-XX:-UsePerfData", "-cp", self.cp, "org.apache.hadoop.fs.FsShell", *args], check=True, stdout=stdout,
                        stderr=subprocess.DEVNULL)
 
     def close(self):

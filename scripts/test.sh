@@ -5,6 +5,9 @@
 # FUSE mount, and the Python package's pytest suite. Installs what it needs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# No incremental caches: a whole-suite build does not reuse them, and they
+# would add half again to its disk use.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
 if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
     rustup component add rustfmt clippy

@@ -95,6 +95,10 @@ impl Drop for HdfsServer {
     }
 }
 
+/// The JVM's flags: a small heap, and its scratch files under the cluster's
+/// directory (`tmp`, made by the shell that starts it) rather than in /tmp.
+const JVM: [&str; 4] = ["-Xmx384m", "-XX:+UseSerialGC", "-XX:-UsePerfData", "-Djava.io.tmpdir=tmp"];
+
 /// A minicluster over `root` (formatted first if `format`) whose NameNode
 /// listens on `port`, once it is up.
 fn spawn(root: &Path, port: u16, http_port: u16, format: bool) -> Option<Child> {
@@ -102,12 +106,14 @@ fn spawn(root: &Path, port: u16, http_port: u16, format: bool) -> Option<Child> 
     let classpath = format!("{}/*", lib().display());
     // The JVM runs in the background of a shell that kills it and removes
     // its files once this process is gone; its pid goes to a file for `stop`.
-    let watch = r#"java "$@" >cluster.log 2>&1 & echo $! >jvm.pid
+    // Its scratch files (web server, perf data) stay under `root` as well.
+    let watch = r#"mkdir -p tmp; java "$@" >cluster.log 2>&1 & echo $! >jvm.pid
         while kill -0 "$OWNER" 2>/dev/null && kill -0 $! 2>/dev/null; do sleep 1; done
         kill -9 $! 2>/dev/null; wait; rm -rf "$ROOT""#;
     let mut child = Command::new("sh")
         .args(["-c", watch, "sh"])
-        .args(["-Xmx384m", "-XX:+UseSerialGC", "-cp", &classpath, "org.apache.hadoop.test.MiniDFSClusterManager"])
+        .args(JVM)
+        .args(["-cp", &classpath, "org.apache.hadoop.test.MiniDFSClusterManager"])
         .args(format.then_some("-format"))
         .args(["-nnport", &port.to_string(), "-httpport", &http_port.to_string(), "-datanodes", "1"])
         .env("OWNER", std::process::id().to_string())
