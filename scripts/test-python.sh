@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Python package's test suite: installs what it needs, builds the package
 # from this checkout (maturin, via pip) into the current Python, and runs
-# pytest on python/tests against real local pools. Works from a fresh clone.
+# pytest on python/tests against real local pools (and a real S3 server and
+# HDFS minicluster, installed once by scripts/). Works from a fresh clone.
 #
 #   PYTHON=python3.12 ./scripts/test-python.sh [pytest args...]
 set -euo pipefail
@@ -18,6 +19,12 @@ fi
 
 echo "== python test dependencies"
 "$PYTHON" -m pip install --quiet --upgrade "maturin>=1.9.4,<2" pytest pytest-timeout fsspec numpy pandas pyarrow "dask[distributed,dataframe]"
+
+echo "== S3 server and HDFS minicluster for the under-store tests"
+# Installed once into ~/.cache/tierpool; the tests start and stop them.
+TIERPOOL_S3S_FS="${TIERPOOL_S3S_FS:-$(./scripts/s3-server.sh)}"
+TIERPOOL_HDFS_LIB="${TIERPOOL_HDFS_LIB:-$(./scripts/hdfs-server.sh)}"
+export TIERPOOL_S3S_FS TIERPOOL_HDFS_LIB
 
 echo "== build and install the tierpool package"
 # A plain `pip install ./` (what users run); --force-reinstall rebuilds even
