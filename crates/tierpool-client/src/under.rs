@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 use tierpool_meta::{
     choose_to_free, normalize, Attachment, InodeInfo, InodeKind, MetaOp, MetaReply, Origin, RoomCandidate, WriteMode,
 };
-use tierpool_proto::{AttachedDir, CoordRequest, CoordResponse, WorkerRequest};
+use tierpool_proto::{AttachedDir, CoordRequest, CoordResponse, WorkerRequest, WorkerResponse};
 use tierpool_types::{ChunkRef, Error, ErrorKind, InodeId, Result, DEFAULT_CHUNK_SIZE};
 use tierpool_under::{UnderEntry, UnderStore};
 
@@ -400,10 +400,12 @@ impl Client {
                     dirty: info.origin.as_ref().is_none_or(|o| o.dirty),
                     held: info.chunks.iter().filter(|r| r.is_stored()).map(|r| r.len).sum(),
                     mtime: info.mtime,
+                    last_read: 0,
                 });
                 paths.insert(info.id.0, fp);
             }
         }
+        self.fill_last_reads(&mut candidates).await;
         let mut out = UnderReport::default();
         for c in choose_to_free(&candidates, bytes) {
             let fp = paths.remove(&c.inode).unwrap_or_default();
@@ -418,6 +420,39 @@ impl Client {
             }
         }
         Ok(out)
+    }
+
+    /// Sets each candidate's `last_read` to the latest use any worker saw
+    /// of it (clock time, ns). A worker that cannot be asked is left out:
+    /// the order then falls back on what the others and the mtimes say.
+    async fn fill_last_reads(&self, candidates: &mut [RoomCandidate]) {
+        let inodes: Vec<InodeId> = candidates.iter().filter(|c| c.may_go()).map(|c| InodeId(c.inode)).collect();
+        let Ok(layout) = self.layout().await else { return };
+        if inodes.is_empty() {
+            return;
+        }
+        let mut ages: HashMap<u64, u64> = HashMap::new();
+        for w in &layout.workers {
+            let req = WorkerRequest::LastUse { inodes: inodes.clone() };
+            match self.worker_pool(w.id, &w.addr).call(&req, &[], true).await {
+                Ok((WorkerResponse::LastUsed(got), _)) if got.len() == inodes.len() => {
+                    for (i, age) in inodes.iter().zip(got) {
+                        if let Some(ms) = age {
+                            let a = ages.entry(i.0).or_insert(ms);
+                            *a = (*a).min(ms);
+                        }
+                    }
+                }
+                Ok(_) | Err(_) => tracing::debug!("worker {} did not say when files were last used", w.addr),
+            }
+        }
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let now = now.as_nanos().min(u64::MAX as u128) as u64;
+        for c in candidates.iter_mut() {
+            if let Some(ms) = ages.get(&c.inode) {
+                c.last_read = now.saturating_sub(ms.saturating_mul(1_000_000));
+            }
+        }
     }
 
     /// Writes file `info` (at `path`) to its object below if it has

@@ -6,9 +6,9 @@
 //! Only a file whose bytes the store below holds exactly (clean), that is not
 //! pinned and that holds bytes in the pool can go: letting it go loses
 //! nothing, its chunks are read from below again when next read. Among
-//! those, lower priority goes first (RCSS's order), then the file changed
-//! longest ago (the metadata does not see reads, so this is the nearest to
-//! least recently used it knows), then the lower inode.
+//! those, lower priority goes first (RCSS's order), then the file used
+//! longest ago (the later of its last change, which the metadata knows, and
+//! its last read, which the workers report), then the lower inode.
 //!
 //! Invariants of [`choose_to_free`], for candidates `files` and `want` bytes:
 //! - every file chosen may go, and none is chosen twice;
@@ -30,6 +30,9 @@ pub struct RoomCandidate {
     pub held: u64,
     /// Last modification, nanoseconds since the epoch.
     pub mtime: u64,
+    /// Last read or write seen by a worker, nanoseconds since the epoch
+    /// (0: none seen).
+    pub last_read: u64,
 }
 
 impl RoomCandidate {
@@ -38,9 +41,14 @@ impl RoomCandidate {
         !self.dirty && !self.pinned && self.held > 0
     }
 
+    /// When it was last used, changed or read.
+    pub fn last_used(&self) -> u64 {
+        self.mtime.max(self.last_read)
+    }
+
     /// Its place in the order: smaller goes first.
     fn order(&self) -> (u8, u64, u64) {
-        (self.priority, self.mtime, self.inode)
+        (self.priority, self.last_used(), self.inode)
     }
 }
 
@@ -66,7 +74,7 @@ mod tests {
     use super::*;
 
     fn file(inode: u64, priority: u8, mtime: u64, held: u64) -> RoomCandidate {
-        RoomCandidate { inode, priority, pinned: false, dirty: false, held, mtime }
+        RoomCandidate { inode, priority, pinned: false, dirty: false, held, mtime, last_read: 0 }
     }
 
     #[test]
@@ -77,6 +85,18 @@ mod tests {
         let two: Vec<u64> = choose_to_free(&files, 150).iter().map(|f| f.inode).collect();
         assert_eq!(two, vec![3, 4], "stops once 150 bytes are chosen");
         assert!(choose_to_free(&files, 0).is_empty());
+    }
+
+    #[test]
+    fn a_file_read_lately_goes_after_one_changed_lately_but_read_long_ago() {
+        let mut read = file(1, 1, 10, 100);
+        read.last_read = 90;
+        let files = vec![read, file(2, 1, 50, 100), file(3, 1, 20, 100)];
+        let order: Vec<u64> = choose_to_free(&files, u64::MAX).iter().map(|f| f.inode).collect();
+        assert_eq!(order, vec![3, 2, 1]);
+        let mut stale = file(4, 1, 60, 100);
+        stale.last_read = 5;
+        assert_eq!(stale.last_used(), 60, "a read before the last change does not make it older");
     }
 
     #[test]

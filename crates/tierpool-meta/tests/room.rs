@@ -5,8 +5,17 @@ use proptest::prelude::*;
 use tierpool_meta::{choose_to_free, RoomCandidate};
 
 fn candidate() -> impl Strategy<Value = RoomCandidate> {
-    (0u64..40, 0u8..4, any::<bool>(), any::<bool>(), prop_oneof![Just(0u64), 1u64..1000], 0u64..8).prop_map(
-        |(inode, priority, pinned, dirty, held, mtime)| RoomCandidate { inode, priority, pinned, dirty, held, mtime },
+    let read = prop_oneof![Just(0u64), 0u64..8];
+    (0u64..40, 0u8..4, any::<bool>(), any::<bool>(), prop_oneof![Just(0u64), 1u64..1000], 0u64..8, read).prop_map(
+        |(inode, priority, pinned, dirty, held, mtime, last_read)| RoomCandidate {
+            inode,
+            priority,
+            pinned,
+            dirty,
+            held,
+            mtime,
+            last_read,
+        },
     )
 }
 
@@ -21,7 +30,8 @@ proptest! {
         // Inodes are unique in a pool: keep the first of each.
         let mut seen = std::collections::HashSet::new();
         let files: Vec<RoomCandidate> = files.into_iter().filter(|f| seen.insert(f.inode)).collect();
-        let key = |f: &RoomCandidate| (f.priority, f.mtime, f.inode);
+        // Used longest ago: the later of the last change and the last read.
+        let key = |f: &RoomCandidate| (f.priority, f.mtime.max(f.last_read), f.inode);
         // Amounts at the edges too: nothing, and exactly what the first `cut` files in the order hold.
         let mut ordered: Vec<&RoomCandidate> = files.iter().filter(|f| !f.pinned && !f.dirty && f.held > 0).collect();
         ordered.sort_by_key(|f| key(f));

@@ -86,6 +86,9 @@ pub enum WorkerRequest {
     /// DISK already stays): it then outlives a kill of the worker process.
     /// `Done`; `NotFound` if absent; `PoolFull` if DISK has no room.
     KeepOnDisk { key: ChunkKey },
+    /// How long ago a client last read or wrote a chunk of each of these
+    /// inodes on this worker: `LastUsed`.
+    LastUse { inodes: Vec<InodeId> },
 }
 
 impl WorkerRequest {
@@ -154,6 +157,9 @@ pub enum WorkerResponse {
     },
     /// A `GetChunk` with `mem_only` of a chunk held on DISK only.
     OnDisk,
+    /// One per inode asked, in order: milliseconds since its last use
+    /// here, `None` if not since the worker started.
+    LastUsed(Vec<Option<u64>>),
 }
 
 /// Where a worker holds a chunk.

@@ -9,6 +9,7 @@
 //! - `config`, `stats`  the manager's public plain data (`TierConfig`, `TierKind`, `TierStats`);
 //! - `tiers`     the state behind the manager's lock: budgets, demotion, promotion, attributes,
 //!   reclaimable marks; `tiers::room` carries out the plans that make room;
+//! - `last_use`  pure: when each inode's chunks were last read or written by a client;
 //! - `manager`   `TierManager`: the thread-safe face, reads DISK outside the lock.
 //!
 //! Dependencies point one way: `manager` -> `tiers` -> `eviction`, `store`; all of them may use
@@ -19,6 +20,7 @@
 mod config;
 mod disk_full;
 pub mod eviction;
+mod last_use;
 mod manager;
 mod reads;
 mod stats;

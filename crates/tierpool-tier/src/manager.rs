@@ -22,8 +22,12 @@
 //! is never dropped. `TierStats::reclaimable_bytes` says how much of `used`
 //! they are.
 //!
-//! Locking: one `parking_lot::Mutex` over all state (`Tiers`); there is no
-//! other lock, so no lock order. Puts, deletes and promotions hold it across
+//! Clients' reads and writes also record when each inode was last used
+//! (`last_use`, asked by the coordinator when it lets files of under-stores
+//! go); copies for other workers and moves between tiers do not.
+//!
+//! Locking: one `parking_lot::Mutex` over all stored state (`Tiers`), and one
+//! over the last uses, never taken while the first is held, so no lock order. Puts, deletes and promotions hold it across
 //! their DISK writes and unlinks: that keeps demotion simple and atomic, at the
 //! cost of serialising writers behind disk I/O. DISK reads do not hold it: a
 //! get captures the file path and expected length and checksum under the lock
@@ -41,6 +45,7 @@
 //! blocking call on a thread allowed to block.
 
 use crate::config::{TierConfig, TierKind};
+use crate::last_use::LastUse;
 use crate::reads::ReadPermits;
 use crate::stats::TierStats;
 use crate::store::{not_found, DiskStore};
@@ -48,7 +53,7 @@ use crate::tiers::{Lookup, Spill, Tiers};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tierpool_types::{Checksum, ChunkAttrs, ChunkKey, Error, ErrorKind, InodeId, Result};
 
 /// Chunks a spill writes per hold of the lock.
@@ -80,13 +85,18 @@ fn check_put(key: ChunkKey, data: &[u8], checksum: Checksum) -> Result<()> {
 pub struct TierManager {
     tiers: Mutex<Tiers>,
     reads: Arc<ReadPermits>,
+    last_use: Mutex<LastUse>,
 }
 
 impl TierManager {
     /// Opens the tiers; DISK chunks left by an earlier run are indexed again
     /// (their bytes are verified on read), partial files are removed.
     pub fn open(cfg: TierConfig) -> Result<TierManager> {
-        Ok(TierManager { tiers: Mutex::new(Tiers::open(&cfg)?), reads: ReadPermits::new(cfg.disk_reads) })
+        Ok(TierManager {
+            tiers: Mutex::new(Tiers::open(&cfg)?),
+            reads: ReadPermits::new(cfg.disk_reads),
+            last_use: Mutex::default(),
+        })
     }
 
     /// Stores a chunk version in MEM, demoting others to DISK to make room.
@@ -102,7 +112,9 @@ impl TierManager {
     /// lost.
     pub fn put(&self, key: ChunkKey, data: Bytes, checksum: Checksum, attrs: ChunkAttrs) -> Result<()> {
         check_put(key, &data, checksum)?;
-        self.tiers.lock().put(key, data, checksum, attrs)
+        self.tiers.lock().put(key, data, checksum, attrs)?;
+        self.used(key.inode);
+        Ok(())
     }
 
     /// [`put`](Self::put) if it can be done at once without DISK I/O (MEM
@@ -120,17 +132,23 @@ impl TierManager {
         if let Err(e) = check_put(key, data, checksum) {
             return Some(Err(e));
         }
-        self.tiers.try_lock_for(NO_WAIT)?.put_without_disk(key, data, checksum, attrs)
+        let done = self.tiers.try_lock_for(NO_WAIT)?.put_without_disk(key, data, checksum, attrs);
+        if let Some(Ok(())) = done {
+            self.used(key.inode);
+        }
+        done
     }
 
     /// The chunk's bytes if they are in MEM and the lock is free within
     /// `NO_WAIT`; `None` otherwise (on DISK, absent, or the lock busy):
     /// then call [`get`](Self::get) where blocking is allowed.
     pub fn try_get_in_mem(&self, key: ChunkKey) -> Option<Bytes> {
-        match self.tiers.try_lock_for(NO_WAIT)?.lookup(key) {
-            Lookup::Mem(data) => Some(data),
-            Lookup::Disk(_) | Lookup::Absent => None,
-        }
+        let found = match self.tiers.try_lock_for(NO_WAIT)?.lookup(key) {
+            Lookup::Mem(data) => data,
+            Lookup::Disk(_) | Lookup::Absent => return None,
+        };
+        self.used(key.inode);
+        Some(found)
     }
 
     /// Stores a copy of a chunk taken from another worker (a partition
@@ -163,6 +181,14 @@ impl TierManager {
     }
 
     fn read(&self, key: ChunkKey, counts: bool) -> Result<Bytes> {
+        let data = self.read_following_moves(key, counts)?;
+        if counts {
+            self.used(key.inode);
+        }
+        Ok(data)
+    }
+
+    fn read_following_moves(&self, key: ChunkKey, counts: bool) -> Result<Bytes> {
         for _ in 0..MAX_READ_RACES {
             let ticket = match self.tiers.lock().lookup(key) {
                 Lookup::Mem(data) => return Ok(data),
@@ -220,7 +246,19 @@ impl TierManager {
     /// none: in place when the chunk is in MEM, so writing a few pages of a
     /// large chunk costs those pages. `NotFound` if absent.
     pub fn write_ranges(&self, key: ChunkKey, ranges: &[(u64, &[u8])]) -> Result<()> {
-        self.tiers.lock().write_ranges(key, ranges)
+        self.tiers.lock().write_ranges(key, ranges)?;
+        self.used(key.inode);
+        Ok(())
+    }
+
+    fn used(&self, inode: InodeId) {
+        self.last_use.lock().used(inode, Instant::now());
+    }
+
+    /// How long ago a client last read or wrote a chunk of each inode here,
+    /// in order; `None` if not since this worker started.
+    pub fn last_use(&self, inodes: &[InodeId]) -> Vec<Option<Duration>> {
+        self.last_use.lock().ages(inodes, Instant::now())
     }
 
     /// What this worker stores, a page at a time: up to `limit` keys after
@@ -242,7 +280,9 @@ impl TierManager {
     /// Deletes every chunk of these inodes from both tiers (and their
     /// reclaimable marks); returns how many.
     pub fn delete_inodes(&self, inodes: &[InodeId]) -> Result<u64> {
-        self.tiers.lock().delete_inodes(inodes)
+        let n = self.tiers.lock().delete_inodes(inodes)?;
+        self.last_use.lock().forget(inodes);
+        Ok(n)
     }
 
     /// Marks chunks reclaimable: the coordinator gave up these versions

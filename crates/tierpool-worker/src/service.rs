@@ -299,6 +299,11 @@ impl WorkerService {
                 self.routed(key, Some(table), || self.write_ranges(key, &ranges, checksum, payload))
             }
             WorkerRequest::Locate { keys } => self.locate(&keys),
+            WorkerRequest::LastUse { inodes } => {
+                let ms = |d: std::time::Duration| d.as_millis().min(u64::MAX as u128) as u64;
+                let ages = self.tiers.last_use(&inodes).into_iter().map(|a| a.map(ms)).collect();
+                Ok((WorkerResponse::LastUsed(ages), Bytes::new()))
+            }
             WorkerRequest::Inventory { after, limit } => {
                 let chunks = self.tiers.inventory(after, (limit as usize).min(MAX_INVENTORY_PAGE));
                 Ok((WorkerResponse::Inventory { chunks }, Bytes::new()))

@@ -8,7 +8,8 @@
 //! lost are read from the store; bad stores give one-line errors; `back`
 //! mode acknowledges from the workers' disks and writes below in the
 //! background, also after every process was killed and while the store
-//! was down; the mount's names reach the store as paths do.
+//! was down; the mount's names reach the store as paths do; a nearly full
+//! pool lets go of the clean files used (read or changed) longest ago.
 
 mod common;
 #[path = "../../tierpool-under/tests/common/s3_server.rs"]
@@ -491,4 +492,40 @@ fn an_attached_store_larger_than_the_pool_is_read_whole_and_clean_files_make_roo
     }
     std::thread::sleep(std::time::Duration::from_millis(500));
     assert_eq!(pool.under_chunks("/big/f00").0, 1, "pinned: kept");
+}
+
+#[test]
+fn a_nearly_full_pool_lets_go_of_the_files_used_longest_ago_not_the_oldest() {
+    // 32 MiB of tiers; ten files of 3 MiB below, the first changed longest ago.
+    let pool = Pool::start_with(1, "8MiB", "24MiB", &["--write-back-every", "100ms"]);
+    let src = tempfile::tempdir().unwrap();
+    let files: Vec<Vec<u8>> = (0..10).map(|i| data(200 + i, 3 * MIB)).collect();
+    let hour = std::time::Duration::from_secs(3600);
+    for (i, f) in files.iter().enumerate() {
+        let path = src.path().join(format!("f{i}"));
+        std::fs::write(&path, f).unwrap();
+        let changed = std::time::SystemTime::now() - hour * (10 - i as u32);
+        std::fs::File::options().write(true).open(&path).unwrap().set_modified(changed).unwrap();
+    }
+    pool.ok(&["attach", &format!("file://{}", src.path().display()), "/lru"]);
+    // Loaded in order (27 MiB, under the 90% that starts letting go), then
+    // the three oldest read again: f3 and f4 are now the files used longest ago.
+    for i in 0..9 {
+        pool.ok(&["load", &format!("/lru/f{i}")]);
+    }
+    for (i, f) in files.iter().enumerate().take(3) {
+        same(&pool.get(&format!("/lru/f{i}")), f, "read again");
+    }
+    // 30 MiB of 32: the upkeep lets go of two files (down to about 80%).
+    pool.ok(&["load", "/lru/f9"]);
+    let t = std::time::Instant::now();
+    while !pool.log("coordinator.log").contains("let go of 2 clean files") {
+        assert!(t.elapsed() < std::time::Duration::from_secs(20), "{}", pool.log("coordinator.log"));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let in_pool: Vec<u64> = (0..10).map(|i| pool.under_chunks(&format!("/lru/f{i}")).0).collect();
+    assert_eq!(in_pool, vec![1, 1, 1, 0, 0, 1, 1, 1, 1, 1], "f3 and f4 were let go");
+    for (i, f) in files.iter().enumerate() {
+        same(&pool.get(&format!("/lru/f{i}")), f, "after letting go");
+    }
 }

@@ -457,3 +457,32 @@ fn keep_on_disk_moves_a_chunk_out_of_memory_and_survives_a_restart() {
     assert_eq!(m.get(key(3, 0)).unwrap(), chunk(KIB, 2));
     assert_eq!(m.locate(key(4, 0)), None);
 }
+
+#[test]
+fn clients_reads_and_writes_are_uses_copies_and_moves_are_not() {
+    let (_d, m) = open(KIB, 100 * KIB, 10);
+    let ids = [InodeId(1), InodeId(2), InodeId(3), InodeId(4)];
+    assert_eq!(m.last_use(&ids), vec![None; 4], "nothing used yet");
+    put(&m, key(1, 0), &chunk(KIB, 1), DEFAULT).unwrap();
+    // Demoted to DISK by the next put, copied for another worker: not uses.
+    let data = chunk(KIB, 2);
+    m.replace(key(2, 0), data.clone(), crc32c::crc32c(&data)).unwrap();
+    put(&m, key(3, 0), &chunk(KIB, 3), DEFAULT).unwrap();
+    assert_eq!(m.locate(key(1, 0)), Some(TierKind::Disk));
+    m.get_for_copy(key(1, 0)).unwrap();
+    let before = m.last_use(&ids);
+    assert!(before[0].is_some() && before[1].is_none() && before[2].is_some() && before[3].is_none(), "{before:?}");
+    assert!(before[0] >= before[2], "inode 1 was written before inode 3: {before:?}");
+    // A read from DISK, a range read and a range write are uses.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    m.get(key(1, 0)).unwrap();
+    m.read_range(key(2, 0), 0, 10).unwrap();
+    let after = m.last_use(&ids);
+    assert!(after[0] < after[2] && after[1] < after[2], "read after inode 3 was written: {after:?}");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    m.write_ranges(key(3, 0), &[(0, b"xy")]).unwrap();
+    let last = m.last_use(&ids);
+    assert!(last[2] < last[0] && last[2] < last[1], "written after the reads: {last:?}");
+    m.delete_inodes(&[InodeId(1)]).unwrap();
+    assert_eq!(m.last_use(&ids)[0], None, "forgotten with its chunks");
+}

@@ -428,6 +428,7 @@ fn worker(sample: &WorkerRequest) -> BoxedStrategy<Req<WorkerRequest>> {
                 .boxed(),
         ),
         W::KeepOnDisk { .. } => plain(key().prop_map(|key| W::KeepOnDisk { key }).boxed()),
+        W::LastUse { .. } => plain(many(inode()).prop_map(|inodes| W::LastUse { inodes }).boxed()),
     }
 }
 
