@@ -427,10 +427,10 @@ impl Client {
     /// the order then falls back on what the others and the mtimes say.
     async fn fill_last_reads(&self, candidates: &mut [RoomCandidate]) {
         let inodes: Vec<InodeId> = candidates.iter().filter(|c| c.may_go()).map(|c| InodeId(c.inode)).collect();
-        let Ok(layout) = self.layout().await else { return };
         if inodes.is_empty() {
             return;
         }
+        let Ok(layout) = self.layout().await else { return };
         let mut ages: HashMap<u64, u64> = HashMap::new();
         for w in &layout.workers {
             let req = WorkerRequest::LastUse { inodes: inodes.clone() };
