@@ -136,10 +136,18 @@ fn a_full_pool_is_enospc_on_write_or_fsync() {
     let e = f.write_all(&vec![1u8; 12 * MIB]).and_then(|()| f.sync_all()).unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::ENOSPC));
     drop(f);
-    // The kernel releases the file after `close` returns; its stored chunks
-    // are then deleted and the pool has room again.
+    // The kernel releases the file after `close` returns. What the writes
+    // before the error left may be kept (`close` publishes it, as a local
+    // file system keeps a partial file) or dropped (its publish found the
+    // pool still full): either way the pool then holds exactly the file's
+    // bytes, nothing of the failed chunks.
     let t = std::time::Instant::now();
-    while pool.used() > 0 {
+    loop {
+        let kept = pool.get("/x");
+        if pool.used() == kept.len() as u64 {
+            assert!(kept.iter().all(|b| *b == 1), "the kept part of the file is its first bytes");
+            break;
+        }
         assert!(
             t.elapsed() < std::time::Duration::from_secs(10),
             "the failed file's chunks are not deleted: {}\n{}\n{}",
@@ -147,6 +155,12 @@ fn a_full_pool_is_enospc_on_write_or_fsync() {
             pool.log("coordinator.log"),
             pool.ok(&["ls", "-l", "/"])
         );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    fs::remove_file(m.p("x")).unwrap();
+    let t = std::time::Instant::now();
+    while pool.used() > 0 {
+        assert!(t.elapsed() < std::time::Duration::from_secs(10), "a removed file's chunks stay: {}", pool.status());
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     // What fits is still written.
