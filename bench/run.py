@@ -9,10 +9,12 @@ Measures, in one run on this machine:
   - the cost of a fresh connection: 1,000 opened one after another, one ping each.
 Writes JSON to stdout and to bench/results/<timestamp>.json.
 
-Usage: python3 bench/run.py [--quick] [--bin PATH]
+Usage: python3 bench/run.py [--quick] [--bin PATH] [--inline-max SIZE]
 
 --bin measures another build of the binary (e.g. an older commit's, kept aside)
-instead of building this checkout's.
+instead of building this checkout's. --inline-max is the pool's (`up
+--inline-max`): 0 stores every 4 KiB file on the workers, as pools did
+before small files were kept by the metadata.
 """
 
 import argparse
@@ -108,6 +110,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller sizes for a fast check")
     ap.add_argument("--bin", help="the tierpool binary to measure (default: build this checkout's)")
+    ap.add_argument("--inline-max", help="files kept by the metadata up to this size (the pool's default: 4KiB)")
     a = ap.parse_args()
     ensure_tools()
     global BIN
@@ -121,7 +124,8 @@ def main():
     state = tempfile.mkdtemp(prefix="tierpool-bench-")
     port = free_port()
     addr = f"127.0.0.1:{port}"
-    sh(BIN, "up", "--dir", state, "--port", str(port), "--workers", "2", "--mem", "2GiB", "--disk", "4GiB")
+    inline = ["--inline-max", a.inline_max] if a.inline_max else []
+    sh(BIN, "up", "--dir", state, "--port", str(port), "--workers", "2", "--mem", "2GiB", "--disk", "4GiB", *inline)
     SECRET["TIERPOOL_SECRET_FILE"] = os.path.join(state, "coordinator", "secret")
     try:
         tcp = iperf3()
@@ -146,6 +150,7 @@ def main():
         },
         "small_4k": {
             "clients": clients,
+            "inline_max": a.inline_max or "4KiB",
             "tierpool_put": small["write"], "tierpool_get": small["read"],
             "redis_set": rd.get("set"), "redis_get": rd.get("get"),
             "put_vs_redis_set": small["write"]["ops_per_sec"] / rd["set"]["ops_per_sec"],

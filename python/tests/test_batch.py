@@ -42,3 +42,27 @@ def test_fsspec_cat_and_pipe_of_many_paths(client: tierpool.Client) -> None:
         fs.cat(wanted)
     assert set(fs.cat(wanted, on_error="omit")) == set(wanted[:2])
     assert isinstance(fs.cat(wanted, on_error="return")["/fsb/none"], FileNotFoundError)
+
+
+def test_small_files_are_kept_inline_by_the_metadata(client: tierpool.Client) -> None:
+    """Files up to the coordinator's --inline-max (4 KiB) written whole are
+    held by the metadata: one round trip each way, nothing on the workers."""
+    fs = fsspec.filesystem("tierpool")
+    client.mkdir("/inl", parents=True)
+    before = client.status()["inline"]
+    client.put(pattern(4096, seed=1), "/inl/edge")
+    client.put_many({"/inl/a": b"a" * 10, "/inl/b": b""})
+    fs.pipe("/inl/c", b"through fsspec")
+    client.put(pattern(4097, seed=2), "/inl/big")
+    assert [client.stat(f"/inl/{n}").inline for n in ("edge", "a", "b", "c", "big")] == [True, True, False, True, False]
+    assert fs.info("/inl/c")["inline"] is True
+    assert client.get_many(["/inl/edge", "/inl/a", "/inl/c"]) == [pattern(4096, seed=1), b"a" * 10, b"through fsspec"]
+    with client.open("/inl/c", "rb") as f:
+        f.seek(8)
+        assert f.read() == b"fsspec"
+    after = client.status()["inline"]
+    assert after["files"] - before["files"] == 3
+    assert after["bytes"] - before["bytes"] == 4096 + 10 + 14
+    assert after["max_file"] == 4096
+    client.rm("/inl", recursive=True)
+    assert client.status()["inline"]["files"] == before["files"]

@@ -114,6 +114,7 @@ class TierpoolFileSystem(AbstractFileSystem, metaclass=_ResolveAddress):
             "inode": i.inode,
             "replicas": i.replicas,
             "placement": i.placement,
+            "inline": i.inline,
         }
 
     def ls(self, path: str, detail: bool = True, **kwargs: Any) -> Union[List[Dict[str, Any]], List[str]]:

@@ -29,6 +29,9 @@ impl Client {
             .get(index as usize)
             .ok_or_else(|| Error::invalid(format!("{path}: chunk {index} is beyond the end of the file")))?;
         let share = (info.size - index * info.chunk_size).min(info.chunk_size);
+        if let (true, Some(data)) = (r.is_inline(), &info.inline) {
+            return inline_chunk(path, r, data, share);
+        }
         match self.fetch_chunk(path, info.id, index, r, share).await {
             // Every copy in the pool is gone, but the under-store has the bytes.
             Err(e) if e.kind == ErrorKind::Lost && info.origin.as_ref().is_some_and(|o| !o.dirty) => {
@@ -63,6 +66,14 @@ impl Client {
         }
         if r.is_below() {
             return Box::pin(self.load_below(inode, index)).await.map_err(|e| e.context(path));
+        }
+        if r.is_inline() {
+            // Held by the metadata: asked for with the file's chunk list.
+            let info = self.stat_inode(inode, true).await.map_err(|e| e.context(path))?;
+            return match (info.chunks.get(index as usize), &info.inline) {
+                (Some(now), Some(data)) if *now == r => inline_chunk(path, r, data, share),
+                _ => Err(Error::new(ErrorKind::Stale, format!("{path}: was rewritten while it was being read"))),
+            };
         }
         let key = r.key(inode, index);
         let check = |resp: &WorkerResponse, data: &Bytes| match resp {
@@ -207,6 +218,24 @@ impl Drop for ChunkStream {
             h.abort();
         }
     }
+}
+
+/// The chunk `r` whose bytes the metadata held inline (`data`), verified
+/// against it and padded with zeros to `share` bytes.
+fn inline_chunk(path: &str, r: ChunkRef, data: &Bytes, share: u64) -> Result<Bytes> {
+    if data.len() as u64 != r.len || crc32c::crc32c(data) != r.checksum {
+        return Err(Error::new(
+            ErrorKind::Corrupt,
+            format!("{path}: its bytes held inline do not match their checksum"),
+        ));
+    }
+    if r.len >= share {
+        return Ok(data.clone());
+    }
+    let mut padded = Vec::with_capacity(share as usize);
+    padded.extend_from_slice(data);
+    padded.resize(share as usize, 0);
+    Ok(Bytes::from(padded))
 }
 
 /// Whether `info` has bytes to read: a file or a region.

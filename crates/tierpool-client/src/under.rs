@@ -357,9 +357,11 @@ impl Client {
     }
 
     /// Lets go of the pool's copies of the clean files at or beneath
-    /// `path` (the under-store keeps the bytes; reading loads them again).
-    /// Files with changes not yet below are skipped and listed.
+    /// `path` (the under-store keeps the bytes; reading loads them again),
+    /// on the workers or held inline by the metadata. Files with changes
+    /// not yet below are skipped and listed.
     pub async fn free(&self, path: &str) -> Result<UnderReport> {
+        let held = |r: &&ChunkRef| r.is_stored() || r.is_inline();
         let mut out = UnderReport::default();
         for (fp, info) in self.files_under(path).await? {
             let Some(o) = &info.origin else { continue };
@@ -367,13 +369,13 @@ impl Client {
                 out.skipped.push(fp);
                 continue;
             }
-            if !info.chunks.iter().any(ChunkRef::is_stored) {
+            if !info.chunks.iter().any(|r| held(&r)) {
                 continue;
             }
             match self.meta(MetaOp::Unload { inode: info.id }).await {
                 Ok(_) => {
                     out.files += 1;
-                    out.bytes += info.chunks.iter().filter(|r| r.is_stored()).map(|r| r.len).sum::<u64>();
+                    out.bytes += info.chunks.iter().filter(held).map(|r| r.len).sum::<u64>();
                 }
                 Err(e) if e.kind == ErrorKind::Stale => out.skipped.push(fp),
                 Err(e) => return Err(e.context(fp)),

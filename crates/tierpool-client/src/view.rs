@@ -31,6 +31,10 @@ pub struct StatusView {
     /// `files`, `dirty_files` and `dirty_bytes` (changes not yet below),
     /// `bytes_in_pool`, `bytes_below`.
     pub attachments: Vec<tierpool_proto::AttachmentStatus>,
+    /// Small files the metadata holds inline: `files`, `bytes`, and the
+    /// coordinator's limits `max_file` (`--inline-max`) and `max_bytes`
+    /// (`--inline-total`).
+    pub inline: tierpool_proto::InlineStatus,
 }
 
 /// Copies of chunks: what the pool keeps, and what is short of copies
@@ -234,6 +238,7 @@ impl StatusView {
             replication: ReplicationView::new(&s.replication),
             workers,
             attachments: s.attachments.clone(),
+            inline: s.inline.clone(),
         }
     }
 }
@@ -285,6 +290,8 @@ pub struct InfoView {
     /// Of a file of an attached under-store: its object and how much of
     /// it the pool holds (`null` for other files and kinds).
     pub under: Option<UnderView>,
+    /// A small file whose bytes the metadata holds, not the workers.
+    pub inline: bool,
 }
 
 /// A file's under-store object as `stat --json` shows it.
@@ -306,7 +313,7 @@ impl UnderView {
         let below = i.chunks.iter().filter(|r| r.is_below()).count() as u64;
         Some(UnderView {
             key: o.key.clone(),
-            chunks_in_pool: i.chunks.iter().filter(|r| r.is_stored()).count() as u64,
+            chunks_in_pool: i.chunks.iter().filter(|r| r.is_stored() || r.is_inline()).count() as u64,
             chunks_below: below,
             dirty: o.dirty,
             etag: o.etag.clone(),
@@ -359,6 +366,7 @@ impl InfoView {
             placement: i.placement.name(),
             target: (i.kind == InodeKind::Symlink).then(|| i.target.clone()),
             under: UnderView::new(i),
+            inline: i.chunks.first().is_some_and(|r| r.is_inline()),
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::WriteLease;
 use bytes::{Bytes, BytesMut};
 use tierpool_meta::{InodeInfo, MetaOp, MetaReply};
 use tierpool_proto::WorkerRequest;
-use tierpool_types::{validate_chunk_size, Checksum, ChunkAttrs, ChunkKey, Error, InodeId, Result};
+use tierpool_types::{validate_chunk_size, Checksum, ChunkAttrs, ChunkKey, Error, ErrorKind, InodeId, Result};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::task::JoinSet;
 
@@ -216,8 +216,15 @@ impl FileWriter {
         Ok(())
     }
 
-    /// Stores the last partial chunk and publishes the file.
+    /// Stores the last partial chunk and publishes the file. A small file
+    /// written whole (nothing sent yet) is committed with its bytes, which
+    /// the metadata keeps, if the coordinator takes it.
     pub async fn close(mut self) -> Result<InodeInfo> {
+        if self.checksums.is_empty() && !self.buf.is_empty() {
+            if let Some(info) = self.close_inline().await? {
+                return Ok(info);
+            }
+        }
         let mut res = Ok(());
         if !self.buf.is_empty() {
             let chunk = self.buf.split().freeze();
@@ -263,6 +270,42 @@ impl FileWriter {
             }
         }
         Ok(info)
+    }
+
+    /// `close` of a file that is all in the buffer: committed with its
+    /// bytes (see `CommitInline`). `None`: the coordinator keeps no file
+    /// this large inline, or has no room left for them; the caller stores
+    /// it on the workers.
+    async fn close_inline(&mut self) -> Result<Option<InodeInfo>> {
+        let max = self.client.layout().await?.inline_max;
+        if self.buf.len() as u64 > max.min(self.opts.chunk_size) {
+            return Ok(None);
+        }
+        let op = MetaOp::CommitInline {
+            path: self.path.clone(),
+            inode: self.inode,
+            data: Bytes::copy_from_slice(&self.buf),
+            chunk_size: self.opts.chunk_size,
+            attrs: self.opts.attrs,
+            mode: self.opts.mode,
+            overwrite: self.opts.overwrite,
+        };
+        let info = match self.client.meta(op).await {
+            Ok(MetaReply::Info(i)) => i,
+            Ok(other) => return Err(unexpected_meta(other)),
+            Err(e) if e.kind == ErrorKind::PoolFull => {
+                tracing::debug!("{}: stored on the workers: {}", self.path, e.message);
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        if info.origin.is_some() {
+            // Beneath an attachment that writes through: below before the close returns.
+            if self.client.persist(&self.path, info.clone(), false).await? {
+                return self.client.stat(&self.path).await.map(Some);
+            }
+        }
+        Ok(Some(info))
     }
 
     /// Gives up: deletes what was stored, publishes nothing.

@@ -84,7 +84,19 @@ pub struct CoordinatorConfig {
     /// How long a worker's bandwidth must stay off before its share
     /// changes; also the window it is measured over.
     pub speed_window: Duration,
+    /// Largest file the metadata keeps inline, bytes and all (0: none;
+    /// at most `tierpool_meta::INLINE_MAX`).
+    pub inline_max: u64,
+    /// Most bytes of files the metadata keeps inline in all; past it,
+    /// small files go to the workers.
+    pub inline_total: u64,
 }
+
+/// Files of up to 4 KiB are kept inline by default.
+pub const DEFAULT_INLINE_MAX: u64 = 4 << 10;
+/// At most 256 MiB of them by default (they are in every snapshot, which
+/// is written while the metadata waits).
+pub const DEFAULT_INLINE_TOTAL: u64 = 256 << 20;
 
 impl CoordinatorConfig {
     pub fn new(dir: PathBuf, listen: String) -> Self {
@@ -105,6 +117,8 @@ impl CoordinatorConfig {
             secret_file: None,
             speed_threshold: 20,
             speed_window: Duration::from_secs(30),
+            inline_max: DEFAULT_INLINE_MAX,
+            inline_total: DEFAULT_INLINE_TOTAL,
         }
     }
 

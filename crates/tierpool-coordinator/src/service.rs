@@ -19,8 +19,8 @@ use tierpool_meta::engine::{Effect, Engine, Sweep};
 use tierpool_meta::{Garbage, MetaOp, MetaReply, MetaState, Owner};
 use tierpool_net::{Credentials, Handler, Pool, PoolConfig};
 use tierpool_proto::{
-    AttachedDir, AttachmentStatus, CoordRequest, CoordResponse, Layout, PoolStatus, WorkerRequest, WorkerResponse,
-    WorkerStats,
+    AttachedDir, AttachmentStatus, CoordRequest, CoordResponse, InlineStatus, Layout, PoolStatus, WorkerRequest,
+    WorkerResponse, WorkerStats,
 };
 use tierpool_proto::{Worker, WorkerStatus};
 use tierpool_types::{ByteSize, ChunkKey, Error, ErrorKind, InodeId, Result, WorkerId};
@@ -370,6 +370,10 @@ impl Coordinator {
                     bytes_below: f[4],
                 })
                 .collect(),
+            inline: {
+                let (files, bytes) = s.inline_usage();
+                InlineStatus { files, bytes, max_file: self.cfg.inline_max, max_bytes: self.cfg.inline_total }
+            },
         }
     }
 
@@ -396,6 +400,25 @@ impl Coordinator {
                 own("a join that takes partitions at once")
             }
             MetaOp::SetSpeed { .. } => own("SetSpeed (the coordinator measures workers' bandwidth)"),
+            MetaOp::CommitInline { path, data, .. } => {
+                // The state takes any small file; the room for them is this coordinator's to give.
+                let len = data.len() as u64;
+                let full = |why: String| Err(Error::new(ErrorKind::PoolFull, format!("{path}: {why}")));
+                if len > self.cfg.inline_max {
+                    return full(format!(
+                        "{len} bytes are more than this coordinator keeps inline (--inline-max {})",
+                        self.cfg.inline_max
+                    ));
+                }
+                let (_, held) = self.inner.lock().engine.state().inline_usage();
+                if held + len > self.cfg.inline_total {
+                    return full(format!(
+                        "the room for small files kept inline is full (--inline-total {})",
+                        self.cfg.inline_total
+                    ));
+                }
+                Ok(())
+            }
             MetaOp::SetReplication { .. } => own("SetReplication (a pool's --replicas is set when it is created)"),
             MetaOp::WorkerDown { .. } | MetaOp::WorkerUp { .. } => own("a worker's standing"),
             MetaOp::DrainWorker { id } => {
@@ -458,6 +481,7 @@ impl Coordinator {
                 workers: s.workers().values().cloned().collect(),
                 version: g.table_version,
                 placed: s.placed(),
+                inline_max: self.cfg.inline_max,
             };
             (layout, g.lsn)
         };

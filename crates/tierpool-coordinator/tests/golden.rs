@@ -127,7 +127,18 @@ fn a_coordinator_recovers_from_golden_files() {
     std::fs::copy(golden("log-v8"), meta.join(format!("log-{:020}", 1))).unwrap();
     let (state, lsn, _writer) = log::open(&meta).unwrap();
     assert_eq!((lsn, dump::dump(&state)), (76, expected("state-log-v8.txt")));
+    for (file, name) in [("log-v9", format!("log-{:020}", 1)), ("snapshot-v9", "snapshot".to_string())] {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = dir.path().join("meta");
+        std::fs::create_dir_all(&meta).unwrap();
+        std::fs::copy(golden(file), meta.join(name)).unwrap();
+        let (state, lsn, _writer) = log::open(&meta).unwrap();
+        assert_eq!((lsn, dump::dump(&state)), (LOG_V9_RECORDS, expected("state-log-v9.txt")), "{file}");
+    }
 }
+
+/// Records in `log-v9`.
+const LOG_V9_RECORDS: u64 = 83;
 
 #[test]
 fn log_v2_replays_to_its_state_and_encodes_to_the_same_bytes() {
@@ -287,10 +298,14 @@ fn snapshot_v6_of_one_replica_nests_the_bytes_of_version_5() {
     assert_eq!(v7[6], 7);
     assert!(v7[19..].starts_with(&v6[19..]), "the nested version 6 state differs");
     assert_eq!(decode_snapshot(&v7).unwrap(), (lsn, state.clone()));
-    let v8 = encode_snapshot(lsn, &state);
+    let v8 = encode_snapshot_in(8, lsn, &state).unwrap();
     assert_eq!(v8[6], 8);
     assert!(v8[19..].starts_with(&v7[19..]), "the nested version 7 state differs");
-    assert_eq!(decode_snapshot(&v8).unwrap(), (lsn, state));
+    assert_eq!(decode_snapshot(&v8).unwrap(), (lsn, state.clone()));
+    let v9 = encode_snapshot(lsn, &state);
+    assert_eq!(v9[6], 9);
+    assert!(v9[19..].starts_with(&v8[19..]), "the nested version 8 state differs");
+    assert_eq!(decode_snapshot(&v9).unwrap(), (lsn, state));
 }
 
 #[test]
@@ -354,7 +369,7 @@ fn log_v8_replays_to_its_state_and_encodes_to_the_same_bytes() {
     assert_eq!(dump::dump(&state), expected("state-log-v8.txt"));
     let mut again = Vec::new();
     for r in &recs {
-        encode_record(r, &mut again);
+        encode_record_in(8, r, &mut again).unwrap();
     }
     assert!(again == seg, "log records of version 8 no longer encode as they did");
     let keyed = recs.iter().filter(|r| matches!(r.op, MetaOp::Persisted { key: Some(_), .. })).count();
@@ -368,7 +383,45 @@ fn snapshot_v8_decodes_to_its_state_and_encodes_to_the_same_bytes() {
     assert_eq!(lsn, 72);
     assert_eq!(dump::dump(&state), expected("state-log-v7.txt"));
     assert_eq!(state, replay(&records(&read("log-v7"))));
-    assert!(encode_snapshot(lsn, &state) == bytes, "snapshots of version 8 no longer encode as they did");
+    assert!(
+        encode_snapshot_in(8, lsn, &state).unwrap() == bytes,
+        "snapshots of version 8 no longer encode as they did"
+    );
+}
+
+#[test]
+fn log_v9_replays_to_its_state_and_encodes_to_the_same_bytes() {
+    let seg = read("log-v9");
+    let recs = records(&seg);
+    assert_eq!(recs.len() as u64, LOG_V9_RECORDS);
+    assert_eq!(recs[..76], records(&read("log-v8"))[..], "the records of log-v8 come first");
+    let state = replay(&recs);
+    state.check_invariants().unwrap();
+    assert_eq!(dump::dump(&state), expected("state-log-v9.txt"));
+    let mut again = Vec::new();
+    for r in &recs {
+        encode_record(r, &mut again);
+    }
+    assert!(again == seg, "log records of version 9 no longer encode as they did");
+    let inline = recs.iter().filter(|r| matches!(r.op, MetaOp::CommitInline { .. })).count();
+    assert_eq!(inline, 4);
+    for r in recs.iter().filter(|r| matches!(r.op, MetaOp::CommitInline { .. })) {
+        assert!(encode_record_in(8, r, &mut Vec::new()).is_err());
+    }
+}
+
+#[test]
+fn snapshot_v9_decodes_to_its_state_and_encodes_to_the_same_bytes() {
+    let bytes = read("snapshot-v9");
+    let (lsn, state) = decode_snapshot(&bytes).unwrap();
+    assert_eq!(lsn, LOG_V9_RECORDS);
+    assert_eq!(dump::dump(&state), expected("state-log-v9.txt"));
+    assert_eq!(state, replay(&records(&read("log-v9"))));
+    assert!(encode_snapshot(lsn, &state) == bytes, "snapshots of version 9 no longer encode as they did");
+    assert_eq!(state.inline_usage(), (2, 11 + 5));
+    for v in 2..=8 {
+        assert!(encode_snapshot_in(v, lsn, &state).is_err(), "snapshot version {v}");
+    }
 }
 
 /// Replays `recs` from an empty state.
@@ -589,20 +642,54 @@ fn log_v8_records() -> Vec<LogRecord> {
     recs
 }
 
+/// The records of `log-v9`: those of `log-v8`, then small files kept
+/// inline: one written, one replacing another inline file, one beneath the
+/// attachment; the replaced one's successor rewritten on the workers.
+fn log_v9_records() -> Vec<LogRecord> {
+    use tierpool_types::{ChunkAttrs, ChunkRef, InodeId};
+    let mut recs = log_v8_records();
+    let mut state = replay(&recs);
+    push(&mut recs, &mut state, MetaOp::AllocInodes { count: 4 });
+    let first = state.next_inode().0 - 4;
+    let inline = |path: &str, inode: u64, data: &'static [u8]| MetaOp::CommitInline {
+        path: path.into(),
+        inode: InodeId(inode),
+        data: bytes::Bytes::from_static(data),
+        chunk_size: 1 << 20,
+        attrs: ChunkAttrs::default(),
+        mode: 0o640,
+        overwrite: true,
+    };
+    push(&mut recs, &mut state, inline("/lake/small", first, b"hello small"));
+    push(&mut recs, &mut state, inline("/twice", first + 1, b"first"));
+    push(&mut recs, &mut state, inline("/twice", first + 2, b"again"));
+    let w = ChunkRef { version: first + 3, len: 6, checksum: 24, home: None };
+    push(
+        &mut recs,
+        &mut state,
+        MetaOp::UpdateFile { inode: InodeId(first + 2), size: 6, truncate: None, chunks: vec![(0, w)] },
+    );
+    push(&mut recs, &mut state, MetaOp::AllocInodes { count: 1 });
+    let last = state.next_inode().0 - 1;
+    push(&mut recs, &mut state, inline("/tiny", last, b"tiny!"));
+    recs
+}
+
 /// Writes the golden files of the current versions once, when asked
 /// (`TIERPOOL_WRITE_GOLDEN=1`) and only if they are missing.
 #[test]
 #[ignore = "writes the golden files of a new version: TIERPOOL_WRITE_GOLDEN=1 cargo test --test golden -- --ignored"]
 fn write_missing_golden_files_of_the_current_versions() {
-    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v8").exists() {
+    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v9").exists() {
         return;
     }
-    let recs = log_v8_records();
+    let recs = log_v9_records();
     let (mut seg, mut state) = (Vec::new(), MetaState::new());
     for r in &recs {
         state.execute_as(&r.op, r.owner, r.time).unwrap();
         encode_record(r, &mut seg);
     }
-    std::fs::write(golden("log-v8"), seg).unwrap();
-    std::fs::write(golden("state-log-v8.txt"), dump::dump(&state)).unwrap();
+    std::fs::write(golden("log-v9"), seg).unwrap();
+    std::fs::write(golden("snapshot-v9"), encode_snapshot(recs.len() as u64, &state)).unwrap();
+    std::fs::write(golden("state-log-v9.txt"), dump::dump(&state)).unwrap();
 }

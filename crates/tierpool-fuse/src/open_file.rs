@@ -58,6 +58,9 @@ struct Inner {
     unlinked: bool,
     /// How far a reader going in order has read, to fetch ahead of it.
     read_end: u64,
+    /// Of a small file the metadata holds inline: its chunk 0 as last seen
+    /// with its bytes (still read after the file loses its last name).
+    inline: Option<(ChunkRef, Bytes)>,
 }
 
 pub struct OpenFile {
@@ -70,8 +73,17 @@ impl OpenFile {
     pub fn new(info: InodeInfo) -> OpenFile {
         let info_id = info.id;
         let state = FileState::new(info.id, info.chunk_size, info.size, info.chunks.clone());
-        let inner =
-            Inner { state, info, sending: Vec::new(), error: None, changed_at: 0, unlinked: false, read_end: 0 };
+        let inline = inline_of(&info);
+        let inner = Inner {
+            state,
+            info,
+            sending: Vec::new(),
+            error: None,
+            changed_at: 0,
+            unlinked: false,
+            read_end: 0,
+            inline,
+        };
         OpenFile { inode: info_id, inner: Mutex::new(inner) }
     }
 
@@ -100,6 +112,7 @@ impl OpenFile {
     fn refresh_locked(&self, g: &mut Inner, info: InodeInfo) {
         if info.has_chunks() {
             g.state.refresh(info.size, info.chunks.clone());
+            g.inline = inline_of(&info).or(g.inline.take());
         }
         g.info = InodeInfo { chunks: Vec::new(), ..info };
     }
@@ -128,6 +141,13 @@ impl OpenFile {
             // a read near the furthest point read so far continues a sequence.
             let in_order = offset.abs_diff(g.read_end) <= 2 * cs || offset == 0;
             g.read_end = if in_order { g.read_end.max(end) } else { end };
+            for (index, from, to, source) in &mut sources {
+                if let Source::Stored(r) = source {
+                    if let Some(d) = held_inline(&g, *index, *r) {
+                        *source = Source::Local(slice_padded(&d, *from, *to).to_vec());
+                    }
+                }
+            }
             let mut prefetch = Vec::new();
             if in_order && end < g.state.size() {
                 let next = end / cs;
@@ -200,7 +220,7 @@ impl OpenFile {
         }
         let offset = if append { g.state.size() } else { offset };
         for (index, r) in g.state.loads_for_write(offset, data.len() as u64) {
-            let bytes = fetch(io, r.key(g.state.inode(), index), r)?;
+            let bytes = fetch_in(io, &g, index, r)?;
             g.state.install(index, &bytes);
         }
         let full = g.state.write(offset, data);
@@ -219,7 +239,7 @@ impl OpenFile {
     pub fn truncate(&self, io: &Io, size: u64) -> Result<()> {
         let mut g = self.inner.lock();
         if let Some((index, r)) = g.state.load_for_cut(size) {
-            let bytes = fetch(io, r.key(g.state.inode(), index), r)?;
+            let bytes = fetch_in(io, &g, index, r)?;
             g.state.install(index, &bytes);
         }
         g.state.truncate(size);
@@ -273,6 +293,7 @@ impl OpenFile {
         match io.rt.block_on(io.client.update_file(inode, c.size, c.cut, c.chunks)) {
             Ok(info) => {
                 g.state.published(info.size, info.chunks.clone());
+                g.inline = inline_of(&info).or(g.inline.take());
                 let through = info.origin.as_ref().is_some_and(|o| o.dirty);
                 g.info = InodeInfo { chunks: Vec::new(), ..info.clone() };
                 if through {
@@ -355,6 +376,26 @@ fn collect_one(io: &Io, g: &mut Inner) {
             g.state.send_failed(index, version);
             g.error.get_or_insert(e);
         }
+    }
+}
+
+/// Chunk 0 of `info` with its bytes, if the metadata holds them inline.
+fn inline_of(info: &InodeInfo) -> Option<(ChunkRef, Bytes)> {
+    Some((*info.chunks.first().filter(|r| r.is_inline())?, info.inline.clone()?))
+}
+
+/// The bytes of chunk `index` version `r` if this open file holds them
+/// inline (as the metadata gave them).
+fn held_inline(g: &Inner, index: u64, r: ChunkRef) -> Option<Bytes> {
+    let (held, data) = g.inline.as_ref()?;
+    (index == 0 && *held == r).then(|| data.clone())
+}
+
+/// The bytes of chunk `index` version `r` of the open file `g`.
+fn fetch_in(io: &Io, g: &Inner, index: u64, r: ChunkRef) -> Result<Bytes> {
+    match held_inline(g, index, r) {
+        Some(d) => Ok(d),
+        None => fetch(io, r.key(g.state.inode(), index), r),
     }
 }
 

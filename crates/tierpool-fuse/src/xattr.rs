@@ -150,6 +150,7 @@ mod tests {
             target: String::new(),
             rdev: 0,
             origin: None,
+            inline: None,
         }
     }
 

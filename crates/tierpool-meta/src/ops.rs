@@ -37,6 +37,19 @@ pub enum MetaOp {
         mode: u32,
         overwrite: bool,
     },
+    /// Publish a small file written whole, its bytes held by the metadata
+    /// (see `state/inline.rs`): as `CommitFile` of one chunk, which no
+    /// worker stores. At most `INLINE_MAX` and `chunk_size` bytes.
+    /// Reply: [`MetaReply::Info`] of the new file, with its bytes.
+    CommitInline {
+        path: String,
+        inode: InodeId,
+        data: bytes::Bytes,
+        chunk_size: u64,
+        attrs: ChunkAttrs,
+        mode: u32,
+        overwrite: bool,
+    },
     /// Remove a file, or a directory (empty, or any with `recursive`).
     /// Removed file inodes are queued for garbage collection. Reply: [`MetaReply::Removed`].
     Remove { path: String, recursive: bool },
@@ -349,6 +362,9 @@ pub struct InodeInfo {
     /// Of a file beneath an attachment: the under-store object it mirrors
     /// (none for a file made in the pool and not yet persisted).
     pub origin: Option<Origin>,
+    /// Of a small file held inline, with its chunk list: the bytes of
+    /// chunk 0 (whose version is inline, see `ChunkRef::is_inline`).
+    pub inline: Option<bytes::Bytes>,
 }
 
 impl InodeInfo {

@@ -11,12 +11,14 @@
 //! - a file has one chunk entry per chunk, each object no longer than its
 //!   share of the file; `pending_chunks` holds only versions of live files
 //!   that no file entry references;
+//! - bytes are held inline for exactly the files whose chunk 0 is inline,
+//!   matching its length and CRC, and nowhere else (`inline`);
 //! - `next_worker_id` is above every known worker id; once a worker is known,
 //!   every partition is owned by a known worker.
 //!
 //! The rules of each op live in its submodule (`create`, `remove`, `rename`
 //! for the POSIX rename rules, `attrs`, `update` for chunk versions,
-//! `workers`). Namespace ops come in two forms: by path (the CLI's) and by
+//! `inline` for small files held with their bytes, `workers`). Namespace ops come in two forms: by path (the CLI's) and by
 //! directory inode and entry name (a file system's); both share one core.
 //!
 //! Every op validates fully before its first mutation, so a failed op leaves the
@@ -29,6 +31,8 @@
 mod attrs;
 mod check;
 mod create;
+mod inline;
+pub use inline::INLINE_MAX;
 pub(crate) mod inode;
 mod parts;
 pub use parts::{StateParts, StateView};
@@ -83,6 +87,8 @@ pub struct MetaState {
     spread: Spread,
     /// Directories attached to under-stores.
     attachments: BTreeMap<InodeId, Attachment>,
+    /// The bytes of small files held inline.
+    inline: inline::Inline,
     /// Whether a placement policy other than `hash` was ever set here since
     /// the state was loaded (or any inode has one): writers must then look
     /// up their directory's. Derived, never stored, never compared.
@@ -157,6 +163,7 @@ impl MetaState {
             down: BTreeSet::new(),
             spread: Spread::Host,
             attachments: BTreeMap::new(),
+            inline: inline::Inline::default(),
             placed: Placed::default(),
             fresh: Fresh::default(),
         }
@@ -201,6 +208,11 @@ impl MetaState {
                     region: false,
                 };
                 self.commit_file(&normalize(path)?, &file, *overwrite, owner, now)
+            }
+            MetaOp::CommitInline { path, inode, data, chunk_size, attrs, mode, overwrite } => {
+                let file =
+                    inline::NewInline { inode: *inode, data, chunk_size: *chunk_size, attrs: *attrs, mode: *mode };
+                self.commit_inline(&normalize(path)?, &file, *overwrite, owner, now)
             }
             MetaOp::CommitRegion { path, inode, size, chunk_size, attrs, mode } => {
                 let region = create::NewFile {

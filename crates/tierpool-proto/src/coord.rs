@@ -105,6 +105,9 @@ pub struct Layout {
     /// Whether a path may have a placement policy other than `hash`: a
     /// writer must then look up its directory's before writing.
     pub placed: bool,
+    /// Files of at most this many bytes, written whole, may be committed
+    /// with their bytes (`CommitInline`); 0: none.
+    pub inline_max: u64,
 }
 
 impl Layout {

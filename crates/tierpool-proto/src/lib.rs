@@ -24,7 +24,9 @@ pub mod worker;
 
 pub use coord::{AttachedDir, CoordRequest, CoordResponse, FsckEntry, Layout};
 pub use frame::{FrameHeader, FRAME_HEADER_LEN, MAX_HEADER_LEN, MAX_PAYLOAD_LEN, PROTOCOL_VERSION};
-pub use status::{AttachmentStatus, MigrationStatus, PoolStatus, ReplicationStatus, WorkerStats, WorkerStatus};
+pub use status::{
+    AttachmentStatus, InlineStatus, MigrationStatus, PoolStatus, ReplicationStatus, WorkerStats, WorkerStatus,
+};
 pub use worker::{ChunkPlace, WorkerRequest, WorkerResponse};
 
 use serde::de::DeserializeOwned;

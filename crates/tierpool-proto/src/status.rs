@@ -56,6 +56,19 @@ pub struct PoolStatus {
     pub replication: ReplicationStatus,
     /// The attached under-stores.
     pub attachments: Vec<AttachmentStatus>,
+    /// Small files the metadata holds inline.
+    pub inline: InlineStatus,
+}
+
+/// Small files held inline by the metadata, and the coordinator's limits.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InlineStatus {
+    pub files: u64,
+    pub bytes: u64,
+    /// Largest file kept inline (`--inline-max`; 0: none is).
+    pub max_file: u64,
+    /// Most bytes kept inline in all (`--inline-total`).
+    pub max_bytes: u64,
 }
 
 /// One attached under-store and how much of it the pool holds.

@@ -42,6 +42,8 @@ pub struct FileInfo {
     /// Where new chunks are written: `hash`, `local`, `round-robin` or
     /// `local-only` (of a directory: what new entries in it take).
     pub placement: String,
+    /// A small file whose bytes the metadata holds, not the workers.
+    pub inline: bool,
 }
 
 #[pymethods]
@@ -73,6 +75,7 @@ impl FileInfo {
         d.set_item("chunks", self.chunks)?;
         d.set_item("replicas", self.replicas)?;
         d.set_item("placement", &self.placement)?;
+        d.set_item("inline", self.inline)?;
         Ok(d)
     }
 
@@ -113,6 +116,7 @@ impl FileInfo {
             chunks: tierpool_client::chunk_count(i),
             replicas: i.replicas,
             placement: i.placement.name().to_string(),
+            inline: i.chunks.first().is_some_and(|r| r.is_inline()),
         }
     }
 }

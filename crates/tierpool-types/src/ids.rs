@@ -86,7 +86,9 @@ impl fmt::Display for ChunkKey {
 /// is zero (and `len` and `checksum` are 0). Version `u64::MAX` (never
 /// handed out) is a chunk of a file attached from an under-store that the
 /// pool does not hold: its bytes are the under-store object's (see
-/// [`ChunkRef::BELOW`]).
+/// [`ChunkRef::BELOW`]). A version with [`ChunkRef::INLINE_BIT`] set is
+/// chunk 0 of a small file whose bytes the metadata holds, not the workers
+/// (see [`ChunkRef::inline`]).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ChunkRef {
     pub version: u64,
@@ -118,9 +120,24 @@ impl ChunkRef {
         self.version == u64::MAX
     }
 
+    /// Set in the version of a chunk held inline by the metadata. Versions
+    /// handed out by the coordinator never reach it.
+    pub const INLINE_BIT: u64 = 1 << 62;
+
+    /// Chunk 0 of a file written whole in one commit, its `data` kept in
+    /// the metadata beside the file (version `INLINE_BIT | 1`).
+    pub fn inline(data: &[u8]) -> ChunkRef {
+        ChunkRef { version: Self::INLINE_BIT | 1, len: data.len() as u64, checksum: crc32c::crc32c(data), home: None }
+    }
+
+    /// Whether the bytes of this chunk are held by the metadata.
+    pub fn is_inline(&self) -> bool {
+        !self.is_below() && self.version & Self::INLINE_BIT != 0
+    }
+
     /// Whether an object of this version is stored on the workers.
     pub fn is_stored(&self) -> bool {
-        !self.is_hole() && !self.is_below()
+        !self.is_hole() && !self.is_below() && !self.is_inline()
     }
 }
 

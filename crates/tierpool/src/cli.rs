@@ -433,6 +433,10 @@ pub struct UpArgs {
     /// are written there (the coordinator's --write-back-every).
     #[arg(long, default_value = "2s", value_name = "DURATION")]
     pub write_back_every: Span,
+    /// Files of at most SIZE written whole are kept by the metadata, bytes
+    /// and all (the coordinator's --inline-max; 0: none, at most 64KiB).
+    #[arg(long, default_value = "4KiB", value_name = "SIZE")]
+    pub inline_max: ByteSize,
 }
 
 /// Most workers `up` starts on one machine.
@@ -559,6 +563,16 @@ pub struct CoordinatorArgs {
     /// change must last before shares follow it.
     #[arg(long, default_value = "30s", value_name = "DURATION")]
     pub bandwidth_window: Span,
+    /// Files of at most SIZE, written whole (put, Python, fsspec), are kept
+    /// by the metadata itself, bytes and all: one round trip to write or
+    /// read them, nothing on the workers (0: none; at most 64KiB).
+    #[arg(long, default_value = "4KiB", value_name = "SIZE")]
+    pub inline_max: ByteSize,
+    /// Most bytes of such small files the metadata keeps in all (they live
+    /// in the coordinator's memory and in every snapshot, written while
+    /// changes wait); past it, small files go to the workers like any other.
+    #[arg(long, default_value = "256MiB", value_name = "SIZE")]
+    pub inline_total: ByteSize,
     /// File holding the pool's secret, which every peer must prove it knows
     /// (default: DIR/secret, 32 random bytes made on first start, mode 0600).
     #[arg(long, value_name = "PATH")]

@@ -74,6 +74,14 @@ pub fn status_text(v: &StatusView, bar: bool) -> String {
         }
         out += "\n";
     }
+    if v.inline.files > 0 {
+        out += &format!(
+            "small files kept inline by the metadata: {} ({} of {})\n",
+            v.inline.files,
+            ByteSize(v.inline.bytes),
+            ByteSize(v.inline.max_bytes)
+        );
+    }
     out
 }
 

@@ -242,7 +242,10 @@ fn op_to_v1(op: &MetaOp) -> Result<OpV1> {
         | MetaOp::Disown { .. }
         | MetaOp::Persisted { .. }
         | MetaOp::LoadChunks { .. }
-        | MetaOp::Unload { .. } => return Err(corrupt("an op added after log record version 1 has no form in it")),
+        | MetaOp::Unload { .. }
+        | MetaOp::CommitInline { .. } => {
+            return Err(corrupt("an op added after log record version 1 has no form in it"))
+        }
     })
 }
 

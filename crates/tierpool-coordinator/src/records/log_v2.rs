@@ -218,7 +218,8 @@ fn op_to_v2(op: &MetaOp) -> Result<OpV2> {
         | MetaOp::Disown { .. }
         | MetaOp::Persisted { .. }
         | MetaOp::LoadChunks { .. }
-        | MetaOp::Unload { .. } => {
+        | MetaOp::Unload { .. }
+        | MetaOp::CommitInline { .. } => {
             return Err(corrupt("moves and membership ops have no form in log record version 2"))
         }
     })

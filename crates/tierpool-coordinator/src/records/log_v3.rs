@@ -231,7 +231,8 @@ pub(super) fn op_to_v3(op: &MetaOp) -> Result<OpV3> {
         | MetaOp::Disown { .. }
         | MetaOp::Persisted { .. }
         | MetaOp::LoadChunks { .. }
-        | MetaOp::Unload { .. } => {
+        | MetaOp::Unload { .. }
+        | MetaOp::CommitInline { .. } => {
             return Err(super::frozen::corrupt("an op added after log record version 3 has no form in it"))
         }
     })

@@ -29,6 +29,7 @@ pub mod log_v5;
 pub mod log_v6;
 pub mod log_v7;
 pub mod log_v8;
+pub mod log_v9;
 pub mod snapshot_v1;
 pub mod snapshot_v2;
 pub mod snapshot_v3;
@@ -37,6 +38,7 @@ pub mod snapshot_v5;
 pub mod snapshot_v6;
 pub mod snapshot_v7;
 pub mod snapshot_v8;
+pub mod snapshot_v9;
 #[cfg(test)]
 mod tests;
 
@@ -46,9 +48,9 @@ use tierpool_meta::{MetaOp, MetaState, Owner};
 use tierpool_types::{Error, ErrorKind, Result};
 
 /// The version new log records are written in.
-pub const LOG_RECORD_VERSION: u8 = 8;
+pub const LOG_RECORD_VERSION: u8 = 9;
 /// The version new snapshots are written in.
-pub const SNAPSHOT_VERSION: u8 = 8;
+pub const SNAPSHOT_VERSION: u8 = 9;
 const SNAPSHOT_MAGIC: &[u8; 6] = b"TPSNAP";
 const SNAPSHOT_HEADER: usize = 19;
 const MAX_RECORD_LEN: u32 = 512 << 20;
@@ -73,13 +75,16 @@ fn decode<T: DeserializeOwned>(b: &[u8], what: &str) -> Result<T> {
 
 /// Appends the framed record to `out`, in the newest version.
 pub fn encode_record(rec: &LogRecord, out: &mut Vec<u8>) {
-    let record = log_v8::RecordV8::try_from(rec).expect("version 8 holds every op");
+    let record = log_v9::RecordV9::try_from(rec).expect("version 9 holds every op");
     frame_record(LOG_RECORD_VERSION, &encode(&record), out);
 }
 
 /// Appends the framed record to `out` in an older `version` (to check that
 /// golden files of released versions still encode as they did).
 pub fn encode_record_in(version: u8, rec: &LogRecord, out: &mut Vec<u8>) -> Result<()> {
+    if version < 9 && log_v9::inline(&rec.op) {
+        return Err(Error::invalid(format!("a file held inline has no log record version {version} form")));
+    }
     if version < 8 && log_v8::keyed(&rec.op) {
         return Err(Error::invalid(format!("a persisted file's key has no log record version {version} form")));
     }
@@ -97,7 +102,8 @@ pub fn encode_record_in(version: u8, rec: &LogRecord, out: &mut Vec<u8>) -> Resu
         5 => frame_record(5, &encode(&log_v5::RecordV5::try_from(rec)?), out),
         6 => frame_record(6, &encode(&log_v6::RecordV6::try_from(rec)?), out),
         7 => frame_record(7, &encode(&log_v7::RecordV7::try_from(rec)?), out),
-        8 => encode_record(rec, out),
+        8 => frame_record(8, &encode(&log_v8::RecordV8::try_from(rec)?), out),
+        9 => encode_record(rec, out),
         v => return Err(Error::invalid(format!("no log record version {v}"))),
     }
     Ok(())
@@ -150,6 +156,7 @@ pub fn decode_record(buf: &[u8]) -> Decoded {
         6 => decode::<log_v6::RecordV6>(&body[1..], "log record").and_then(LogRecord::try_from),
         7 => decode::<log_v7::RecordV7>(&body[1..], "log record").and_then(LogRecord::try_from),
         8 => decode::<log_v8::RecordV8>(&body[1..], "log record").and_then(LogRecord::try_from),
+        9 => decode::<log_v9::RecordV9>(&body[1..], "log record").and_then(LogRecord::try_from),
         v => Err(Error::new(
             ErrorKind::Corrupt,
             format!("log record version {v} is not known to this build (it reads up to {LOG_RECORD_VERSION})"),
@@ -163,7 +170,7 @@ pub fn decode_record(buf: &[u8]) -> Decoded {
 
 /// The snapshot of `state` after record `lsn`, in the newest version.
 pub fn encode_snapshot(lsn: u64, state: &MetaState) -> Vec<u8> {
-    let snap = snapshot_v8::SnapshotV8 { lsn, state: snapshot_v8::StateV8::from_view(&state.view()) };
+    let snap = snapshot_v9::SnapshotV9 { lsn, state: snapshot_v9::StateV9::from_view(&state.view()) };
     frame_snapshot(SNAPSHOT_VERSION, &encode(&snap))
 }
 
@@ -172,6 +179,9 @@ pub fn encode_snapshot(lsn: u64, state: &MetaState) -> Vec<u8> {
 pub fn encode_snapshot_in(version: u8, lsn: u64, state: &MetaState) -> Result<Vec<u8>> {
     if version < 6 {
         unreplicated(&state.view(), version)?;
+    }
+    if version < 9 && snapshot_v9::inline(&state.view()) {
+        return Err(Error::invalid(format!("a state with inline files has no snapshot version {version} form")));
     }
     if version < 8 && snapshot_v8::attached(&state.view()) {
         return Err(Error::invalid(format!("a state with under-stores has no snapshot version {version} form")));
@@ -208,7 +218,11 @@ pub fn encode_snapshot_in(version: u8, lsn: u64, state: &MetaState) -> Result<Ve
             let snap = snapshot_v7::SnapshotV7 { lsn, state: snapshot_v7::StateV7::from_view(&state.view()) };
             Ok(frame_snapshot(7, &encode(&snap)))
         }
-        8 => Ok(encode_snapshot(lsn, state)),
+        8 => {
+            let snap = snapshot_v8::SnapshotV8 { lsn, state: snapshot_v8::StateV8::from_view(&state.view()) };
+            Ok(frame_snapshot(8, &encode(&snap)))
+        }
+        9 => Ok(encode_snapshot(lsn, state)),
         v => Err(Error::invalid(format!("no snapshot version {v} is written"))),
     }
 }
@@ -282,6 +296,10 @@ pub fn decode_snapshot(buf: &[u8]) -> Result<(u64, MetaState)> {
         }
         8 => {
             let s: snapshot_v8::SnapshotV8 = decode(body, what)?;
+            Ok((s.lsn, s.state.into_state().map_err(|e| e.context(what))?))
+        }
+        9 => {
+            let s: snapshot_v9::SnapshotV9 = decode(body, what)?;
             Ok((s.lsn, s.state.into_state().map_err(|e| e.context(what))?))
         }
         v => Err(corrupt(&format!("version {v} is not known to this build (it reads up to {SNAPSHOT_VERSION})"))),

@@ -57,6 +57,7 @@ impl StateV1 {
             down: Default::default(),
             spread: Spread::Host,
             attachments: Default::default(),
+            inline: Default::default(),
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,

@@ -81,6 +81,7 @@ impl StateV2 {
             down: Default::default(),
             spread: Spread::Host,
             attachments: Default::default(),
+            inline: Default::default(),
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,

@@ -71,6 +71,7 @@ impl StateV4 {
             down: Default::default(),
             spread: Spread::Host,
             attachments: Default::default(),
+            inline: Default::default(),
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,

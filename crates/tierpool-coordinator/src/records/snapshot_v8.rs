@@ -15,7 +15,7 @@ use super::log_v7::AttachmentV7;
 use super::snapshot_v7::StateV7;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use tierpool_meta::{MetaState, Origin, StateView};
+use tierpool_meta::{MetaState, Origin, StateParts, StateView};
 use tierpool_types::{InodeId, Result};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,6 +66,10 @@ impl StateV8 {
     }
 
     pub fn into_state(self) -> Result<MetaState> {
+        MetaState::from_parts(self.into_parts()?).map_err(corrupt)
+    }
+
+    pub fn into_parts(self) -> Result<StateParts> {
         let StateV8 { v7, attachments, origins } = self;
         let mut parts = v7.into_parts()?;
         for (id, a) in attachments {
@@ -76,7 +80,7 @@ impl StateV8 {
             let OriginV8 { attach, key, size, mtime, etag, dirty } = o;
             n.origin = Some(Origin { attach: InodeId(attach), key, size, mtime, etag, dirty });
         }
-        MetaState::from_parts(parts).map_err(corrupt)
+        Ok(parts)
     }
 }
 

@@ -40,9 +40,9 @@ fn unknown_versions_and_impossible_records_are_unusable_not_torn() {
         out.extend_from_slice(body);
         out
     };
-    let Decoded::Unusable(e) = decode_record(&frame(&[9, 1, 2, 3])) else { panic!("version 9") };
+    let Decoded::Unusable(e) = decode_record(&frame(&[10, 1, 2, 3])) else { panic!("version 10") };
     assert_eq!(e.kind, ErrorKind::Corrupt);
-    assert!(e.message.contains("log record version 9 is not known"), "{}", e.message);
+    assert!(e.message.contains("log record version 10 is not known"), "{}", e.message);
     // A priority of 9 in a SetAttrs record.
     let op = log_v1::OpV1::SetAttrs { path: "/x".into(), priority: Some(9), pinned: None };
     let mut body = vec![1];
@@ -80,7 +80,7 @@ fn ops_of_replication_round_trip_in_log_v5_and_have_no_older_form() {
         let r = LogRecord { lsn: i as u64 + 1, time: 9, owner: Owner { uid: 1, gid: 2 }, op };
         let mut buf = Vec::new();
         encode_record(&r, &mut buf);
-        assert_eq!(buf[8], 8, "written in version 8");
+        assert_eq!(buf[8], 9, "written in version 9");
         assert_eq!(decode_record(&buf), Decoded::Record(r.clone(), buf.len()));
         let mut v5 = Vec::new();
         encode_record_in(5, &r, &mut v5).unwrap();
@@ -272,7 +272,7 @@ fn ops_of_placement_round_trip_in_log_v6_and_have_no_older_form() {
         let r = LogRecord { lsn: i as u64 + 1, time: 9, owner: Owner { uid: 1, gid: 2 }, op };
         let mut buf = Vec::new();
         encode_record(&r, &mut buf);
-        assert_eq!(buf[8], 8);
+        assert_eq!(buf[8], 9);
         assert_eq!(decode_record(&buf), Decoded::Record(r.clone(), buf.len()));
         let mut v6 = Vec::new();
         encode_record_in(6, &r, &mut v6).unwrap();
@@ -327,7 +327,7 @@ fn placed_states_round_trip_through_snapshot_v7_only() {
     let (_, back) = decode_snapshot(&bytes).unwrap();
     assert_eq!(back, s);
     assert!(back.placed() && back.spread() == tierpool_types::Spread::Rack);
-    let v8 = encode_snapshot(5, &s);
+    let v8 = encode_snapshot_in(8, 5, &s).unwrap();
     assert_eq!(v8[6], 8);
     assert!(v8[19..].starts_with(&bytes[19..]), "the nested version 7 state differs");
     assert_eq!(decode_snapshot(&v8).unwrap().1, s);
@@ -497,6 +497,24 @@ fn released() -> Vec<(&'static str, Registry)> {
                 ],
             ),
         ),
+        ("snapshot-v9", trace_with(t::<snapshot_v9::SnapshotV9>, &[&t::<KindV1>, &t::<snapshot_v2::BodyV2>])),
+        (
+            "log-v9",
+            trace_with(
+                t::<log_v9::RecordV9>,
+                &[
+                    &t::<KindV1>,
+                    &t::<log_v1::NewNodeV1>,
+                    &t::<log_v3::OpV3>,
+                    &t::<log_v4::OpV4>,
+                    &t::<log_v5::OpV5>,
+                    &t::<log_v6::OpV6>,
+                    &t::<log_v7::OpV7>,
+                    &t::<log_v8::OpV8>,
+                    &t::<log_v9::OpV9>,
+                ],
+            ),
+        ),
     ]
 }
 
@@ -609,7 +627,7 @@ fn ops_of_under_stores_round_trip_in_log_v7_and_have_no_older_form() {
         assert_eq!(decode_record(&buf), Decoded::Record(r.clone(), buf.len()));
         let mut newest = Vec::new();
         encode_record(&r, &mut newest);
-        assert_eq!((newest[8], decode_record(&newest)), (8, Decoded::Record(r.clone(), newest.len())));
+        assert_eq!((newest[8], decode_record(&newest)), (9, Decoded::Record(r.clone(), newest.len())));
         for v in 1..=6 {
             assert!(encode_record_in(v, &r, &mut Vec::new()).is_err(), "{:?} in version {v}", r.op);
         }
@@ -630,7 +648,7 @@ fn a_persisted_file_naming_its_key_round_trips_in_log_v8_only() {
     };
     let r = LogRecord { lsn: 3, time: 9, owner: Owner { uid: 1, gid: 2 }, op };
     let mut buf = Vec::new();
-    encode_record(&r, &mut buf);
+    encode_record_in(8, &r, &mut buf).unwrap();
     assert_eq!(buf[8], 8);
     assert_eq!(decode_record(&buf), Decoded::Record(r.clone(), buf.len()));
     for v in 1..=7 {
@@ -671,7 +689,7 @@ pub(super) fn attached_state() -> MetaState {
 #[test]
 fn attached_states_round_trip_through_snapshot_v8_only() {
     let s = attached_state();
-    let bytes = encode_snapshot(5, &s);
+    let bytes = encode_snapshot_in(8, 5, &s).unwrap();
     assert_eq!(bytes[6], 8);
     let (_, back) = decode_snapshot(&bytes).unwrap();
     assert_eq!(back, s);

@@ -80,6 +80,11 @@ fn walk(s: &MetaState, id: InodeId, path: &str, out: &mut String) {
         }
         None => copies,
     };
+    // A small file's bytes held inline, shown only for such a file.
+    let copies = match &i.inline {
+        Some(d) => format!("{copies} inline={:?}", String::from_utf8_lossy(d)),
+        None => copies,
+    };
     writeln!(
         out,
         "{path} id={} kind={:?} size={} cs={} mode={:o} uid={} gid={} nlink={} a={} m={} c={} prio={} pin={} chunks=[{}] target={:?} rdev={}{copies}",

@@ -38,7 +38,37 @@ impl MetaState {
             return fail(format!("inode {i} is live and retired"));
         }
         self.check_attachments()?;
+        self.check_inline()?;
         self.check_workers()
+    }
+
+    /// Exactly the files whose chunk 0 is inline have bytes held, matching it.
+    fn check_inline(&self) -> Result<()> {
+        for (id, n) in &self.inodes {
+            let r = match &n.body {
+                Body::File { chunks, .. } => {
+                    if chunks.iter().skip(1).any(|r| r.is_inline()) {
+                        return fail(format!("file {id}: a chunk after the first is inline"));
+                    }
+                    chunks.first().copied().filter(|r| r.is_inline())
+                }
+                _ => None,
+            };
+            match (r, self.inline.files.get(id)) {
+                (None, None) => {}
+                (Some(r), Some(d)) if r.len == d.len() as u64 && r.checksum == crc32c::crc32c(d) => {}
+                (Some(_), Some(_)) => return fail(format!("file {id}: its inline bytes do not match chunk 0")),
+                (Some(_), None) => return fail(format!("file {id}: chunk 0 is inline but no bytes are held")),
+                (None, Some(_)) => return fail(format!("inode {id}: bytes are held inline for no inline chunk")),
+            }
+        }
+        if let Some(id) = self.inline.files.keys().find(|id| !self.inodes.contains_key(id)) {
+            return fail(format!("inline bytes are held for dead inode {id}"));
+        }
+        if self.inline.bytes != self.inline.files.values().map(|d| d.len() as u64).sum::<u64>() {
+            return fail("the count of inline bytes is wrong".into());
+        }
+        Ok(())
     }
 
     /// Every live directory is reached from the root exactly once, through an

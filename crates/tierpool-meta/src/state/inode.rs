@@ -169,12 +169,14 @@ impl MetaState {
             target: String::new(),
             rdev: 0,
             origin: n.origin.clone(),
+            inline: None,
         };
         match &n.body {
             Body::File { size, chunk_size, chunks } => {
                 (info.size, info.chunk_size) = (*size, *chunk_size);
                 if with_chunks {
                     info.chunks = chunks.clone();
+                    info.inline = self.inline_of(id).cloned();
                 }
             }
             Body::Region { size, chunk_size } => (info.size, info.chunk_size) = (*size, *chunk_size),

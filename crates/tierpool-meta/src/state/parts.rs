@@ -10,6 +10,7 @@
 use super::inode::Inode;
 use super::MetaState;
 use crate::{Attachment, WorkerRecord};
+use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
 use tierpool_placement::PartitionTable;
 use tierpool_types::{ChunkKey, InodeId, Result, Spread, WorkerId};
@@ -33,6 +34,8 @@ pub struct StateView<'a> {
     pub down: &'a BTreeSet<WorkerId>,
     pub spread: Spread,
     pub attachments: &'a BTreeMap<InodeId, Attachment>,
+    /// File inode -> its bytes, for the small files held inline.
+    pub inline: &'a BTreeMap<InodeId, Bytes>,
 }
 
 /// Every field of a state, owned: what a decoded snapshot holds.
@@ -54,6 +57,7 @@ pub struct StateParts {
     pub down: BTreeSet<WorkerId>,
     pub spread: Spread,
     pub attachments: BTreeMap<InodeId, Attachment>,
+    pub inline: BTreeMap<InodeId, Bytes>,
 }
 
 impl MetaState {
@@ -76,6 +80,7 @@ impl MetaState {
             down: &self.down,
             spread: self.spread,
             attachments: &self.attachments,
+            inline: &self.inline.files,
         }
     }
 
@@ -98,6 +103,7 @@ impl MetaState {
             down: p.down,
             spread: p.spread,
             attachments: p.attachments,
+            inline: super::inline::Inline::of(p.inline),
             placed: Default::default(),
             fresh: Default::default(),
         };
@@ -128,6 +134,7 @@ impl StateView<'_> {
             down: self.down.clone(),
             spread: self.spread,
             attachments: self.attachments.clone(),
+            inline: self.inline.clone(),
         }
     }
 }

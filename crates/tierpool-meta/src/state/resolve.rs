@@ -154,6 +154,7 @@ impl MetaState {
                 continue;
             }
             let n = self.inodes.remove(&i).expect("released inodes are live");
+            self.inline.remove(i);
             self.attachments.remove(&i);
             gone += 1;
             if n.has_data() {

@@ -291,6 +291,7 @@ impl MetaState {
             self.pending_chunks.insert(key);
             self.fresh.0.keys.push(key);
         }
+        self.settle_inline(id);
     }
 
     pub(super) fn persisted(

@@ -8,7 +8,8 @@
 //! version of it (the state cannot shorten stored objects).
 //!
 //! A version that an update replaces or cuts away goes to `pending_chunks`,
-//! unless the file still references it afterwards (a writer republishing).
+//! unless the file still references it afterwards (a writer republishing);
+//! an inline chunk 0 replaced or cut away takes its bytes with it.
 
 use super::inode::Body;
 use super::MetaState;
@@ -57,6 +58,9 @@ impl MetaState {
             }
             if r.is_below() {
                 return Err(Error::invalid(format!("inode {id}: chunk {i} cannot be sent below")));
+            }
+            if r.is_inline() && chunks.get(*i as usize) != Some(r) {
+                return Err(Error::invalid(format!("inode {id}: chunk {i} cannot be sent inline")));
             }
             if !r.is_hole() && self.retired.contains(&r.version) {
                 return Err(super::create::retired_error(r.version));
@@ -107,6 +111,7 @@ impl MetaState {
             self.pending_chunks.insert(key);
             self.fresh.0.keys.push(key);
         }
+        self.settle_inline(id);
         Ok(MetaReply::Info(self.info(id)))
     }
 

@@ -107,7 +107,7 @@ impl Driver {
     /// Runs `op` as `owner`; returns the op as run, the state before it and the result.
     pub fn step_as(&mut self, owner: Owner, mut op: MetaOp) -> (MetaOp, MetaState, Result<MetaReply>) {
         self.now += 1;
-        if let MetaOp::CommitFile { inode, .. } = &mut op {
+        if let MetaOp::CommitFile { inode, .. } | MetaOp::CommitInline { inode, .. } = &mut op {
             if *inode == FRESH {
                 *inode = InodeId(0);
                 let a = MetaOp::AllocInodes { count: 1 };
@@ -135,6 +135,27 @@ pub fn path() -> impl Strategy<Value = String> {
 }
 
 fn commit_strategy() -> impl Strategy<Value = MetaOp> {
+    prop_oneof![4 => file_commit_strategy(), 1 => inline_commit_strategy()]
+}
+
+/// Small files written whole with their bytes (some too large for a chunk).
+fn inline_commit_strategy() -> impl Strategy<Value = MetaOp> {
+    let inode = prop_oneof![3 => Just(FRESH), 1 => (0u64..16).prop_map(InodeId)];
+    let chunk = prop_oneof![4 => Just(4096u64), 1 => Just(1000)];
+    (path(), inode, prop::collection::vec(any::<u8>(), 0..1200), chunk, any::<bool>()).prop_map(
+        |(path, inode, data, chunk_size, overwrite)| MetaOp::CommitInline {
+            path,
+            inode,
+            data: bytes::Bytes::from(data),
+            chunk_size,
+            attrs: ChunkAttrs::default(),
+            mode: 0o100600,
+            overwrite,
+        },
+    )
+}
+
+fn file_commit_strategy() -> impl Strategy<Value = MetaOp> {
     let inode = prop_oneof![3 => Just(FRESH), 1 => (0u64..16).prop_map(InodeId)];
     let chunk = prop_oneof![4 => Just(4096u64), 4 => Just(8192), 1 => Just(1000)];
     let attrs =

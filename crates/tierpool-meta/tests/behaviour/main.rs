@@ -5,6 +5,7 @@
 //! machine's contract (atomic failures, deterministic replay, invariants).
 
 mod common;
+mod inline;
 mod inodes;
 mod membership;
 mod model;

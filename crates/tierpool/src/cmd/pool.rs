@@ -239,6 +239,7 @@ fn start_coordinator(
         args.extend(["--secret-file".into(), path_arg(&std::path::absolute(f)?)]);
     }
     args.extend(["--write-back-every".into(), a.write_back_every.to_string()]);
+    args.extend(["--inline-max".into(), a.inline_max.0.to_string()]);
     args.extend(stop_with.iter().cloned());
     let clog = dir.join("logs/coordinator.log");
     let cpid = spawn(exe, &args, &clog)?;

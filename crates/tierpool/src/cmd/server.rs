@@ -33,6 +33,13 @@ pub async fn coordinator(a: CoordinatorArgs) -> Result<()> {
     cfg.move_rate = a.move_rate.0;
     cfg.speed_threshold = a.bandwidth_threshold;
     cfg.speed_window = a.bandwidth_window.0;
+    anyhow::ensure!(
+        a.inline_max.0 <= tierpool_meta::INLINE_MAX,
+        "--inline-max must be at most {}",
+        tierpool_types::ByteSize(tierpool_meta::INLINE_MAX)
+    );
+    cfg.inline_max = a.inline_max.0;
+    cfg.inline_total = a.inline_total.0;
     cfg.limits = a.limits.apply(tierpool_net::Limits::default());
     cfg.secret_file = a.secret_file;
     anyhow::ensure!(a.write_back_every.0 >= Duration::from_millis(10), "--write-back-every must be at least 10ms");

@@ -125,6 +125,7 @@ fn meta_op(sample: &MetaOp) -> BoxedStrategy<MetaOp> {
         }
         M::AllocInodes { .. } => num().prop_map(|count| M::AllocInodes { count }).boxed(),
         M::CommitFile { .. } => commit_file(),
+        M::CommitInline { .. } => commit_inline(),
         M::Remove { .. } => (text(), any::<bool>()).prop_map(|(path, recursive)| M::Remove { path, recursive }).boxed(),
         M::Rename { .. } => (text(), text()).prop_map(|(from, to)| M::Rename { from, to }).boxed(),
         M::SetAttrs { .. } => (text(), oprio(), obool())
@@ -233,6 +234,21 @@ fn commit_file() -> BoxedStrategy<MetaOp> {
             chunk_size,
             checksums,
             homes,
+            attrs,
+            mode,
+            overwrite,
+        })
+        .boxed()
+}
+
+fn commit_inline() -> BoxedStrategy<MetaOp> {
+    let data = proptest::collection::vec(any::<u8>(), 0..300).prop_map(bytes::Bytes::from);
+    ((text(), inode(), data, num()), attrs(), num32(), any::<bool>())
+        .prop_map(|((path, inode, data, chunk_size), attrs, mode, overwrite)| MetaOp::CommitInline {
+            path,
+            inode,
+            data,
+            chunk_size,
             attrs,
             mode,
             overwrite,
