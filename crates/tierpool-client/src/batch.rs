@@ -2,16 +2,21 @@
 //! [`IN_FLIGHT`] files moving at once over the client's shared connections,
 //! so a caller with many small objects (fsspec's `pipe` and `cat` of many
 //! paths, a spill of many keys) pays for round trips in parallel rather than
-//! one after another. Each item succeeds or fails on its own: the results
-//! come back one per item, in the order given, and a failure in the middle
-//! neither stops nor undoes the others.
+//! one after another. Files small enough for the metadata to keep inline go
+//! to the coordinator many to a request (`MetaMany` of `CommitInline`s,
+//! `StatMany`): one round trip and one durable wait for up to
+//! [`MAX_BATCH`] of them. Each item succeeds or fails on its own: the
+//! results come back one per item, in the order given, and a failure in the
+//! middle neither stops nor undoes the others.
 
-use crate::client::Client;
+use crate::client::{unexpected, unexpected_meta, Client};
+use crate::read::{check_readable, whole_inline};
 use crate::write::PutOptions;
 use bytes::Bytes;
 use std::future::Future;
-use tierpool_meta::InodeInfo;
-use tierpool_types::{Error, Result};
+use tierpool_meta::{InodeInfo, MetaOp, MetaReply, Owner};
+use tierpool_proto::{CoordRequest, CoordResponse, MAX_BATCH};
+use tierpool_types::{validate_chunk_size, Error, ErrorKind, Result};
 use tokio::task::JoinSet;
 
 /// Files a batch works on at once.
@@ -21,23 +26,116 @@ impl Client {
     /// Writes each `(path, bytes)` as `put_bytes` does, several at once:
     /// one result per item, in the order given.
     pub async fn put_many(&self, items: Vec<(String, Bytes)>, opts: &PutOptions) -> Vec<Result<InodeInfo>> {
+        let mut out: Vec<Option<Result<InodeInfo>>> = (0..items.len()).map(|_| None).collect();
+        // Small files first, many to a request; what the metadata does not
+        // take (too large, its room full) is written as any file.
+        let max = match (self.layout().await, validate_chunk_size(opts.chunk_size)) {
+            (Ok(l), Ok(cs)) => l.inline_max.min(cs),
+            _ => 0,
+        };
+        let small: Vec<usize> = (0..items.len()).filter(|i| (1..=max).contains(&(items[*i].1.len() as u64))).collect();
+        for group in small.chunks(MAX_BATCH) {
+            match self.put_inline_many(group.iter().map(|i| &items[*i]), opts).await {
+                Ok(results) => {
+                    for (i, r) in group.iter().zip(results) {
+                        match r {
+                            Err(e) if e.kind == ErrorKind::PoolFull => {}
+                            r => out[*i] = Some(r),
+                        }
+                    }
+                }
+                Err(e) => tracing::debug!("small files written one by one: {e}"),
+            }
+        }
+        let rest: Vec<(usize, (String, Bytes))> =
+            items.into_iter().enumerate().filter(|(i, _)| out[*i].is_none()).collect();
         let (c, opts) = (self.clone(), opts.clone());
-        each(items, move |(path, data)| {
+        let done = each(rest.iter().map(|(_, item)| item.clone()).collect(), move |(path, data)| {
             let (c, opts) = (c.clone(), opts.clone());
             async move { c.put_bytes(&path, data, &opts).await }
         })
-        .await
+        .await;
+        for ((i, _), r) in rest.iter().zip(done) {
+            out[*i] = Some(r);
+        }
+        out.into_iter().map(|r| r.expect("every item has a result")).collect()
+    }
+
+    /// `CommitInline` of each item, in one request: one result per item.
+    async fn put_inline_many<'a>(
+        &self,
+        items: impl Iterator<Item = &'a (String, Bytes)>,
+        opts: &PutOptions,
+    ) -> Result<Vec<Result<InodeInfo>>> {
+        let (mut ops, mut paths) = (Vec::new(), Vec::new());
+        for (path, data) in items {
+            ops.push(MetaOp::CommitInline {
+                path: path.clone(),
+                inode: self.alloc_inode().await?,
+                data: data.clone(),
+                chunk_size: opts.chunk_size,
+                attrs: opts.attrs,
+                mode: opts.mode,
+                overwrite: opts.overwrite,
+            });
+            paths.push(path);
+        }
+        let (uid, gid) = self.inner.cfg.owner;
+        let results = match self.coord(CoordRequest::MetaMany { ops, owner: Owner { uid, gid } }).await? {
+            CoordResponse::MetaMany(r) if r.len() == paths.len() => r,
+            other => return Err(unexpected(other)),
+        };
+        let mut out = Vec::with_capacity(results.len());
+        for (r, path) in results.into_iter().zip(paths) {
+            out.push(match r {
+                // Beneath an attachment that writes through: below before the put returns.
+                Ok(MetaReply::Info(i)) if i.origin.is_some() => match self.persist(path, i.clone(), false).await {
+                    Ok(true) => self.stat(path).await,
+                    Ok(false) => Ok(i),
+                    Err(e) => Err(e),
+                },
+                Ok(MetaReply::Info(i)) => Ok(i),
+                Ok(other) => Err(unexpected_meta(other)),
+                Err(e) => Err(e),
+            });
+        }
+        Ok(out)
     }
 
     /// The whole content of each of `paths`, as `get_bytes` reads it,
     /// several at once: one result per path, in the order given.
     pub async fn get_many(&self, paths: Vec<String>) -> Vec<Result<Vec<u8>>> {
+        let mut out: Vec<Option<Result<Vec<u8>>>> = (0..paths.len()).map(|_| None).collect();
+        // One request stats many: small files held inline come back with it.
+        for (g, group) in paths.chunks(MAX_BATCH).enumerate() {
+            let infos = match self.coord(CoordRequest::StatMany { paths: group.to_vec() }).await {
+                Ok(CoordResponse::Infos(i)) if i.len() == group.len() => i,
+                _ => continue,
+            };
+            for (j, (info, path)) in infos.into_iter().zip(group).enumerate() {
+                let i = g * MAX_BATCH + j;
+                out[i] = match info {
+                    Err(e) => Some(Err(e)),
+                    Ok(info) => match check_readable(path, &info) {
+                        Err(e) => Some(Err(e)),
+                        // Beneath an attachment the object is checked first: read as any file.
+                        Ok(()) if info.origin.is_some() => None,
+                        Ok(()) => whole_inline(path, &info).transpose(),
+                    },
+                };
+            }
+        }
+        let rest: Vec<(usize, String)> = paths.into_iter().enumerate().filter(|(i, _)| out[*i].is_none()).collect();
         let c = self.clone();
-        each(paths, move |path| {
+        let done = each(rest.iter().map(|(_, p)| p.clone()).collect(), move |path| {
             let c = c.clone();
             async move { c.get_bytes(&path).await }
         })
-        .await
+        .await;
+        for ((i, _), r) in rest.iter().zip(done) {
+            out[*i] = Some(r);
+        }
+        out.into_iter().map(|r| r.expect("every path has a result")).collect()
     }
 }
 

@@ -190,7 +190,7 @@ impl Client {
     /// restarting) is asked again for up to `COORDINATOR_PATIENCE` when
     /// that is safe: the request is idempotent, or it was never sent.
     pub(crate) async fn coord(&self, req: CoordRequest) -> Result<CoordResponse> {
-        let idempotent = !matches!(req, CoordRequest::Meta { .. });
+        let idempotent = !matches!(req, CoordRequest::Meta { .. } | CoordRequest::MetaMany { .. });
         let since = Instant::now();
         let mut pause = Duration::from_millis(20);
         loop {

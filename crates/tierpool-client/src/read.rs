@@ -220,6 +220,19 @@ impl Drop for ChunkStream {
     }
 }
 
+/// All the bytes of the file `info` (found at `path`) if its stat carried
+/// them: an empty file, or one whose only chunk the metadata holds inline.
+/// `None` when they must be read from the workers.
+pub(crate) fn whole_inline(path: &str, info: &InodeInfo) -> Result<Option<Vec<u8>>> {
+    match (info.kind, info.chunks.as_slice(), &info.inline) {
+        (InodeKind::File, [], _) if info.size == 0 => Ok(Some(Vec::new())),
+        (InodeKind::File, [r], Some(data)) if r.is_inline() => {
+            Ok(Some(inline_chunk(path, *r, data, info.size.min(info.chunk_size))?.to_vec()))
+        }
+        _ => Ok(None),
+    }
+}
+
 /// The chunk `r` whose bytes the metadata held inline (`data`), verified
 /// against it and padded with zeros to `share` bytes.
 fn inline_chunk(path: &str, r: ChunkRef, data: &Bytes, share: u64) -> Result<Bytes> {

@@ -20,10 +20,18 @@ use tierpool_meta::{Garbage, MetaOp, MetaReply, MetaState, Owner};
 use tierpool_net::{Credentials, Handler, Pool, PoolConfig};
 use tierpool_proto::{
     AttachedDir, AttachmentStatus, CoordRequest, CoordResponse, InlineStatus, Layout, PoolStatus, WorkerRequest,
-    WorkerResponse, WorkerStats,
+    WorkerResponse, WorkerStats, MAX_BATCH,
 };
 use tierpool_proto::{Worker, WorkerStatus};
 use tierpool_types::{ByteSize, ChunkKey, Error, ErrorKind, InodeId, Result, WorkerId};
+
+/// A batch of more than [`MAX_BATCH`] ops or paths is refused whole.
+fn check_batch(n: usize) -> Result<()> {
+    if n > MAX_BATCH {
+        return Err(Error::invalid(format!("a batch of {n} items is more than the {MAX_BATCH} one request may carry")));
+    }
+    Ok(())
+}
 
 /// How long a status waits for a worker's current statistics.
 const STATS_TIMEOUT: Duration = Duration::from_millis(500);
@@ -384,6 +392,32 @@ impl Coordinator {
         Ok(CoordResponse::Meta(self.execute(op, owner).await?))
     }
 
+    /// Each op checked and applied on its own, in order; one wait until the
+    /// last one applied is durable answers them all.
+    async fn meta_many(&self, ops: Vec<MetaOp>, owner: Owner) -> Result<CoordResponse> {
+        check_batch(ops.len())?;
+        let mut out: Vec<Result<MetaReply>> = Vec::with_capacity(ops.len());
+        let mut applied = Vec::new();
+        for op in ops {
+            let r = self.check_from_outside(&op).and_then(|()| self.apply(&mut self.inner.lock(), op, owner));
+            match r {
+                Ok(a) => {
+                    applied.push((out.len(), a));
+                    out.push(Err(Error::internal("not yet durable")));
+                }
+                Err(e) => out.push(Err(e)),
+            }
+        }
+        if let Some(last) = applied.iter().map(|(_, a)| a.lsn).max() {
+            self.log.wait_durable(last).await?;
+        }
+        for (i, Applied { reply, effects, .. }) in applied {
+            self.carry_out(effects);
+            out[i] = Ok(reply);
+        }
+        Ok(CoordResponse::MetaMany(out))
+    }
+
     /// Refuses ops only the coordinator itself may run, removals that
     /// would lose data a worker still serves, and drains the other workers
     /// cannot hold.
@@ -503,6 +537,12 @@ impl Coordinator {
         match req {
             CoordRequest::Ping => Ok(CoordResponse::Pong),
             CoordRequest::Meta { op, owner } => self.meta(op, owner).await,
+            CoordRequest::MetaMany { ops, owner } => self.meta_many(ops, owner).await,
+            CoordRequest::StatMany { paths } => {
+                check_batch(paths.len())?;
+                let infos = self.query(|s| Ok(paths.iter().map(|p| s.stat(p)).collect())).await?;
+                Ok(CoordResponse::Infos(infos))
+            }
             CoordRequest::Stat { path } => Ok(CoordResponse::Info(self.query(|s| s.stat(&path)).await?)),
             CoordRequest::List { path } => Ok(CoordResponse::Entries(self.query(|s| s.list(&path)).await?)),
             CoordRequest::Layout => self.layout().await,

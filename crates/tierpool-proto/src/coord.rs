@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use tierpool_meta::{DirEntry, DirName, InodeInfo, MetaOp, MetaReply, Owner, WorkerRecord};
 use tierpool_placement::PartitionTable;
-use tierpool_types::{InodeId, WorkerId};
+use tierpool_types::{InodeId, Result, WorkerId};
 
 use crate::status::{PoolStatus, WorkerStats};
 
@@ -45,7 +45,18 @@ pub enum CoordRequest {
     Fsck { path: String },
     /// The directories attached to under-stores: `Attachments`.
     Attachments,
+    /// Independent metadata changes, run one after another as `owner`,
+    /// each succeeding or failing on its own (a failure neither stops nor
+    /// undoes the others); answered once all are durable: `MetaMany`, one
+    /// result per op in order. At most [`MAX_BATCH`] ops.
+    MetaMany { ops: Vec<MetaOp>, owner: Owner },
+    /// The inode at each of `paths`, as `Stat` gives it: `Infos`, one result
+    /// per path in order. At most [`MAX_BATCH`] paths.
+    StatMany { paths: Vec<String> },
 }
+
+/// Most ops of a `MetaMany`, or paths of a `StatMany`.
+pub const MAX_BATCH: usize = 1024;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CoordResponse {
@@ -69,6 +80,8 @@ pub enum CoordResponse {
     },
     Fsck(Vec<FsckEntry>),
     Attachments(Vec<AttachedDir>),
+    MetaMany(Vec<Result<MetaReply>>),
+    Infos(Vec<Result<InodeInfo>>),
 }
 
 /// A directory attached to an under-store.

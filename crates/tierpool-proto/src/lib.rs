@@ -22,7 +22,7 @@ pub mod handshake;
 pub mod status;
 pub mod worker;
 
-pub use coord::{AttachedDir, CoordRequest, CoordResponse, FsckEntry, Layout};
+pub use coord::{AttachedDir, CoordRequest, CoordResponse, FsckEntry, Layout, MAX_BATCH};
 pub use frame::{FrameHeader, FRAME_HEADER_LEN, MAX_HEADER_LEN, MAX_PAYLOAD_LEN, PROTOCOL_VERSION};
 pub use status::{
     AttachmentStatus, InlineStatus, MigrationStatus, PoolStatus, ReplicationStatus, WorkerStats, WorkerStatus,

@@ -1,7 +1,8 @@
 //! The Rust client against a real pool: streaming writes of odd sizes and
 //! random-offset reads match an in-memory model byte for byte; a writer
 //! whose idea of a directory's copies is stale still leaves each file
-//! with the copies it keeps; batches report each item in order; writers
+//! with the copies it keeps; batches report each item in order (small
+//! files many to a request, the others one by one); writers
 //! are never taken for dead ones, however old their reserved ids.
 
 mod common;
@@ -125,6 +126,50 @@ fn batches_report_each_item_in_order() {
             assert_eq!(got[at].as_ref().unwrap(), &bytes[..], "item {i}");
         }
         assert_eq!(c.put_many(Vec::new(), &PutOptions::default()).await.len(), 0);
+
+        // More small files than one request carries, mixed with files past
+        // --inline-max, empty ones, a directory in the way and a missing
+        // parent: each item has its own result, in order.
+        c.mkdir("/m/dir", true).await.unwrap();
+        let size = |i: usize| match i % 5 {
+            0 => 5000,
+            1 => 0,
+            _ => 1 + i % 4096,
+        };
+        let items: Vec<(String, Bytes)> = (0..2500)
+            .map(|i| {
+                let path = match i {
+                    700 => "/m/dir".to_string(),
+                    1900 => "/nowhere/x".to_string(),
+                    _ => format!("/m/f{i}"),
+                };
+                (path, Bytes::from(data(i as u64, size(i))))
+            })
+            .collect();
+        let put = c.put_many(items.clone(), &PutOptions::default()).await;
+        assert_eq!(put.len(), items.len());
+        for (i, r) in put.iter().enumerate() {
+            match (i, r) {
+                (700, Err(e)) => assert_eq!(e.kind, tierpool_types::ErrorKind::IsADirectory, "{e}"),
+                (1900, Err(e)) => assert_eq!(e.kind, tierpool_types::ErrorKind::NotFound, "{e}"),
+                (_, Ok(info)) => {
+                    assert_eq!(info.size, size(i) as u64, "item {i}");
+                    let inline = info.chunks.first().is_some_and(|r| r.is_inline());
+                    assert_eq!(inline, (1..=4096).contains(&size(i)), "item {i}");
+                }
+                (_, Err(e)) => panic!("item {i}: {e}"),
+            }
+        }
+        let paths: Vec<String> = items.iter().map(|(p, _)| p.clone()).collect();
+        let got = c.get_many(paths).await;
+        for (i, r) in got.iter().enumerate() {
+            match (i, r) {
+                (700, Err(e)) => assert_eq!(e.kind, tierpool_types::ErrorKind::IsADirectory, "{e}"),
+                (1900, Err(e)) => assert_eq!(e.kind, tierpool_types::ErrorKind::NotFound, "{e}"),
+                (_, Ok(bytes)) => assert!(bytes[..] == items[i].1[..], "item {i}"),
+                (_, Err(e)) => panic!("item {i}: {e}"),
+            }
+        }
     });
 }
 

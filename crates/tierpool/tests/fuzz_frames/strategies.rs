@@ -348,6 +348,11 @@ fn coord(sample: &CoordRequest) -> BoxedStrategy<CoordRequest> {
         C::Lease { .. } => (num(), many(inode())).prop_map(|(session, inodes)| C::Lease { session, inodes }).boxed(),
         C::Fsck { .. } => text().prop_map(|path| C::Fsck { path }).boxed(),
         C::Attachments => Just(C::Attachments).boxed(),
+        C::MetaMany { .. } => {
+            let op = prop::strategy::Union::new(every_variant::<MetaOp>().iter().map(meta_op));
+            (prop::collection::vec(op, 0..8), owner()).prop_map(|(ops, owner)| C::MetaMany { ops, owner }).boxed()
+        }
+        C::StatMany { .. } => prop::collection::vec(text(), 0..8).prop_map(|paths| C::StatMany { paths }).boxed(),
     }
 }
 
