@@ -35,6 +35,9 @@ pub struct StatusView {
     /// coordinator's limits `max_file` (`--inline-max`) and `max_bytes`
     /// (`--inline-total`).
     pub inline: tierpool_proto::InlineStatus,
+    /// Snapshots: `count`, and `kept_bytes` of chunk versions only they
+    /// keep (what removing them all would free, per copy).
+    pub snapshots: tierpool_proto::SnapshotStatus,
 }
 
 /// Copies of chunks: what the pool keeps, and what is short of copies
@@ -239,6 +242,7 @@ impl StatusView {
             workers,
             attachments: s.attachments.clone(),
             inline: s.inline.clone(),
+            snapshots: s.snapshots.clone(),
         }
     }
 }

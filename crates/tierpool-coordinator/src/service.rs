@@ -19,8 +19,8 @@ use tierpool_meta::engine::{Effect, Engine, Sweep};
 use tierpool_meta::{Garbage, MetaOp, MetaReply, MetaState, Owner};
 use tierpool_net::{Credentials, Handler, Pool, PoolConfig};
 use tierpool_proto::{
-    AttachedDir, AttachmentStatus, CoordRequest, CoordResponse, InlineStatus, Layout, PoolStatus, WorkerRequest,
-    WorkerResponse, WorkerStats, MAX_BATCH,
+    AttachedDir, AttachmentStatus, CoordRequest, CoordResponse, InlineStatus, Layout, PoolStatus, SnapshotStatus,
+    WorkerRequest, WorkerResponse, WorkerStats, MAX_BATCH,
 };
 use tierpool_proto::{Worker, WorkerStatus};
 use tierpool_types::{ByteSize, ChunkKey, Error, ErrorKind, InodeId, Result, WorkerId};
@@ -382,6 +382,10 @@ impl Coordinator {
                 let (files, bytes) = s.inline_usage();
                 InlineStatus { files, bytes, max_file: self.cfg.inline_max, max_bytes: self.cfg.inline_total }
             },
+            snapshots: {
+                let (count, kept_bytes) = s.snapshot_usage();
+                SnapshotStatus { count, kept_bytes }
+            },
         }
     }
 
@@ -561,6 +565,9 @@ impl Coordinator {
                 Ok(CoordResponse::Done)
             }
             CoordRequest::Fsck { path } => crate::replication::fsck(self, &path).await,
+            CoordRequest::Snapshots { path } => {
+                Ok(CoordResponse::Snapshots(self.query(|s| s.snapshots(path.as_deref())).await?))
+            }
             CoordRequest::Attachments => {
                 let dirs = self.query(|s| Ok(s.attached_dirs())).await?;
                 let dirs = dirs.into_iter().map(|(path, inode, attachment)| AttachedDir { path, inode, attachment });

@@ -135,7 +135,18 @@ fn a_coordinator_recovers_from_golden_files() {
         let (state, lsn, _writer) = log::open(&meta).unwrap();
         assert_eq!((lsn, dump::dump(&state)), (LOG_V9_RECORDS, expected("state-log-v9.txt")), "{file}");
     }
+    for (file, name) in [("log-v10", format!("log-{:020}", 1)), ("snapshot-v10", "snapshot".to_string())] {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = dir.path().join("meta");
+        std::fs::create_dir_all(&meta).unwrap();
+        std::fs::copy(golden(file), meta.join(name)).unwrap();
+        let (state, lsn, _writer) = log::open(&meta).unwrap();
+        assert_eq!((lsn, dump::dump(&state)), (LOG_V10_RECORDS, expected("state-log-v10.txt")), "{file}");
+    }
 }
+
+/// Records in `log-v10`.
+const LOG_V10_RECORDS: u64 = 93;
 
 /// Records in `log-v9`.
 const LOG_V9_RECORDS: u64 = 83;
@@ -302,10 +313,14 @@ fn snapshot_v6_of_one_replica_nests_the_bytes_of_version_5() {
     assert_eq!(v8[6], 8);
     assert!(v8[19..].starts_with(&v7[19..]), "the nested version 7 state differs");
     assert_eq!(decode_snapshot(&v8).unwrap(), (lsn, state.clone()));
-    let v9 = encode_snapshot(lsn, &state);
+    let v9 = encode_snapshot_in(9, lsn, &state).unwrap();
     assert_eq!(v9[6], 9);
     assert!(v9[19..].starts_with(&v8[19..]), "the nested version 8 state differs");
-    assert_eq!(decode_snapshot(&v9).unwrap(), (lsn, state));
+    assert_eq!(decode_snapshot(&v9).unwrap(), (lsn, state.clone()));
+    let v10 = encode_snapshot(lsn, &state);
+    assert_eq!(v10[6], 10);
+    assert!(v10[19..].starts_with(&v9[19..]), "the nested version 9 state differs");
+    assert_eq!(decode_snapshot(&v10).unwrap(), (lsn, state));
 }
 
 #[test]
@@ -400,7 +415,7 @@ fn log_v9_replays_to_its_state_and_encodes_to_the_same_bytes() {
     assert_eq!(dump::dump(&state), expected("state-log-v9.txt"));
     let mut again = Vec::new();
     for r in &recs {
-        encode_record(r, &mut again);
+        encode_record_in(9, r, &mut again).unwrap();
     }
     assert!(again == seg, "log records of version 9 no longer encode as they did");
     let inline = recs.iter().filter(|r| matches!(r.op, MetaOp::CommitInline { .. })).count();
@@ -417,9 +432,49 @@ fn snapshot_v9_decodes_to_its_state_and_encodes_to_the_same_bytes() {
     assert_eq!(lsn, LOG_V9_RECORDS);
     assert_eq!(dump::dump(&state), expected("state-log-v9.txt"));
     assert_eq!(state, replay(&records(&read("log-v9"))));
-    assert!(encode_snapshot(lsn, &state) == bytes, "snapshots of version 9 no longer encode as they did");
+    assert!(
+        encode_snapshot_in(9, lsn, &state).unwrap() == bytes,
+        "snapshots of version 9 no longer encode as they did"
+    );
     assert_eq!(state.inline_usage(), (2, 11 + 5));
     for v in 2..=8 {
+        assert!(encode_snapshot_in(v, lsn, &state).is_err(), "snapshot version {v}");
+    }
+}
+
+#[test]
+fn log_v10_replays_to_its_state_and_encodes_to_the_same_bytes() {
+    let seg = read("log-v10");
+    let recs = records(&seg);
+    assert_eq!(recs.len() as u64, LOG_V10_RECORDS);
+    assert_eq!(recs[..LOG_V9_RECORDS as usize], records(&read("log-v9"))[..], "the records of log-v9 come first");
+    let state = replay(&recs);
+    state.check_invariants().unwrap();
+    assert_eq!(dump::dump(&state), expected("state-log-v10.txt"));
+    let mut again = Vec::new();
+    for r in &recs {
+        encode_record(r, &mut again);
+    }
+    assert!(again == seg, "log records of version 10 no longer encode as they did");
+    let snapshot_ops = |r: &&LogRecord| {
+        matches!(r.op, MetaOp::SnapshotCreate { .. } | MetaOp::SnapshotRemove { .. } | MetaOp::SnapshotRestore { .. })
+    };
+    assert_eq!(recs.iter().filter(snapshot_ops).count(), 6);
+    for r in recs.iter().filter(snapshot_ops) {
+        assert!(encode_record_in(9, r, &mut Vec::new()).is_err());
+    }
+}
+
+#[test]
+fn snapshot_v10_decodes_to_its_state_and_encodes_to_the_same_bytes() {
+    let bytes = read("snapshot-v10");
+    let (lsn, state) = decode_snapshot(&bytes).unwrap();
+    assert_eq!(lsn, LOG_V10_RECORDS);
+    assert_eq!(dump::dump(&state), expected("state-log-v10.txt"));
+    assert_eq!(state, replay(&records(&read("log-v10"))));
+    assert!(encode_snapshot(lsn, &state) == bytes, "snapshots of version 10 no longer encode as they did");
+    assert_eq!(state.snapshots(None).unwrap().len(), 2);
+    for v in 2..=9 {
         assert!(encode_snapshot_in(v, lsn, &state).is_err(), "snapshot version {v}");
     }
 }
@@ -675,21 +730,46 @@ fn log_v9_records() -> Vec<LogRecord> {
     recs
 }
 
+/// The records of `log-v10`: those of `log-v9`, then snapshots: of a
+/// directory holding a hard link, a symlink and a device, of a directory
+/// whose chunks have homes, and of an inline file; the live files then
+/// rewritten and removed, one snapshot restored and one removed.
+fn log_v10_records() -> Vec<LogRecord> {
+    use tierpool_types::ChunkRef;
+    let mut recs = log_v9_records();
+    let mut state = replay(&recs);
+    let snap = |path: &str, name: &str| MetaOp::SnapshotCreate { path: path.into(), name: name.into() };
+    push(&mut recs, &mut state, snap("/home", "monday"));
+    push(&mut recs, &mut state, snap("/near", "before"));
+    push(&mut recs, &mut state, snap("/tiny", "t"));
+    push(&mut recs, &mut state, MetaOp::AllocInodes { count: 1 });
+    let v = state.next_inode().0 - 1;
+    let near = state.stat("/near/f").unwrap().id;
+    let w = ChunkRef { version: v, len: 4096, checksum: 25, home: Some(9) };
+    push(&mut recs, &mut state, MetaOp::UpdateFile { inode: near, size: 8202, truncate: None, chunks: vec![(0, w)] });
+    push(&mut recs, &mut state, MetaOp::Remove { path: "/home/b.bin".into(), recursive: false });
+    push(&mut recs, &mut state, MetaOp::Remove { path: "/tiny".into(), recursive: false });
+    push(&mut recs, &mut state, MetaOp::SnapshotRestore { path: "/near".into(), name: "before".into() });
+    push(&mut recs, &mut state, MetaOp::SnapshotRestore { path: "/tiny".into(), name: "t".into() });
+    push(&mut recs, &mut state, MetaOp::SnapshotRemove { path: "/tiny".into(), name: "t".into() });
+    recs
+}
+
 /// Writes the golden files of the current versions once, when asked
 /// (`TIERPOOL_WRITE_GOLDEN=1`) and only if they are missing.
 #[test]
 #[ignore = "writes the golden files of a new version: TIERPOOL_WRITE_GOLDEN=1 cargo test --test golden -- --ignored"]
 fn write_missing_golden_files_of_the_current_versions() {
-    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v9").exists() {
+    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v10").exists() {
         return;
     }
-    let recs = log_v9_records();
+    let recs = log_v10_records();
     let (mut seg, mut state) = (Vec::new(), MetaState::new());
     for r in &recs {
         state.execute_as(&r.op, r.owner, r.time).unwrap();
         encode_record(r, &mut seg);
     }
-    std::fs::write(golden("log-v9"), seg).unwrap();
-    std::fs::write(golden("snapshot-v9"), encode_snapshot(recs.len() as u64, &state)).unwrap();
-    std::fs::write(golden("state-log-v9.txt"), dump::dump(&state)).unwrap();
+    std::fs::write(golden("log-v10"), seg).unwrap();
+    std::fs::write(golden("snapshot-v10"), encode_snapshot(recs.len() as u64, &state)).unwrap();
+    std::fs::write(golden("state-log-v10.txt"), dump::dump(&state)).unwrap();
 }

@@ -22,7 +22,10 @@ pub use ops::{DirEntry, DirName, InodeInfo, InodeKind, MetaOp, MetaReply, NewNod
 pub use path::{check_name, normalize};
 pub use room::{choose_to_free, RoomCandidate};
 pub use state::inode::{Body, Inode, Owner};
-pub use state::{Garbage, MetaState, ReplicaHealth, StateParts, StateView, INLINE_MAX, MAX_REPLICAS};
+pub use state::{
+    Frozen, FrozenBody, Garbage, MetaState, ReplicaHealth, Snapshot, SnapshotSummary, StateParts, StateView,
+    INLINE_MAX, MAX_REPLICAS, SNAPSHOTS,
+};
 pub use under::{Attachment, Origin, WriteMode};
 
 /// Nanoseconds since the Unix epoch, read by the shell and passed in.

@@ -227,6 +227,17 @@ pub enum MetaOp {
     /// chunk goes below again. A dirty file, or one with no origin, is
     /// `Stale`. Reply: [`MetaReply::Info`].
     Unload { inode: InodeId },
+    /// Takes snapshot `name` of the file or tree at `path`: its metadata
+    /// is copied and every chunk version it names is kept until the
+    /// snapshot is removed. `AlreadyExists` if `path` has one of that
+    /// name. Reply: [`MetaReply::Done`].
+    SnapshotCreate { path: String, name: String },
+    /// Removes snapshot `name` of `path`; the versions only it kept become
+    /// garbage. Reply: [`MetaReply::Done`].
+    SnapshotRemove { path: String, name: String },
+    /// Puts snapshot `name` back at `path`, replacing what is there, in
+    /// one step. Reply: [`MetaReply::Info`] of the restored root.
+    SnapshotRestore { path: String, name: String },
 }
 
 impl MetaOp {

@@ -43,13 +43,15 @@ mod replicas;
 pub use replicas::{ReplicaHealth, MAX_REPLICAS};
 mod rename;
 mod resolve;
+mod snapshots;
+pub use snapshots::{Frozen, FrozenBody, Snapshot, SnapshotSummary, SNAPSHOTS};
 mod under;
 mod update;
 mod workers;
 
-use crate::path::normalize;
 use crate::{Attachment, MetaOp, MetaReply, Timestamp, WorkerRecord};
 use inode::{Inode, Owner};
+use snapshots::{not_reserved, writable};
 use std::collections::{BTreeMap, BTreeSet};
 use tierpool_placement::PartitionTable;
 use tierpool_types::{ChunkKey, Error, InodeId, Result, Spread, WorkerId};
@@ -89,6 +91,8 @@ pub struct MetaState {
     attachments: BTreeMap<InodeId, Attachment>,
     /// The bytes of small files held inline.
     inline: inline::Inline,
+    /// Snapshots, and the chunk versions they keep.
+    snapshots: snapshots::Snapshots,
     /// Whether a placement policy other than `hash` was ever set here since
     /// the state was loaded (or any inode has one): writers must then look
     /// up their directory's. Derived, never stored, never compared.
@@ -164,6 +168,7 @@ impl MetaState {
             spread: Spread::Host,
             attachments: BTreeMap::new(),
             inline: inline::Inline::default(),
+            snapshots: snapshots::Snapshots::default(),
             placed: Placed::default(),
             fresh: Fresh::default(),
         }
@@ -194,7 +199,7 @@ impl MetaState {
         }
         match op {
             MetaOp::Init { partitions } => self.init(*partitions, now),
-            MetaOp::Mkdir { path, parents, mode } => self.mkdir(&normalize(path)?, *parents, *mode, owner, now),
+            MetaOp::Mkdir { path, parents, mode } => self.mkdir(&writable(path)?, *parents, *mode, owner, now),
             MetaOp::AllocInodes { count } => self.alloc_inodes(*count),
             MetaOp::CommitFile { path, inode, size, chunk_size, checksums, homes, attrs, mode, overwrite } => {
                 let file = create::NewFile {
@@ -207,12 +212,12 @@ impl MetaState {
                     mode: *mode,
                     region: false,
                 };
-                self.commit_file(&normalize(path)?, &file, *overwrite, owner, now)
+                self.commit_file(&writable(path)?, &file, *overwrite, owner, now)
             }
             MetaOp::CommitInline { path, inode, data, chunk_size, attrs, mode, overwrite } => {
                 let file =
                     inline::NewInline { inode: *inode, data, chunk_size: *chunk_size, attrs: *attrs, mode: *mode };
-                self.commit_inline(&normalize(path)?, &file, *overwrite, owner, now)
+                self.commit_inline(&writable(path)?, &file, *overwrite, owner, now)
             }
             MetaOp::CommitRegion { path, inode, size, chunk_size, attrs, mode } => {
                 let region = create::NewFile {
@@ -225,12 +230,12 @@ impl MetaState {
                     mode: *mode,
                     region: true,
                 };
-                self.commit_file(&normalize(path)?, &region, false, owner, now)
+                self.commit_file(&writable(path)?, &region, false, owner, now)
             }
-            MetaOp::Remove { path, recursive } => self.remove(&normalize(path)?, *recursive, now),
-            MetaOp::Rename { from, to } => self.rename(&normalize(from)?, &normalize(to)?, now),
-            MetaOp::SetAttrs { path, priority, pinned } => self.set_attrs(&normalize(path)?, *priority, *pinned, now),
-            MetaOp::SetMeta { path, mode, mtime } => self.set_meta(&normalize(path)?, *mode, *mtime, now),
+            MetaOp::Remove { path, recursive } => self.remove(&writable(path)?, *recursive, now),
+            MetaOp::Rename { from, to } => self.rename(&writable(from)?, &writable(to)?, now),
+            MetaOp::SetAttrs { path, priority, pinned } => self.set_attrs(&writable(path)?, *priority, *pinned, now),
+            MetaOp::SetMeta { path, mode, mtime } => self.set_meta(&writable(path)?, *mode, *mtime, now),
             MetaOp::RegisterWorker { id, addr, host, rack, mem_capacity, disk_capacity, at_once } => {
                 let record = WorkerRecord {
                     id: id.unwrap_or(WorkerId(0)),
@@ -248,10 +253,17 @@ impl MetaState {
                 }
                 Ok(MetaReply::Done)
             }
-            MetaOp::MakeAt { parent, name, node, mode } => self.make_at(*parent, name, node, *mode, owner, now),
-            MetaOp::LinkAt { inode, parent, name } => self.link_at(*inode, *parent, name, now),
+            MetaOp::MakeAt { parent, name, node, mode } => {
+                not_reserved(name)?;
+                self.make_at(*parent, name, node, *mode, owner, now)
+            }
+            MetaOp::LinkAt { inode, parent, name } => {
+                not_reserved(name)?;
+                self.link_at(*inode, *parent, name, now)
+            }
             MetaOp::RemoveAt { parent, name, dir } => self.remove_at(*parent, name, *dir, now),
             MetaOp::RenameAt { parent, name, new_parent, new_name, noreplace } => {
+                not_reserved(new_name)?;
                 self.rename_at((*parent, name), (*new_parent, new_name), *noreplace, now)
             }
             MetaOp::SetInode { inode, mode, uid, gid, atime, mtime } => {
@@ -278,13 +290,13 @@ impl MetaState {
             MetaOp::WorkerDown { id } => self.worker_down(*id),
             MetaOp::WorkerUp { id } => self.worker_up(*id),
             MetaOp::SetReplicas { path, replicas, recursive } => {
-                self.set_replicas(&normalize(path)?, *replicas, *recursive, now)
+                self.set_replicas(&writable(path)?, *replicas, *recursive, now)
             }
             MetaOp::SetPlacement { path, placement, recursive } => {
-                self.set_placement(&normalize(path)?, *placement, *recursive, now)
+                self.set_placement(&writable(path)?, *placement, *recursive, now)
             }
-            MetaOp::Attach { path, attachment } => self.attach(&normalize(path)?, attachment),
-            MetaOp::Detach { path } => self.detach(&normalize(path)?, now),
+            MetaOp::Attach { path, attachment } => self.attach(&writable(path)?, attachment),
+            MetaOp::Detach { path } => self.detach(&writable(path)?, now),
             MetaOp::AdoptFile { parent, name, size, chunk_size, mtime, etag, mode } => {
                 let object = under::Object { size: *size, mtime: *mtime, etag };
                 self.adopt_file(*parent, name, &object, *chunk_size, *mode, owner, now)
@@ -296,6 +308,9 @@ impl MetaState {
             MetaOp::Disown { parent, name } => self.disown(*parent, name, now),
             MetaOp::LoadChunks { inode, chunks } => self.load_chunks(*inode, chunks),
             MetaOp::Unload { inode } => self.unload(*inode),
+            MetaOp::SnapshotCreate { path, name } => self.create_snapshot(&writable(path)?, name, now),
+            MetaOp::SnapshotRemove { path, name } => self.drop_snapshot(&writable(path)?, name),
+            MetaOp::SnapshotRestore { path, name } => self.restore_snapshot(&writable(path)?, name, now),
         }
     }
 

@@ -53,6 +53,9 @@ pub enum CoordRequest {
     /// The inode at each of `paths`, as `Stat` gives it: `Infos`, one result
     /// per path in order. At most [`MAX_BATCH`] paths.
     StatMany { paths: Vec<String> },
+    /// The snapshots of `path` (of every path: `None`), by path and name:
+    /// `Snapshots`.
+    Snapshots { path: Option<String> },
 }
 
 /// Most ops of a `MetaMany`, or paths of a `StatMany`.
@@ -82,6 +85,7 @@ pub enum CoordResponse {
     Attachments(Vec<AttachedDir>),
     MetaMany(Vec<Result<MetaReply>>),
     Infos(Vec<Result<InodeInfo>>),
+    Snapshots(Vec<tierpool_meta::SnapshotSummary>),
 }
 
 /// A directory attached to an under-store.

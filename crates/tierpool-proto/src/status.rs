@@ -58,6 +58,8 @@ pub struct PoolStatus {
     pub attachments: Vec<AttachmentStatus>,
     /// Small files the metadata holds inline.
     pub inline: InlineStatus,
+    /// Snapshots and what they keep.
+    pub snapshots: SnapshotStatus,
 }
 
 /// Small files held inline by the metadata, and the coordinator's limits.
@@ -69,6 +71,15 @@ pub struct InlineStatus {
     pub max_file: u64,
     /// Most bytes kept inline in all (`--inline-total`).
     pub max_bytes: u64,
+}
+
+/// Snapshots, and the bytes of chunk versions only they keep.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotStatus {
+    pub count: u64,
+    /// Stored bytes no live file names any more (what removing every
+    /// snapshot would free, once per copy).
+    pub kept_bytes: u64,
 }
 
 /// One attached under-store and how much of it the pool holds.

@@ -239,6 +239,11 @@ pub enum Cmd {
         #[command(flatten)]
         conn: Conn,
     },
+    /// Snapshots of a file or directory tree: read-only copies that share
+    /// every unchanged chunk with the live data, read at
+    /// PATH/.snapshots/NAME/... like any other path.
+    #[command(subcommand, after_help = SNAPSHOTS)]
+    Snapshot(SnapshotCmd),
     /// List the attached under-stores (secrets hidden).
     Attachments {
         #[arg(long)]
@@ -332,6 +337,44 @@ pub struct WorkerCmd {
     pub action: Option<WorkerAction>,
     #[command(flatten)]
     pub run: WorkerArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SnapshotCmd {
+    /// Take snapshot NAME of the file or tree at PATH, atomically; no data moves.
+    Create {
+        path: String,
+        name: String,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// List the snapshots of PATH (of every path when none is given).
+    Ls {
+        path: Option<String>,
+        /// Print them as JSON: path, name, created, entries, bytes, kept_bytes.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Remove snapshot NAME of PATH: the chunks only it kept are freed.
+    Rm {
+        path: String,
+        name: String,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Put snapshot NAME back at PATH, replacing what is there, in one step.
+    Restore {
+        path: String,
+        name: String,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -475,6 +518,18 @@ fn write_mode() -> impl clap::builder::TypedValueParser<Value = tierpool_meta::W
     clap::builder::PossibleValuesParser::new(tierpool_meta::WriteMode::ALL.map(|m| m.name()))
         .map(|s| tierpool_meta::WriteMode::parse(&s).expect("a listed mode"))
 }
+
+const SNAPSHOTS: &str = "\
+Snapshots:
+  tierpool snapshot create /data monday      take one (metadata only: no data moves)
+  tierpool ls /data/.snapshots/monday         read it like any path (read-only)
+  tierpool snapshot restore /data monday      put /data back as it was, atomically
+  tierpool snapshot rm /data monday           free what only it kept
+
+A snapshot is named by the path it was taken of, as it was then. Files keep
+their chunk versions while a snapshot names them; status shows the bytes
+snapshots keep that no live file uses. Memory regions and attached
+under-stores are not snapshotted.";
 
 const UNDER_STORES: &str = "\
 Under-stores:

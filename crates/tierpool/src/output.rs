@@ -82,6 +82,13 @@ pub fn status_text(v: &StatusView, bar: bool) -> String {
             ByteSize(v.inline.max_bytes)
         );
     }
+    if v.snapshots.count > 0 {
+        out += &format!(
+            "snapshots: {} (keeping {} no live file uses)\n",
+            v.snapshots.count,
+            ByteSize(v.snapshots.kept_bytes)
+        );
+    }
     out
 }
 

@@ -243,7 +243,10 @@ fn op_to_v1(op: &MetaOp) -> Result<OpV1> {
         | MetaOp::Persisted { .. }
         | MetaOp::LoadChunks { .. }
         | MetaOp::Unload { .. }
-        | MetaOp::CommitInline { .. } => {
+        | MetaOp::CommitInline { .. }
+        | MetaOp::SnapshotCreate { .. }
+        | MetaOp::SnapshotRemove { .. }
+        | MetaOp::SnapshotRestore { .. } => {
             return Err(corrupt("an op added after log record version 1 has no form in it"))
         }
     })

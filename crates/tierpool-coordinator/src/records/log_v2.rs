@@ -219,7 +219,10 @@ fn op_to_v2(op: &MetaOp) -> Result<OpV2> {
         | MetaOp::Persisted { .. }
         | MetaOp::LoadChunks { .. }
         | MetaOp::Unload { .. }
-        | MetaOp::CommitInline { .. } => {
+        | MetaOp::CommitInline { .. }
+        | MetaOp::SnapshotCreate { .. }
+        | MetaOp::SnapshotRemove { .. }
+        | MetaOp::SnapshotRestore { .. } => {
             return Err(corrupt("moves and membership ops have no form in log record version 2"))
         }
     })

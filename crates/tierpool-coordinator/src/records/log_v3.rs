@@ -232,7 +232,10 @@ pub(super) fn op_to_v3(op: &MetaOp) -> Result<OpV3> {
         | MetaOp::Persisted { .. }
         | MetaOp::LoadChunks { .. }
         | MetaOp::Unload { .. }
-        | MetaOp::CommitInline { .. } => {
+        | MetaOp::CommitInline { .. }
+        | MetaOp::SnapshotCreate { .. }
+        | MetaOp::SnapshotRemove { .. }
+        | MetaOp::SnapshotRestore { .. } => {
             return Err(super::frozen::corrupt("an op added after log record version 3 has no form in it"))
         }
     })

@@ -82,6 +82,7 @@ impl StateV2 {
             spread: Spread::Host,
             attachments: Default::default(),
             inline: Default::default(),
+            snapshots: Default::default(),
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,

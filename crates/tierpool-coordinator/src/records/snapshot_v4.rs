@@ -72,6 +72,7 @@ impl StateV4 {
             spread: Spread::Host,
             attachments: Default::default(),
             inline: Default::default(),
+            snapshots: Default::default(),
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,

@@ -13,7 +13,7 @@ use super::snapshot_v8::StateV8;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use tierpool_meta::{MetaState, StateView};
+use tierpool_meta::{MetaState, StateParts, StateView};
 use tierpool_types::{InodeId, Result};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,10 +35,15 @@ impl StateV9 {
     }
 
     pub fn into_state(self) -> Result<MetaState> {
+        MetaState::from_parts(self.into_parts()?).map_err(corrupt)
+    }
+
+    /// The state's fields, not yet checked as a whole (a later version adds to them).
+    pub fn into_parts(self) -> Result<StateParts> {
         let StateV9 { v8, inline } = self;
         let mut parts = v8.into_parts()?;
         parts.inline = inline.into_iter().map(|(id, d)| (InodeId(id), d)).collect();
-        MetaState::from_parts(parts).map_err(corrupt)
+        Ok(parts)
     }
 }
 

@@ -40,9 +40,10 @@ fn unknown_versions_and_impossible_records_are_unusable_not_torn() {
         out.extend_from_slice(body);
         out
     };
-    let Decoded::Unusable(e) = decode_record(&frame(&[10, 1, 2, 3])) else { panic!("version 10") };
+    let next = LOG_RECORD_VERSION + 1;
+    let Decoded::Unusable(e) = decode_record(&frame(&[next, 1, 2, 3])) else { panic!("version {next}") };
     assert_eq!(e.kind, ErrorKind::Corrupt);
-    assert!(e.message.contains("log record version 10 is not known"), "{}", e.message);
+    assert!(e.message.contains(&format!("log record version {next} is not known")), "{}", e.message);
     // A priority of 9 in a SetAttrs record.
     let op = log_v1::OpV1::SetAttrs { path: "/x".into(), priority: Some(9), pinned: None };
     let mut body = vec![1];
@@ -80,7 +81,7 @@ fn ops_of_replication_round_trip_in_log_v5_and_have_no_older_form() {
         let r = LogRecord { lsn: i as u64 + 1, time: 9, owner: Owner { uid: 1, gid: 2 }, op };
         let mut buf = Vec::new();
         encode_record(&r, &mut buf);
-        assert_eq!(buf[8], 9, "written in version 9");
+        assert_eq!(buf[8], LOG_RECORD_VERSION, "written in the newest version");
         assert_eq!(decode_record(&buf), Decoded::Record(r.clone(), buf.len()));
         let mut v5 = Vec::new();
         encode_record_in(5, &r, &mut v5).unwrap();
@@ -272,7 +273,7 @@ fn ops_of_placement_round_trip_in_log_v6_and_have_no_older_form() {
         let r = LogRecord { lsn: i as u64 + 1, time: 9, owner: Owner { uid: 1, gid: 2 }, op };
         let mut buf = Vec::new();
         encode_record(&r, &mut buf);
-        assert_eq!(buf[8], 9);
+        assert_eq!(buf[8], LOG_RECORD_VERSION);
         assert_eq!(decode_record(&buf), Decoded::Record(r.clone(), buf.len()));
         let mut v6 = Vec::new();
         encode_record_in(6, &r, &mut v6).unwrap();
@@ -515,6 +516,31 @@ fn released() -> Vec<(&'static str, Registry)> {
                 ],
             ),
         ),
+        (
+            "snapshot-v10",
+            trace_with(
+                t::<snapshot_v10::SnapshotV10>,
+                &[&t::<KindV1>, &t::<snapshot_v2::BodyV2>, &t::<snapshot_v10::FrozenBodyV10>],
+            ),
+        ),
+        (
+            "log-v10",
+            trace_with(
+                t::<log_v10::RecordV10>,
+                &[
+                    &t::<KindV1>,
+                    &t::<log_v1::NewNodeV1>,
+                    &t::<log_v3::OpV3>,
+                    &t::<log_v4::OpV4>,
+                    &t::<log_v5::OpV5>,
+                    &t::<log_v6::OpV6>,
+                    &t::<log_v7::OpV7>,
+                    &t::<log_v8::OpV8>,
+                    &t::<log_v9::OpV9>,
+                    &t::<log_v10::OpV10>,
+                ],
+            ),
+        ),
     ]
 }
 
@@ -627,7 +653,7 @@ fn ops_of_under_stores_round_trip_in_log_v7_and_have_no_older_form() {
         assert_eq!(decode_record(&buf), Decoded::Record(r.clone(), buf.len()));
         let mut newest = Vec::new();
         encode_record(&r, &mut newest);
-        assert_eq!((newest[8], decode_record(&newest)), (9, Decoded::Record(r.clone(), newest.len())));
+        assert_eq!((newest[8], decode_record(&newest)), (LOG_RECORD_VERSION, Decoded::Record(r.clone(), newest.len())));
         for v in 1..=6 {
             assert!(encode_record_in(v, &r, &mut Vec::new()).is_err(), "{:?} in version {v}", r.op);
         }

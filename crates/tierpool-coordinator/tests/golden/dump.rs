@@ -59,12 +59,43 @@ pub fn dump(s: &MetaState) -> String {
     }
     if s.is_initialised() {
         walk(s, InodeId::ROOT, "/", &mut out);
+        // Snapshots, shown only when there are some: each read back through `.snapshots`.
+        for snap in s.snapshots(None).unwrap() {
+            writeln!(
+                out,
+                "snapshot {}@{} created={} entries={} bytes={} kept_bytes={}",
+                snap.path, snap.name, snap.created, snap.entries, snap.bytes, snap.kept_bytes
+            )
+            .unwrap();
+            let under = if snap.path == "/" { String::new() } else { snap.path.clone() };
+            walk_path(s, &format!("{under}/.snapshots/{}", snap.name), &mut out);
+        }
     }
     out
 }
 
+fn walk_path(s: &MetaState, path: &str, out: &mut String) {
+    let i = s.stat(path).unwrap();
+    line(s, &i, path, out);
+    if i.kind == InodeKind::Dir {
+        for e in s.list(path).unwrap() {
+            walk_path(s, &format!("{path}/{}", e.name), out);
+        }
+    }
+}
+
 fn walk(s: &MetaState, id: InodeId, path: &str, out: &mut String) {
     let i = s.stat_inode(id, true).unwrap();
+    line(s, &i, path, out);
+    if i.kind == InodeKind::Dir {
+        for e in s.read_dir(id).unwrap() {
+            let child = if path == "/" { format!("/{}", e.name) } else { format!("{path}/{}", e.name) };
+            walk(s, e.id, &child, out);
+        }
+    }
+}
+
+fn line(s: &MetaState, i: &tierpool_meta::InodeInfo, path: &str, out: &mut String) {
     // Copies per chunk, shown only in a replicated pool (one otherwise).
     let copies = if s.table().replicas() > 1 { format!(" copies={}", i.replicas) } else { String::new() };
     // A chunk's home and a path's placement, shown only when a policy set them.
@@ -106,10 +137,4 @@ fn walk(s: &MetaState, id: InodeId, path: &str, out: &mut String) {
         i.rdev
     )
     .unwrap();
-    if i.kind == InodeKind::Dir {
-        for e in s.read_dir(id).unwrap() {
-            let child = if path == "/" { format!("/{}", e.name) } else { format!("{path}/{}", e.name) };
-            walk(s, e.id, &child, out);
-        }
-    }
 }

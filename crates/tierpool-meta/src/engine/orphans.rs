@@ -4,8 +4,8 @@
 //! stored chunks under ids they were never given.
 //!
 //! A chunk is kept while anything may still want it:
-//! - it is a version a live file or region references, or garbage that
-//!   collection will delete anyway (pending);
+//! - it is a version a live file or region references, or a snapshot
+//!   keeps, or garbage that collection will delete anyway (pending);
 //! - a client session holds its inode open or is writing it (renewing
 //!   its hold or write lease);
 //! - its inode or version id was reserved less than one hold period ago
@@ -68,9 +68,16 @@ pub fn judge(s: &MetaState, held: &BTreeSet<InodeId>, recent: &mut dyn FnMut(u64
     if held.contains(&k.inode) {
         return Verdict::Keep;
     }
+    if s.keeps(&k) || s.pending_chunks().contains(&k) {
+        return Verdict::Keep;
+    }
     let Some(n) = s.view().inodes.get(&k.inode) else {
         if s.pending_gc().contains(&k.inode) || recent(k.inode.0) {
             return Verdict::Keep;
+        }
+        if s.keeps_inode(k.inode) {
+            // A gone file some snapshot still reads: its id is not to be retired.
+            return keep_or(None);
         }
         let retirable = k.inode.0 < s.next_inode().0 && !s.retired().contains(&k.inode.0);
         return keep_or(retirable.then_some(k.inode.0));

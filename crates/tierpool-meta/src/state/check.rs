@@ -110,15 +110,20 @@ impl MetaState {
             }
         }
         for k in &self.pending_chunks {
+            if self.snapshots.keeps(k) {
+                return fail(format!("chunk {k} is kept by a snapshot and pending garbage collection"));
+            }
             match self.inodes.get(&k.inode).map(|n| &n.body) {
                 Some(Body::File { chunks, .. }) => {
                     if chunks.get(k.index as usize).is_some_and(|r| r.version == k.version) {
                         return fail(format!("chunk {k} is in use and pending garbage collection"));
                     }
                 }
+                None if self.snapshots.keeps_inode(k.inode) => {}
                 _ => return fail(format!("pending chunk {k} is not of a live file")),
             }
         }
+        self.check_snapshots()?;
         Ok(())
     }
 
@@ -219,5 +224,34 @@ fn check_body(id: InodeId, body: &Body) -> Result<()> {
             Ok(())
         }
         _ => Ok(()),
+    }
+}
+
+impl MetaState {
+    /// Snapshots keep versions of files only (live or gone, never being
+    /// collected whole), under ids that were handed out; their names are valid.
+    fn check_snapshots(&self) -> Result<()> {
+        let rebuilt = super::snapshots::Snapshots::of(self.snapshots.named.clone());
+        if rebuilt != self.snapshots {
+            return fail("the versions kept by snapshots are miscounted".to_owned());
+        }
+        for (path, name) in self.snapshots.named.keys() {
+            let comps = crate::normalize(path)?;
+            if crate::path::display(&comps) != *path || crate::check_name(name).is_err() || name == super::SNAPSHOTS {
+                return fail(format!("snapshot {path}@{name} is misnamed"));
+            }
+        }
+        for k in self.snapshots.kept().keys() {
+            if self.pending_gc.contains(&k.inode) {
+                return fail(format!("chunk {k} is kept by a snapshot and its inode is being collected"));
+            }
+            if k.inode.0 >= self.next_inode {
+                return fail(format!("chunk {k} is kept by a snapshot but its inode was never handed out"));
+            }
+            if self.inodes.get(&k.inode).is_some_and(|n| !matches!(n.body, Body::File { .. })) {
+                return fail(format!("chunk {k} is kept by a snapshot but its inode is not a file"));
+            }
+        }
+        Ok(())
     }
 }

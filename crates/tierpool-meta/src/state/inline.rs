@@ -38,7 +38,7 @@ impl Inline {
         Inline { files, bytes }
     }
 
-    fn insert(&mut self, id: InodeId, data: Bytes) {
+    pub(super) fn insert(&mut self, id: InodeId, data: Bytes) {
         self.bytes += data.len() as u64;
         if let Some(old) = self.files.insert(id, data) {
             self.bytes -= old.len() as u64;

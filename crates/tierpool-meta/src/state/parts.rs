@@ -8,6 +8,7 @@
 //! instead of served.
 
 use super::inode::Inode;
+use super::snapshots::Snapshot;
 use super::MetaState;
 use crate::{Attachment, WorkerRecord};
 use bytes::Bytes;
@@ -36,6 +37,8 @@ pub struct StateView<'a> {
     pub attachments: &'a BTreeMap<InodeId, Attachment>,
     /// File inode -> its bytes, for the small files held inline.
     pub inline: &'a BTreeMap<InodeId, Bytes>,
+    /// (path, name) -> snapshot.
+    pub snapshots: &'a BTreeMap<(String, String), Snapshot>,
 }
 
 /// Every field of a state, owned: what a decoded snapshot holds.
@@ -58,6 +61,7 @@ pub struct StateParts {
     pub spread: Spread,
     pub attachments: BTreeMap<InodeId, Attachment>,
     pub inline: BTreeMap<InodeId, Bytes>,
+    pub snapshots: BTreeMap<(String, String), Snapshot>,
 }
 
 impl MetaState {
@@ -81,6 +85,7 @@ impl MetaState {
             spread: self.spread,
             attachments: &self.attachments,
             inline: &self.inline.files,
+            snapshots: &self.snapshots.named,
         }
     }
 
@@ -104,6 +109,7 @@ impl MetaState {
             spread: p.spread,
             attachments: p.attachments,
             inline: super::inline::Inline::of(p.inline),
+            snapshots: super::snapshots::Snapshots::of(p.snapshots),
             placed: Default::default(),
             fresh: Default::default(),
         };
@@ -135,6 +141,7 @@ impl StateView<'_> {
             spread: self.spread,
             attachments: self.attachments.clone(),
             inline: self.inline.clone(),
+            snapshots: self.snapshots.clone(),
         }
     }
 }

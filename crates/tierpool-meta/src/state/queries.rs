@@ -13,6 +13,9 @@ impl MetaState {
     pub fn stat(&self, path: &str) -> Result<InodeInfo> {
         self.ensure_initialised()?;
         let comps = normalize(path)?;
+        if let Some(at) = comps.iter().position(|c| c == super::SNAPSHOTS) {
+            return self.stat_snapshot(&comps, at);
+        }
         Ok(self.info(self.lookup(&comps)?))
     }
 
@@ -20,6 +23,9 @@ impl MetaState {
     pub fn list(&self, path: &str) -> Result<Vec<DirEntry>> {
         self.ensure_initialised()?;
         let comps = normalize(path)?;
+        if let Some(at) = comps.iter().position(|c| c == super::SNAPSHOTS) {
+            return self.list_snapshot(&comps, at);
+        }
         let id = self.lookup(&comps)?;
         match self.children(id) {
             Some(children) => {

@@ -9,7 +9,7 @@ use super::inode::{Body, Inode};
 use super::MetaState;
 use crate::path::display;
 use crate::Timestamp;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use tierpool_types::{Error, ErrorKind, InodeId};
 
 /// The fixed reason of a namespace error kind, as messages show it.
@@ -142,12 +142,38 @@ impl MetaState {
 
     /// An entry naming `id` was just unlinked: a directory goes with
     /// everything beneath it; another inode loses one link and goes with
-    /// its last. Gone files and regions are queued for garbage collection.
-    /// Returns how many inodes went.
+    /// its last. Gone files and regions are queued for garbage collection
+    /// (but for the chunk versions snapshots keep). Returns how many inodes went.
     pub(super) fn release(&mut self, id: InodeId) -> u64 {
         let mut gone = 0;
+        self.release_with(id, &BTreeSet::new(), &mut |_, _| gone += 1);
+        gone
+    }
+
+    /// `release`, but the inodes in `spare` are taken out whole and handed
+    /// back, not collected (their ids are about to be used again).
+    pub(super) fn release_sparing(&mut self, id: InodeId, spare: &BTreeSet<InodeId>) -> BTreeMap<InodeId, Inode> {
+        let mut spared = BTreeMap::new();
+        self.release_with(id, spare, &mut |i, n| {
+            if let Some(n) = n {
+                spared.insert(i, n);
+            }
+        });
+        spared
+    }
+
+    /// Calls `gone(id, Some(inode))` for each spared inode taken out,
+    /// `gone(id, None)` for each other inode that went.
+    fn release_with(&mut self, id: InodeId, spare: &BTreeSet<InodeId>, gone: &mut dyn FnMut(InodeId, Option<Inode>)) {
         let mut stack = vec![id];
         while let Some(i) = stack.pop() {
+            if spare.contains(&i) {
+                if let Some(n) = self.inodes.remove(&i) {
+                    self.inline.remove(i);
+                    gone(i, Some(n));
+                }
+                continue;
+            }
             let n = self.node_mut(i);
             if !n.is_dir() && n.links > 1 {
                 n.links -= 1;
@@ -156,26 +182,25 @@ impl MetaState {
             let n = self.inodes.remove(&i).expect("released inodes are live");
             self.inline.remove(i);
             self.attachments.remove(&i);
-            gone += 1;
-            if n.has_data() {
-                self.pending_gc.insert(i);
+            gone(i, None);
+            if n.has_data() && self.snapshots.keeps_inode(i) {
+                // Snapshots keep some versions: the others go one by one.
+                if let Body::File { chunks, .. } = &n.body {
+                    for (x, r) in chunks.iter().enumerate().filter(|(_, r)| r.is_stored()) {
+                        self.discard(r.key(i, x as u64));
+                    }
+                }
+            } else if n.has_data() {
                 // An empty file stores nothing: no space comes back from it.
                 let stores = match &n.body {
                     Body::File { chunks, .. } => chunks.iter().any(|c| c.is_stored()),
                     _ => true,
                 };
-                if stores {
-                    self.fresh.0.inodes.push(i);
-                }
-                let versions: Vec<_> = self.pending_chunks.range(super::inode_keys(i)).copied().collect();
-                for k in versions {
-                    self.pending_chunks.remove(&k);
-                }
+                self.collect_inode(i, stores);
             }
             if let Body::Dir { children, .. } = n.body {
                 stack.extend(children.into_values());
             }
         }
-        gone
     }
 }

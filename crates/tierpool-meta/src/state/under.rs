@@ -287,9 +287,7 @@ impl MetaState {
         let Body::File { chunks: now, .. } = &mut self.node_mut(id).body else { unreachable!("a file") };
         let old = std::mem::replace(now, chunks);
         for (i, r) in old.iter().enumerate().filter(|(_, r)| r.is_stored()) {
-            let key = r.key(id, i as u64);
-            self.pending_chunks.insert(key);
-            self.fresh.0.keys.push(key);
+            self.discard(r.key(id, i as u64));
         }
         self.settle_inline(id);
     }
@@ -348,9 +346,7 @@ impl MetaState {
             if slot.is_below() {
                 *slot = *r;
             } else if slot.version != r.version {
-                let key = r.key(id, *i);
-                self.pending_chunks.insert(key);
-                self.fresh.0.keys.push(key);
+                self.discard(r.key(id, *i));
             }
         }
         Ok(MetaReply::Info(self.info(id)))

@@ -108,8 +108,7 @@ impl MetaState {
             o.dirty = true;
         }
         for key in replaced {
-            self.pending_chunks.insert(key);
-            self.fresh.0.keys.push(key);
+            self.discard(key);
         }
         self.settle_inline(id);
         Ok(MetaReply::Info(self.info(id)))

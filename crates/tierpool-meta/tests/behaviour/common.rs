@@ -282,7 +282,18 @@ fn any_root_op() -> impl Strategy<Value = MetaOp> {
         1 => prop::collection::vec((0u64..16).prop_map(InodeId), 0..4).prop_map(|inodes| MetaOp::GcDone { inodes }),
         1 => prop::collection::vec(0u64..20, 0..3).prop_map(|ids| MetaOp::Retire { ids }),
         8 => inode_op(),
+        3 => snapshot_op(),
     ]
+}
+
+/// Snapshots taken, removed and restored over the paths of a short run.
+fn snapshot_op() -> impl Strategy<Value = MetaOp> {
+    let name = prop::sample::select(&["s", "t", ".snapshots"][..]).prop_map(String::from);
+    (0u8..3, path(), name).prop_map(|(what, path, name)| match what {
+        0 => MetaOp::SnapshotCreate { path, name },
+        1 => MetaOp::SnapshotRemove { path, name },
+        _ => MetaOp::SnapshotRestore { path, name },
+    })
 }
 
 /// A run of ops, usually starting with a valid `Init`.

@@ -15,5 +15,6 @@ mod regions;
 mod rename;
 mod replication;
 mod setup;
+mod snapshots;
 mod under;
 mod update;

@@ -7,6 +7,7 @@ mod mount;
 mod pool;
 mod replicas;
 mod server;
+mod snapshot;
 mod under;
 mod write_back;
 
@@ -60,6 +61,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 under::attach(&connect(&conn).await?, &uri, &path, mode, readonly, &opts, json).await
             }
             Cmd::Detach { path, force, json, conn } => under::detach(&connect(&conn).await?, &path, force, json).await,
+            Cmd::Snapshot(cmd) => snapshot::run(cmd).await,
             Cmd::Attachments { json, conn } => under::list(&connect(&conn).await?, json).await,
             Cmd::Load { path, recursive, json, conn } => {
                 under::load(&connect(&conn).await?, &path, recursive, json).await

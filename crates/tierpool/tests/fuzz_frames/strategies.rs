@@ -213,6 +213,11 @@ fn meta_op(sample: &MetaOp) -> BoxedStrategy<MetaOp> {
             .prop_map(|(inode, chunks)| M::LoadChunks { inode, chunks })
             .boxed(),
         M::Unload { .. } => inode().prop_map(|inode| M::Unload { inode }).boxed(),
+        M::SnapshotCreate { .. } => (text(), text()).prop_map(|(path, name)| M::SnapshotCreate { path, name }).boxed(),
+        M::SnapshotRemove { .. } => (text(), text()).prop_map(|(path, name)| M::SnapshotRemove { path, name }).boxed(),
+        M::SnapshotRestore { .. } => {
+            (text(), text()).prop_map(|(path, name)| M::SnapshotRestore { path, name }).boxed()
+        }
     }
 }
 
@@ -353,6 +358,7 @@ fn coord(sample: &CoordRequest) -> BoxedStrategy<CoordRequest> {
             (prop::collection::vec(op, 0..8), owner()).prop_map(|(ops, owner)| C::MetaMany { ops, owner }).boxed()
         }
         C::StatMany { .. } => prop::collection::vec(text(), 0..8).prop_map(|paths| C::StatMany { paths }).boxed(),
+        C::Snapshots { .. } => prop::option::of(text()).prop_map(|path| C::Snapshots { path }).boxed(),
     }
 }
 
