@@ -210,6 +210,33 @@ class Client:
         chunk has its copies."""
         return self._native.fsck(path)
 
+    # ---- snapshots ---------------------------------------------------------
+
+    def snapshot_create(self, path: str, name: str) -> Dict[str, Any]:
+        """Takes snapshot ``name`` of the file or directory tree at ``path``,
+        atomically and without copying data: every unchanged chunk stays
+        shared with the live files. It is read at
+        ``path/.snapshots/name/...`` like any path (read-only). Returns
+        ``{"path", "name", "created", "entries", "bytes", "kept_bytes"}``
+        (``kept_bytes``: stored bytes only snapshots still name).
+        ``FileExistsError`` if ``path`` has a snapshot of that name."""
+        return self._native.snapshot_create(path, name)
+
+    def snapshots(self, path: Optional[str] = None) -> List[Dict[str, Any]]:
+        """The snapshots of ``path`` (of every path: ``None``), sorted by
+        path and name, each as :meth:`snapshot_create` returns it."""
+        return self._native.snapshots(path)
+
+    def snapshot_remove(self, path: str, name: str) -> None:
+        """Removes snapshot ``name`` of ``path``: the chunks only it kept
+        are freed. ``FileNotFoundError`` if there is none."""
+        self._native.snapshot_remove(path, name)
+
+    def snapshot_restore(self, path: str, name: str) -> None:
+        """Puts snapshot ``name`` back at ``path``, replacing what is there,
+        in one step (readers see the old tree or the restored one)."""
+        self._native.snapshot_restore(path, name)
+
     # ---- under-stores -----------------------------------------------------
 
     def attach(

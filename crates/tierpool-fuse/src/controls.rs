@@ -62,7 +62,7 @@ impl TierpoolFs {
     }
 
     /// The path of inode `ino` in the pool.
-    fn path_of(&self, ino: u64) -> Result<String, Errno> {
+    pub(crate) fn path_of(&self, ino: u64) -> Result<String, Errno> {
         let id = InodeId(ino);
         if id == InodeId::ROOT || self.inode(ino)?.kind == InodeKind::Dir {
             return self.dir_path(id);

@@ -66,6 +66,8 @@ pub struct TierpoolFs {
     pub(crate) dirs: Mutex<HashMap<u64, Listing>>,
     /// Where each inode the kernel knows was met (for the ops that take a path).
     pub(crate) names: Mutex<Names>,
+    /// Entries beneath `.snapshots` the kernel was given, by number.
+    pub(crate) snaps: Mutex<crate::snapshots::SnapInodes>,
     next_fh: AtomicU64,
     /// The kernel maps files opened with `direct_io` (see `open_flags`).
     direct_mmap: AtomicBool,
@@ -88,6 +90,7 @@ impl TierpoolFs {
             handles: Mutex::new(HashMap::new()),
             dirs: Mutex::new(HashMap::new()),
             names: Mutex::default(),
+            snaps: Mutex::default(),
             next_fh: AtomicU64::new(1),
             direct_mmap: AtomicBool::new(false),
             holds: None,
@@ -133,6 +136,9 @@ impl TierpoolFs {
     /// The inode as this mount shows it: an open file's local view, else the
     /// coordinator's (an unlinked file stays visible through its handles).
     pub(crate) fn inode(&self, ino: u64) -> Result<InodeInfo, Errno> {
+        if crate::snapshots::is_snap(ino) {
+            return self.snap_inode(ino, false);
+        }
         let fetched = self.io.rt.block_on(self.io.client.stat_inode(InodeId(ino), false));
         match (fetched, self.open_file(ino)) {
             (Ok(i), Some(f)) => {
@@ -253,7 +259,7 @@ impl Filesystem for TierpoolFs {
         reply: ReplyAttr,
     ) {
         let change = tierpool_client::InodeChange { mode, uid, gid, atime: atime.map(ns), mtime: mtime.map(ns) };
-        match self.set_attr(ino.0, &change, size) {
+        match self.writable(ino.0).and_then(|()| self.set_attr(ino.0, &change, size)) {
             Ok(i) => reply.attr(&TTL, &attr(&i)),
             Err(e) => reply.error(e),
         }
@@ -268,24 +274,28 @@ impl Filesystem for TierpoolFs {
     }
 
     fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
-        reply_entry(self.make_node(req, parent.0, name, mode & !umask, rdev), reply)
+        reply_entry(
+            self.writable(parent.0).and_then(|()| self.make_node(req, parent.0, name, mode & !umask, rdev)),
+            reply,
+        )
     }
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
         let node = tierpool_client::NewNode::Dir;
-        reply_entry(self.make(req, parent.0, name, node, mode & !umask).map(|i| attr(&i)), reply)
+        let made = self.writable(parent.0).and_then(|()| self.make(req, parent.0, name, node, mode & !umask));
+        reply_entry(made.map(|i| attr(&i)), reply)
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        reply_empty(self.remove(parent.0, name, false), reply)
+        reply_empty(self.writable(parent.0).and_then(|()| self.remove(parent.0, name, false)), reply)
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        reply_empty(self.remove(parent.0, name, true), reply)
+        reply_empty(self.writable(parent.0).and_then(|()| self.remove(parent.0, name, true)), reply)
     }
 
     fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
-        let made = target.to_str().ok_or(Errno::EINVAL).and_then(|t| {
+        let made = self.writable(parent.0).and_then(|()| target.to_str().ok_or(Errno::EINVAL)).and_then(|t| {
             let node = tierpool_client::NewNode::Symlink { target: t.to_string() };
             self.make(req, parent.0, link_name, node, 0o777)
         });
@@ -302,11 +312,14 @@ impl Filesystem for TierpoolFs {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        reply_empty(self.rename_entry(parent.0, name, newparent.0, newname, flags.bits()), reply)
+        let moved = (self.writable(parent.0).and_then(|()| self.writable(newparent.0)))
+            .and_then(|()| self.rename_entry(parent.0, name, newparent.0, newname, flags.bits()));
+        reply_empty(moved, reply)
     }
 
     fn link(&self, _req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
-        let linked = name_of(newname)
+        let linked = (self.writable(ino.0).and_then(|()| self.writable(newparent.0)))
+            .and_then(|()| name_of(newname))
             .and_then(|n| {
                 let i = self.block(self.io.client.link_at(InodeId(ino.0), InodeId(newparent.0), n))?;
                 self.names.lock().met(ino.0, newparent.0, n);
@@ -317,7 +330,11 @@ impl Filesystem for TierpoolFs {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        match self.open_handle(ino.0, flags.0) {
+        let opened = match crate::snapshots::is_snap(ino.0) {
+            true => self.snap_open(ino.0, flags.0),
+            false => self.open_handle(ino.0, flags.0),
+        };
+        match opened {
             Ok(fh) => reply.opened(FileHandle(fh), open_flags(flags.0, self.direct_mmap.load(Ordering::Relaxed))),
             Err(e) => reply.error(e),
         }
@@ -333,7 +350,7 @@ impl Filesystem for TierpoolFs {
         flags: i32,
         reply: ReplyCreate,
     ) {
-        match self.create_file(req, parent.0, name, mode & !umask, flags) {
+        match self.writable(parent.0).and_then(|()| self.create_file(req, parent.0, name, mode & !umask, flags)) {
             Ok((a, fh)) => {
                 let fopen = open_flags(flags, self.direct_mmap.load(Ordering::Relaxed));
                 reply.created(&TTL, &a, Generation(0), FileHandle(fh), fopen)
@@ -409,7 +426,11 @@ impl Filesystem for TierpoolFs {
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        match self.open_dir(ino.0) {
+        let opened = match crate::snapshots::is_snap(ino.0) {
+            true => self.snap_open_dir(ino.0),
+            false => self.open_dir(ino.0),
+        };
+        match opened {
             Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
             Err(e) => reply.error(e),
         }
@@ -455,7 +476,10 @@ impl Filesystem for TierpoolFs {
         _position: u32,
         reply: ReplyEmpty,
     ) {
-        reply_empty(self.set_xattr(ino.0, name.to_str().unwrap_or(""), value), reply)
+        reply_empty(
+            self.writable(ino.0).and_then(|()| self.set_xattr(ino.0, name.to_str().unwrap_or(""), value)),
+            reply,
+        )
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {

@@ -32,6 +32,7 @@ mod fs;
 mod names;
 mod namespace;
 mod open_file;
+mod snapshots;
 mod xattr;
 
 pub use fs::{MountOptions, TierpoolFs};

@@ -11,6 +11,9 @@ use tierpool_types::InodeId;
 
 impl TierpoolFs {
     pub(crate) fn lookup_entry(&self, parent: u64, name: &OsStr) -> Result<FileAttr, Errno> {
+        if let Some(snap) = self.snap_lookup(parent, name) {
+            return snap.and_then(|ino| self.inode(ino)).map(|i| attr(&i));
+        }
         let name = name_of(name)?;
         let info = self.block(self.io.client.lookup(InodeId(parent), name))?;
         self.names.lock().met(info.id.0, parent, name);

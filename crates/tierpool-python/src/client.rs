@@ -276,6 +276,35 @@ impl Client {
         view_to_py(py, &v)
     }
 
+    /// Takes snapshot `name` of the file or tree at `path` (atomically, no
+    /// data copied): `{"path", "name", "created", "entries", "bytes", "kept_bytes"}`.
+    fn snapshot_create<'py>(&self, py: Python<'py>, path: &str, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        let c = self.conn(py)?;
+        let s = wait(py, c.snapshot_create(&clean_path(path), name))?;
+        view_to_py(py, &snapshot_json(&s))
+    }
+
+    /// The snapshots of `path` (of every path: `None`), as `snapshot_create` describes one.
+    #[pyo3(signature = (path=None))]
+    fn snapshots<'py>(&self, py: Python<'py>, path: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
+        let c = self.conn(py)?;
+        let path = path.map(clean_path);
+        let all = wait(py, c.snapshots(path.as_deref()))?;
+        view_to_py(py, &all.iter().map(snapshot_json).collect::<Vec<_>>())
+    }
+
+    /// Removes snapshot `name` of `path`; what only it kept is freed.
+    fn snapshot_remove(&self, py: Python<'_>, path: &str, name: &str) -> PyResult<()> {
+        let c = self.conn(py)?;
+        wait(py, c.snapshot_remove(&clean_path(path), name))
+    }
+
+    /// Puts snapshot `name` back at `path`, replacing what is there, in one step.
+    fn snapshot_restore(&self, py: Python<'_>, path: &str, name: &str) -> PyResult<()> {
+        let c = self.conn(py)?;
+        wait(py, c.snapshot_restore(&clean_path(path), name)).map(|_| ())
+    }
+
     /// Loads the files at or beneath `path` from their under-store.
     fn load<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyAny>> {
         let c = self.conn(py)?;
@@ -509,4 +538,9 @@ impl Client {
     fn __repr__(&self) -> String {
         format!("<tierpool client of {}>", self.address)
     }
+}
+
+fn snapshot_json(s: &tierpool_client::SnapshotSummary) -> serde_json::Value {
+    serde_json::json!({"path": s.path, "name": s.name, "created": s.created, "entries": s.entries,
+        "bytes": s.bytes, "kept_bytes": s.kept_bytes})
 }

@@ -129,7 +129,8 @@ const CLASSES: &[KindClass] = &[
         kind: ErrorKind::ReadOnly,
         name: "ReadOnly",
         builtin: "OSError",
-        doc: "The path is in an under-store attached read-only (errno EROFS).",
+        doc: "The path cannot change: it is in a snapshot (beneath .snapshots) or in an under-store attached \
+              read-only (errno EROFS).",
     },
 ];
 

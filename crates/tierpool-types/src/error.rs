@@ -43,7 +43,8 @@ pub enum ErrorKind {
     /// or none), or the pool's secret file cannot be used. Retrying with the
     /// same secret cannot help, unlike `Unavailable`.
     Unauthenticated,
-    /// The path is in an attached under-store that is read-only here.
+    /// The path cannot change: it is in a snapshot, or in an attached
+    /// under-store that is read-only here.
     ReadOnly,
 }
 

@@ -126,13 +126,22 @@ fn case(server: Server) -> BoxedStrategy<Vec<u8>> {
 
 /// Requests the coordinator would rightly carry out to the pool's harm: a
 /// worker registered at a made-up address takes partitions from the real
-/// one; allocating most of the inode id space leaves none for the final put.
+/// one; allocating most of the inode id space leaves none for the final put;
+/// the root placed `local-only` sends the final put to a worker on this
+/// machine's host label, which the test's worker does not carry.
 fn forbidden_coord(r: &CoordRequest) -> bool {
     match r {
-        CoordRequest::Meta { op: MetaOp::RegisterWorker { .. }, .. } => true,
-        CoordRequest::Meta { op: MetaOp::AllocInodes { count }, .. } => {
-            *count > 1 << 40 && *count < u64::MAX - (1 << 40)
-        }
+        CoordRequest::Meta { op, .. } => forbidden_op(op),
+        CoordRequest::MetaMany { ops, .. } => ops.iter().any(forbidden_op),
+        _ => false,
+    }
+}
+
+fn forbidden_op(op: &MetaOp) -> bool {
+    match op {
+        MetaOp::RegisterWorker { .. } => true,
+        MetaOp::SetPlacement { placement, .. } => *placement == tierpool_types::Placement::LocalOnly,
+        MetaOp::AllocInodes { count } => *count > 1 << 40 && *count < u64::MAX - (1 << 40),
         _ => false,
     }
 }

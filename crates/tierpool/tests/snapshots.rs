@@ -1,8 +1,8 @@
 //! Snapshots with real processes: taken without copying data, sharing
 //! every unchanged chunk with the live files (a rewritten chunk costs one
 //! chunk), read byte-exact at PATH/.snapshots/NAME through coordinator
-//! `kill -9`s, restored in one step, read-only, and freeing what only they
-//! kept when removed.
+//! `kill -9`s and on the mount, restored in one step, read-only, and
+//! freeing what only they kept when removed.
 
 mod common;
 use common::{data, Mount, Pool};
@@ -55,6 +55,28 @@ fn snapshots_share_chunks_survive_crashes_restore_and_free_what_they_kept() {
         let mut f = std::fs::OpenOptions::new().write(true).open(m.p("d/big")).unwrap();
         f.seek(SeekFrom::Start(CHUNK + 100)).unwrap();
         f.write_all(b"0123456789").unwrap();
+        drop(f);
+        // On the mount: .snapshots is found by name (not listed), read-only.
+        let names = |p: &str| {
+            let mut v: Vec<String> =
+                std::fs::read_dir(m.p(p)).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(names("d"), ["big", "small"]);
+        assert_eq!(names("d/.snapshots"), ["monday"]);
+        assert_eq!(names("d/.snapshots/monday"), ["big", "small"]);
+        assert!(std::fs::read(m.p("d/.snapshots/monday/big")).unwrap() == big);
+        assert!(std::fs::read(m.p("d/big")).unwrap() != big);
+        assert_eq!(std::fs::read(m.p("d/.snapshots/monday/small")).unwrap(), b"small bytes, kept inline");
+        let meta = std::fs::metadata(m.p("d/.snapshots/monday/big")).unwrap();
+        assert_eq!((meta.len(), meta.permissions().readonly()), (4 * CHUNK, true));
+        let erofs = |r: std::io::Result<()>| assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::EROFS));
+        erofs(std::fs::OpenOptions::new().write(true).open(m.p("d/.snapshots/monday/big")).map(|_| ()));
+        erofs(std::fs::write(m.p("d/.snapshots/monday/new"), b"x"));
+        erofs(std::fs::remove_file(m.p("d/.snapshots/monday/big")));
+        erofs(std::fs::create_dir(m.p("d/.snapshots/monday/sub")));
+        erofs(std::fs::rename(m.p("d/.snapshots/monday/big"), m.p("d/moved")));
     }
     want[CHUNK as usize + 100..CHUNK as usize + 110].copy_from_slice(b"0123456789");
     pool.put("/d/small", b"changed");

@@ -1,5 +1,6 @@
-//! Orphans: nothing referenced, pending, held or lately reserved is ever
-//! judged an orphan; what a dead writer left is, and its id is retired.
+//! Orphans: nothing referenced, kept by a snapshot, pending, held or lately
+//! reserved is ever judged an orphan; what a dead writer left is, and its
+//! id is retired.
 
 use crate::*;
 use proptest::prelude::*;
@@ -17,6 +18,10 @@ enum Event {
     Abandon,
     Hold(u64, Vec<u8>),
     Wait(u64),
+    /// A snapshot of `/f{n}` taken, removed or restored.
+    Snap(u8),
+    Unsnap(u8),
+    Restore(u8),
 }
 
 fn events() -> impl Strategy<Value = Vec<Event>> {
@@ -28,6 +33,9 @@ fn events() -> impl Strategy<Value = Vec<Event>> {
             2 => Just(Event::Abandon),
             2 => (0u64..2, prop::collection::vec(0u8..16, 0..3)).prop_map(|(s, i)| Event::Hold(s, i)),
             3 => (0u64..8000).prop_map(Event::Wait),
+            1 => (0u8..3).prop_map(Event::Snap),
+            1 => (0u8..3).prop_map(Event::Unsnap),
+            1 => (0u8..3).prop_map(Event::Restore),
         ],
         1..60,
     )
@@ -94,6 +102,15 @@ impl World {
                 self.holds.insert(s, (self.now, inodes));
             }
             Event::Wait(ms) => self.now += Duration::from_millis(ms),
+            Event::Snap(f) => {
+                self.exec(MetaOp::SnapshotCreate { path: format!("/f{f}"), name: "s".into() });
+            }
+            Event::Unsnap(f) => {
+                self.exec(MetaOp::SnapshotRemove { path: format!("/f{f}"), name: "s".into() });
+            }
+            Event::Restore(f) => {
+                self.exec(MetaOp::SnapshotRestore { path: format!("/f{f}"), name: "s".into() });
+            }
         }
     }
 
@@ -109,6 +126,7 @@ impl World {
             _ => false,
         });
         referenced
+            || s.keeps(&k)
             || s.pending_gc().contains(&k.inode)
             || s.pending_chunks().contains(&k)
             || self.held().contains(&k.inode)
