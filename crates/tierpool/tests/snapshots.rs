@@ -103,6 +103,10 @@ fn snapshots_share_chunks_survive_crashes_restore_and_free_what_they_kept() {
     assert_eq!(ls[0]["path"], "/d");
     assert_eq!(ls[0]["name"], "monday");
     assert_eq!(ls[0]["bytes"].as_u64(), Some(4 * CHUNK + 24));
+    let st: Value = serde_json::from_str(&pool.ok(&["stat", "--json", "/d"])).unwrap();
+    assert_eq!(st["snapshots"][0]["name"], "monday");
+    assert_eq!(st["snapshots"][0]["kept_bytes"].as_u64(), Some(CHUNK));
+    assert!(pool.ok(&["stat", "/d"]).contains(" snaps: monday (keeps 64KiB)"));
 
     // Read-only: nothing changes through .snapshots.
     let e = pool.err(&["rm", "/d/.snapshots/monday/big"]);

@@ -47,11 +47,24 @@ pub async fn run(cmd: Cmd) -> Result<()> {
         }
         Cmd::Ls { path, long, json, conn } => ls(&connect(&conn).await?, &path, long, json).await,
         Cmd::Stat { path, json, conn } => {
-            let i = connect(&conn).await?.stat(&path).await?;
+            let c = connect(&conn).await?;
+            let i = c.stat(&path).await?;
+            // The snapshots of the path and what they keep (none through `.snapshots`).
+            let through = path.split('/').any(|p| p == tierpool_meta::SNAPSHOTS);
+            let snaps = if through { Vec::new() } else { c.snapshots(Some(&path)).await? };
             if json {
-                println!("{}", serde_json::to_string_pretty(&InfoView::new(&path, &i))?);
+                let mut v = serde_json::to_value(InfoView::new(&path, &i))?;
+                v["snapshots"] = (snaps.iter())
+                    .map(|s| serde_json::json!({"name": s.name, "created": s.created, "kept_bytes": s.kept_bytes}))
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
                 print!("{}", output::info_text(&path, &i));
+                if !snaps.is_empty() {
+                    let each: Vec<_> =
+                        snaps.iter().map(|s| format!("{} (keeps {})", s.name, ByteSize(s.kept_bytes))).collect();
+                    println!(" snaps: {}", each.join(", "));
+                }
             }
             Ok(())
         }
