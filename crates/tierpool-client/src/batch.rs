@@ -88,13 +88,7 @@ impl Client {
         let mut out = Vec::with_capacity(results.len());
         for (r, path) in results.into_iter().zip(paths) {
             out.push(match r {
-                // Beneath an attachment that writes through: below before the put returns.
-                Ok(MetaReply::Info(i)) if i.origin.is_some() => match self.persist(path, i.clone(), false).await {
-                    Ok(true) => self.stat(path).await,
-                    Ok(false) => Ok(i),
-                    Err(e) => Err(e),
-                },
-                Ok(MetaReply::Info(i)) => Ok(i),
+                Ok(MetaReply::Info(i)) => self.committed(path, i).await,
                 Ok(other) => Err(unexpected_meta(other)),
                 Err(e) => Err(e),
             });

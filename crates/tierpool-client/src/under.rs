@@ -117,7 +117,7 @@ impl Client {
         let attachment = Attachment { uri: uri.to_string(), mode, readonly, options };
         let store = open_store(&attachment)?;
         store.check().await?;
-        let tree = store.walk().await?;
+        let tree = visible(store.walk().await?);
         self.mkdir(path, true).await?;
         self.meta(MetaOp::Attach { path: path.to_string(), attachment }).await?;
         match self.adopt_tree(path, &tree, progress).await {
@@ -457,6 +457,16 @@ impl Client {
         }
     }
 
+    /// A file just committed as `info` at `path`: beneath an attachment that
+    /// writes through, written below before the commit is reported, and
+    /// then as the pool has it (the write recorded the object's tag).
+    pub(crate) async fn committed(&self, path: &str, info: InodeInfo) -> Result<InodeInfo> {
+        if info.origin.is_some() && self.persist(path, info.clone(), false).await? {
+            return self.stat(path).await;
+        }
+        Ok(info)
+    }
+
     /// Writes file `info` (at `path`) to its object below if it has
     /// changes not there yet and its attachment writes through (or
     /// `always`); returns whether it wrote. A change made meanwhile is
@@ -597,7 +607,7 @@ impl Client {
         let (a, rel) = (self.attached_at(path).await?)
             .ok_or_else(|| Error::invalid(format!("{path}: is not in an attached under-store")))?;
         let store = open_store(&a.attachment)?;
-        let below: BTreeMap<String, UnderEntry> = (store.walk().await?.into_iter())
+        let below: BTreeMap<String, UnderEntry> = (visible(store.walk().await?).into_iter())
             .filter(|e| rel.is_empty() || e.path == rel || e.path.starts_with(&format!("{rel}/")))
             .map(|e| (e.path.clone(), e))
             .collect();
@@ -731,4 +741,15 @@ async fn remove_stray(store: &UnderStore, key: &str, etag: &str) {
         Ok(_) => {}
         Err(e) => tracing::warn!("{e}; an object left by a rename during its write may stay"),
     }
+}
+
+/// The objects of a store the pool can show: a `.snapshots` name is the
+/// pool's own (each path's snapshots), so objects beneath one are left out.
+fn visible(tree: Vec<UnderEntry>) -> Vec<UnderEntry> {
+    let (shown, hidden): (Vec<_>, Vec<_>) =
+        tree.into_iter().partition(|e| !e.path.split('/').any(|c| c == tierpool_meta::SNAPSHOTS));
+    if let Some(e) = hidden.first() {
+        tracing::warn!("{} objects under a .snapshots name are not shown (first: {})", hidden.len(), e.path);
+    }
+    shown
 }

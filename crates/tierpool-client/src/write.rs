@@ -263,13 +263,7 @@ impl FileWriter {
                 return Err(e);
             }
         };
-        if info.origin.is_some() {
-            // Beneath an attachment that writes through: below before the close returns.
-            if self.client.persist(&self.path, info.clone(), false).await? {
-                return self.client.stat(&self.path).await;
-            }
-        }
-        Ok(info)
+        self.client.committed(&self.path, info).await
     }
 
     /// `close` of a file that is all in the buffer: committed with its
@@ -299,13 +293,7 @@ impl FileWriter {
             }
             Err(e) => return Err(e),
         };
-        if info.origin.is_some() {
-            // Beneath an attachment that writes through: below before the close returns.
-            if self.client.persist(&self.path, info.clone(), false).await? {
-                return self.client.stat(&self.path).await.map(Some);
-            }
-        }
-        Ok(Some(info))
+        self.client.committed(&self.path, info).await.map(Some)
     }
 
     /// Gives up: deletes what was stored, publishes nothing.

@@ -22,7 +22,10 @@ impl TierpoolFs {
             let info = self.inode(ino)?;
             return get(name, &info);
         }
-        let info = self.block(self.io.client.stat_inode(InodeId(ino), true))?;
+        let info = match crate::snapshots::is_snap(ino) {
+            true => self.snap_inode(ino, true)?,
+            false => self.block(self.io.client.stat_inode(InodeId(ino), true))?,
+        };
         if info.kind != InodeKind::File {
             return Err(Errno::from_i32(libc::ENODATA));
         }

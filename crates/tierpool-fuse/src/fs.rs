@@ -109,7 +109,8 @@ impl TierpoolFs {
             let (client, files, held) = (client.clone(), files.clone(), held.clone());
             async move {
                 let Some(files) = files.upgrade() else { return Ok(Step::Stop) };
-                let inodes: Vec<InodeId> = files.lock().keys().map(|i| InodeId(*i)).collect();
+                // The pool inodes read (a snapshot's file is open under the mount's own number).
+                let inodes: Vec<InodeId> = files.lock().values().map(|(f, _)| f.inode()).collect();
                 if inodes.is_empty() && !held.load(Ordering::Relaxed) {
                     return Ok(Step::Continue);
                 }

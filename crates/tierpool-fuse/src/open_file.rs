@@ -66,6 +66,8 @@ struct Inner {
 pub struct OpenFile {
     inode: InodeId,
     inner: Mutex<Inner>,
+    /// A file of a snapshot: never refreshed from the live inode.
+    frozen: bool,
 }
 
 impl OpenFile {
@@ -84,7 +86,18 @@ impl OpenFile {
             read_end: 0,
             inline,
         };
-        OpenFile { inode: info_id, inner: Mutex::new(inner) }
+        OpenFile { inode: info_id, inner: Mutex::new(inner), frozen: false }
+    }
+
+    /// A file of a snapshot, `info` with the chunk list it froze: read
+    /// only, and a chunk gone is an error, never the live file's bytes.
+    pub fn frozen(info: InodeInfo) -> OpenFile {
+        OpenFile { frozen: true, ..OpenFile::new(info) }
+    }
+
+    /// The pool inode whose chunks this file reads.
+    pub fn inode(&self) -> InodeId {
+        self.inode
     }
 
     /// The inode as this mount shows it: local size and times while
@@ -187,6 +200,9 @@ impl OpenFile {
     /// mount's view (as a fresh open would see them) and the chunk's
     /// current version is fetched; `None` if that does not apply.
     fn refetch(&self, io: &Io, index: u64, gone: ChunkRef) -> Option<Result<Bytes>> {
+        if self.frozen {
+            return None;
+        }
         let info = match io.rt.block_on(io.client.stat_inode(self.inode, true)) {
             Ok(i) => i,
             Err(e) => return Some(Err(e)),

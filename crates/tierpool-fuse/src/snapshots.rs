@@ -6,8 +6,8 @@
 //! beneath a `.snapshots` an inode number of its own, above
 //! [`SNAP_BASE`] (pool ids never reach it), and answers for it by path
 //! (`stat` and `list` of `PATH/.snapshots/...`). Anything that would change
-//! one is `EROFS`; a file there is opened read-only on its own, never
-//! shared with the live file it was.
+//! one is `EROFS`; a file there is opened read-only under its own number,
+//! never shared with the live file it was, and held like any open file.
 //!
 //! Invariant: the numbering is a bijection between the paths met and the
 //! numbers handed out, for as long as the mount lives (the kernel may ask
@@ -134,7 +134,14 @@ impl TierpoolFs {
             InodeKind::Dir => return Err(Errno::EISDIR),
             _ => return Err(Errno::EINVAL),
         }
-        let file = Arc::new(OpenFile::new(info));
+        // Counted with the mount's open files (under its own number), so
+        // the inode it reads is held while it is open.
+        let file = {
+            let mut files = self.files.lock();
+            let (f, n) = files.entry(ino).or_insert_with(|| (Arc::new(OpenFile::frozen(info)), 0));
+            *n += 1;
+            f.clone()
+        };
         let fh = self.new_fh();
         self.handles.lock().insert(fh, OpenHandle { ino, file, write: false, append: false });
         Ok(fh)

@@ -298,13 +298,17 @@ impl MetaState {
             MetaOp::Attach { path, attachment } => self.attach(&writable(path)?, attachment),
             MetaOp::Detach { path } => self.detach(&writable(path)?, now),
             MetaOp::AdoptFile { parent, name, size, chunk_size, mtime, etag, mode } => {
+                not_reserved(name)?;
                 let object = under::Object { size: *size, mtime: *mtime, etag };
                 self.adopt_file(*parent, name, &object, *chunk_size, *mode, owner, now)
             }
             MetaOp::Persisted { inode, chunks, size, mtime, etag, key } => {
                 self.persisted(*inode, chunks, &under::Object { size: *size, mtime: *mtime, etag }, key.as_deref())
             }
-            MetaOp::AdoptDir { parent, name, mode } => self.adopt_dir(*parent, name, *mode, owner, now),
+            MetaOp::AdoptDir { parent, name, mode } => {
+                not_reserved(name)?;
+                self.adopt_dir(*parent, name, *mode, owner, now)
+            }
             MetaOp::Disown { parent, name } => self.disown(*parent, name, now),
             MetaOp::LoadChunks { inode, chunks } => self.load_chunks(*inode, chunks),
             MetaOp::Unload { inode } => self.unload(*inode),
@@ -380,6 +384,9 @@ impl MetaState {
         }
         if let Some(id) = ids.iter().find(|i| self.inodes.contains_key(&InodeId(**i))) {
             return Err(Error::invalid(format!("inode {id} is live: it cannot be retired")));
+        }
+        if let Some(id) = ids.iter().find(|i| self.snapshots.keeps_inode(InodeId(**i))) {
+            return Err(Error::invalid(format!("inode {id} is kept by a snapshot: it cannot be retired")));
         }
         self.retired.extend(ids.iter().copied());
         Ok(MetaReply::Done)

@@ -136,3 +136,35 @@ fn snapshots_share_chunks_survive_crashes_restore_and_free_what_they_kept() {
     pool.ok(&["rm", "-r", "/d"]);
     settle(&pool, 0);
 }
+
+#[test]
+fn a_snapshot_file_open_on_the_mount_outlives_the_snapshot_and_never_reads_the_live_file() {
+    use std::io::Read;
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    pool.ok(&["mkdir", "/d"]);
+    // Far more chunks than a read fetches ahead.
+    let old = data(5, 40 * CHUNK as usize);
+    let local = pool.dir().join("old");
+    std::fs::write(&local, &old).unwrap();
+    pool.ok(&["put", local.to_str().unwrap(), "/d/f", "--chunk-size", "64KiB"]);
+    pool.ok(&["snapshot", "create", "/d", "s"]);
+    // Replaced: the old file's inode is gone, its chunks kept by the snapshot only.
+    std::fs::write(&local, data(6, 40 * CHUNK as usize)).unwrap();
+    pool.ok(&["put", local.to_str().unwrap(), "/d/f", "--chunk-size", "64KiB"]);
+    let m = Mount::new(&pool, "mnt");
+    let mut f = std::fs::File::open(m.p("d/.snapshots/s/f")).unwrap();
+    let mut first = vec![0u8; 10];
+    f.read_exact(&mut first).unwrap();
+    assert_eq!(first, old[..10]);
+    // The snapshot goes while the file is open: the mount's hold keeps its chunks.
+    pool.ok(&["snapshot", "rm", "/d", "s"]);
+    std::thread::sleep(Duration::from_secs(7));
+    // The last chunks, which no read fetched ahead yet.
+    f.seek(SeekFrom::Start(38 * CHUNK)).unwrap();
+    let mut rest = Vec::new();
+    f.read_to_end(&mut rest).unwrap();
+    assert!(rest == old[38 * CHUNK as usize..]);
+    drop(f);
+    drop(m);
+    settle(&pool, 40 * CHUNK);
+}

@@ -91,6 +91,7 @@ pub fn judge(s: &MetaState, held: &BTreeSet<InodeId>, recent: &mut dyn FnMut(u64
             // Version 1 comes with the file's commit: nothing publishes it later.
             let retirable = k.version != 1 && k.version < s.next_inode().0 && !s.retired().contains(&k.version);
             let retirable = retirable && !s.view().inodes.contains_key(&InodeId(k.version));
+            let retirable = retirable && !s.keeps_inode(InodeId(k.version));
             keep_or(retirable.then_some(k.version))
         }
         Body::Region { size, chunk_size } => {

@@ -236,12 +236,13 @@ impl MetaState {
     }
 
     /// A committed file's id must have been handed out by `AllocInodes` and
-    /// must not name a live inode or one awaiting garbage collection.
+    /// must not name a live inode, one awaiting garbage collection or a
+    /// removed file whose chunks snapshots keep.
     fn check_reserved(&self, id: InodeId) -> Result<()> {
         if id.0 == 0 || id.0 >= self.next_inode {
             return Err(Error::invalid(format!("inode {id} was never reserved")));
         }
-        if self.inodes.contains_key(&id) || self.pending_gc.contains(&id) {
+        if self.inodes.contains_key(&id) || self.pending_gc.contains(&id) || self.snapshots.keeps_inode(id) {
             return Err(Error::invalid(format!("inode {id} is already in use")));
         }
         if self.retired.contains(&id.0) {

@@ -400,6 +400,13 @@ impl MetaState {
             )));
         };
         let parent = self.parent_dir(comps)?;
+        if let Some(a) = self.attachment_of(parent) {
+            let at = self.dir_path(a);
+            return Err(Error::invalid(format!(
+                "{label}: {} is beneath the attachment at {at}, which the snapshot's files are not of",
+                display(comps)
+            )));
+        }
         let current = self.child(parent, leaf);
         // The names each inode has within the tree being replaced.
         let mut inside: BTreeMap<InodeId, u32> = BTreeMap::new();
@@ -409,30 +416,46 @@ impl MetaState {
             }
             *inside.entry(i).or_default() += 1;
         }
-        // Files keep their ids where they can: live only inside, or gone
-        // but with versions kept (so not being collected).
+        // Files storing chunks keep their ids (the chunks are stored under
+        // them): live only inside, or gone but with versions kept (so never
+        // collected nor retired). Everything else gets a fresh id.
         let mut reuse = BTreeSet::new();
         let mut links: BTreeMap<InodeId, u32> = BTreeMap::new();
+        let mut fresh = BTreeSet::new();
         let mut clash = None;
         snap.walk(&mut |f| {
-            if let FrozenBody::File { .. } = f.body {
-                *links.entry(f.id).or_default() += 1;
-                match self.inodes.get(&f.id) {
-                    Some(n) if inside.get(&f.id).copied() == Some(n.links) => {
-                        reuse.insert(f.id);
-                    }
-                    Some(_) => clash = clash.or(Some(f.id)),
-                    None if self.snapshots.keeps_inode(f.id) => {
-                        reuse.insert(f.id);
-                    }
-                    None => {}
+            let stores = match &f.body {
+                FrozenBody::Dir { .. } => return,
+                FrozenBody::File { chunks, .. } => chunks.iter().any(|r| r.is_stored()),
+                _ => false,
+            };
+            *links.entry(f.id).or_default() += 1;
+            match self.inodes.get(&f.id) {
+                Some(n) if inside.get(&f.id).copied() == Some(n.links) && n.has_data() => {
+                    reuse.insert(f.id);
+                }
+                Some(_) if stores => clash = clash.or(Some(f.id)),
+                None if stores && !self.retired.contains(&f.id.0) => {
+                    reuse.insert(f.id);
+                }
+                None if stores => clash = clash.or(Some(f.id)),
+                _ => {
+                    fresh.insert(f.id);
                 }
             }
         });
+        let dirs = {
+            let mut n = 0u64;
+            snap.walk(&mut |f| n += u64::from(matches!(f.body, FrozenBody::Dir { .. })));
+            n
+        };
+        if self.next_inode.checked_add(fresh.len() as u64 + dirs).is_none_or(|n| n == u64::MAX) {
+            return Err(Error::new(ErrorKind::PoolFull, format!("{label}: the pool has no inode ids left")));
+        }
         if let Some(id) = clash {
             let at = self.paths_of(&[id]).into_iter().next().unwrap_or_default();
             return Err(Error::invalid(format!(
-                "{label}: a file in it is now also at {at}; remove or move that name first"
+                "{label}: a file in it is now also at {at} (or its id was given up); remove or move that name first"
             )));
         }
         // Validated: mutate.
@@ -490,6 +513,7 @@ impl MetaState {
             origin: None,
             body,
         };
+        self.placed.0 |= node.placement != Placement::Hash;
         self.inodes.insert(id, node);
         match &f.body {
             FrozenBody::File { chunks, inline, .. } => {

@@ -151,6 +151,59 @@ fn restore_of_a_gone_path_and_of_small_files_and_links() {
 }
 
 #[test]
+fn restore_counts_the_names_of_every_kind_and_gives_chunkless_files_elsewhere_new_ids() {
+    let mut s = ready();
+    mkdir(&mut s, "/d");
+    let d = s.stat("/d").unwrap().id;
+    let node = NewNode::Symlink { target: "t".into() };
+    let l = match s.execute(&MetaOp::MakeAt { parent: d, name: "l".into(), node, mode: 0o777 }, 3).unwrap() {
+        MetaReply::Info(i) => i.id,
+        r => panic!("unexpected reply {r:?}"),
+    };
+    s.execute(&MetaOp::LinkAt { inode: l, parent: d, name: "l2".into() }, 3).unwrap();
+    let e = match s
+        .execute(
+            &MetaOp::MakeAt { parent: d, name: "e".into(), node: NewNode::File { chunk_size: CHUNK }, mode: 0o644 },
+            3,
+        )
+        .unwrap()
+    {
+        MetaReply::Info(i) => i.id,
+        r => panic!("unexpected reply {r:?}"),
+    };
+    s.execute(&snap("/d", "x"), 4).unwrap();
+    // The empty file also gets a name outside: it stores nothing, so it is restored under a new id.
+    s.execute(&MetaOp::LinkAt { inode: e, parent: InodeId::ROOT, name: "e-out".into() }, 5).unwrap();
+    s.execute(&restore("/d", "x"), 6).unwrap();
+    s.check_invariants().unwrap();
+    let (l1, l2) = (s.stat("/d/l").unwrap(), s.stat("/d/l2").unwrap());
+    assert_eq!((l1.id, l1.nlink), (l2.id, 2));
+    assert_ne!(s.stat("/d/e").unwrap().id, e);
+    assert_eq!(s.stat("/e-out").unwrap().id, e);
+    // One name of the linked symlink goes; the other still resolves.
+    s.execute(&remove_op("/d/l", false), 7).unwrap();
+    assert_eq!(s.stat("/d/l2").unwrap().target, "t");
+    s.check_invariants().unwrap();
+}
+
+#[test]
+fn a_removed_file_kept_by_a_snapshot_keeps_its_id_from_writers_and_retirement() {
+    let mut s = ready();
+    let f = commit(&mut s, "/f", 10);
+    s.execute(&snap("/f", "x"), 4).unwrap();
+    s.execute(&remove_op("/f", false), 5).unwrap();
+    assert_eq!(fails(&mut s, commit_op("/g", f.id, 10, false)).0, ErrorKind::InvalidArgument);
+    let (kind, msg) = fails(&mut s, MetaOp::Retire { ids: vec![f.id.0] });
+    assert_eq!(
+        (kind, msg),
+        (ErrorKind::InvalidArgument, format!("inode {} is kept by a snapshot: it cannot be retired", f.id))
+    );
+    s.execute(&restore("/f", "x"), 6).unwrap();
+    assert_eq!(s.stat("/f").unwrap().id, f.id);
+    s.check_invariants().unwrap();
+}
+
+#[test]
 fn bad_snapshot_ops_are_refused_and_change_nothing() {
     let mut s = ready();
     mkdir(&mut s, "/d");
@@ -198,6 +251,21 @@ fn bad_snapshot_ops_are_refused_and_change_nothing() {
     assert_eq!(kind, ErrorKind::InvalidArgument);
     assert!(msg.starts_with("/d/r: is a memory region"), "{msg}");
     s.execute(&remove_op("/d/r", false), 12).unwrap();
+    // Not restored beneath an attachment (its files would not be the store's).
+    mkdir(&mut s, "/a");
+    mkdir(&mut s, "/a/b");
+    s.execute(&snap("/a/b", "y"), 11).unwrap();
+    s.execute(&remove_op("/a/b", false), 11).unwrap();
+    let attachment = tierpool_meta::Attachment {
+        uri: "file:///data".into(),
+        mode: tierpool_meta::WriteMode::Through,
+        readonly: false,
+        options: Default::default(),
+    };
+    s.execute(&MetaOp::Attach { path: "/a".into(), attachment }, 11).unwrap();
+    let (kind, msg) = fails(&mut s, restore("/a/b", "y"));
+    assert_eq!(kind, ErrorKind::InvalidArgument);
+    assert!(msg.contains("beneath the attachment at /a"), "{msg}");
     // A file of the snapshot now also named outside the restored path.
     s.execute(&MetaOp::LinkAt { inode: f.id, parent: InodeId::ROOT, name: "out".into() }, 13).unwrap();
     let (kind, msg) = fails(&mut s, restore("/d", "x"));

@@ -52,9 +52,23 @@ fn keep_freed_memory() {
     }
 }
 
+/// Where the serving process of a mount at `mp` logs: one file per mount
+/// point, started afresh by each mount and removed by `umount`.
+fn log_of(mp: &Path) -> PathBuf {
+    use std::hash::{Hash, Hasher};
+    let mut name: String = mp.to_string_lossy().trim_start_matches('/').replace('/', "_");
+    if name.len() > 120 {
+        // Same keys in every process of this build: `umount` finds the name `mount` chose.
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        name.hash(&mut h);
+        name = format!("{}-{:016x}", name.chars().take(80).collect::<String>(), h.finish());
+    }
+    std::env::temp_dir().join(format!("tierpool-mount-{name}.log"))
+}
+
 fn mount_in_background(mp: &Path, opts: &MountOptions, conn: &Conn) -> Result<()> {
     let exe = std::env::current_exe()?;
-    let log = std::env::temp_dir().join(format!("tierpool-mount-{}.log", std::process::id()));
+    let log = log_of(mp);
     let mut args: Vec<String> = vec![
         "mount".into(),
         mp.to_string_lossy().into(),
@@ -108,6 +122,7 @@ pub fn umount(mountpoint: &Path) -> Result<()> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    let _ = std::fs::remove_file(log_of(&mp));
     println!("unmounted {}", mp.display());
     Ok(())
 }
