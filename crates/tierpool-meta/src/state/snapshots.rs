@@ -37,6 +37,11 @@ use tierpool_types::{ChunkAttrs, ChunkKey, ChunkRef, Error, ErrorKind, InodeId, 
 /// The directory name under which a path's snapshots are read.
 pub const SNAPSHOTS: &str = ".snapshots";
 
+/// Deepest tree a snapshot takes (levels of directories beneath its root):
+/// frozen trees are walked by recursion, which must stay well within a
+/// thread's stack.
+pub const MAX_DEPTH: usize = 1000;
+
 /// One snapshot: when it was taken and the tree it froze.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Snapshot {
@@ -282,9 +287,27 @@ impl MetaState {
                 display(comps)
             )));
         }
+        if self.depth_below(id) > MAX_DEPTH {
+            return Err(Error::invalid(format!(
+                "{}: is more than {MAX_DEPTH} directories deep; snapshot a part of it",
+                display(comps)
+            )));
+        }
         let root = self.freeze(id, comps)?;
         self.snapshots.insert(key, Snapshot { created: now, root });
         Ok(MetaReply::Done)
+    }
+
+    /// Levels of directories beneath `id` (0 for a file or an empty directory).
+    fn depth_below(&self, id: InodeId) -> usize {
+        let (mut deepest, mut stack) = (0, vec![(id, 0)]);
+        while let Some((i, d)) = stack.pop() {
+            deepest = deepest.max(d);
+            if let Some(children) = self.children(i) {
+                stack.extend(children.values().filter(|c| self.is_dir(**c)).map(|c| (*c, d + 1)));
+            }
+        }
+        deepest
     }
 
     /// Inode `id` and everything beneath it, frozen.

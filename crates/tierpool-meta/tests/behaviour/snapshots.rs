@@ -236,6 +236,22 @@ fn bad_snapshot_ops_are_refused_and_change_nothing() {
     assert_eq!(s.stat("/d/.snapshots/x/g").unwrap_err().kind, ErrorKind::NotFound);
     assert_eq!(s.stat("/d/.snapshots/x/f/g").unwrap_err().kind, ErrorKind::NotADirectory);
     assert!(s.list("/elsewhere/.snapshots").unwrap().is_empty());
+    // At most 1,000 levels of directories.
+    let deep = |n: usize| format!("/deep{}", "/x".repeat(n));
+    s.execute(&mkdir_op(&deep(1001), true), 11).unwrap();
+    let (kind, msg) = fails(&mut s, snap("/deep", "y"));
+    assert_eq!(
+        (kind, msg.as_str()),
+        (ErrorKind::InvalidArgument, "/deep: is more than 1000 directories deep; snapshot a part of it")
+    );
+    s.execute(&snap("/deep/x", "y"), 11).unwrap();
+    assert_eq!(s.stat(&format!("{}/.snapshots/y{}", deep(1), "/x".repeat(1000))).unwrap().kind, InodeKind::Dir);
+    s.execute(&remove_op("/deep", true), 11).unwrap();
+    s.execute(&restore("/deep/x", "y"), 11).unwrap_err();
+    s.execute(&mkdir_op("/deep", false), 11).unwrap();
+    s.execute(&restore("/deep/x", "y"), 11).unwrap();
+    s.execute(&drop_snap("/deep/x", "y"), 11).unwrap();
+    s.execute(&remove_op("/deep", true), 11).unwrap();
     // A region is not snapshotted.
     let r = alloc(&mut s);
     let region = MetaOp::CommitRegion {
