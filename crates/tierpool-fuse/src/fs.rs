@@ -288,11 +288,11 @@ impl Filesystem for TierpoolFs {
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        reply_empty(self.writable(parent.0).and_then(|()| self.remove(parent.0, name, false)), reply)
+        reply_empty(self.writable_entry(parent.0, name).and_then(|()| self.remove(parent.0, name, false)), reply)
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        reply_empty(self.writable(parent.0).and_then(|()| self.remove(parent.0, name, true)), reply)
+        reply_empty(self.writable_entry(parent.0, name).and_then(|()| self.remove(parent.0, name, true)), reply)
     }
 
     fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
@@ -313,7 +313,7 @@ impl Filesystem for TierpoolFs {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        let moved = (self.writable(parent.0).and_then(|()| self.writable(newparent.0)))
+        let moved = (self.writable_entry(parent.0, name).and_then(|()| self.writable(newparent.0)))
             .and_then(|()| self.rename_entry(parent.0, name, newparent.0, newname, flags.bits()));
         reply_empty(moved, reply)
     }

@@ -72,6 +72,15 @@ impl TierpoolFs {
         Ok(())
     }
 
+    /// `writable`, and `EROFS` for the name `.snapshots` itself (removed or renamed).
+    pub(crate) fn writable_entry(&self, parent: u64, name: &OsStr) -> Result<(), Errno> {
+        self.writable(parent)?;
+        if name == SNAPSHOTS {
+            return Err(Errno::EROFS);
+        }
+        Ok(())
+    }
+
     fn snap_path(&self, ino: u64) -> Result<String, Errno> {
         self.snaps.lock().path(ino).ok_or(Errno::ESTALE)
     }

@@ -77,6 +77,8 @@ fn snapshots_share_chunks_survive_crashes_restore_and_free_what_they_kept() {
         erofs(std::fs::remove_file(m.p("d/.snapshots/monday/big")));
         erofs(std::fs::create_dir(m.p("d/.snapshots/monday/sub")));
         erofs(std::fs::rename(m.p("d/.snapshots/monday/big"), m.p("d/moved")));
+        erofs(std::fs::remove_dir(m.p("d/.snapshots")));
+        erofs(std::fs::rename(m.p("d/.snapshots"), m.p("d/elsewhere")));
     }
     want[CHUNK as usize + 100..CHUNK as usize + 110].copy_from_slice(b"0123456789");
     pool.put("/d/small", b"changed");
