@@ -12,7 +12,7 @@ use tierpool_types::InodeId;
 impl TierpoolFs {
     pub(crate) fn lookup_entry(&self, parent: u64, name: &OsStr) -> Result<FileAttr, Errno> {
         if let Some(snap) = self.snap_lookup(parent, name) {
-            return snap.and_then(|ino| self.inode(ino)).map(|i| attr(&i));
+            return snap.map(|i| attr(&i));
         }
         let name = name_of(name)?;
         let info = self.block(self.io.client.lookup(InodeId(parent), name))?;

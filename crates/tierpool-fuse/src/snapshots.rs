@@ -55,6 +55,12 @@ impl SnapInodes {
     }
 }
 
+/// `info` of an entry beneath `.snapshots` as the kernel is shown it:
+/// under the mount's number `ino`, read-only.
+fn shown(info: InodeInfo, ino: u64) -> InodeInfo {
+    InodeInfo { id: InodeId(ino), mode: info.mode & !0o222, ..info }
+}
+
 fn join(dir: &str, name: &str) -> String {
     if dir == "/" {
         format!("/{name}")
@@ -86,8 +92,8 @@ impl TierpoolFs {
     }
 
     /// Entry `name` of `parent` if it lies beneath a `.snapshots` (or is
-    /// one): its inode number; `None` for a live entry.
-    pub(crate) fn snap_lookup(&self, parent: u64, name: &OsStr) -> Option<Result<u64, Errno>> {
+    /// one), as `stat` shows it under its own number; `None` for a live entry.
+    pub(crate) fn snap_lookup(&self, parent: u64, name: &OsStr) -> Option<Result<InodeInfo, Errno>> {
         let name = match name_of(name) {
             Ok(n) => n,
             Err(e) => return Some(Err(e)),
@@ -100,20 +106,17 @@ impl TierpoolFs {
             return None;
         };
         Some(path.and_then(|p| {
-            // It must exist: the kernel caches what a lookup answers.
-            self.block(self.io.client.stat(&p))?;
-            Ok(self.snaps.lock().number(&p))
+            // It must exist (the kernel caches what a lookup answers): numbered once found.
+            let info = self.block(self.io.client.stat(&p))?;
+            Ok(shown(info, self.snaps.lock().number(&p)))
         }))
     }
 
     /// What `stat` shows of entry `ino` beneath `.snapshots`: read-only.
+    /// With `chunks`, under the pool inode whose chunks it reads.
     pub(crate) fn snap_inode(&self, ino: u64, chunks: bool) -> Result<InodeInfo, Errno> {
-        let mut info = self.block(self.io.client.stat(&self.snap_path(ino)?))?;
-        if !chunks {
-            info.id = InodeId(ino);
-        }
-        info.mode &= !0o222;
-        Ok(info)
+        let info = self.block(self.io.client.stat(&self.snap_path(ino)?))?;
+        Ok(if chunks { InodeInfo { mode: info.mode & !0o222, ..info } } else { shown(info, ino) })
     }
 
     /// The listing of directory `ino` beneath `.snapshots`.

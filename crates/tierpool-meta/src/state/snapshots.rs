@@ -259,7 +259,8 @@ pub(super) fn writable(path: &str) -> Result<Vec<String>> {
 /// Where a path through `.snapshots` leads: the list of a path's
 /// snapshots, or an entry of one.
 enum Place<'a> {
-    Index(Vec<&'a Snapshot>, Vec<&'a str>),
+    /// A path's snapshots, by name.
+    Index(Vec<(&'a str, &'a Snapshot)>),
     Entry(&'a Frozen),
 }
 
@@ -444,11 +445,11 @@ impl MetaState {
         // collected nor retired). Everything else gets a fresh id.
         let mut reuse = BTreeSet::new();
         let mut links: BTreeMap<InodeId, u32> = BTreeMap::new();
-        let mut fresh = BTreeSet::new();
+        let (mut fresh, mut dirs) = (BTreeSet::new(), 0u64);
         let mut clash = None;
         snap.walk(&mut |f| {
             let stores = match &f.body {
-                FrozenBody::Dir { .. } => return,
+                FrozenBody::Dir { .. } => return dirs += 1,
                 FrozenBody::File { chunks, .. } => chunks.iter().any(|r| r.is_stored()),
                 _ => false,
             };
@@ -467,11 +468,6 @@ impl MetaState {
                 }
             }
         });
-        let dirs = {
-            let mut n = 0u64;
-            snap.walk(&mut |f| n += u64::from(matches!(f.body, FrozenBody::Dir { .. })));
-            n
-        };
         if self.next_inode.checked_add(fresh.len() as u64 + dirs).is_none_or(|n| n == u64::MAX) {
             return Err(Error::new(ErrorKind::PoolFull, format!("{label}: the pool has no inode ids left")));
         }
@@ -567,11 +563,10 @@ impl MetaState {
     fn place<'a>(&'a self, comps: &'a [String], at: usize) -> Result<Place<'a>> {
         let path = display(&comps[..at]);
         let (Some(name), rest) = (comps.get(at + 1), comps.get(at + 2..).unwrap_or(&[])) else {
-            let mine: Vec<_> = (self.snapshots.named.range((path.clone(), String::new())..))
+            let mine = (self.snapshots.named.range((path.clone(), String::new())..))
                 .take_while(|((p, _), _)| *p == path)
-                .map(|((_, n), s)| (s, n.as_str()))
-                .collect();
-            return Ok(Place::Index(mine.iter().map(|(s, _)| *s).collect(), mine.iter().map(|(_, n)| *n).collect()));
+                .map(|((_, n), s)| (n.as_str(), s));
+            return Ok(Place::Index(mine.collect()));
         };
         let snap = self.snapshots.named.get(&(path, name.clone()));
         let mut cur = &snap.ok_or_else(|| path_error(ErrorKind::NotFound, comps))?.root;
@@ -588,7 +583,7 @@ impl MetaState {
     pub(super) fn stat_snapshot(&self, comps: &[String], at: usize) -> Result<InodeInfo> {
         match self.place(comps, at)? {
             Place::Entry(f) => Ok(f.info(self.table.replicas())),
-            Place::Index(snaps, _) => Ok(index_info(&snaps)),
+            Place::Index(snaps) => Ok(index_info(&snaps)),
         }
     }
 
@@ -596,9 +591,9 @@ impl MetaState {
     pub(super) fn list_snapshot(&self, comps: &[String], at: usize) -> Result<Vec<DirEntry>> {
         let pool = self.table.replicas();
         match self.place(comps, at)? {
-            Place::Index(snaps, names) => Ok((snaps.iter().zip(names))
-                .map(|(s, n)| DirEntry { name: n.to_owned(), info: s.root.info(pool) })
-                .collect()),
+            Place::Index(snaps) => {
+                Ok(snaps.iter().map(|(n, s)| DirEntry { name: (*n).to_owned(), info: s.root.info(pool) }).collect())
+            }
             Place::Entry(f) => match &f.body {
                 FrozenBody::Dir { entries } => {
                     Ok(entries.iter().map(|(n, e)| DirEntry { name: n.clone(), info: e.info(pool) }).collect())
@@ -656,8 +651,8 @@ impl MetaState {
 }
 
 /// How `stat` shows a path's `.snapshots`: a read-only directory.
-fn index_info(snaps: &[&Snapshot]) -> InodeInfo {
-    let newest = snaps.iter().map(|s| s.created).max().unwrap_or(0);
+fn index_info(snaps: &[(&str, &Snapshot)]) -> InodeInfo {
+    let newest = snaps.iter().map(|(_, s)| s.created).max().unwrap_or(0);
     InodeInfo {
         id: InodeId(0),
         kind: InodeKind::Dir,
@@ -666,7 +661,7 @@ fn index_info(snaps: &[&Snapshot]) -> InodeInfo {
         mode: 0o555,
         uid: 0,
         gid: 0,
-        nlink: 2 + snaps.iter().filter(|s| matches!(s.root.body, FrozenBody::Dir { .. })).count() as u32,
+        nlink: 2 + snaps.iter().filter(|(_, s)| matches!(s.root.body, FrozenBody::Dir { .. })).count() as u32,
         atime: newest,
         mtime: newest,
         ctime: newest,
