@@ -450,15 +450,36 @@ class Client:
         )
         return Region(native)
 
-    def region(self, path: str, *, cache: Size = DEFAULT_REGION_CACHE, readonly: bool = False) -> Region:
+    def region(
+        self,
+        path: str,
+        *,
+        cache: Size = DEFAULT_REGION_CACHE,
+        readonly: bool = False,
+        checkpoint: Optional[str] = None,
+    ) -> Region:
         """Opens the existing region at ``path`` with a local cache of ``cache`` bytes.
 
         With ``readonly=True`` the processes of this machine that open the
         region read-only share one copy of its cached pages (in ``/dev/shm``):
         each fetches only pages none of them has yet. Writes raise, arrays are
         read-only, and the region should not be written by anyone meanwhile.
+
+        With ``checkpoint=name``, opens that checkpoint of the region
+        (see :meth:`Region.checkpoint`), read-only. While a handle that may
+        write is open, :meth:`restore_region` elsewhere raises
+        ``tierpool.Busy``; a region whose restore stopped half way raises
+        ``tierpool.Busy`` here until the restore is run again.
         """
-        return Region(self._native.open_region(path, _size(cache), readonly))
+        return Region(self._native.open_region(path, _size(cache), readonly, checkpoint))
+
+    def restore_region(self, path: str, name: str) -> Dict[str, Any]:
+        """Rolls the region at ``path`` back to its checkpoint ``name``: the
+        chunks that differ are copied back on the workers. ``tierpool.Busy``
+        if any client, this one included, has a handle of it open that may
+        write (close them first: they would keep serving the old pages).
+        Returns what :meth:`Region.checkpoint` does (``since`` is None)."""
+        return self._native.restore_region(path, name)
 
     def read_range(self, path: str, start: int = 0, end: Optional[int] = None) -> bytes:
         """Bytes ``start:end`` of the file at ``path`` (``end=None``: to its end)."""

@@ -71,6 +71,16 @@ class Region:
         """Sends every dirty page to the pool."""
         self._native.flush()
 
+    def checkpoint(self, name: str) -> Dict[str, Any]:
+        """Flushes this handle's writes and takes checkpoint ``name`` of the
+        region: only the chunks changed since its previous checkpoint are
+        copied (on the workers that hold them); the others are shared with
+        it. Read it back with ``Client.region(path, checkpoint=name)``, roll
+        back with ``Client.restore_region(path, name)``. Returns ``{"path",
+        "name", "chunks", "copied", "bytes_copied", "since"}`` (``since``:
+        the earlier checkpoint it shares unchanged chunks with, or None)."""
+        return self._native.checkpoint(name)
+
     def stats(self) -> Dict[str, int]:
         """``bytes_fetched``, ``bytes_written_back``, ``cache_hits``, ``cache_misses``,
         and ``chunks_written_back`` (times a chunk with dirty pages went back:

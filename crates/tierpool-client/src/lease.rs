@@ -28,6 +28,9 @@ pub const RENEW: Duration = Duration::from_secs(2);
 pub(crate) struct Leases {
     writing: Mutex<BTreeMap<InodeId, u32>>,
     renewal: Mutex<Option<Background>>,
+    /// Whether the coordinator was last told of a non-empty set (an empty
+    /// one must then be sent once, so the writes it knew of end there).
+    announced: Mutex<bool>,
 }
 
 /// A random session id for a new client.
@@ -54,20 +57,32 @@ impl Client {
     }
 }
 
+impl Client {
+    /// Whether this client holds a lease on `inode` (is writing it, or has it open as a region).
+    pub(crate) fn is_leased(&self, inode: InodeId) -> bool {
+        self.inner.leases.writing.lock().contains_key(&inode)
+    }
+
+    /// Tells the coordinator of this session's leases now, rather than at
+    /// the next renewal (when it must know at once who has what open).
+    pub async fn renew_leases(&self) -> tierpool_types::Result<()> {
+        let inodes: Vec<InodeId> = self.inner.leases.writing.lock().keys().copied().collect();
+        if inodes.is_empty() && !*self.inner.leases.announced.lock() {
+            return Ok(());
+        }
+        let holding = !inodes.is_empty();
+        self.write_lease(self.inner.session, inodes).await?;
+        *self.inner.leases.announced.lock() = holding;
+        Ok(())
+    }
+}
+
 fn start_renewal(weak: Weak<Inner>) -> Background {
-    let sent_some = Arc::new(Mutex::new(false));
     Background::every("write leases", RENEW, move || {
-        let (weak, sent_some) = (weak.clone(), sent_some.clone());
+        let weak = weak.clone();
         async move {
             let Some(inner) = weak.upgrade() else { return Ok(Step::Stop) };
-            let inodes: Vec<InodeId> = inner.leases.writing.lock().keys().copied().collect();
-            if inodes.is_empty() && !*sent_some.lock() {
-                return Ok(Step::Continue);
-            }
-            let holding = !inodes.is_empty();
-            let client = Client { inner };
-            client.write_lease(client.inner.session, inodes).await?;
-            *sent_some.lock() = holding;
+            Client { inner }.renew_leases().await?;
             Ok(Step::Continue)
         }
     })

@@ -12,6 +12,7 @@
 //! - a chunk that its worker no longer has is reported as `Lost`, naming the file.
 
 mod batch;
+mod checkpoints;
 mod client;
 mod dir_placing;
 mod inode;
@@ -28,6 +29,7 @@ pub mod view;
 mod write;
 
 pub use batch::IN_FLIGHT;
+pub use checkpoints::CheckpointReport;
 pub use client::{hostname, Client, ClientConfig};
 pub use inode::{InodeChange, Owner};
 pub use lease::{WriteLease, RENEW};

@@ -117,19 +117,29 @@ impl Client {
         crate::Region::open(self.clone(), tokio::runtime::Handle::current(), path, info, cache)
     }
 
-    /// The region at `path`; `InvalidArgument` if it is not a region.
+    /// The region at `path`; `InvalidArgument` if it is not a region,
+    /// `Busy` if a restore of it has not finished.
     pub async fn open_region(&self, path: &str) -> Result<InodeInfo> {
         let info = self.stat(path).await?;
         match info.kind {
+            InodeKind::Region if info.restoring.is_some() => Err(Error::new(
+                ErrorKind::Busy,
+                format!(
+                    "{path}: its restore to checkpoint {} has not finished; restore it again",
+                    info.restoring.as_deref().unwrap_or_default()
+                ),
+            )),
             InodeKind::Region => Ok(info),
             InodeKind::Dir => Err(Error::new(ErrorKind::IsADirectory, format!("{path}: is a directory"))),
             _ => Err(Error::invalid(format!("{path}: is a {}, not a region", crate::kind_name(info.kind)))),
         }
     }
 
-    /// `len` bytes of chunk `index` of the region `info` from `offset`, checked.
+    /// `len` bytes of chunk `index` of the region `info` from `offset`,
+    /// checked. A checkpoint's `info` lists the versions it reads.
     pub async fn read_region(&self, path: &str, info: &InodeInfo, index: u64, offset: u64, len: u64) -> Result<Bytes> {
-        let key = ChunkKey::hashed(info.id, index, 1);
+        let key =
+            info.chunks.get(index as usize).map_or(ChunkKey::hashed(info.id, index, 1), |r| r.key(info.id, index));
         let req = WorkerRequest::ReadRange { key, offset, len };
         let check = |resp: &WorkerResponse, data: &Bytes| match resp {
             WorkerResponse::Range { checksum } if crc32c::crc32c(data) == *checksum && data.len() as u64 == len => {
@@ -148,6 +158,9 @@ impl Client {
     /// Overwrites `ranges` `(offset, bytes)` of chunk `index` of the region
     /// `info`, in one request: all of them or none.
     pub async fn write_region(&self, path: &str, info: &InodeInfo, index: u64, ranges: &[(u64, &[u8])]) -> Result<()> {
+        if !info.chunks.is_empty() {
+            return Err(Error::new(ErrorKind::ReadOnly, format!("{path}: a checkpoint is read-only")));
+        }
         let key = ChunkKey::hashed(info.id, index, 1);
         let total: usize = ranges.iter().map(|(_, b)| b.len()).sum();
         let mut payload = Vec::with_capacity(total);

@@ -72,6 +72,25 @@ pub struct Region {
     handle: Handle,
     cache: Mutex<Option<Cache>>,
     readonly: bool,
+    /// Of a handle that may write: the region is open here (a restore
+    /// elsewhere is refused meanwhile).
+    lease: Mutex<Option<crate::WriteLease>>,
+}
+
+/// Tells the coordinator at once which regions this client has open:
+/// waits for it outside a runtime, sends it on the way inside one.
+fn announce(client: &Client, handle: &Handle) {
+    let c = client.clone();
+    let tell = async move {
+        if let Err(e) = c.renew_leases().await {
+            tracing::warn!("could not tell the coordinator which regions are open here: {e}");
+        }
+    };
+    if Handle::try_current().is_ok() {
+        handle.spawn(tell);
+    } else {
+        handle.block_on(tell);
+    }
 }
 
 fn region_err(e: RegionError<BackendError>) -> Error {
@@ -83,7 +102,8 @@ fn region_err(e: RegionError<BackendError>) -> Error {
 
 impl Region {
     /// Opens the region `info` (at `path`) with a cache of `cache` bytes
-    /// (at least one chunk). `handle` runs the pool transfers.
+    /// (at least one chunk). `handle` runs the pool transfers. The `info`
+    /// of a checkpoint (see `Client::checkpoint_info`) opens read-only.
     pub fn open(client: Client, handle: Handle, path: &str, info: InodeInfo, cache: u64) -> Result<Region> {
         let geom = Geometry::new(info.size, info.chunk_size);
         let cache = cache.max(info.chunk_size);
@@ -102,7 +122,13 @@ impl Region {
             }
             Err(e) => return Err(region_err(e)),
         };
-        Ok(Region { path: path.to_string(), info, client, handle, cache: Mutex::new(Some(c)), readonly: false })
+        let readonly = !info.chunks.is_empty();
+        let lease = (!readonly).then(|| client.lease(info.id));
+        if lease.is_some() {
+            announce(&client, &handle);
+        }
+        let lease = Mutex::new(lease);
+        Ok(Region { path: path.to_string(), info, client, handle, cache: Mutex::new(Some(c)), readonly, lease })
     }
 
     /// Opens the region read-only, sharing one copy of its cached pages with
@@ -120,7 +146,7 @@ impl Region {
             PoolBackend { client: client.clone(), handle: handle.clone(), path: path.to_string(), info: info.clone() };
         let m = MappedRegion::new_shared(geom, cache, READAHEAD, backend, &file).map_err(region_err)?;
         let cache = Mutex::new(Some(Cache::Mapped(m)));
-        Ok(Region { path: path.to_string(), info, client, handle, cache, readonly: true })
+        Ok(Region { path: path.to_string(), info, client, handle, cache, readonly: true, lease: Mutex::new(None) })
     }
 
     /// Whether this handle was opened read-only (shared).
@@ -228,13 +254,32 @@ impl Region {
         let r = self.flush();
         if r.is_ok() {
             self.cache.lock().take();
+            self.let_go();
         }
         r
+    }
+
+    /// Takes checkpoint `name` of the region, after flushing this handle's
+    /// writes (writes of other handles not flushed yet are not in it).
+    pub fn checkpoint(&self, name: &str) -> Result<crate::CheckpointReport> {
+        if self.readonly {
+            return Err(Error::invalid(format!("{}: the region is open read-only", self.path)));
+        }
+        self.flush()?;
+        self.handle.block_on(self.client.checkpoint(&self.path, name))
+    }
+
+    /// Ends this handle's lease on the region, and says so to the coordinator.
+    fn let_go(&self) {
+        if self.lease.lock().take().is_some() {
+            announce(&self.client, &self.handle);
+        }
     }
 
     /// Closes the region without writing back, and deletes it from the pool.
     pub fn free(&self) -> Result<()> {
         self.cache.lock().take();
+        self.let_go();
         self.handle.block_on(self.client.remove(&self.path, false)).map(|_| ())
     }
 }

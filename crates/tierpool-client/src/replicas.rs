@@ -21,7 +21,7 @@
 
 use crate::client::{unexpected, Client, MOVE_PATIENCE};
 use bytes::Bytes;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::Poll;
@@ -80,18 +80,34 @@ impl Client {
         req: &WorkerRequest,
         payload: Bytes,
     ) -> Result<()> {
+        let answers = self.ask_replicas(key, copies, req, payload).await?;
+        match answers.into_iter().find(|a| *a != WorkerResponse::Done) {
+            Some(other) => Err(unexpected(other)),
+            None => Ok(()),
+        }
+    }
+
+    /// Sends `req` to every replica of `key` (as `write_replicas` does) and
+    /// returns what each answered.
+    pub(crate) async fn ask_replicas(
+        &self,
+        key: ChunkKey,
+        copies: u8,
+        req: &WorkerRequest,
+        payload: Bytes,
+    ) -> Result<Vec<WorkerResponse>> {
         let since = Instant::now();
         let mut wait = Duration::from_millis(1);
         let mut layout = self.layout().await?;
-        let mut done: BTreeSet<WorkerId> = BTreeSet::new();
+        let mut done: BTreeMap<WorkerId, WorkerResponse> = BTreeMap::new();
         loop {
             let targets = layout.table.write_targets(key, copies);
             if targets.is_empty() {
                 return Err(Error::new(ErrorKind::Unavailable, "the pool has no workers yet"));
             }
-            let pending: Vec<WorkerId> = targets.into_iter().filter(|w| !done.contains(w)).collect();
+            let pending: Vec<WorkerId> = targets.iter().copied().filter(|w| !done.contains_key(w)).collect();
             if pending.is_empty() {
-                return Ok(());
+                return Ok(targets.iter().filter_map(|w| done.remove(w)).collect());
             }
             let req = req.fenced(layout.version);
             let calls = pending.iter().map(|&w| {
@@ -101,10 +117,9 @@ impl Client {
             let mut why = None;
             for (w, outcome) in join_all(calls.collect()).await {
                 match outcome {
-                    Outcome::Answer(WorkerResponse::Done, _) => {
-                        done.insert(w);
+                    Outcome::Answer(answer, _) => {
+                        done.insert(w, answer);
                     }
-                    Outcome::Answer(other, _) => return Err(unexpected(other)),
                     Outcome::Retry(m) => why = Some(m),
                     Outcome::Skip(e) if e.kind == ErrorKind::Unavailable => why = Some(e.message),
                     Outcome::Skip(e) => return Err(e),

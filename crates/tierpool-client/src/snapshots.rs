@@ -10,8 +10,13 @@ use tierpool_types::{Error, ErrorKind, Result};
 impl Client {
     /// Takes snapshot `name` of the file or tree at `path` (atomically,
     /// moving no data); returns what `snapshots` shows of it.
+    /// Of a region, a checkpoint ([`checkpoint`](Self::checkpoint)).
     pub async fn snapshot_create(&self, path: &str, name: &str) -> Result<SnapshotSummary> {
-        self.meta(MetaOp::SnapshotCreate { path: path.into(), name: name.into() }).await?;
+        if self.is_region(path).await? {
+            self.checkpoint(path, name).await?;
+        } else {
+            self.meta(MetaOp::SnapshotCreate { path: path.into(), name: name.into() }).await?;
+        }
         let all = self.snapshots(Some(path)).await?;
         all.into_iter().find(|s| s.name == name).ok_or_else(|| {
             Error::new(ErrorKind::NotFound, format!("{path}@{name}: was removed as soon as it was taken"))
@@ -25,10 +30,24 @@ impl Client {
 
     /// Puts snapshot `name` back at `path`, replacing what is there, in one
     /// step; returns the restored root.
+    /// Of a region, its chunks are copied back ([`restore_region`](Self::restore_region)).
     pub async fn snapshot_restore(&self, path: &str, name: &str) -> Result<InodeInfo> {
+        if self.is_region(path).await? {
+            self.restore_region(path, name).await?;
+            return self.stat(path).await;
+        }
         match self.meta(MetaOp::SnapshotRestore { path: path.into(), name: name.into() }).await? {
             MetaReply::Info(i) => Ok(i),
             other => Err(unexpected_meta(other)),
+        }
+    }
+
+    /// Whether `path` is a live region (`false` if it is anything else or nothing).
+    pub async fn is_region(&self, path: &str) -> Result<bool> {
+        match self.stat(path).await {
+            Ok(i) => Ok(i.kind == tierpool_meta::InodeKind::Region),
+            Err(e) if matches!(e.kind, ErrorKind::NotFound | ErrorKind::ReadOnly) => Ok(false),
+            Err(e) => Err(e),
         }
     }
 

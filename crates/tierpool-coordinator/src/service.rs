@@ -396,6 +396,37 @@ impl Coordinator {
         Ok(CoordResponse::Meta(self.execute(op, owner).await?))
     }
 
+    /// Marks a region as being restored, unless another session has it open
+    /// (its cache would keep serving the bytes being replaced).
+    async fn restore_region(&self, session: u64, path: String, name: String, owner: Owner) -> Result<CoordResponse> {
+        let now = self.now();
+        let applied = {
+            let mut g = self.inner.lock();
+            let id = g.engine.state().stat(&path)?.id;
+            match g.engine.used_elsewhere(session, id, now) {
+                Some(false) => {}
+                Some(true) => {
+                    return Err(Error::new(
+                        ErrorKind::Busy,
+                        format!("{path}: the region is open in another client; close it there before restoring it"),
+                    ))
+                }
+                // Clients retry this (it changes nothing), so they wait it out.
+                None => {
+                    return Err(Error::new(
+                        ErrorKind::Unavailable,
+                        format!(
+                            "{path}: the coordinator started moments ago and does not know yet which clients have \
+                             the region open; try again"
+                        ),
+                    ))
+                }
+            }
+            self.apply(&mut g, MetaOp::RegionRestore { path, name, done: false }, owner)?
+        };
+        Ok(CoordResponse::Meta(self.finish(applied).await?))
+    }
+
     /// Each op checked and applied on its own, in order; one wait until the
     /// last one applied is durable answers them all.
     async fn meta_many(&self, ops: Vec<MetaOp>, owner: Owner) -> Result<CoordResponse> {
@@ -458,6 +489,9 @@ impl Coordinator {
                 Ok(())
             }
             MetaOp::SetReplication { .. } => own("SetReplication (a pool's --replicas is set when it is created)"),
+            MetaOp::RegionRestore { done: false, .. } => {
+                Err(Error::invalid("a region's restore starts with RestoreRegion, which checks who has it open"))
+            }
             MetaOp::WorkerDown { .. } | MetaOp::WorkerUp { .. } => own("a worker's standing"),
             MetaOp::DrainWorker { id } => {
                 let now = self.now();
@@ -567,6 +601,9 @@ impl Coordinator {
             CoordRequest::Fsck { path } => crate::replication::fsck(self, &path).await,
             CoordRequest::Snapshots { path } => {
                 Ok(CoordResponse::Snapshots(self.query(|s| s.snapshots(path.as_deref())).await?))
+            }
+            CoordRequest::RestoreRegion { session, path, name, owner } => {
+                self.restore_region(session, path, name, owner).await
             }
             CoordRequest::Attachments => {
                 let dirs = self.query(|s| Ok(s.attached_dirs())).await?;

@@ -143,7 +143,18 @@ fn a_coordinator_recovers_from_golden_files() {
         let (state, lsn, _writer) = log::open(&meta).unwrap();
         assert_eq!((lsn, dump::dump(&state)), (LOG_V10_RECORDS, expected("state-log-v10.txt")), "{file}");
     }
+    for (file, name) in [("log-v11", format!("log-{:020}", 1)), ("snapshot-v11", "snapshot".to_string())] {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = dir.path().join("meta");
+        std::fs::create_dir_all(&meta).unwrap();
+        std::fs::copy(golden(file), meta.join(name)).unwrap();
+        let (state, lsn, _writer) = log::open(&meta).unwrap();
+        assert_eq!((lsn, dump::dump(&state)), (LOG_V11_RECORDS, expected("state-log-v11.txt")), "{file}");
+    }
 }
+
+/// Records in `log-v11`.
+const LOG_V11_RECORDS: u64 = 103;
 
 /// Records in `log-v10`.
 const LOG_V10_RECORDS: u64 = 93;
@@ -317,10 +328,14 @@ fn snapshot_v6_of_one_replica_nests_the_bytes_of_version_5() {
     assert_eq!(v9[6], 9);
     assert!(v9[19..].starts_with(&v8[19..]), "the nested version 8 state differs");
     assert_eq!(decode_snapshot(&v9).unwrap(), (lsn, state.clone()));
-    let v10 = encode_snapshot(lsn, &state);
+    let v10 = encode_snapshot_in(10, lsn, &state).unwrap();
     assert_eq!(v10[6], 10);
     assert!(v10[19..].starts_with(&v9[19..]), "the nested version 9 state differs");
-    assert_eq!(decode_snapshot(&v10).unwrap(), (lsn, state));
+    assert_eq!(decode_snapshot(&v10).unwrap(), (lsn, state.clone()));
+    let v11 = encode_snapshot(lsn, &state);
+    assert_eq!(v11[6], 11);
+    assert!(v11[19..].starts_with(&v10[19..]), "the nested version 10 state differs");
+    assert_eq!(decode_snapshot(&v11).unwrap(), (lsn, state));
 }
 
 #[test]
@@ -453,7 +468,7 @@ fn log_v10_replays_to_its_state_and_encodes_to_the_same_bytes() {
     assert_eq!(dump::dump(&state), expected("state-log-v10.txt"));
     let mut again = Vec::new();
     for r in &recs {
-        encode_record(r, &mut again);
+        encode_record_in(10, r, &mut again).unwrap();
     }
     assert!(again == seg, "log records of version 10 no longer encode as they did");
     let snapshot_ops = |r: &&LogRecord| {
@@ -472,7 +487,10 @@ fn snapshot_v10_decodes_to_its_state_and_encodes_to_the_same_bytes() {
     assert_eq!(lsn, LOG_V10_RECORDS);
     assert_eq!(dump::dump(&state), expected("state-log-v10.txt"));
     assert_eq!(state, replay(&records(&read("log-v10"))));
-    assert!(encode_snapshot(lsn, &state) == bytes, "snapshots of version 10 no longer encode as they did");
+    assert!(
+        encode_snapshot_in(10, lsn, &state).unwrap() == bytes,
+        "snapshots of version 10 no longer encode as they did"
+    );
     assert_eq!(state.snapshots(None).unwrap().len(), 2);
     for v in 2..=9 {
         assert!(encode_snapshot_in(v, lsn, &state).is_err(), "snapshot version {v}");
@@ -755,21 +773,94 @@ fn log_v10_records() -> Vec<LogRecord> {
     recs
 }
 
+#[test]
+fn log_v11_replays_to_its_state_and_encodes_to_the_same_bytes() {
+    let seg = read("log-v11");
+    let recs = records(&seg);
+    assert_eq!(recs.len() as u64, LOG_V11_RECORDS);
+    assert_eq!(recs[..LOG_V10_RECORDS as usize], records(&read("log-v10"))[..], "the records of log-v10 come first");
+    let state = replay(&recs);
+    state.check_invariants().unwrap();
+    assert_eq!(dump::dump(&state), expected("state-log-v11.txt"));
+    let mut again = Vec::new();
+    for r in &recs {
+        encode_record(r, &mut again);
+    }
+    assert!(again == seg, "log records of version 11 no longer encode as they did");
+    let checkpoint_ops = |r: &&LogRecord| matches!(r.op, MetaOp::Checkpoint { .. } | MetaOp::RegionRestore { .. });
+    assert_eq!(recs.iter().filter(checkpoint_ops).count(), 5);
+    for r in recs.iter().filter(checkpoint_ops) {
+        assert!(encode_record_in(10, r, &mut Vec::new()).is_err());
+    }
+}
+
+#[test]
+fn snapshot_v11_decodes_to_its_state_and_encodes_to_the_same_bytes() {
+    let bytes = read("snapshot-v11");
+    let (lsn, state) = decode_snapshot(&bytes).unwrap();
+    assert_eq!(lsn, LOG_V11_RECORDS);
+    assert_eq!(dump::dump(&state), expected("state-log-v11.txt"));
+    assert_eq!(state, replay(&records(&read("log-v11"))));
+    assert!(encode_snapshot(lsn, &state) == bytes, "snapshots of version 11 no longer encode as they did");
+    assert_eq!(state.snapshots(Some("/grid")).unwrap().len(), 1);
+    assert_eq!(state.stat("/grid").unwrap().restoring.as_deref(), Some("c2"));
+    for v in 2..=10 {
+        assert!(encode_snapshot_in(v, lsn, &state).is_err(), "snapshot version {v}");
+    }
+}
+
+/// The records of `log-v11`: those of `log-v10`, then a region of four
+/// chunks checkpointed twice (the second sharing two chunks with the
+/// first), restored to the first, the first removed, and a restore to the
+/// second begun and not finished.
+fn log_v11_records() -> Vec<LogRecord> {
+    use tierpool_types::{ChunkAttrs, ChunkRef, InodeId};
+    let mut recs = log_v10_records();
+    let mut state = replay(&recs);
+    push(&mut recs, &mut state, MetaOp::AllocInodes { count: 1 });
+    let inode = InodeId(state.next_inode().0 - 1);
+    let (size, chunk_size) = (3 * 4096 + 100, 4096);
+    let attrs = ChunkAttrs::default();
+    let region = MetaOp::CommitRegion { path: "/grid".into(), inode, size, chunk_size, attrs, mode: 0o600 };
+    push(&mut recs, &mut state, region);
+    push(&mut recs, &mut state, MetaOp::AllocInodes { count: 1 });
+    let v1 = state.next_inode().0 - 1;
+    let len = |i: u64| (size - i * chunk_size).min(chunk_size);
+    let first: Vec<ChunkRef> =
+        (0..4).map(|i| ChunkRef { version: v1, len: len(i), checksum: 0x100 + i as u32, home: None }).collect();
+    let ckpt =
+        |name: &str, chunks: Vec<ChunkRef>| MetaOp::Checkpoint { path: "/grid".into(), name: name.into(), chunks };
+    push(&mut recs, &mut state, ckpt("c1", first.clone()));
+    push(&mut recs, &mut state, MetaOp::AllocInodes { count: 1 });
+    let v2 = state.next_inode().0 - 1;
+    let mut second = first.clone();
+    for i in [1, 2] {
+        second[i] = ChunkRef { version: v2, len: len(i as u64), checksum: 0x200 + i as u32, home: None };
+    }
+    push(&mut recs, &mut state, ckpt("c2", second));
+    let restore = |name: &str, done: bool| MetaOp::RegionRestore { path: "/grid".into(), name: name.into(), done };
+    push(&mut recs, &mut state, restore("c1", false));
+    push(&mut recs, &mut state, restore("c1", true));
+    push(&mut recs, &mut state, MetaOp::SnapshotRemove { path: "/grid".into(), name: "c1".into() });
+    push(&mut recs, &mut state, restore("c2", false));
+    recs
+}
+
 /// Writes the golden files of the current versions once, when asked
 /// (`TIERPOOL_WRITE_GOLDEN=1`) and only if they are missing.
 #[test]
 #[ignore = "writes the golden files of a new version: TIERPOOL_WRITE_GOLDEN=1 cargo test --test golden -- --ignored"]
 fn write_missing_golden_files_of_the_current_versions() {
-    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v10").exists() {
+    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v11").exists() {
         return;
     }
-    let recs = log_v10_records();
+    let recs = log_v11_records();
     let (mut seg, mut state) = (Vec::new(), MetaState::new());
     for r in &recs {
         state.execute_as(&r.op, r.owner, r.time).unwrap();
         encode_record(r, &mut seg);
     }
-    std::fs::write(golden("log-v10"), seg).unwrap();
-    std::fs::write(golden("snapshot-v10"), encode_snapshot(recs.len() as u64, &state)).unwrap();
-    std::fs::write(golden("state-log-v10.txt"), dump::dump(&state)).unwrap();
+    std::fs::write(golden("log-v11"), seg).unwrap();
+    std::fs::write(golden("snapshot-v11"), encode_snapshot(recs.len() as u64, &state)).unwrap();
+    std::fs::write(golden("state-log-v11.txt"), dump::dump(&state)).unwrap();
 }

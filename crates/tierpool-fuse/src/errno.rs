@@ -37,6 +37,7 @@ mod tests {
             (ErrorKind::Internal, libc::EIO),
             (ErrorKind::Unauthenticated, libc::EACCES),
             (ErrorKind::ReadOnly, libc::EROFS),
+            (ErrorKind::Busy, libc::EBUSY),
         ];
         assert_eq!(expected.map(|(k, _)| k), ErrorKind::ALL);
         for (kind, code) in expected {

@@ -151,6 +151,7 @@ mod tests {
             rdev: 0,
             origin: None,
             inline: None,
+            restoring: None,
         }
     }
 

@@ -238,6 +238,20 @@ pub enum MetaOp {
     /// Puts snapshot `name` back at `path`, replacing what is there, in
     /// one step. Reply: [`MetaReply::Info`] of the restored root.
     SnapshotRestore { path: String, name: String },
+    /// Takes checkpoint `name` of the region at `path`: a snapshot whose
+    /// chunks are the versions in `chunks`, one per chunk of the region,
+    /// copied from it on the workers beforehand (each a fresh version,
+    /// or one an earlier checkpoint of the region keeps, when that chunk
+    /// did not change since). `AlreadyExists` if `path` has a snapshot of
+    /// that name; `Stale` if a fresh version was given up meanwhile.
+    /// Reply: [`MetaReply::Done`].
+    Checkpoint { path: String, name: String, chunks: Vec<ChunkRef> },
+    /// Marks the region at `path` as being restored to its checkpoint
+    /// `name` (`done: false`, before its chunks are copied back on the
+    /// workers), or the restore as finished (`done: true`, after). A
+    /// region marked stays marked until a restore of the same checkpoint
+    /// finishes. Reply: [`MetaReply::Info`] of the region.
+    RegionRestore { path: String, name: String, done: bool },
 }
 
 impl MetaOp {
@@ -282,6 +296,9 @@ pub enum NewNode {
 }
 
 /// The result of a successful op.
+// Replies are made one per op and moved on, never held in bulk: an inode's
+// stat inline costs less than a box per reply.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MetaReply {
     Done,
@@ -376,6 +393,10 @@ pub struct InodeInfo {
     /// Of a small file held inline, with its chunk list: the bytes of
     /// chunk 0 (whose version is inline, see `ChunkRef::is_inline`).
     pub inline: Option<bytes::Bytes>,
+    /// Of a region: the checkpoint a restore that has not finished is
+    /// bringing back (its bytes are partly old, partly restored until the
+    /// restore is run again to its end).
+    pub restoring: Option<String>,
 }
 
 impl InodeInfo {

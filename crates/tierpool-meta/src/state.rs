@@ -41,6 +41,7 @@ mod queries;
 mod remove;
 mod replicas;
 pub use replicas::{ReplicaHealth, MAX_REPLICAS};
+mod checkpoints;
 mod rename;
 mod resolve;
 mod snapshots;
@@ -315,6 +316,8 @@ impl MetaState {
             MetaOp::SnapshotCreate { path, name } => self.create_snapshot(&writable(path)?, name, now),
             MetaOp::SnapshotRemove { path, name } => self.drop_snapshot(&writable(path)?, name),
             MetaOp::SnapshotRestore { path, name } => self.restore_snapshot(&writable(path)?, name, now),
+            MetaOp::Checkpoint { path, name, chunks } => self.checkpoint(&writable(path)?, name, chunks, now),
+            MetaOp::RegionRestore { path, name, done } => self.region_restore(&writable(path)?, name, *done, now),
         }
     }
 

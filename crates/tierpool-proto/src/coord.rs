@@ -56,6 +56,10 @@ pub enum CoordRequest {
     /// The snapshots of `path` (of every path: `None`), by path and name:
     /// `Snapshots`.
     Snapshots { path: Option<String> },
+    /// Starts restoring the region at `path` to its checkpoint `name`
+    /// (`MetaOp::RegionRestore` with `done: false`), as `owner`, unless a
+    /// client session other than `session` has the region open: `Meta`.
+    RestoreRegion { session: u64, path: String, name: String, owner: Owner },
 }
 
 /// Most ops of a `MetaMany`, or paths of a `StatMany`.

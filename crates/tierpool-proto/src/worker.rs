@@ -89,6 +89,13 @@ pub enum WorkerRequest {
     /// How long ago a client last read or wrote a chunk of each of these
     /// inodes on this worker: `LastUsed`.
     LastUse { inodes: Vec<InodeId> },
+    /// Copies chunk `from` to `to` on this worker (a region's checkpoint,
+    /// or its restore): both are versions of the same chunk of the same
+    /// inode, so they live on the same workers. With `unless`, nothing is
+    /// copied when the chunk stored at `unless` has the same bytes as
+    /// `from` (same length and checksum). `to` is replaced if it exists.
+    /// `ChunkCopied`; `NotFound` if `from` is absent.
+    CopyChunk { from: ChunkKey, to: ChunkKey, unless: Option<ChunkKey>, table: u64 },
 }
 
 impl WorkerRequest {
@@ -98,7 +105,8 @@ impl WorkerRequest {
         let mut r = self.clone();
         if let WorkerRequest::PutChunk { table, .. }
         | WorkerRequest::CreateChunk { table, .. }
-        | WorkerRequest::WriteRanges { table, .. } = &mut r
+        | WorkerRequest::WriteRanges { table, .. }
+        | WorkerRequest::CopyChunk { table, .. } = &mut r
         {
             *table = version;
         }
@@ -160,6 +168,13 @@ pub enum WorkerResponse {
     /// One per inode asked, in order: milliseconds since its last use
     /// here, `None` if not since the worker started.
     LastUsed(Vec<Option<u64>>),
+    /// A `CopyChunk`: the length and CRC-32C of the bytes at `from`, and
+    /// whether they were copied (`false`: `unless` held them already).
+    ChunkCopied {
+        len: u64,
+        checksum: Checksum,
+        copied: bool,
+    },
 }
 
 /// Where a worker holds a chunk.

@@ -178,18 +178,23 @@ impl Client {
 
     /// Opens the existing region at `path` with a local cache of `cache` bytes;
     /// `readonly` shares one copy of its pages with this node's other read-only openers.
-    #[pyo3(signature = (path, cache, readonly=false))]
+    /// With `checkpoint`, that checkpoint of it, read-only.
+    #[pyo3(signature = (path, cache, readonly=false, checkpoint=None))]
     fn open_region(
         &self,
         py: Python<'_>,
         path: &str,
         cache: &Bound<'_, PyAny>,
         readonly: bool,
+        checkpoint: Option<&str>,
     ) -> PyResult<crate::region::Region> {
         args::position(cache, "cache")?;
         let c = self.conn(py)?;
         let path = clean_path(path);
-        let info = wait(py, c.open_region(&path))?;
+        let info = match checkpoint {
+            Some(name) => wait(py, c.checkpoint_info(&path, name))?,
+            None => wait(py, c.open_region(&path))?,
+        };
         let cache = args::cache(cache, info.size, info.chunk_size)?;
         blocking(py, || crate::region::open(c, &path, info, cache, readonly))
     }
@@ -291,6 +296,19 @@ impl Client {
         let path = path.map(clean_path);
         let all = wait(py, c.snapshots(path.as_deref()))?;
         view_to_py(py, &all.iter().map(snapshot_json).collect::<Vec<_>>())
+    }
+
+    /// Copies back the chunks of region `path` that differ from its
+    /// checkpoint `name`: what it copied, as a dict.
+    fn restore_region<'py>(
+        &self,
+        py: Python<'py>,
+        path: &str,
+        name: &str,
+    ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let c = self.conn(py)?;
+        let r = wait(py, c.restore_region(&clean_path(path), name))?;
+        crate::region::report_dict(py, &r)
     }
 
     /// Removes snapshot `name` of `path`; what only it kept is freed.

@@ -132,6 +132,13 @@ const CLASSES: &[KindClass] = &[
         doc: "The path cannot change: it is in a snapshot (beneath .snapshots) or in an under-store attached \
               read-only (errno EROFS).",
     },
+    KindClass {
+        kind: ErrorKind::Busy,
+        name: "Busy",
+        builtin: "OSError",
+        doc: "The path is in use in a way the request cannot go with, such as a region open in another client \
+              while it would be restored (errno EBUSY).",
+    },
 ];
 
 /// `TierpoolError` first, then one class per entry of [`CLASSES`], in order.

@@ -121,6 +121,15 @@ impl Region {
         blocking(py, move || r.flush())
     }
 
+    /// Flushes this handle's writes and takes checkpoint `name` of the
+    /// region: what it copied, as a dict.
+    fn checkpoint<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyDict>> {
+        let r = self.inner(py)?;
+        let name = name.to_owned();
+        let rep = blocking(py, move || r.checkpoint(&name))?;
+        report_dict(py, &rep)
+    }
+
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let r = self.inner(py)?;
         blocking(py, move || r.close())
@@ -170,6 +179,18 @@ impl Drop for Region {
     }
 }
 
+/// What a checkpoint or a restore copied, as Python sees it.
+pub fn report_dict<'py>(py: Python<'py>, r: &tierpool_client::CheckpointReport) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("path", &r.path)?;
+    d.set_item("name", &r.name)?;
+    d.set_item("chunks", r.chunks)?;
+    d.set_item("copied", r.copied)?;
+    d.set_item("bytes_copied", r.bytes_copied)?;
+    d.set_item("since", r.since.as_deref())?;
+    Ok(d)
+}
+
 /// Opens `info` at `path` as a region with a cache of `cache` bytes;
 /// `readonly` shares the cache with the node's other read-only openers.
 pub fn open(
@@ -180,7 +201,8 @@ pub fn open(
     readonly: bool,
 ) -> Result<Region> {
     let handle = runtime().handle().clone();
-    let r = if readonly {
+    // A checkpoint's pages are its own: never shared with the live region's openers.
+    let r = if readonly && info.chunks.is_empty() {
         tierpool_client::Region::open_shared(client.clone(), handle, path, info, cache)?
     } else {
         tierpool_client::Region::open(client.clone(), handle, path, info, cache)?

@@ -228,6 +228,31 @@ impl TierManager {
         t.store(key, zeros, checksum, attrs)
     }
 
+    /// Copies chunk `from` to `to` (replacing `to` if stored), unless the
+    /// chunk stored at `unless` has the same length and checksum as
+    /// `from`. Returns `from`'s length and checksum and whether it copied.
+    /// In MEM the copy shares `from`'s buffer until either is written (a
+    /// write copies first). `NotFound` if `from` is absent; `PoolFull` as
+    /// for [`put`](Self::put).
+    pub fn copy_chunk(&self, from: ChunkKey, to: ChunkKey, unless: Option<ChunkKey>) -> Result<(u64, Checksum, bool)> {
+        let data = self.get(from)?;
+        let (len, checksum) = (data.len() as u64, crc32c::crc32c(&data));
+        if let Some(u) = unless {
+            match self.get(u) {
+                Ok(d) if d.len() as u64 == len && crc32c::crc32c(&d) == checksum => return Ok((len, checksum, false)),
+                Ok(_) => {}
+                Err(e) if e.kind == ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let mut t = self.tiers.lock();
+        let attrs = t.attrs_of(to.inode);
+        t.store(to, data, checksum, attrs)?;
+        drop(t);
+        self.used(to.inode);
+        Ok((len, checksum, true))
+    }
+
     /// `len` bytes of a chunk from `offset` (no copy from MEM).
     /// `InvalidArgument` if the range reaches past the chunk's end.
     pub fn read_range(&self, key: ChunkKey, offset: u64, len: u64) -> Result<Bytes> {

@@ -46,6 +46,9 @@ pub enum ErrorKind {
     /// The path cannot change: it is in a snapshot, or in an attached
     /// under-store that is read-only here.
     ReadOnly,
+    /// The path is in use in a way the request cannot go with: a region
+    /// open in another client while it would be restored.
+    Busy,
 }
 
 /// errno values of Linux (the asm-generic numbering: x86, arm, riscv...),
@@ -54,6 +57,7 @@ pub mod errno {
     pub const ENOENT: i32 = 2;
     pub const EIO: i32 = 5;
     pub const EACCES: i32 = 13;
+    pub const EBUSY: i32 = 16;
     pub const EEXIST: i32 = 17;
     pub const ENOTDIR: i32 = 20;
     pub const EISDIR: i32 = 21;
@@ -67,7 +71,7 @@ pub mod errno {
 
 impl ErrorKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ErrorKind; 16] = [
+    pub const ALL: [ErrorKind; 17] = [
         ErrorKind::NotFound,
         ErrorKind::AlreadyExists,
         ErrorKind::NotADirectory,
@@ -84,6 +88,7 @@ impl ErrorKind {
         ErrorKind::Internal,
         ErrorKind::Unauthenticated,
         ErrorKind::ReadOnly,
+        ErrorKind::Busy,
     ];
 
     /// The errno that a POSIX surface reports for this kind (Linux values).
@@ -104,6 +109,7 @@ impl ErrorKind {
             ErrorKind::Stale => errno::ESTALE,
             ErrorKind::Unauthenticated => errno::EACCES,
             ErrorKind::ReadOnly => errno::EROFS,
+            ErrorKind::Busy => errno::EBUSY,
             ErrorKind::Corrupt | ErrorKind::Lost | ErrorKind::Protocol | ErrorKind::Io | ErrorKind::Internal => {
                 errno::EIO
             }
@@ -129,6 +135,7 @@ impl ErrorKind {
             ErrorKind::Internal => "internal",
             ErrorKind::Unauthenticated => "unauthenticated",
             ErrorKind::ReadOnly => "read_only",
+            ErrorKind::Busy => "busy",
         }
     }
 }
@@ -210,6 +217,7 @@ mod tests {
             (ErrorKind::Internal, 5),
             (ErrorKind::Unauthenticated, 13),
             (ErrorKind::ReadOnly, 30),
+            (ErrorKind::Busy, 16),
         ];
         assert_eq!(expected.map(|(k, _)| k), ErrorKind::ALL, "the table lists every kind once, in order");
         for (kind, errno) in expected {

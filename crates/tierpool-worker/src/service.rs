@@ -250,6 +250,22 @@ impl WorkerService {
         done()
     }
 
+    /// Both keys must be versions of one chunk (so of one partition, which
+    /// `to` was routed by); `unless` too.
+    fn copy_chunk(&self, from: ChunkKey, to: ChunkKey, unless: Option<ChunkKey>) -> Answer {
+        check_version(from)?;
+        check_version(to)?;
+        let same = |k: ChunkKey| (k.inode, k.index, k.home) == (to.inode, to.index, to.home);
+        if !same(from) || !unless.is_none_or(same) || from == to {
+            return Err(Error::invalid(format!("chunk {to}: a copy is made from another version of the same chunk")));
+        }
+        let (len, checksum, copied) = with_room(|| block_in_place(|| self.tiers.copy_chunk(from, to, unless)))?;
+        if copied {
+            self.bytes_written.fetch_add(len, Ordering::Relaxed);
+        }
+        Ok((WorkerResponse::ChunkCopied { len, checksum, copied }, Bytes::new()))
+    }
+
     fn read_range(&self, key: ChunkKey, offset: u64, len: u64) -> Answer {
         let data = block_in_place(|| self.tiers.read_range(key, offset, len))?;
         self.bytes_read.fetch_add(data.len() as u64, Ordering::Relaxed);
@@ -297,6 +313,9 @@ impl WorkerService {
             }
             WorkerRequest::WriteRanges { key, ranges, checksum, table } => {
                 self.routed(key, Some(table), || self.write_ranges(key, &ranges, checksum, payload))
+            }
+            WorkerRequest::CopyChunk { from, to, unless, table } => {
+                self.routed(to, Some(table), || self.copy_chunk(from, to, unless))
             }
             WorkerRequest::Locate { keys } => self.locate(&keys),
             WorkerRequest::LastUse { inodes } => {

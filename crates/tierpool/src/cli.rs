@@ -239,8 +239,9 @@ pub enum Cmd {
         #[command(flatten)]
         conn: Conn,
     },
-    /// Snapshots of a file or directory tree: read-only copies that share
-    /// every unchanged chunk with the live data, read at
+    /// Snapshots of a file or directory tree, and checkpoints of a memory
+    /// region: read-only copies that share every unchanged chunk with the
+    /// live data (or with the region's previous checkpoint), read at
     /// PATH/.snapshots/NAME/... like any other path.
     #[command(subcommand, after_help = SNAPSHOTS)]
     Snapshot(SnapshotCmd),
@@ -341,7 +342,9 @@ pub struct WorkerCmd {
 
 #[derive(Subcommand, Debug)]
 pub enum SnapshotCmd {
-    /// Take snapshot NAME of the file or tree at PATH, atomically; no data moves.
+    /// Take snapshot NAME of the file or tree at PATH, atomically; no data
+    /// moves. Of a region: a checkpoint, copying on the workers only the
+    /// chunks changed since its previous checkpoint.
     Create {
         path: String,
         name: String,
@@ -366,7 +369,9 @@ pub enum SnapshotCmd {
         #[command(flatten)]
         conn: Conn,
     },
-    /// Put snapshot NAME back at PATH, replacing what is there, in one step.
+    /// Put snapshot NAME back at PATH, replacing what is there, in one
+    /// step. Of a region: the chunks that differ are copied back on the
+    /// workers; refused while another client has the region open.
     Restore {
         path: String,
         name: String,
@@ -528,8 +533,17 @@ Snapshots:
 
 A snapshot is named by the path it was taken of, as it was then. Files keep
 their chunk versions while a snapshot names them; status shows the bytes
-snapshots keep that no live file uses. Memory regions and attached
-under-stores are not snapshotted.";
+snapshots keep that no live file uses. Attached under-stores, and trees
+holding a memory region, are not snapshotted.
+
+Checkpoints of a memory region (the same commands, given the region's path):
+  tierpool snapshot create /m/grid step10     copies only the chunks changed since
+                                              the region's previous checkpoint
+  tierpool snapshot restore /m/grid step10    copies back the chunks that differ
+A region's chunks change in place, so a checkpoint copies them on the workers
+that hold them (nothing crosses the network). A restore is refused while
+another client has the region open; one that stopped half way leaves the
+region unopenable (stat shows \"restoring\") until it is run again.";
 
 const UNDER_STORES: &str = "\
 Under-stores:

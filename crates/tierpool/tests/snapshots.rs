@@ -8,23 +8,9 @@ mod common;
 use common::{data, Mount, Pool};
 use serde_json::Value;
 use std::io::{Seek, SeekFrom, Write};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const CHUNK: u64 = 64 << 10;
-
-/// Waits until the workers hold exactly `want` bytes (garbage is collected
-/// after a grace period of a few seconds).
-fn settle(pool: &Pool, want: u64) {
-    let t = Instant::now();
-    loop {
-        let used = pool.used();
-        if used == want {
-            return;
-        }
-        assert!(t.elapsed() < Duration::from_secs(40), "the workers hold {used} bytes, not {want}");
-        std::thread::sleep(Duration::from_millis(300));
-    }
-}
 
 fn snapshots(pool: &Pool) -> Value {
     pool.fresh_status()["snapshots"].clone()
@@ -39,7 +25,7 @@ fn snapshots_share_chunks_survive_crashes_restore_and_free_what_they_kept() {
     std::fs::write(&local, &big).unwrap();
     pool.ok(&["put", local.to_str().unwrap(), "/d/big", "--chunk-size", "64KiB"]);
     pool.put("/d/small", b"small bytes, kept inline");
-    settle(&pool, 4 * CHUNK);
+    pool.settle(4 * CHUNK);
 
     let out = pool.ok(&["snapshot", "create", "/d", "monday"]);
     assert!(out.starts_with("/d@monday\t"), "{out}");
@@ -83,7 +69,7 @@ fn snapshots_share_chunks_survive_crashes_restore_and_free_what_they_kept() {
     want[CHUNK as usize + 100..CHUNK as usize + 110].copy_from_slice(b"0123456789");
     pool.put("/d/small", b"changed");
     std::thread::sleep(Duration::from_secs(7));
-    settle(&pool, 5 * CHUNK);
+    pool.settle(5 * CHUNK);
     let s = snapshots(&pool);
     assert_eq!((s["count"].as_u64(), s["kept_bytes"].as_u64()), (Some(1), Some(CHUNK)), "{s}");
     assert!(pool.get("/d/big") == want);
@@ -120,7 +106,7 @@ fn snapshots_share_chunks_survive_crashes_restore_and_free_what_they_kept() {
     // tree back as it was, sharing the snapshot's chunks.
     pool.ok(&["rm", "/d/big"]);
     std::thread::sleep(Duration::from_secs(7));
-    settle(&pool, 4 * CHUNK);
+    pool.settle(4 * CHUNK);
     assert!(pool.get("/d/.snapshots/monday/big") == big);
     let out = pool.ok(&["snapshot", "restore", "/d", "monday"]);
     assert_eq!(out.trim(), "/d: restored from snapshot monday");
@@ -136,7 +122,7 @@ fn snapshots_share_chunks_survive_crashes_restore_and_free_what_they_kept() {
     std::thread::sleep(Duration::from_secs(7));
     assert_eq!(pool.used(), 4 * CHUNK);
     pool.ok(&["rm", "-r", "/d"]);
-    settle(&pool, 0);
+    pool.settle(0);
 }
 
 #[test]
@@ -168,5 +154,5 @@ fn a_snapshot_file_open_on_the_mount_outlives_the_snapshot_and_never_reads_the_l
     assert!(rest == old[38 * CHUNK as usize..]);
     drop(f);
     drop(m);
-    settle(&pool, 40 * CHUNK);
+    pool.settle(40 * CHUNK);
 }

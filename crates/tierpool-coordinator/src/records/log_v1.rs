@@ -246,7 +246,9 @@ fn op_to_v1(op: &MetaOp) -> Result<OpV1> {
         | MetaOp::CommitInline { .. }
         | MetaOp::SnapshotCreate { .. }
         | MetaOp::SnapshotRemove { .. }
-        | MetaOp::SnapshotRestore { .. } => {
+        | MetaOp::SnapshotRestore { .. }
+        | MetaOp::Checkpoint { .. }
+        | MetaOp::RegionRestore { .. } => {
             return Err(corrupt("an op added after log record version 1 has no form in it"))
         }
     })

@@ -222,7 +222,9 @@ fn op_to_v2(op: &MetaOp) -> Result<OpV2> {
         | MetaOp::CommitInline { .. }
         | MetaOp::SnapshotCreate { .. }
         | MetaOp::SnapshotRemove { .. }
-        | MetaOp::SnapshotRestore { .. } => {
+        | MetaOp::SnapshotRestore { .. }
+        | MetaOp::Checkpoint { .. }
+        | MetaOp::RegionRestore { .. } => {
             return Err(corrupt("moves and membership ops have no form in log record version 2"))
         }
     })

@@ -235,7 +235,9 @@ pub(super) fn op_to_v3(op: &MetaOp) -> Result<OpV3> {
         | MetaOp::CommitInline { .. }
         | MetaOp::SnapshotCreate { .. }
         | MetaOp::SnapshotRemove { .. }
-        | MetaOp::SnapshotRestore { .. } => {
+        | MetaOp::SnapshotRestore { .. }
+        | MetaOp::Checkpoint { .. }
+        | MetaOp::RegionRestore { .. } => {
             return Err(super::frozen::corrupt("an op added after log record version 3 has no form in it"))
         }
     })

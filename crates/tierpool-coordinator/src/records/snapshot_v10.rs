@@ -14,7 +14,7 @@ use super::snapshot_v9::StateV9;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use tierpool_meta::{Frozen, FrozenBody, MetaState, Owner, Snapshot, StateView};
+use tierpool_meta::{Frozen, FrozenBody, MetaState, Owner, Snapshot, StateParts, StateView};
 use tierpool_types::{ChunkAttrs, ChunkRef, InodeId, Result};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,6 +73,7 @@ impl From<&Frozen> for FrozenV10 {
             }
             FrozenBody::Symlink { target } => FrozenBodyV10::Symlink { target: target.clone() },
             FrozenBody::Special { kind, rdev } => FrozenBodyV10::Special { kind: (*kind).into(), rdev: *rdev },
+            FrozenBody::Region { .. } => unreachable!("version 10 is never given a checkpoint (version 11 holds them)"),
         };
         FrozenV10 {
             id: f.id.0,
@@ -131,12 +132,17 @@ impl StateV10 {
     }
 
     pub fn into_state(self) -> Result<MetaState> {
+        MetaState::from_parts(self.into_parts()?).map_err(corrupt)
+    }
+
+    /// The state's fields, before their invariants are checked.
+    pub fn into_parts(self) -> Result<StateParts> {
         let StateV10 { v9, snapshots } = self;
         let mut parts = v9.into_parts()?;
         for (k, snap) in snapshots {
             parts.snapshots.insert(k, Snapshot { created: snap.created, root: snap.root.try_into()? });
         }
-        MetaState::from_parts(parts).map_err(corrupt)
+        Ok(parts)
     }
 }
 

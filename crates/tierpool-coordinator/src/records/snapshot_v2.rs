@@ -83,6 +83,7 @@ impl StateV2 {
             attachments: Default::default(),
             inline: Default::default(),
             snapshots: Default::default(),
+            restoring: Default::default(),
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,

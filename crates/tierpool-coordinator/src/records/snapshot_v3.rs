@@ -58,6 +58,7 @@ impl StateV3 {
             attachments: Default::default(),
             inline: Default::default(),
             snapshots: Default::default(),
+            restoring: Default::default(),
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,

@@ -116,6 +116,11 @@ fn line(s: &MetaState, i: &tierpool_meta::InodeInfo, path: &str, out: &mut Strin
         Some(d) => format!("{copies} inline={:?}", String::from_utf8_lossy(d)),
         None => copies,
     };
+    // A region's unfinished restore, shown only for such a region.
+    let copies = match &i.restoring {
+        Some(name) => format!("{copies} restoring={name:?}"),
+        None => copies,
+    };
     writeln!(
         out,
         "{path} id={} kind={:?} size={} cs={} mode={:o} uid={} gid={} nlink={} a={} m={} c={} prio={} pin={} chunks=[{}] target={:?} rdev={}{copies}",

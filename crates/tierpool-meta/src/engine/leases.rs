@@ -36,6 +36,12 @@ impl Leases {
         self.sessions.values().flat_map(|(_, i)| i.iter().copied()).collect()
     }
 
+    /// Whether a session other than `session` holds `inode` at `now`.
+    pub fn held_elsewhere(&mut self, session: u64, inode: InodeId, now: Duration) -> bool {
+        self.held(now);
+        self.sessions.iter().any(|(s, (_, inodes))| *s != session && inodes.contains(&inode))
+    }
+
     pub fn sessions(&self) -> usize {
         self.sessions.len()
     }

@@ -289,6 +289,16 @@ impl Engine {
         Some(sweep)
     }
 
+    /// Whether a client session other than `session` has `inode` open or
+    /// is writing it at `now`: `None` during the first hold period after
+    /// the engine started, when clients may not have renewed their holds.
+    pub fn used_elsewhere(&mut self, session: u64, inode: InodeId, now: Duration) -> Option<bool> {
+        if now < self.cfg.hold_period {
+            return None;
+        }
+        Some(self.leases.held_elsewhere(session, inode, now) || self.writers.held_elsewhere(session, inode, now))
+    }
+
     /// Client sessions holding open files or writing now.
     pub fn held_sessions(&mut self, now: Duration) -> usize {
         self.leases.held(now);

@@ -88,19 +88,26 @@ pub fn judge(s: &MetaState, held: &BTreeSet<InodeId>, recent: &mut dyn FnMut(u64
             if referenced || s.pending_chunks().contains(&k) || recent(k.version) {
                 return Verdict::Keep;
             }
-            // Version 1 comes with the file's commit: nothing publishes it later.
-            let retirable = k.version != 1 && k.version < s.next_inode().0 && !s.retired().contains(&k.version);
-            let retirable = retirable && !s.view().inodes.contains_key(&InodeId(k.version));
-            let retirable = retirable && !s.keeps_inode(InodeId(k.version));
-            keep_or(retirable.then_some(k.version))
+            keep_or(retirable_version(s, k.version))
         }
         Body::Region { size, chunk_size } => {
-            if k.version == 1 && k.index < size.div_ceil((*chunk_size).max(1)) {
-                Verdict::Keep
-            } else {
-                keep_or(None)
+            if (k.version == 1 && k.index < size.div_ceil((*chunk_size).max(1))) || recent(k.version) {
+                return Verdict::Keep;
             }
+            // A checkpoint's copy not (yet) recorded: retire its version so
+            // a late checkpoint naming it fails.
+            keep_or(retirable_version(s, k.version))
         }
         _ => keep_or(None),
     }
+}
+
+/// `version`, if it is a version id that could still be published (handed
+/// out, not retired, not an inode's id). Version 1 comes with a file's
+/// commit or a region's allocation: nothing publishes it later.
+fn retirable_version(s: &MetaState, version: u64) -> Option<u64> {
+    let retirable = version != 1 && version < s.next_inode().0 && !s.retired().contains(&version);
+    let retirable = retirable && !s.view().inodes.contains_key(&InodeId(version));
+    let retirable = retirable && !s.keeps_inode(InodeId(version));
+    retirable.then_some(version)
 }

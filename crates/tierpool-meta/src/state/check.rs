@@ -2,6 +2,7 @@
 //! recovery. Linear in the size of the state: not for every op in production.
 
 use super::inode::Body;
+use super::snapshots::FrozenBody;
 use super::MetaState;
 use crate::path::MAX_NAME_LEN;
 use std::collections::BTreeMap;
@@ -119,8 +120,10 @@ impl MetaState {
                         return fail(format!("chunk {k} is in use and pending garbage collection"));
                     }
                 }
+                // A version a region's checkpoint named, the region's live one never.
+                Some(Body::Region { .. }) if k.version > 1 => {}
                 None if self.snapshots.keeps_inode(k.inode) => {}
-                _ => return fail(format!("pending chunk {k} is not of a live file")),
+                _ => return fail(format!("pending chunk {k} is not of a live file or a checkpoint's copy")),
             }
         }
         self.check_snapshots()?;
@@ -228,10 +231,12 @@ fn check_body(id: InodeId, body: &Body) -> Result<()> {
 }
 
 impl MetaState {
-    /// Snapshots keep versions of files only (live or gone, never being
-    /// collected whole), under ids that were handed out; their names are valid.
+    /// Snapshots keep versions of files and regions only (live or gone,
+    /// never being collected whole), under ids that were handed out; their
+    /// names are valid; a region's checkpoint is a snapshot's root, names
+    /// a version above 1 for every chunk, and restores mark live regions.
     fn check_snapshots(&self) -> Result<()> {
-        let rebuilt = super::snapshots::Snapshots::of(self.snapshots.named.clone());
+        let rebuilt = super::snapshots::Snapshots::of(self.snapshots.named.clone(), self.snapshots.restoring.clone());
         if rebuilt != self.snapshots {
             return fail("the versions kept by snapshots are miscounted".to_owned());
         }
@@ -248,8 +253,31 @@ impl MetaState {
             if k.inode.0 >= self.next_inode {
                 return fail(format!("chunk {k} is kept by a snapshot but its inode was never handed out"));
             }
-            if self.inodes.get(&k.inode).is_some_and(|n| !matches!(n.body, Body::File { .. })) {
-                return fail(format!("chunk {k} is kept by a snapshot but its inode is not a file"));
+            if self.inodes.get(&k.inode).is_some_and(|n| !matches!(n.body, Body::File { .. } | Body::Region { .. })) {
+                return fail(format!("chunk {k} is kept by a snapshot but its inode is not a file or a region"));
+            }
+        }
+        for ((path, name), snap) in &self.snapshots.named {
+            let mut inner_region = false;
+            snap.root
+                .walk(&mut |f| inner_region |= f.id != snap.root.id && matches!(f.body, FrozenBody::Region { .. }));
+            if inner_region {
+                return fail(format!("snapshot {path}@{name} holds a region beneath its root"));
+            }
+            if let FrozenBody::Region { size, chunk_size, chunks } = &snap.root.body {
+                let count = size.div_ceil((*chunk_size).max(1));
+                let bad = chunks.iter().any(|r| r.version <= 1 || r.is_inline() || r.home.is_some());
+                if *chunk_size == 0 || chunks.len() as u64 != count || bad {
+                    return fail(format!("checkpoint {path}@{name} does not name one stored copy per chunk"));
+                }
+            }
+        }
+        for (id, (path, name)) in &self.snapshots.restoring {
+            let live = self.inodes.get(id).is_some_and(|n| matches!(n.body, Body::Region { .. }));
+            let of_it = (self.snapshots.named.get(&(path.clone(), name.clone())))
+                .is_some_and(|s| s.root.id == *id && matches!(s.root.body, FrozenBody::Region { .. }));
+            if !live || !of_it {
+                return fail(format!("region {id} is marked as being restored to {path}@{name}, which is not its"));
             }
         }
         Ok(())

@@ -170,6 +170,7 @@ impl MetaState {
             rdev: 0,
             origin: n.origin.clone(),
             inline: None,
+            restoring: None,
         };
         match &n.body {
             Body::File { size, chunk_size, chunks } => {
@@ -179,7 +180,10 @@ impl MetaState {
                     info.inline = self.inline_of(id).cloned();
                 }
             }
-            Body::Region { size, chunk_size } => (info.size, info.chunk_size) = (*size, *chunk_size),
+            Body::Region { size, chunk_size } => {
+                (info.size, info.chunk_size) = (*size, *chunk_size);
+                info.restoring = self.snapshots.restoring.get(&id).map(|(_, name)| name.clone());
+            }
             Body::Dir { children, .. } => {
                 let subdirs = children.values().filter(|c| self.is_dir(**c)).count();
                 info.nlink = u32::try_from(subdirs).unwrap_or(u32::MAX).saturating_add(2);

@@ -39,6 +39,8 @@ pub struct StateView<'a> {
     pub inline: &'a BTreeMap<InodeId, Bytes>,
     /// (path, name) -> snapshot.
     pub snapshots: &'a BTreeMap<(String, String), Snapshot>,
+    /// Region -> the checkpoint (path, name) a restore has not finished bringing back.
+    pub restoring: &'a BTreeMap<InodeId, (String, String)>,
 }
 
 /// Every field of a state, owned: what a decoded snapshot holds.
@@ -62,6 +64,7 @@ pub struct StateParts {
     pub attachments: BTreeMap<InodeId, Attachment>,
     pub inline: BTreeMap<InodeId, Bytes>,
     pub snapshots: BTreeMap<(String, String), Snapshot>,
+    pub restoring: BTreeMap<InodeId, (String, String)>,
 }
 
 impl MetaState {
@@ -86,6 +89,7 @@ impl MetaState {
             attachments: &self.attachments,
             inline: &self.inline.files,
             snapshots: &self.snapshots.named,
+            restoring: &self.snapshots.restoring,
         }
     }
 
@@ -109,7 +113,7 @@ impl MetaState {
             spread: p.spread,
             attachments: p.attachments,
             inline: super::inline::Inline::of(p.inline),
-            snapshots: super::snapshots::Snapshots::of(p.snapshots),
+            snapshots: super::snapshots::Snapshots::of(p.snapshots, p.restoring),
             placed: Default::default(),
             fresh: Default::default(),
         };
@@ -142,6 +146,7 @@ impl StateView<'_> {
             attachments: self.attachments.clone(),
             inline: self.inline.clone(),
             snapshots: self.snapshots.clone(),
+            restoring: self.restoring.clone(),
         }
     }
 }

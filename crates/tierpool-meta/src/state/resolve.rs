@@ -10,7 +10,7 @@ use super::MetaState;
 use crate::path::display;
 use crate::Timestamp;
 use std::collections::{BTreeMap, BTreeSet};
-use tierpool_types::{Error, ErrorKind, InodeId};
+use tierpool_types::{ChunkKey, Error, ErrorKind, InodeId};
 
 /// The fixed reason of a namespace error kind, as messages show it.
 fn reason(kind: ErrorKind) -> &'static str {
@@ -183,12 +183,21 @@ impl MetaState {
             self.inline.remove(i);
             self.attachments.remove(&i);
             gone(i, None);
+            self.snapshots.restoring.remove(&i);
             if n.has_data() && self.snapshots.keeps_inode(i) {
                 // Snapshots keep some versions: the others go one by one.
-                if let Body::File { chunks, .. } = &n.body {
-                    for (x, r) in chunks.iter().enumerate().filter(|(_, r)| r.is_stored()) {
-                        self.discard(r.key(i, x as u64));
+                match &n.body {
+                    Body::File { chunks, .. } => {
+                        for (x, r) in chunks.iter().enumerate().filter(|(_, r)| r.is_stored()) {
+                            self.discard(r.key(i, x as u64));
+                        }
                     }
+                    Body::Region { size, chunk_size } => {
+                        for x in 0..size.div_ceil((*chunk_size).max(1)) {
+                            self.discard(ChunkKey::hashed(i, x, 1));
+                        }
+                    }
+                    _ => {}
                 }
             } else if n.has_data() {
                 // An empty file stores nothing: no space comes back from it.

@@ -67,10 +67,30 @@ pub struct Frozen {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FrozenBody {
-    File { size: u64, chunk_size: u64, chunks: Vec<ChunkRef>, inline: Option<Bytes> },
-    Dir { entries: BTreeMap<String, Frozen> },
-    Symlink { target: String },
-    Special { kind: InodeKind, rdev: u64 },
+    File {
+        size: u64,
+        chunk_size: u64,
+        chunks: Vec<ChunkRef>,
+        inline: Option<Bytes>,
+    },
+    Dir {
+        entries: BTreeMap<String, Frozen>,
+    },
+    Symlink {
+        target: String,
+    },
+    Special {
+        kind: InodeKind,
+        rdev: u64,
+    },
+    /// A region's checkpoint (only ever a snapshot's root): one stored
+    /// version per chunk, copied from the region's chunks, which change
+    /// in place.
+    Region {
+        size: u64,
+        chunk_size: u64,
+        chunks: Vec<ChunkRef>,
+    },
 }
 
 /// What `snapshot ls` shows of one snapshot.
@@ -96,13 +116,32 @@ pub(super) struct Snapshots {
     /// Stored chunk version -> how many snapshot entries name it, and its
     /// length. Derived.
     kept: BTreeMap<ChunkKey, (u32, u64)>,
+    /// Regions being restored to a checkpoint (by its key), whose restore
+    /// has not finished.
+    pub(super) restoring: BTreeMap<InodeId, (String, String)>,
 }
 
 impl Frozen {
+    /// Live inode `id` (`n`) frozen with `body`.
+    pub(super) fn of(id: InodeId, n: &Inode, body: FrozenBody) -> Frozen {
+        Frozen {
+            id,
+            mode: n.mode,
+            owner: n.owner,
+            atime: n.atime,
+            mtime: n.mtime,
+            ctime: n.ctime,
+            attrs: n.attrs,
+            replicas: n.replicas,
+            placement: n.placement,
+            body,
+        }
+    }
+
     /// Its stored chunk versions and their lengths, each as often as it is named.
     fn keys(&self, out: &mut Vec<(ChunkKey, u64)>) {
         match &self.body {
-            FrozenBody::File { chunks, .. } => out.extend(
+            FrozenBody::File { chunks, .. } | FrozenBody::Region { chunks, .. } => out.extend(
                 (chunks.iter().enumerate())
                     .filter(|(_, r)| r.is_stored())
                     .map(|(i, r)| (r.key(self.id, i as u64), r.len)),
@@ -112,7 +151,7 @@ impl Frozen {
         }
     }
 
-    fn walk(&self, f: &mut dyn FnMut(&Frozen)) {
+    pub(super) fn walk(&self, f: &mut dyn FnMut(&Frozen)) {
         f(self);
         if let FrozenBody::Dir { entries } = &self.body {
             entries.values().for_each(|e| e.walk(f));
@@ -125,6 +164,7 @@ impl Frozen {
             FrozenBody::Dir { .. } => InodeKind::Dir,
             FrozenBody::Symlink { .. } => InodeKind::Symlink,
             FrozenBody::Special { kind, .. } => *kind,
+            FrozenBody::Region { .. } => InodeKind::Region,
         }
     }
 
@@ -156,6 +196,7 @@ impl Frozen {
             rdev: 0,
             origin: None,
             inline: None,
+            restoring: None,
         };
         match &self.body {
             FrozenBody::File { size, chunk_size, chunks, inline } => {
@@ -173,21 +214,28 @@ impl Frozen {
                 info.target = target.clone();
             }
             FrozenBody::Special { rdev, .. } => info.rdev = *rdev,
+            FrozenBody::Region { size, chunk_size, chunks } => {
+                (info.size, info.chunk_size) = (*size, *chunk_size);
+                info.chunks = chunks.clone();
+            }
         }
         info
     }
 }
 
 impl Snapshots {
-    pub(super) fn of(named: BTreeMap<(String, String), Snapshot>) -> Snapshots {
-        let mut s = Snapshots { named: BTreeMap::new(), kept: BTreeMap::new() };
+    pub(super) fn of(
+        named: BTreeMap<(String, String), Snapshot>,
+        restoring: BTreeMap<InodeId, (String, String)>,
+    ) -> Snapshots {
+        let mut s = Snapshots { named: BTreeMap::new(), kept: BTreeMap::new(), restoring };
         for (k, snap) in named {
             s.insert(k, snap);
         }
         s
     }
 
-    fn insert(&mut self, key: (String, String), snap: Snapshot) {
+    pub(super) fn insert(&mut self, key: (String, String), snap: Snapshot) {
         let mut keys = Vec::new();
         snap.root.keys(&mut keys);
         for (k, len) in keys {
@@ -266,7 +314,7 @@ enum Place<'a> {
 
 impl MetaState {
     /// `path@name`, as errors name a snapshot.
-    fn snapshot_label(comps: &[String], name: &str) -> String {
+    pub(super) fn snapshot_label(comps: &[String], name: &str) -> String {
         format!("{}@{name}", display(comps))
     }
 
@@ -338,31 +386,27 @@ impl MetaState {
             }
             Body::Region { .. } => {
                 return Err(Error::invalid(format!(
-                    "{}: is a memory region; regions are not snapshotted (copy it to a file first)",
+                    "{}: is a memory region; take a checkpoint of the region itself (a tree holding one is not \
+                     snapshotted)",
                     display(comps)
                 )))
             }
             Body::Symlink { target } => FrozenBody::Symlink { target: target.clone() },
             Body::Special { kind, rdev } => FrozenBody::Special { kind: *kind, rdev: *rdev },
         };
-        Ok(Frozen {
-            id,
-            mode: n.mode,
-            owner: n.owner,
-            atime: n.atime,
-            mtime: n.mtime,
-            ctime: n.ctime,
-            attrs: n.attrs,
-            replicas: n.replicas,
-            placement: n.placement,
-            body,
-        })
+        Ok(Frozen::of(id, n, body))
     }
 
     pub(super) fn drop_snapshot(&mut self, comps: &[String], name: &str) -> Result<MetaReply> {
         let key = (display(comps), name.to_owned());
         if !self.snapshots.named.contains_key(&key) {
             return Err(self.no_snapshot(comps, name));
+        }
+        if self.snapshots.restoring.values().any(|k| *k == key) {
+            return Err(Error::new(
+                ErrorKind::Busy,
+                format!("{}: a restore of the region to it has not finished", Self::snapshot_label(comps, name)),
+            ));
         }
         let freed = self.snapshots.remove(&key);
         let mut gone = BTreeSet::new();
@@ -373,7 +417,9 @@ impl MetaState {
                         self.discard(k);
                     }
                 }
-                Some(_) => unreachable!("kept versions are of files"),
+                // A checkpoint's version is never the region's live one.
+                Some(Body::Region { .. }) => self.discard(k),
+                Some(_) => unreachable!("kept versions are of files and regions"),
                 None if self.snapshots.keeps_inode(k.inode) => self.discard(k),
                 None => {
                     gone.insert(k.inode);
@@ -386,7 +432,7 @@ impl MetaState {
         Ok(MetaReply::Done)
     }
 
-    fn no_snapshot(&self, comps: &[String], name: &str) -> Error {
+    pub(super) fn no_snapshot(&self, comps: &[String], name: &str) -> Error {
         Error::new(ErrorKind::NotFound, format!("{}: no such snapshot", Self::snapshot_label(comps, name)))
     }
 
@@ -418,6 +464,12 @@ impl MetaState {
             .ok_or_else(|| self.no_snapshot(comps, name))?
             .root
             .clone();
+        if let FrozenBody::Region { .. } = snap.body {
+            return Err(Error::invalid(format!(
+                "{label}: is a checkpoint of a region, whose chunks are copied back on the workers: restore it \
+                 through a client (`tierpool snapshot restore`)"
+            )));
+        }
         let Some(leaf) = comps.last() else {
             return Err(Error::invalid(format!(
                 "{label}: the root cannot be replaced; restore its entries one by one"
@@ -518,6 +570,7 @@ impl MetaState {
             FrozenBody::Dir { .. } => Body::Dir { parent: id, name: String::new(), children: BTreeMap::new() },
             FrozenBody::Symlink { target } => Body::Symlink { target: target.clone() },
             FrozenBody::Special { kind, rdev } => Body::Special { kind: *kind, rdev: *rdev },
+            FrozenBody::Region { .. } => unreachable!("checkpoints are restored by RegionRestore"),
         };
         let node = Inode {
             mode: f.mode,
@@ -615,7 +668,7 @@ impl MetaState {
             let (mut entries, mut bytes, mut keys) = (0, 0, Vec::new());
             snap.root.walk(&mut |f| {
                 entries += 1;
-                if let FrozenBody::File { size, .. } = f.body {
+                if let FrozenBody::File { size, .. } | FrozenBody::Region { size, .. } = f.body {
                     bytes += size;
                 }
             });
@@ -673,5 +726,6 @@ fn index_info(snaps: &[(&str, &Snapshot)]) -> InodeInfo {
         rdev: 0,
         origin: None,
         inline: None,
+        restoring: None,
     }
 }

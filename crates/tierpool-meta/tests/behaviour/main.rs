@@ -4,6 +4,7 @@
 //! `BTreeMap` model of the namespace, and property tests of the state
 //! machine's contract (atomic failures, deterministic replay, invariants).
 
+mod checkpoints;
 mod common;
 mod inline;
 mod inodes;

@@ -57,6 +57,9 @@ pub async fn run(cmd: Cmd) -> Result<()> {
                 v["snapshots"] = (snaps.iter())
                     .map(|s| serde_json::json!({"name": s.name, "created": s.created, "kept_bytes": s.kept_bytes}))
                     .collect();
+                if let Some(name) = &i.restoring {
+                    v["restoring"] = name.clone().into();
+                }
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
                 print!("{}", output::info_text(&path, &i));
@@ -64,6 +67,9 @@ pub async fn run(cmd: Cmd) -> Result<()> {
                     let each: Vec<_> =
                         snaps.iter().map(|s| format!("{} (keeps {})", s.name, ByteSize(s.kept_bytes))).collect();
                     println!(" snaps: {}", each.join(", "));
+                }
+                if let Some(name) = &i.restoring {
+                    println!(" restoring: to checkpoint {name}, not finished (run `tierpool snapshot restore` again)");
                 }
             }
             Ok(())

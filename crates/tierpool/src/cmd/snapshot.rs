@@ -4,27 +4,53 @@ use crate::cli::SnapshotCmd;
 use crate::output::{count, time_text};
 use anyhow::Result;
 use serde_json::json;
-use tierpool_client::{Client, SnapshotSummary};
+use tierpool_client::{CheckpointReport, Client, SnapshotSummary};
 use tierpool_types::ByteSize;
 
 pub async fn run(cmd: SnapshotCmd) -> Result<()> {
     match cmd {
         SnapshotCmd::Create { path, name, json, conn } => {
-            let s = super::connect(&conn).await?.snapshot_create(&path, &name).await?;
+            let c = super::connect(&conn).await?;
+            let taken = if c.is_region(&path).await? { Some(c.checkpoint(&path, &name).await?) } else { None };
+            let s = match taken {
+                Some(_) => c.snapshots(Some(&path)).await?.into_iter().find(|s| s.name == name),
+                None => Some(c.snapshot_create(&path, &name).await?),
+            };
+            let s = s.ok_or_else(|| anyhow::anyhow!("{path}@{name}: was removed as soon as it was taken"))?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&summary_json(&s))?);
+                let mut v = summary_json(&s);
+                if let Some(r) = &taken {
+                    v["checkpoint"] = report_json(r);
+                }
+                println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
                 println!("{}", line(&s));
+                if let Some(r) = &taken {
+                    println!("{}", copied_line(r, "checkpoint"));
+                }
             }
         }
         SnapshotCmd::Ls { path, json, conn } => list(&super::connect(&conn).await?, path.as_deref(), json).await?,
         SnapshotCmd::Rm { path, name, conn } => super::connect(&conn).await?.snapshot_remove(&path, &name).await?,
         SnapshotCmd::Restore { path, name, json, conn } => {
-            let root = super::connect(&conn).await?.snapshot_restore(&path, &name).await?;
+            let c = super::connect(&conn).await?;
+            let (root, copied) = if c.is_region(&path).await? {
+                let r = c.restore_region(&path, &name).await?;
+                (c.stat(&path).await?, Some(r))
+            } else {
+                (c.snapshot_restore(&path, &name).await?, None)
+            };
             if json {
-                println!("{}", serde_json::to_string_pretty(&json!({"path": path, "name": name, "inode": root.id.0}))?);
+                let mut v = json!({"path": path, "name": name, "inode": root.id.0});
+                if let Some(r) = &copied {
+                    v["checkpoint"] = report_json(r);
+                }
+                println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
                 println!("{path}: restored from snapshot {name}");
+                if let Some(r) = &copied {
+                    println!("{}", copied_line(r, "restore"));
+                }
             }
         }
     }
@@ -57,6 +83,21 @@ fn line(s: &SnapshotSummary) -> String {
         ByteSize(s.bytes),
         ByteSize(s.kept_bytes)
     )
+}
+
+/// What a region's checkpoint or restore copied.
+fn copied_line(r: &CheckpointReport, what: &str) -> String {
+    let since = r.since.as_ref().map_or(String::new(), |s| format!(", sharing the others with checkpoint {s}"));
+    format!(
+        "{what} of a region: copied {} of {} on the workers ({}){since}",
+        r.copied,
+        count(r.chunks, "chunk", "chunks"),
+        ByteSize(r.bytes_copied)
+    )
+}
+
+fn report_json(r: &CheckpointReport) -> serde_json::Value {
+    json!({"chunks": r.chunks, "copied": r.copied, "bytes_copied": r.bytes_copied, "since": r.since})
 }
 
 fn summary_json(s: &SnapshotSummary) -> serde_json::Value {

@@ -321,6 +321,20 @@ impl Pool {
             .sum()
     }
 
+    /// Waits until the workers hold exactly `want` bytes (garbage is
+    /// collected after a grace period of a few seconds).
+    pub fn settle(&self, want: u64) {
+        let t = Instant::now();
+        loop {
+            let used = self.used();
+            if used == want {
+                return;
+            }
+            assert!(t.elapsed() < Duration::from_secs(40), "the workers hold {used} bytes, not {want}");
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
     /// Status after every worker has sent a heartbeat with current figures.
     pub fn fresh_status(&self) -> Value {
         std::thread::sleep(Duration::from_millis(1500));

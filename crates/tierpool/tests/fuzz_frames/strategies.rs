@@ -218,6 +218,12 @@ fn meta_op(sample: &MetaOp) -> BoxedStrategy<MetaOp> {
         M::SnapshotRestore { .. } => {
             (text(), text()).prop_map(|(path, name)| M::SnapshotRestore { path, name }).boxed()
         }
+        M::Checkpoint { .. } => (text(), text(), many(chunk_ref()))
+            .prop_map(|(path, name, chunks)| M::Checkpoint { path, name, chunks })
+            .boxed(),
+        M::RegionRestore { .. } => {
+            (text(), text(), any::<bool>()).prop_map(|(path, name, done)| M::RegionRestore { path, name, done }).boxed()
+        }
     }
 }
 
@@ -359,6 +365,9 @@ fn coord(sample: &CoordRequest) -> BoxedStrategy<CoordRequest> {
         }
         C::StatMany { .. } => prop::collection::vec(text(), 0..8).prop_map(|paths| C::StatMany { paths }).boxed(),
         C::Snapshots { .. } => prop::option::of(text()).prop_map(|path| C::Snapshots { path }).boxed(),
+        C::RestoreRegion { .. } => (num(), text(), text(), owner())
+            .prop_map(|(session, path, name, owner)| C::RestoreRegion { session, path, name, owner })
+            .boxed(),
     }
 }
 
@@ -456,6 +465,11 @@ fn worker(sample: &WorkerRequest) -> BoxedStrategy<Req<WorkerRequest>> {
         ),
         W::KeepOnDisk { .. } => plain(key().prop_map(|key| W::KeepOnDisk { key }).boxed()),
         W::LastUse { .. } => plain(many(inode()).prop_map(|inodes| W::LastUse { inodes }).boxed()),
+        W::CopyChunk { .. } => plain(
+            (key(), key(), proptest::option::of(key()))
+                .prop_map(|(from, to, unless)| W::CopyChunk { from, to, unless, table: 0 })
+                .boxed(),
+        ),
     }
 }
 

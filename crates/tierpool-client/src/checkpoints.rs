@@ -1,0 +1,217 @@
+//! Checkpoints of regions: a region's chunks are copied on the workers
+//! that hold them (no byte crosses the network), except the chunks whose
+//! bytes equal those of the newest earlier checkpoint, which it shares;
+//! then the coordinator records the copies as a snapshot of the region,
+//! read at `PATH/.snapshots/NAME` and opened read-only as a region.
+//!
+//! Restoring copies a checkpoint's chunks back over the region's, between
+//! two marks at the coordinator (see `tierpool_meta`'s checkpoints): it is
+//! refused while another client has the region open, and a restore that
+//! stopped half way leaves the region marked until it is run again.
+
+use crate::client::{unexpected, unexpected_meta, Client};
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use tierpool_meta::{InodeInfo, MetaOp, MetaReply, SNAPSHOTS};
+use tierpool_proto::{CoordRequest, CoordResponse, WorkerRequest, WorkerResponse};
+use tierpool_types::{ChunkKey, ChunkRef, Error, ErrorKind, Result};
+
+/// Chunk copies in flight during a checkpoint or a restore.
+const COPY_WINDOW: usize = 16;
+
+/// What a checkpoint or a restore did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointReport {
+    pub path: String,
+    pub name: String,
+    /// Chunks of the region.
+    pub chunks: u64,
+    /// Chunks copied (the others were unchanged).
+    pub copied: u64,
+    /// Bytes copied on the workers (once per copy of a chunk).
+    pub bytes_copied: u64,
+    /// Of a checkpoint: the earlier checkpoint it shares unchanged chunks with.
+    pub since: Option<String>,
+}
+
+impl Client {
+    /// Takes checkpoint `name` of the region at `path`: only the chunks
+    /// changed since the newest earlier checkpoint are copied. Writes still
+    /// in a handle's cache are not in it: flush them first.
+    pub async fn checkpoint(&self, path: &str, name: &str) -> Result<CheckpointReport> {
+        let info = self.open_region(path).await?;
+        let earlier = self.newest_checkpoint(path, &info, name).await?;
+        let _lease = self.lease(info.id);
+        let version = self.alloc_inode().await?.0;
+        let plan = |index: u64| {
+            let unless =
+                earlier.as_ref().and_then(|(_, e)| e.chunks.get(index as usize)).map(|r| r.key(info.id, index));
+            (ChunkKey::hashed(info.id, index, 1), ChunkKey::hashed(info.id, index, version), unless)
+        };
+        let copies = self.copy_chunks(path, &info, plan).await?;
+        let mut report = CheckpointReport {
+            path: path.to_owned(),
+            name: name.to_owned(),
+            chunks: copies.len() as u64,
+            since: earlier.as_ref().map(|(n, _)| n.clone()),
+            ..Default::default()
+        };
+        let mut chunks = Vec::with_capacity(copies.len());
+        for (index, (len, checksum, copied)) in copies.into_iter().enumerate() {
+            if copied {
+                report.copied += 1;
+                report.bytes_copied += len * u64::from(info.replicas.max(1));
+                chunks.push(ChunkRef { version, len, checksum, home: None });
+            } else {
+                let (_, e) = earlier.as_ref().expect("only a chunk an earlier checkpoint holds is left uncopied");
+                chunks.push(e.chunks[index]);
+            }
+        }
+        self.meta(MetaOp::Checkpoint { path: path.into(), name: name.into(), chunks }).await?;
+        Ok(report)
+    }
+
+    /// Brings the region at `path` back to its checkpoint `name`: the
+    /// chunks that differ from the checkpoint's are copied back. `Busy` if
+    /// any client, this one included, has the region open.
+    pub async fn restore_region(&self, path: &str, name: &str) -> Result<CheckpointReport> {
+        // The coordinator refuses other clients' handles; this one's own
+        // would keep serving the pages being replaced.
+        let id = self.stat(path).await?.id;
+        if self.is_leased(id) {
+            return Err(Error::new(
+                ErrorKind::Busy,
+                format!("{path}: the region is open in this client; close it before restoring it"),
+            ));
+        }
+        let (uid, gid) = self.inner.cfg.owner;
+        let owner = tierpool_meta::Owner { uid, gid };
+        let req =
+            CoordRequest::RestoreRegion { session: self.inner.session, path: path.into(), name: name.into(), owner };
+        let info = match self.coord(req).await? {
+            CoordResponse::Meta(MetaReply::Info(i)) => i,
+            CoordResponse::Meta(other) => return Err(unexpected_meta(other)),
+            other => return Err(unexpected(other)),
+        };
+        let ckpt = self.checkpoint_info(path, name).await?;
+        if ckpt.id != info.id || ckpt.chunks.len() as u64 != info.size.div_ceil(info.chunk_size.max(1)) {
+            return Err(Error::internal(format!("{path}@{name}: the checkpoint does not fit the region")));
+        }
+        let plan = |index: u64| {
+            let live = ChunkKey::hashed(info.id, index, 1);
+            (ckpt.chunks[index as usize].key(info.id, index), live, Some(live))
+        };
+        let copies = self.copy_chunks(path, &info, plan).await?;
+        let copied: Vec<_> = copies.iter().filter(|c| c.2).collect();
+        self.meta(MetaOp::RegionRestore { path: path.into(), name: name.into(), done: true }).await?;
+        Ok(CheckpointReport {
+            path: path.to_owned(),
+            name: name.to_owned(),
+            chunks: copies.len() as u64,
+            copied: copied.len() as u64,
+            bytes_copied: copied.iter().map(|c| c.0 * u64::from(info.replicas.max(1))).sum(),
+            since: None,
+        })
+    }
+
+    /// Checkpoint `name` of the region at `path`, with its chunk versions
+    /// (what a read-only region handle of it reads).
+    pub async fn checkpoint_info(&self, path: &str, name: &str) -> Result<InodeInfo> {
+        let at = format!("{}/{SNAPSHOTS}/{name}", path.trim_end_matches('/'));
+        let info = self.stat(&at).await?;
+        if info.kind != tierpool_meta::InodeKind::Region {
+            return Err(Error::invalid(format!("{path}@{name}: is a snapshot of a file or tree, not a checkpoint")));
+        }
+        Ok(info)
+    }
+
+    /// The newest checkpoint of the region `info` at `path` (none if it
+    /// has none); `AlreadyExists` if it has one named `name`.
+    async fn newest_checkpoint(&self, path: &str, info: &InodeInfo, name: &str) -> Result<Option<(String, InodeInfo)>> {
+        let mut all = self.snapshots(Some(path)).await?;
+        if all.iter().any(|s| s.name == name) {
+            return Err(Error::new(ErrorKind::AlreadyExists, format!("{path}@{name}: a snapshot of that name exists")));
+        }
+        all.sort_by_key(|s| std::cmp::Reverse(s.created));
+        for s in all {
+            match self.checkpoint_info(path, &s.name).await {
+                Ok(c) if c.id == info.id && c.chunks.len() as u64 == info.size.div_ceil(info.chunk_size.max(1)) => {
+                    return Ok(Some((s.name, c)))
+                }
+                Ok(_) => {}
+                Err(e) if matches!(e.kind, ErrorKind::NotFound | ErrorKind::InvalidArgument) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Copies every chunk of region `info` on its workers as `plan(index)`
+    /// says (`from`, `to`, `unless`), `COPY_WINDOW` at a time; returns
+    /// each chunk's length, checksum and whether it was copied.
+    async fn copy_chunks(
+        &self,
+        path: &str,
+        info: &InodeInfo,
+        plan: impl Fn(u64) -> (ChunkKey, ChunkKey, Option<ChunkKey>),
+    ) -> Result<Vec<(u64, u32, bool)>> {
+        let count = info.size.div_ceil(info.chunk_size.max(1));
+        let mut out = vec![(0, 0, false); count as usize];
+        let mut tasks = tokio::task::JoinSet::new();
+        let (mut next, mut failed) = (0, None);
+        loop {
+            while failed.is_none() && next < count && tasks.len() < COPY_WINDOW {
+                let (from, to, unless) = plan(next);
+                let (c, index, copies) = (self.clone(), next, info.replicas);
+                tasks.spawn(async move { (index, c.copy_chunk(from, to, unless, copies).await) });
+                next += 1;
+            }
+            let Some(r) = tasks.join_next().await else { break };
+            match r.map_err(|e| Error::internal(format!("chunk copy task failed: {e}"))) {
+                Ok((index, Ok(c))) => out[index as usize] = c,
+                Ok((index, Err(e))) => {
+                    failed.get_or_insert(e.context(format!("{path}: chunk {index}")));
+                }
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
+    }
+
+    /// One chunk copied on each of its replicas. Should the replicas
+    /// disagree on whether `unless` holds the bytes already, every one
+    /// copies (so each holds the version the answer names).
+    async fn copy_chunk(
+        &self,
+        from: ChunkKey,
+        to: ChunkKey,
+        unless: Option<ChunkKey>,
+        copies: u8,
+    ) -> Result<(u64, u32, bool)> {
+        let mut unless = unless;
+        loop {
+            let req = WorkerRequest::CopyChunk { from, to, unless, table: 0 };
+            let answers = self.ask_replicas(to, copies, &req, Bytes::new()).await?;
+            let mut seen = Vec::new();
+            for a in answers {
+                match a {
+                    WorkerResponse::ChunkCopied { len, checksum, copied } => seen.push((len, checksum, copied)),
+                    other => return Err(unexpected(other)),
+                }
+            }
+            let first = *seen.first().ok_or_else(|| Error::new(ErrorKind::Unavailable, "no replica answered"))?;
+            if seen.iter().any(|s| (s.0, s.1) != (first.0, first.1)) {
+                return Err(Error::new(ErrorKind::Corrupt, format!("chunk {from}: its replicas hold different bytes")));
+            }
+            if seen.iter().all(|s| s.2 == first.2) {
+                return Ok(first);
+            }
+            unless = None;
+        }
+    }
+}
