@@ -144,6 +144,8 @@ impl TierpoolFs {
         match info.kind {
             InodeKind::File => {}
             InodeKind::Dir => return Err(Errno::EISDIR),
+            // A region's checkpoint, like a live region, is used through the region API.
+            InodeKind::Region => return Err(Errno::from_i32(libc::EOPNOTSUPP)),
             _ => return Err(Errno::EINVAL),
         }
         // Counted with the mount's open files (under its own number), so
