@@ -49,14 +49,22 @@ def test_checkpoints_are_incremental_read_only_and_restore(client: tierpool.Clie
         sums = {s["name"]: s for s in client.snapshots(path)}
         assert sorted(sums) == ["step1", "step2"]
 
-        # Refused while this handle is open.
+        # Refused by path while this handle is open; the handle itself
+        # rolls back, its arrays included, dropping unflushed writes.
         with pytest.raises(tierpool.Busy) as e:
             client.restore_region(path, "step2")
         assert e.value.errno == errno.EBUSY
+        a[7] = 99.0
+        rep = r.restore("step1")
+        assert (rep["name"], rep["copied"], rep["since"]) == ("step1", 16, None)
+        assert bytes(a) == first and a[7] == 7.0
+        with client.region(path, cache="2MiB") as other:
+            with pytest.raises(tierpool.Busy, match="open in this client"):
+                r.restore("step2")
         del a
 
     rep = client.restore_region(path, "step2")
-    assert (rep["chunks"], rep["copied"]) == (16, 16), "every chunk was zeroed since"
+    assert (rep["chunks"], rep["copied"]) == (16, 2), "step1 and step2 differ in two chunks"
     with client.region(path, cache="2MiB") as r:
         assert r.read(0, r.size) == second
     # The snapshot API takes checkpoints too.

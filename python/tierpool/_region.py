@@ -81,6 +81,15 @@ class Region:
         the earlier checkpoint it shares unchanged chunks with, or None)."""
         return self._native.checkpoint(name)
 
+    def restore(self, name: str) -> Dict[str, Any]:
+        """Rolls the region back to its checkpoint ``name``: the chunks that
+        differ are copied back on the workers, this handle's writes not
+        flushed yet are dropped, and its pages (arrays over it included)
+        read the checkpoint's bytes from now on. ``tierpool.Busy`` while
+        another handle of the region is open, here or in another client.
+        Returns what :meth:`checkpoint` does (``since`` is None)."""
+        return self._native.restore(name)
+
     def stats(self) -> Dict[str, int]:
         """``bytes_fetched``, ``bytes_written_back``, ``cache_hits``, ``cache_misses``,
         and ``chunks_written_back`` (times a chunk with dirty pages went back:

@@ -86,6 +86,13 @@ impl<B: Backend> PageCache<B> {
         Ok(())
     }
 
+    /// Drops every page held, dirty ones unwritten: the next access fetches
+    /// from the pool again.
+    pub fn discard(&mut self) {
+        self.state.forget_all();
+        self.pages.clear();
+    }
+
     /// Sends every dirty page to the pool.
     pub fn flush(&mut self) -> Result<(), B::Error> {
         for run in self.state.dirty_runs() {

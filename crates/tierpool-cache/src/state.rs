@@ -268,6 +268,15 @@ impl CacheState {
         }
     }
 
+    /// Forgets every page held, dirty ones included (the pool's copy changed
+    /// under the cache); returns the chunks that had pages. Statistics stay.
+    pub fn forget_all(&mut self) -> Vec<u64> {
+        let chunks: Vec<u64> = self.chunks.drain().map(|(k, _)| k).collect();
+        self.lru.clear();
+        self.resident_pages = 0;
+        chunks
+    }
+
     /// Every run of dirty pages, chunk by chunk.
     pub fn dirty_runs(&self) -> Vec<PageRun> {
         let chunks: BTreeSet<u64> = self.chunks.iter().filter(|(_, c)| !c.dirty.is_empty()).map(|(&k, _)| k).collect();

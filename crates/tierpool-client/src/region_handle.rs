@@ -269,6 +269,33 @@ impl Region {
         self.handle.block_on(self.client.checkpoint(&self.path, name))
     }
 
+    /// Rolls the region back to its checkpoint `name` (see
+    /// `Client::restore_region`): this handle's writes not flushed yet are
+    /// dropped, and its cache refetches every page. `Busy` if any other
+    /// handle of the region is open, here or in another client.
+    pub fn restore(&self, name: &str) -> Result<crate::CheckpointReport> {
+        if self.readonly {
+            return Err(Error::new(ErrorKind::ReadOnly, format!("{}: the region is open read-only", self.path)));
+        }
+        let mut g = self.cache.lock();
+        let cache = g.as_mut().ok_or_else(|| self.closed())?;
+        // This handle's own lease must not refuse its restore; it is taken
+        // again after.
+        self.lease.lock().take();
+        let restore = || self.handle.block_on(self.client.restore_region(&self.path, name));
+        let r = match cache {
+            Cache::Mapped(m) => m.discard_with(|_| restore()).map_err(region_err).and_then(|r| r),
+            Cache::Buffered(c) => {
+                let r = restore();
+                c.discard();
+                r
+            }
+        };
+        *self.lease.lock() = Some(self.client.lease(self.info.id));
+        announce(&self.client, &self.handle);
+        r
+    }
+
     /// Ends this handle's lease on the region, and says so to the coordinator.
     fn let_go(&self) {
         if self.lease.lock().take().is_some() {

@@ -130,6 +130,15 @@ impl Region {
         report_dict(py, &rep)
     }
 
+    /// Rolls the region back to its checkpoint `name`, dropping this
+    /// handle's unflushed writes and cached pages: what it copied, as a dict.
+    fn restore<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyDict>> {
+        let r = self.inner(py)?;
+        let name = name.to_owned();
+        let rep = blocking(py, move || r.restore(&name))?;
+        report_dict(py, &rep)
+    }
+
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let r = self.inner(py)?;
         blocking(py, move || r.close())

@@ -209,6 +209,26 @@ where
         Ok(())
     }
 
+    /// Runs `f` on the backend while no page can be fetched (faults wait),
+    /// then drops every page held, dirty ones unwritten, whatever `f`
+    /// returned: for when `f` changes the pool's copy under the cache.
+    pub fn discard_with<R>(&self, f: impl FnOnce(&mut B) -> R) -> Result<R, RegionError<B::Error>> {
+        let mut g = self.shared.inner.lock();
+        let r = f(&mut g.backend);
+        let geom = g.state.geometry();
+        let advice = if self.shared.file.is_some() { libc::MADV_REMOVE } else { libc::MADV_DONTNEED };
+        for chunk in g.state.forget_all() {
+            let start = self.shared.base + geom.page_offset(chunk, 0) as usize;
+            let len = geom.chunk_pages(chunk) as usize * PAGE_SIZE as usize;
+            // SAFETY: drops the chunk's pages from our own mapping; the next
+            // touch faults and fetches them again.
+            if unsafe { libc::madvise(start as *mut libc::c_void, len, advice) } != 0 {
+                return Err(os("dropping pages", io::Error::last_os_error()));
+            }
+        }
+        Ok(r)
+    }
+
     /// Runs `f` on the backend (for statistics of what moved).
     pub fn with_backend<R>(&self, f: impl FnOnce(&mut B) -> R) -> R {
         f(&mut self.shared.inner.lock().backend)
