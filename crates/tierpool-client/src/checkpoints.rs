@@ -48,7 +48,7 @@ impl Client {
                 earlier.as_ref().and_then(|(_, e)| e.chunks.get(index as usize)).map(|r| r.key(info.id, index));
             (ChunkKey::hashed(info.id, index, 1), ChunkKey::hashed(info.id, index, version), unless)
         };
-        let copies = self.copy_chunks(path, &info, plan).await?;
+        let copies = self.copy_chunks(path, &info, plan, None).await?;
         let mut report = CheckpointReport {
             path: path.to_owned(),
             name: name.to_owned(),
@@ -67,18 +67,21 @@ impl Client {
                 chunks.push(e.chunks[index]);
             }
         }
-        self.meta(MetaOp::Checkpoint { path: path.into(), name: name.into(), chunks }).await?;
+        let op = MetaOp::Checkpoint { path: path.into(), name: name.into(), inode: info.id, version, chunks };
+        self.meta(op).await?;
         Ok(report)
     }
 
     /// Brings the region at `path` back to its checkpoint `name`: the
     /// chunks that differ from the checkpoint's are copied back. `Busy` if
-    /// any client, this one included, has the region open.
+    /// any client, this one included, has a handle of the region open that
+    /// may write (read-only handles sharing pages through `/dev/shm` are
+    /// not known to the pool: they must not be open during a restore).
     pub async fn restore_region(&self, path: &str, name: &str) -> Result<CheckpointReport> {
         // The coordinator refuses other clients' handles; this one's own
         // would keep serving the pages being replaced.
-        let id = self.stat(path).await?.id;
-        if self.is_leased(id) {
+        let live = self.stat(path).await?;
+        if self.is_leased(live.id) {
             return Err(Error::new(
                 ErrorKind::Busy,
                 format!("{path}: the region is open in this client; close it before restoring it"),
@@ -88,12 +91,15 @@ impl Client {
         let owner = tierpool_meta::Owner { uid, gid };
         let req =
             CoordRequest::RestoreRegion { session: self.inner.session, path: path.into(), name: name.into(), owner };
-        let info = match self.coord(req).await? {
+        // The answer is the checkpoint, with its chunk versions.
+        let ckpt = match self.coord(req).await? {
             CoordResponse::Meta(MetaReply::Info(i)) => i,
             CoordResponse::Meta(other) => return Err(unexpected_meta(other)),
             other => return Err(unexpected(other)),
         };
-        let ckpt = self.checkpoint_info(path, name).await?;
+        // Copied to as many copies as the region keeps now (the checkpoint
+        // may have been taken with fewer).
+        let info = live;
         if ckpt.id != info.id || ckpt.chunks.len() as u64 != info.size.div_ceil(info.chunk_size.max(1)) {
             return Err(Error::internal(format!("{path}@{name}: the checkpoint does not fit the region")));
         }
@@ -101,7 +107,7 @@ impl Client {
             let live = ChunkKey::hashed(info.id, index, 1);
             (ckpt.chunks[index as usize].key(info.id, index), live, Some(live))
         };
-        let copies = self.copy_chunks(path, &info, plan).await?;
+        let copies = self.copy_chunks(path, &info, plan, Some(&ckpt)).await?;
         let copied: Vec<_> = copies.iter().filter(|c| c.2).collect();
         self.meta(MetaOp::RegionRestore { path: path.into(), name: name.into(), done: true }).await?;
         Ok(CheckpointReport {
@@ -148,12 +154,16 @@ impl Client {
 
     /// Copies every chunk of region `info` on its workers as `plan(index)`
     /// says (`from`, `to`, `unless`), `COPY_WINDOW` at a time; returns
-    /// each chunk's length, checksum and whether it was copied.
+    /// each chunk's length, checksum and whether it was copied. Restoring
+    /// checkpoint `restore`, a chunk whose copy a replica lacks (one added
+    /// since, or one that lost it) is read from a replica that has it and
+    /// written over the region's chunk through the client.
     async fn copy_chunks(
         &self,
         path: &str,
         info: &InodeInfo,
         plan: impl Fn(u64) -> (ChunkKey, ChunkKey, Option<ChunkKey>),
+        restore: Option<&InodeInfo>,
     ) -> Result<Vec<(u64, u32, bool)>> {
         let count = info.size.div_ceil(info.chunk_size.max(1));
         let mut out = vec![(0, 0, false); count as usize];
@@ -163,7 +173,17 @@ impl Client {
             while failed.is_none() && next < count && tasks.len() < COPY_WINDOW {
                 let (from, to, unless) = plan(next);
                 let (c, index, copies) = (self.clone(), next, info.replicas);
-                tasks.spawn(async move { (index, c.copy_chunk(from, to, unless, copies).await) });
+                let through = restore.map(|ckpt| (path.to_owned(), info.clone(), ckpt.chunks[next as usize]));
+                tasks.spawn(async move {
+                    let copied = match c.copy_chunk(from, to, unless, copies).await {
+                        Err(e) if e.kind == ErrorKind::NotFound => match through {
+                            Some((path, live, r)) => c.copy_through(&path, &live, index, r).await,
+                            None => Err(e),
+                        },
+                        other => other,
+                    };
+                    (index, copied)
+                });
                 next += 1;
             }
             let Some(r) = tasks.join_next().await else { break };
@@ -183,9 +203,19 @@ impl Client {
         }
     }
 
+    /// Version `r` of chunk `index` of region `live` (at `path`) read from
+    /// a replica that has it and written over the region's chunk.
+    async fn copy_through(&self, path: &str, live: &InodeInfo, index: u64, r: ChunkRef) -> Result<(u64, u32, bool)> {
+        let data = self.fetch_chunk(path, live.id, index, r, r.len).await?;
+        self.write_region(path, live, index, &[(0, &data)]).await?;
+        Ok((r.len, r.checksum, true))
+    }
+
     /// One chunk copied on each of its replicas. Should the replicas
     /// disagree on whether `unless` holds the bytes already, every one
-    /// copies (so each holds the version the answer names).
+    /// copies (so each holds the version the answer names); should they
+    /// copy different bytes (the region was written meanwhile), it is
+    /// copied again, and after three tries `Busy`.
     async fn copy_chunk(
         &self,
         from: ChunkKey,
@@ -194,7 +224,7 @@ impl Client {
         copies: u8,
     ) -> Result<(u64, u32, bool)> {
         let mut unless = unless;
-        loop {
+        for _ in 0..3 {
             let req = WorkerRequest::CopyChunk { from, to, unless, table: 0 };
             let answers = self.ask_replicas(to, copies, &req, Bytes::new()).await?;
             let mut seen = Vec::new();
@@ -205,13 +235,14 @@ impl Client {
                 }
             }
             let first = *seen.first().ok_or_else(|| Error::new(ErrorKind::Unavailable, "no replica answered"))?;
-            if seen.iter().any(|s| (s.0, s.1) != (first.0, first.1)) {
-                return Err(Error::new(ErrorKind::Corrupt, format!("chunk {from}: its replicas hold different bytes")));
-            }
-            if seen.iter().all(|s| s.2 == first.2) {
+            if seen.iter().all(|s| *s == first) {
                 return Ok(first);
             }
             unless = None;
         }
+        Err(Error::new(
+            ErrorKind::Busy,
+            format!("chunk {from}: its replicas kept changing while they copied it: stop writing the region meanwhile"),
+        ))
     }
 }

@@ -108,13 +108,28 @@ impl Client {
     /// block: use it from outside the runtime's threads.
     pub async fn alloc(&self, path: &str, size: u64, opts: &RegionOptions, cache: u64) -> Result<crate::Region> {
         let info = self.alloc_region(path, size, opts).await?;
-        crate::Region::open(self.clone(), tokio::runtime::Handle::current(), path, info, cache)
+        let r = crate::Region::open(self.clone(), tokio::runtime::Handle::current(), path, info, cache)?;
+        self.confirm_region_open(path).await?;
+        Ok(r)
     }
 
     /// Opens the existing region at `path` with a local cache of `cache` bytes.
     pub async fn region(&self, path: &str, cache: u64) -> Result<crate::Region> {
         let info = self.open_region(path).await?;
-        crate::Region::open(self.clone(), tokio::runtime::Handle::current(), path, info, cache)
+        let r = crate::Region::open(self.clone(), tokio::runtime::Handle::current(), path, info, cache)?;
+        self.confirm_region_open(path).await?;
+        Ok(r)
+    }
+
+    /// Once a handle of the region at `path` holds its lease: tells the
+    /// coordinator (so restores elsewhere are refused from now on), then
+    /// checks that no restore started before it did (`Busy`).
+    pub async fn confirm_region_open(&self, path: &str) -> Result<()> {
+        self.renew_leases().await?;
+        match self.stat(path).await?.restoring {
+            Some(name) => Err(restoring(path, &name)),
+            None => Ok(()),
+        }
     }
 
     /// The region at `path`; `InvalidArgument` if it is not a region,
@@ -122,13 +137,9 @@ impl Client {
     pub async fn open_region(&self, path: &str) -> Result<InodeInfo> {
         let info = self.stat(path).await?;
         match info.kind {
-            InodeKind::Region if info.restoring.is_some() => Err(Error::new(
-                ErrorKind::Busy,
-                format!(
-                    "{path}: its restore to checkpoint {} has not finished; restore it again",
-                    info.restoring.as_deref().unwrap_or_default()
-                ),
-            )),
+            InodeKind::Region if info.restoring.is_some() => {
+                Err(restoring(path, info.restoring.as_deref().unwrap_or_default()))
+            }
             InodeKind::Region => Ok(info),
             InodeKind::Dir => Err(Error::new(ErrorKind::IsADirectory, format!("{path}: is a directory"))),
             _ => Err(Error::invalid(format!("{path}: is a {}, not a region", crate::kind_name(info.kind)))),
@@ -177,6 +188,11 @@ impl Client {
             .await
             .map_err(|e| region_error(path, index, e))
     }
+}
+
+/// A region that cannot be opened: its restore to `name` has not finished.
+fn restoring(path: &str, name: &str) -> Error {
+    Error::new(ErrorKind::Busy, format!("{path}: its restore to checkpoint {name} has not finished; restore it again"))
 }
 
 fn region_error(path: &str, index: u64, e: Error) -> Error {

@@ -78,7 +78,8 @@ pub struct Region {
 }
 
 /// Tells the coordinator at once which regions this client has open:
-/// waits for it outside a runtime, sends it on the way inside one.
+/// waits for it outside a runtime, sends it on the way inside one (where
+/// the async callers confirm the open themselves).
 fn announce(client: &Client, handle: &Handle) {
     let c = client.clone();
     let tell = async move {
@@ -125,7 +126,11 @@ impl Region {
         let readonly = !info.chunks.is_empty();
         let lease = (!readonly).then(|| client.lease(info.id));
         if lease.is_some() {
-            announce(&client, &handle);
+            if Handle::try_current().is_ok() {
+                announce(&client, &handle);
+            } else {
+                handle.block_on(client.confirm_region_open(path))?;
+            }
         }
         let lease = Mutex::new(lease);
         Ok(Region { path: path.to_string(), info, client, handle, cache: Mutex::new(Some(c)), readonly, lease })

@@ -322,6 +322,7 @@ async fn join_all<F: Future>(futs: Vec<F>) -> Vec<F::Output> {
 fn req_key(req: &WorkerRequest) -> String {
     match req {
         WorkerRequest::GetChunk { key, .. } | WorkerRequest::ReadRange { key, .. } => key.version.to_string(),
+        WorkerRequest::CopyChunk { from, .. } => from.version.to_string(),
         _ => "?".into(),
     }
 }

@@ -828,16 +828,21 @@ fn log_v11_records() -> Vec<LogRecord> {
     let len = |i: u64| (size - i * chunk_size).min(chunk_size);
     let first: Vec<ChunkRef> =
         (0..4).map(|i| ChunkRef { version: v1, len: len(i), checksum: 0x100 + i as u32, home: None }).collect();
-    let ckpt =
-        |name: &str, chunks: Vec<ChunkRef>| MetaOp::Checkpoint { path: "/grid".into(), name: name.into(), chunks };
-    push(&mut recs, &mut state, ckpt("c1", first.clone()));
+    let ckpt = |name: &str, version: u64, chunks: Vec<ChunkRef>| MetaOp::Checkpoint {
+        path: "/grid".into(),
+        name: name.into(),
+        inode,
+        version,
+        chunks,
+    };
+    push(&mut recs, &mut state, ckpt("c1", v1, first.clone()));
     push(&mut recs, &mut state, MetaOp::AllocInodes { count: 1 });
     let v2 = state.next_inode().0 - 1;
     let mut second = first.clone();
     for i in [1, 2] {
         second[i] = ChunkRef { version: v2, len: len(i as u64), checksum: 0x200 + i as u32, home: None };
     }
-    push(&mut recs, &mut state, ckpt("c2", second));
+    push(&mut recs, &mut state, ckpt("c2", v2, second));
     let restore = |name: &str, done: bool| MetaOp::RegionRestore { path: "/grid".into(), name: name.into(), done };
     push(&mut recs, &mut state, restore("c1", false));
     push(&mut recs, &mut state, restore("c1", true));

@@ -238,19 +238,23 @@ pub enum MetaOp {
     /// Puts snapshot `name` back at `path`, replacing what is there, in
     /// one step. Reply: [`MetaReply::Info`] of the restored root.
     SnapshotRestore { path: String, name: String },
-    /// Takes checkpoint `name` of the region at `path`: a snapshot whose
-    /// chunks are the versions in `chunks`, one per chunk of the region,
-    /// copied from it on the workers beforehand (each a fresh version,
-    /// or one an earlier checkpoint of the region keeps, when that chunk
-    /// did not change since). `AlreadyExists` if `path` has a snapshot of
-    /// that name; `Stale` if a fresh version was given up meanwhile.
-    /// Reply: [`MetaReply::Done`].
-    Checkpoint { path: String, name: String, chunks: Vec<ChunkRef> },
+    /// Takes checkpoint `name` of the region `inode` at `path`: a snapshot
+    /// whose chunks are the versions in `chunks`, one per chunk of the
+    /// region, copied from it on the workers beforehand (each of version
+    /// `version`, reserved for this checkpoint, or one an earlier
+    /// checkpoint of the region keeps now, when that chunk did not change
+    /// since). `AlreadyExists` if `path` has a snapshot of that name;
+    /// `Stale` if `path` is no longer that region, `version` was given up
+    /// meanwhile, or a shared copy is no longer kept (its checkpoint was
+    /// removed). Reply: [`MetaReply::Done`].
+    Checkpoint { path: String, name: String, inode: InodeId, version: u64, chunks: Vec<ChunkRef> },
     /// Marks the region at `path` as being restored to its checkpoint
     /// `name` (`done: false`, before its chunks are copied back on the
     /// workers), or the restore as finished (`done: true`, after). A
     /// region marked stays marked until a restore of the same checkpoint
-    /// finishes. Reply: [`MetaReply::Info`] of the region.
+    /// finishes (found through the mark, wherever the region moved since).
+    /// Reply: [`MetaReply::Info`]: with `done: false` of the checkpoint
+    /// (its chunk versions), with `done: true` of the region.
     RegionRestore { path: String, name: String, done: bool },
 }
 

@@ -316,7 +316,9 @@ impl MetaState {
             MetaOp::SnapshotCreate { path, name } => self.create_snapshot(&writable(path)?, name, now),
             MetaOp::SnapshotRemove { path, name } => self.drop_snapshot(&writable(path)?, name),
             MetaOp::SnapshotRestore { path, name } => self.restore_snapshot(&writable(path)?, name, now),
-            MetaOp::Checkpoint { path, name, chunks } => self.checkpoint(&writable(path)?, name, chunks, now),
+            MetaOp::Checkpoint { path, name, inode, version, chunks } => {
+                self.checkpoint(&writable(path)?, name, (*inode, *version), chunks, now)
+            }
             MetaOp::RegionRestore { path, name, done } => self.region_restore(&writable(path)?, name, *done, now),
         }
     }

@@ -229,17 +229,21 @@ impl TierManager {
     }
 
     /// Copies chunk `from` to `to` (replacing `to` if stored), unless the
-    /// chunk stored at `unless` has the same length and checksum as
-    /// `from`. Returns `from`'s length and checksum and whether it copied.
-    /// In MEM the copy shares `from`'s buffer until either is written (a
-    /// write copies first). `NotFound` if `from` is absent; `PoolFull` as
-    /// for [`put`](Self::put).
+    /// chunk stored at `unless` holds the same bytes as `from`. Returns
+    /// `from`'s length and checksum and whether it copied. A copy of a
+    /// chunk in MEM shares its buffer until either is written (a write
+    /// copies first); one read from DISK is copied out of the read (whose
+    /// bytes hold a DISK read permit until dropped). `NotFound` if `from`
+    /// is absent; `PoolFull` as for [`put`](Self::put).
     pub fn copy_chunk(&self, from: ChunkKey, to: ChunkKey, unless: Option<ChunkKey>) -> Result<(u64, Checksum, bool)> {
-        let data = self.get(from)?;
+        let data = match self.try_get_in_mem(from) {
+            Some(d) => d,
+            None => Bytes::copy_from_slice(&self.get(from)?),
+        };
         let (len, checksum) = (data.len() as u64, crc32c::crc32c(&data));
         if let Some(u) = unless {
             match self.get(u) {
-                Ok(d) if d.len() as u64 == len && crc32c::crc32c(&d) == checksum => return Ok((len, checksum, false)),
+                Ok(d) if d == data => return Ok((len, checksum, false)),
                 Ok(_) => {}
                 Err(e) if e.kind == ErrorKind::NotFound => {}
                 Err(e) => return Err(e),

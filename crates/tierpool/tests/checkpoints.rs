@@ -8,7 +8,9 @@
 mod common;
 use common::{data, json, Pool};
 use tierpool_client::{Client, Region, RegionOptions};
-use tierpool_types::ErrorKind;
+use tierpool_net::{Pool as Conn, PoolConfig};
+use tierpool_proto::{Worker, WorkerRequest, WorkerResponse};
+use tierpool_types::{ChunkKey, ErrorKind, InodeId};
 
 const CHUNK: u64 = 64 << 10;
 const CHUNKS: u64 = 8;
@@ -129,4 +131,43 @@ fn checkpoints_copy_what_changed_read_back_restore_and_free_what_they_kept() {
     assert!(pool.get("/m/grid/.snapshots/c2") == second);
     pool.ok(&["snapshot", "rm", "/m/grid", "c2"]);
     pool.settle(0);
+}
+
+/// A replica added after a checkpoint lacks its copies: restoring reads
+/// them from the replica that has them and writes them over the region.
+#[test]
+fn a_restore_reaches_replicas_added_since_the_checkpoint() {
+    let pool = Pool::start_with(2, "16MiB", "64MiB", &["--replicas", "2"]);
+    let s = Session::new(&pool);
+    pool.ok(&["mkdir", "/one"]);
+    pool.ok(&["replicas", "/one", "1"]);
+    let opts = RegionOptions { chunk_size: CHUNK, ..RegionOptions::default() };
+    s.rt.block_on(s.client.alloc_region("/one/g", SIZE, &opts)).unwrap();
+    let was = data(2, SIZE as usize);
+    let r = s.open("/one/g");
+    r.write(0, &was).unwrap();
+    let rep = r.checkpoint("c").unwrap();
+    assert_eq!((rep.copied, rep.bytes_copied), (CHUNKS, SIZE), "one copy of each chunk");
+    pool.ok(&["replicas", "/one/g", "2"]);
+    r.write(0, &data(3, SIZE as usize)).unwrap();
+    r.flush().unwrap();
+    let rep = r.restore("c").unwrap();
+    assert_eq!(rep.copied, CHUNKS);
+    assert!(s.read_all(&r) == was, "the region reads as checkpointed");
+    r.close().unwrap();
+    assert_eq!(pool.ok(&["fsck", "/one/g"]), "/one/g: every chunk has all its copies\n");
+    // Each worker's own copy of each chunk holds the checkpoint's bytes.
+    let inode = InodeId(json(&pool.ok(&["stat", "/one/g", "--json"]))["inode"].as_u64().unwrap());
+    let st = pool.status();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    for w in st["workers"].as_array().unwrap() {
+        let c: Conn<Worker> = Conn::new(w["address"].as_str().unwrap(), PoolConfig::with(pool.credentials()));
+        for i in 0..CHUNKS {
+            let req = WorkerRequest::GetChunk { key: ChunkKey::hashed(inode, i, 1), mem_only: false };
+            let (resp, bytes) = rt.block_on(c.call(&req, &[], true)).unwrap();
+            assert_eq!(resp, WorkerResponse::Chunk);
+            let at = (i * CHUNK) as usize;
+            assert!(bytes[..] == was[at..at + CHUNK as usize], "worker {} chunk {i}", w["address"]);
+        }
+    }
 }

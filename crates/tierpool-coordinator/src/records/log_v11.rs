@@ -24,7 +24,7 @@ pub struct RecordV11 {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum OpV11 {
     V10(OpV10),
-    Checkpoint { path: String, name: String, chunks: Vec<(ChunkRefV1, Option<u32>)> },
+    Checkpoint { path: String, name: String, inode: u64, version: u64, chunks: Vec<(ChunkRefV1, Option<u32>)> },
     RegionRestore { path: String, name: String, done: bool },
 }
 
@@ -38,9 +38,11 @@ impl TryFrom<&LogRecord> for RecordV11 {
     fn try_from(r: &LogRecord) -> Result<Self> {
         let owner = OwnerV2 { uid: r.owner.uid, gid: r.owner.gid };
         let op = match &r.op {
-            MetaOp::Checkpoint { path, name, chunks } => OpV11::Checkpoint {
+            MetaOp::Checkpoint { path, name, inode, version, chunks } => OpV11::Checkpoint {
                 path: path.clone(),
                 name: name.clone(),
+                inode: inode.0,
+                version: *version,
                 chunks: chunks.iter().map(|r| (ChunkRefV1::from(*r), r.home)).collect(),
             },
             MetaOp::RegionRestore { path, name, done } => {
@@ -57,9 +59,11 @@ impl TryFrom<RecordV11> for LogRecord {
     fn try_from(r: RecordV11) -> Result<Self> {
         let op = match r.op {
             OpV11::V10(op) => return LogRecord::try_from(RecordV10 { lsn: r.lsn, time: r.time, owner: r.owner, op }),
-            OpV11::Checkpoint { path, name, chunks } => MetaOp::Checkpoint {
+            OpV11::Checkpoint { path, name, inode, version, chunks } => MetaOp::Checkpoint {
                 path,
                 name,
+                inode: tierpool_types::InodeId(inode),
+                version,
                 chunks: chunks.into_iter().map(|(c, home)| ChunkRef { home, ..ChunkRef::from(c) }).collect(),
             },
             OpV11::RegionRestore { path, name, done } => MetaOp::RegionRestore { path, name, done },

@@ -40,6 +40,7 @@ impl MetaState {
         &mut self,
         comps: &[String],
         name: &str,
+        (inode, version): (InodeId, u64),
         chunks: &[ChunkRef],
         now: Timestamp,
     ) -> Result<MetaReply> {
@@ -47,6 +48,22 @@ impl MetaState {
         not_reserved(name)?;
         let label = Self::snapshot_label(comps, name);
         let (id, size, chunk_size) = self.region_at(comps)?;
+        if id != inode {
+            return Err(Error::new(
+                ErrorKind::Stale,
+                format!("{label}: the region was replaced while it was copied; take the checkpoint again"),
+            ));
+        }
+        if version <= 1
+            || version == ChunkRef::BELOW.version
+            || version >= self.next_inode
+            || self.retired.contains(&version)
+        {
+            return Err(Error::new(
+                ErrorKind::Stale,
+                format!("{label}: its copies were given up as orphans; take the checkpoint again"),
+            ));
+        }
         let key = (display(comps), name.to_owned());
         if self.snapshots.named.contains_key(&key) {
             return Err(Error::new(ErrorKind::AlreadyExists, format!("{label}: a snapshot of that name exists")));
@@ -73,11 +90,13 @@ impl MetaState {
             if r.len != share {
                 return bad(&format!("a copy of {} bytes where the chunk has {share}", r.len));
             }
-            let shared = self.snapshots.keeps(&r.key(id, i as u64));
-            if !shared && (r.version >= self.next_inode || self.retired.contains(&r.version)) {
+            if r.version != version && !self.snapshots.keeps(&r.key(id, i as u64)) {
                 return Err(Error::new(
                     ErrorKind::Stale,
-                    format!("{label}: chunk {i}: its copy was given up as an orphan; take the checkpoint again"),
+                    format!(
+                        "{label}: chunk {i}: the copy it shares is no longer kept (its checkpoint was removed); take \
+                         the checkpoint again"
+                    ),
                 ));
             }
         }
@@ -95,7 +114,12 @@ impl MetaState {
     ) -> Result<MetaReply> {
         let label = Self::snapshot_label(comps, name);
         let (id, _, _) = self.region_at(comps)?;
-        let key = (display(comps), name.to_owned());
+        // A region moved while marked is still restored to its checkpoint,
+        // named by where the region was when it was taken.
+        let key = match self.snapshots.restoring.get(&id) {
+            Some(k) if k.1 == name => k.clone(),
+            _ => (display(comps), name.to_owned()),
+        };
         let snap = self.snapshots.named.get(&key).ok_or_else(|| self.no_snapshot(comps, name))?;
         if !matches!(snap.root.body, FrozenBody::Region { .. }) || snap.root.id != id {
             return Err(Error::invalid(format!(
@@ -110,8 +134,9 @@ impl MetaState {
                 format!("{}: its restore to checkpoint {} has not finished; restore that first", display(comps), k.1),
             )),
             (false, _) => {
+                let info = snap.root.info(self.table.replicas());
                 self.snapshots.restoring.insert(id, key);
-                Ok(MetaReply::Info(self.info(id)))
+                Ok(MetaReply::Info(info))
             }
             (true, Some(k)) if *k == key => {
                 self.snapshots.restoring.remove(&id);

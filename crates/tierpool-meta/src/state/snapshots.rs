@@ -170,7 +170,7 @@ impl Frozen {
 
     /// How `stat` shows it: like the live inode it was, read-only, in a
     /// pool keeping `pool` copies of each chunk.
-    fn info(&self, pool: u8) -> InodeInfo {
+    pub(super) fn info(&self, pool: u8) -> InodeInfo {
         let replicas = match (self.replicas, self.placement) {
             (_, Placement::LocalOnly) => 1,
             (0, _) => pool,

@@ -28,8 +28,10 @@ fn copy(version: u64, len: u64, checksum: u32) -> ChunkRef {
     ChunkRef { version, len, checksum, home: None }
 }
 
-fn ckpt(path: &str, name: &str, chunks: Vec<ChunkRef>) -> MetaOp {
-    MetaOp::Checkpoint { path: path.into(), name: name.into(), chunks }
+/// A checkpoint of region `inode` whose fresh copies are the newest version named.
+fn ckpt(inode: InodeId, path: &str, name: &str, chunks: Vec<ChunkRef>) -> MetaOp {
+    let version = chunks.iter().map(|r| r.version).max().unwrap_or(2);
+    MetaOp::Checkpoint { path: path.into(), name: name.into(), inode, version, chunks }
 }
 
 fn restore(path: &str, name: &str, done: bool) -> MetaOp {
@@ -47,7 +49,7 @@ fn a_checkpoint_reads_as_a_read_only_region_with_its_versions() {
     let mut s = ready();
     let id = region(&mut s, "/r", 2 * CHUNK + 5);
     let chunks = fresh(&mut s, 2 * CHUNK + 5);
-    assert_eq!(s.execute(&ckpt("/r", "one", chunks.clone()), 10).unwrap(), MetaReply::Done);
+    assert_eq!(s.execute(&ckpt(id, "/r", "one", chunks.clone()), 10).unwrap(), MetaReply::Done);
     let c = s.stat("/r/.snapshots/one").unwrap();
     assert_eq!(
         (c.id, c.kind, c.size, c.chunk_size, c.chunks.clone()),
@@ -65,33 +67,52 @@ fn a_checkpoint_reads_as_a_read_only_region_with_its_versions() {
 #[test]
 fn a_checkpoint_is_refused_unless_it_names_one_fresh_or_kept_copy_per_chunk() {
     let mut s = ready();
-    region(&mut s, "/r", 2 * CHUNK);
+    let id = region(&mut s, "/r", 2 * CHUNK);
     let good = fresh(&mut s, 2 * CHUNK);
     commit(&mut s, "/f", 10);
     assert_eq!(
-        fails(&mut s, ckpt("/f", "a", good.clone())),
+        fails(&mut s, ckpt(id, "/f", "a", good.clone())),
         (ErrorKind::InvalidArgument, "/f: is not a region".into())
     );
-    assert_eq!(fails(&mut s, ckpt("/r", "a", good[..1].to_vec())).1, "/r@a: 1 chunk versions for a region of 2 chunks");
+    assert_eq!(
+        fails(&mut s, ckpt(id, "/r", "a", good[..1].to_vec())).1,
+        "/r@a: 1 chunk versions for a region of 2 chunks"
+    );
     let mut live = good.clone();
     live[1].version = 1;
-    assert_eq!(fails(&mut s, ckpt("/r", "a", live)).1, "/r@a: chunk 1: version 1 cannot hold a checkpoint");
+    assert_eq!(fails(&mut s, ckpt(id, "/r", "a", live)).1, "/r@a: chunk 1: version 1 cannot hold a checkpoint");
     let mut short = good.clone();
     short[0].len = 7;
-    assert_eq!(fails(&mut s, ckpt("/r", "a", short)).1, "/r@a: chunk 0: a copy of 7 bytes where the chunk has 4096");
+    assert_eq!(
+        fails(&mut s, ckpt(id, "/r", "a", short)).1,
+        "/r@a: chunk 0: a copy of 7 bytes where the chunk has 4096"
+    );
     let mut unknown = good.clone();
     unknown[0].version = 1 << 40;
-    assert_eq!(fails(&mut s, ckpt("/r", "a", unknown)).0, ErrorKind::Stale);
+    assert_eq!(fails(&mut s, ckpt(id, "/r", "a", unknown)).0, ErrorKind::Stale);
     // A copy given up as an orphan (its id retired) cannot be recorded.
     s.execute(&MetaOp::Retire { ids: vec![good[0].version] }, 4).unwrap();
-    let (kind, msg) = fails(&mut s, ckpt("/r", "a", good.clone()));
+    let (kind, msg) = fails(&mut s, ckpt(id, "/r", "a", good.clone()));
     assert_eq!(
         (kind, msg.as_str()),
-        (ErrorKind::Stale, "/r@a: chunk 0: its copy was given up as an orphan; take the checkpoint again")
+        (ErrorKind::Stale, "/r@a: its copies were given up as orphans; take the checkpoint again")
     );
+    // Copies of another region (one replaced at the path meanwhile) are not recorded.
     let good = fresh(&mut s, 2 * CHUNK);
-    s.execute(&ckpt("/r", "a", good.clone()), 5).unwrap();
-    assert_eq!(fails(&mut s, ckpt("/r", "a", good)).0, ErrorKind::AlreadyExists);
+    let (kind, msg) = fails(&mut s, ckpt(InodeId(id.0 + 1000), "/r", "a", good.clone()));
+    assert_eq!(
+        (kind, msg.as_str()),
+        (ErrorKind::Stale, "/r@a: the region was replaced while it was copied; take the checkpoint again")
+    );
+    s.execute(&ckpt(id, "/r", "a", good.clone()), 5).unwrap();
+    assert_eq!(fails(&mut s, ckpt(id, "/r", "a", good.clone())).0, ErrorKind::AlreadyExists);
+    // A copy shared with a checkpoint removed meanwhile (garbage now) is not recorded.
+    let mut shares = good.clone();
+    shares[1] = fresh(&mut s, CHUNK)[0];
+    s.execute(&MetaOp::SnapshotRemove { path: "/r".into(), name: "a".into() }, 6).unwrap();
+    assert!(s.pending_chunks().contains(&good[0].key(id, 0)));
+    let (kind, msg) = fails(&mut s, ckpt(id, "/r", "b", shares));
+    assert_eq!((kind, msg.as_str()), (ErrorKind::Stale, "/r@b: chunk 0: the copy it shares is no longer kept (its checkpoint was removed); take the checkpoint again"));
     // A tree holding a region is not snapshotted.
     mkdir(&mut s, "/d");
     region(&mut s, "/d/r", CHUNK);
@@ -105,10 +126,10 @@ fn checkpoints_share_unchanged_copies_and_free_only_their_own() {
     let mut s = ready();
     let id = region(&mut s, "/r", 3 * CHUNK);
     let first = fresh(&mut s, 3 * CHUNK);
-    s.execute(&ckpt("/r", "one", first.clone()), 10).unwrap();
+    s.execute(&ckpt(id, "/r", "one", first.clone()), 10).unwrap();
     let mut second = first.clone();
     second[1] = fresh(&mut s, CHUNK)[0];
-    s.execute(&ckpt("/r", "two", second.clone()), 11).unwrap();
+    s.execute(&ckpt(id, "/r", "two", second.clone()), 11).unwrap();
     assert_eq!(s.snapshot_usage(), (2, 4 * CHUNK), "three copies of the first and one of the second");
     s.take_garbage();
     s.execute(&MetaOp::SnapshotRemove { path: "/r".into(), name: "one".into() }, 12).unwrap();
@@ -124,7 +145,7 @@ fn a_removed_region_keeps_what_its_checkpoints_name_until_they_go() {
     let mut s = ready();
     let id = region(&mut s, "/r", 2 * CHUNK);
     let chunks = fresh(&mut s, 2 * CHUNK);
-    s.execute(&ckpt("/r", "one", chunks.clone()), 10).unwrap();
+    s.execute(&ckpt(id, "/r", "one", chunks.clone()), 10).unwrap();
     s.take_garbage();
     s.execute(&remove_op("/r", false), 11).unwrap();
     // The region's own chunks go one by one; its inode is not collected whole.
@@ -142,14 +163,15 @@ fn a_removed_region_keeps_what_its_checkpoints_name_until_they_go() {
 #[test]
 fn a_restore_is_marked_from_its_start_to_its_end() {
     let mut s = ready();
-    region(&mut s, "/r", CHUNK);
+    let id = region(&mut s, "/r", CHUNK);
     let one = fresh(&mut s, CHUNK);
-    s.execute(&ckpt("/r", "one", one), 10).unwrap();
+    s.execute(&ckpt(id, "/r", "one", one), 10).unwrap();
     let two = fresh(&mut s, CHUNK);
-    s.execute(&ckpt("/r", "two", two), 11).unwrap();
+    s.execute(&ckpt(id, "/r", "two", two), 11).unwrap();
     assert_eq!(fails(&mut s, restore("/r", "one", true)).1, "/r@one: no restore of the region to it is under way");
+    // Its start answers the checkpoint, with the versions to copy back.
     let MetaReply::Info(i) = s.execute(&restore("/r", "one", false), 12).unwrap() else { panic!() };
-    assert_eq!(i.restoring.as_deref(), Some("one"));
+    assert_eq!(i, s.stat("/r/.snapshots/one").unwrap());
     assert_eq!(s.stat("/r").unwrap().restoring.as_deref(), Some("one"));
     // Begun again (a retry) it stays marked; nothing else may start meanwhile.
     s.execute(&restore("/r", "one", false), 13).unwrap();
@@ -159,7 +181,7 @@ fn a_restore_is_marked_from_its_start_to_its_end() {
         (ErrorKind::Busy, "/r: its restore to checkpoint one has not finished; restore that first")
     );
     let next = fresh(&mut s, CHUNK);
-    assert_eq!(fails(&mut s, ckpt("/r", "three", next)).0, ErrorKind::Busy);
+    assert_eq!(fails(&mut s, ckpt(id, "/r", "three", next)).0, ErrorKind::Busy);
     let (kind, msg) = fails(&mut s, MetaOp::SnapshotRemove { path: "/r".into(), name: "one".into() });
     assert_eq!((kind, msg.as_str()), (ErrorKind::Busy, "/r@one: a restore of the region to it has not finished"));
     s.check_invariants().unwrap();
@@ -177,11 +199,26 @@ fn a_restore_is_marked_from_its_start_to_its_end() {
 }
 
 #[test]
+fn a_region_moved_mid_restore_is_restored_at_its_new_path() {
+    let mut s = ready();
+    let id = region(&mut s, "/r", CHUNK);
+    let one = fresh(&mut s, CHUNK);
+    s.execute(&ckpt(id, "/r", "one", one.clone()), 10).unwrap();
+    s.execute(&restore("/r", "one", false), 11).unwrap();
+    s.execute(&rename_op("/r", "/moved"), 12).unwrap();
+    let MetaReply::Info(i) = s.execute(&restore("/moved", "one", false), 13).unwrap() else { panic!() };
+    assert_eq!(i.chunks, one);
+    s.execute(&restore("/moved", "one", true), 14).unwrap();
+    assert_eq!(s.stat("/moved").unwrap().restoring, None);
+    s.check_invariants().unwrap();
+}
+
+#[test]
 fn removing_a_region_mid_restore_drops_its_mark() {
     let mut s = ready();
-    region(&mut s, "/r", CHUNK);
+    let id = region(&mut s, "/r", CHUNK);
     let one = fresh(&mut s, CHUNK);
-    s.execute(&ckpt("/r", "one", one), 10).unwrap();
+    s.execute(&ckpt(id, "/r", "one", one), 10).unwrap();
     s.execute(&restore("/r", "one", false), 11).unwrap();
     s.execute(&remove_op("/r", false), 12).unwrap();
     s.check_invariants().unwrap();
@@ -194,7 +231,7 @@ fn the_orphan_sweep_keeps_recorded_copies_and_gives_up_unrecorded_ones() {
     let mut s = ready();
     let id = region(&mut s, "/r", CHUNK);
     let kept = fresh(&mut s, CHUNK);
-    s.execute(&ckpt("/r", "one", kept.clone()), 10).unwrap();
+    s.execute(&ckpt(id, "/r", "one", kept.clone()), 10).unwrap();
     let stray = alloc(&mut s).0;
     let held = Default::default();
     let judge = |s: &MetaState, recent: bool, k| judge(s, &held, &mut |_| recent, k);
@@ -282,7 +319,7 @@ proptest! {
                         }));
                     }
                     let before = s.snapshot_usage().1;
-                    s.execute(&ckpt("/r", &name(n), chunks), now).unwrap();
+                    s.execute(&ckpt(id, "/r", &name(n), chunks), now).unwrap();
                     prop_assert_eq!(s.snapshot_usage().1 - before, copied * CHUNK);
                     model.insert(name(n), (l.clone(), now));
                 }

@@ -218,8 +218,8 @@ fn meta_op(sample: &MetaOp) -> BoxedStrategy<MetaOp> {
         M::SnapshotRestore { .. } => {
             (text(), text()).prop_map(|(path, name)| M::SnapshotRestore { path, name }).boxed()
         }
-        M::Checkpoint { .. } => (text(), text(), many(chunk_ref()))
-            .prop_map(|(path, name, chunks)| M::Checkpoint { path, name, chunks })
+        M::Checkpoint { .. } => (text(), text(), inode(), num(), many(chunk_ref()))
+            .prop_map(|(path, name, inode, version, chunks)| M::Checkpoint { path, name, inode, version, chunks })
             .boxed(),
         M::RegionRestore { .. } => {
             (text(), text(), any::<bool>()).prop_map(|(path, name, done)| M::RegionRestore { path, name, done }).boxed()
