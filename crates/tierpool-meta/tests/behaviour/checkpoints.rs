@@ -359,3 +359,22 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_region_beneath_an_attachment_is_checkpointed_in_the_pool() {
+    use std::collections::BTreeMap;
+    use tierpool_meta::{Attachment, WriteMode};
+    let mut s = ready();
+    mkdir(&mut s, "/in");
+    let attachment =
+        Attachment { uri: "file:///data".into(), mode: WriteMode::Back, readonly: false, options: BTreeMap::new() };
+    s.execute(&MetaOp::Attach { path: "/in".into(), attachment }, 3).unwrap();
+    let id = region(&mut s, "/in/r", CHUNK);
+    assert_eq!(s.stat("/in/r").unwrap().origin, None, "a region is never written below");
+    let one = fresh(&mut s, CHUNK);
+    s.execute(&ckpt(id, "/in/r", "one", one.clone()), 10).unwrap();
+    assert_eq!(s.stat("/in/r/.snapshots/one").unwrap().chunks, one);
+    s.execute(&restore("/in/r", "one", false), 11).unwrap();
+    s.execute(&restore("/in/r", "one", true), 12).unwrap();
+    s.check_invariants().unwrap();
+}
