@@ -19,6 +19,9 @@ use tierpool_types::{ChunkKey, ChunkRef, Error, ErrorKind, Result};
 /// Chunk copies in flight during a checkpoint or a restore.
 const COPY_WINDOW: usize = 16;
 
+/// Told the bytes of the region handled so far, and its size.
+pub type Progress<'a> = &'a mut (dyn FnMut(u64, u64) + Send);
+
 /// What a checkpoint or a restore did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckpointReport {
@@ -39,6 +42,11 @@ impl Client {
     /// changed since the newest earlier checkpoint are copied. Writes still
     /// in a handle's cache are not in it: flush them first.
     pub async fn checkpoint(&self, path: &str, name: &str) -> Result<CheckpointReport> {
+        self.checkpoint_with(path, name, &mut |_, _| {}).await
+    }
+
+    /// [`checkpoint`](Self::checkpoint), telling `progress` how far it got.
+    pub async fn checkpoint_with(&self, path: &str, name: &str, progress: Progress<'_>) -> Result<CheckpointReport> {
         let info = self.open_region(path).await?;
         let earlier = self.newest_checkpoint(path, &info, name).await?;
         let _lease = self.lease(info.id);
@@ -48,7 +56,7 @@ impl Client {
                 earlier.as_ref().and_then(|(_, e)| e.chunks.get(index as usize)).map(|r| r.key(info.id, index));
             (ChunkKey::hashed(info.id, index, 1), ChunkKey::hashed(info.id, index, version), unless)
         };
-        let copies = self.copy_chunks(path, &info, plan, None).await?;
+        let copies = self.copy_chunks(path, &info, plan, None, progress).await?;
         let mut report = CheckpointReport {
             path: path.to_owned(),
             name: name.to_owned(),
@@ -78,6 +86,16 @@ impl Client {
     /// may write (read-only handles sharing pages through `/dev/shm` are
     /// not known to the pool: they must not be open during a restore).
     pub async fn restore_region(&self, path: &str, name: &str) -> Result<CheckpointReport> {
+        self.restore_region_with(path, name, &mut |_, _| {}).await
+    }
+
+    /// [`restore_region`](Self::restore_region), telling `progress` how far it got.
+    pub async fn restore_region_with(
+        &self,
+        path: &str,
+        name: &str,
+        progress: Progress<'_>,
+    ) -> Result<CheckpointReport> {
         // The coordinator refuses other clients' handles; this one's own
         // would keep serving the pages being replaced.
         let live = self.stat(path).await?;
@@ -107,7 +125,7 @@ impl Client {
             let live = ChunkKey::hashed(info.id, index, 1);
             (ckpt.chunks[index as usize].key(info.id, index), live, Some(live))
         };
-        let copies = self.copy_chunks(path, &info, plan, Some(&ckpt)).await?;
+        let copies = self.copy_chunks(path, &info, plan, Some(&ckpt), progress).await?;
         let copied: Vec<_> = copies.iter().filter(|c| c.2).collect();
         self.meta(MetaOp::RegionRestore { path: path.into(), name: name.into(), done: true }).await?;
         Ok(CheckpointReport {
@@ -164,8 +182,11 @@ impl Client {
         info: &InodeInfo,
         plan: impl Fn(u64) -> (ChunkKey, ChunkKey, Option<ChunkKey>),
         restore: Option<&InodeInfo>,
+        progress: Progress<'_>,
     ) -> Result<Vec<(u64, u32, bool)>> {
         let count = info.size.div_ceil(info.chunk_size.max(1));
+        let mut handled = 0;
+        progress(0, info.size);
         let mut out = vec![(0, 0, false); count as usize];
         let mut tasks = tokio::task::JoinSet::new();
         let (mut next, mut failed) = (0, None);
@@ -188,7 +209,11 @@ impl Client {
             }
             let Some(r) = tasks.join_next().await else { break };
             match r.map_err(|e| Error::internal(format!("chunk copy task failed: {e}"))) {
-                Ok((index, Ok(c))) => out[index as usize] = c,
+                Ok((index, Ok(c))) => {
+                    out[index as usize] = c;
+                    handled += c.0;
+                    progress(handled, info.size);
+                }
                 Ok((index, Err(e))) => {
                     failed.get_or_insert(e.context(format!("{path}: chunk {index}")));
                 }

@@ -29,7 +29,7 @@ pub mod view;
 mod write;
 
 pub use batch::IN_FLIGHT;
-pub use checkpoints::CheckpointReport;
+pub use checkpoints::{CheckpointReport, Progress};
 pub use client::{hostname, Client, ClientConfig};
 pub use inode::{InodeChange, Owner};
 pub use lease::{WriteLease, RENEW};

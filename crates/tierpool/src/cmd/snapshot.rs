@@ -1,5 +1,6 @@
 //! `tierpool snapshot`: take, list, remove and restore snapshots.
 
+use super::replicas::Progress;
 use crate::cli::SnapshotCmd;
 use crate::output::{count, time_text};
 use anyhow::Result;
@@ -11,7 +12,14 @@ pub async fn run(cmd: SnapshotCmd) -> Result<()> {
     match cmd {
         SnapshotCmd::Create { path, name, json, conn } => {
             let c = super::connect(&conn).await?;
-            let taken = if c.is_region(&path).await? { Some(c.checkpoint(&path, &name).await?) } else { None };
+            let taken = if c.is_region(&path).await? {
+                let mut bar = Progress::new();
+                let r = c.checkpoint_with(&path, &name, &mut |d, t| bar.show(d, t)).await;
+                bar.finish();
+                Some(r?)
+            } else {
+                None
+            };
             let s = match taken {
                 Some(_) => c.snapshots(Some(&path)).await?.into_iter().find(|s| s.name == name),
                 None => Some(c.snapshot_create(&path, &name).await?),
@@ -35,8 +43,10 @@ pub async fn run(cmd: SnapshotCmd) -> Result<()> {
         SnapshotCmd::Restore { path, name, json, conn } => {
             let c = super::connect(&conn).await?;
             let (root, copied) = if c.is_region(&path).await? {
-                let r = c.restore_region(&path, &name).await?;
-                (c.stat(&path).await?, Some(r))
+                let mut bar = Progress::new();
+                let r = c.restore_region_with(&path, &name, &mut |d, t| bar.show(d, t)).await;
+                bar.finish();
+                (c.stat(&path).await?, Some(r?))
             } else {
                 (c.snapshot_restore(&path, &name).await?, None)
             };
