@@ -242,7 +242,9 @@ impl TierManager {
         };
         let (len, checksum) = (data.len() as u64, crc32c::crc32c(&data));
         if let Some(u) = unless {
-            match self.get(u) {
+            // Read for the comparison only: it does not count as a use (a
+            // kept copy is not to look hot to eviction for it).
+            match self.get_for_copy(u) {
                 Ok(d) if d == data => return Ok((len, checksum, false)),
                 Ok(_) => {}
                 Err(e) if e.kind == ErrorKind::NotFound => {}
