@@ -37,10 +37,11 @@ for crate in tierpool-types tierpool-placement tierpool-meta tierpool-proto tier
     fi
 done
 
-echo "== S3 server and HDFS minicluster for the under-store tests"
+echo "== S3 server and HDFS minicluster for the under-store tests, history checker for transactions"
 TIERPOOL_S3S_FS="$(./scripts/s3-server.sh)"
 TIERPOOL_HDFS_LIB="$(./scripts/hdfs-server.sh)"
-export TIERPOOL_S3S_FS TIERPOOL_HDFS_LIB
+TIERPOOL_ADYA="$(./scripts/adya.sh)"
+export TIERPOOL_S3S_FS TIERPOOL_HDFS_LIB TIERPOOL_ADYA
 
 echo "== tests"
 cargo test --workspace

@@ -28,6 +28,7 @@ a :class:`TierpoolError` subclass named after the tierpool error kind.
 from tierpool._client import Client, connect
 from tierpool._local import local
 from tierpool._region import Region
+from tierpool._transaction import Transaction
 from tierpool._native import (
     AlreadyExists,
     Corrupt,
@@ -47,6 +48,7 @@ from tierpool._native import (
     Unauthenticated,
     ReadOnly,
     Busy,
+    Conflict,
     Unavailable,
     __version__,
     parse_size,
@@ -54,6 +56,7 @@ from tierpool._native import (
 
 Client.__module__ = __name__
 Region.__module__ = __name__
+Transaction.__module__ = __name__
 
 __all__ = [
     "AlreadyExists",
@@ -76,6 +79,8 @@ __all__ = [
     "Unauthenticated",
     "ReadOnly",
     "Busy",
+    "Conflict",
+    "Transaction",
     "Unavailable",
     "__version__",
     "connect",

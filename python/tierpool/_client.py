@@ -9,6 +9,7 @@ from tierpool import _native
 from tierpool._io import DEFAULT_BUFFER_SIZE, RawWriter, TierpoolWriter, open_file
 from tierpool._native import FileInfo
 from tierpool._region import Region
+from tierpool._transaction import Transaction
 
 #: Local cache of a region unless given.
 DEFAULT_REGION_CACHE = 64 << 20
@@ -480,6 +481,13 @@ class Client:
         write (close them first: they would keep serving the old pages).
         Returns what :meth:`Region.checkpoint` does (``since`` is None)."""
         return self._native.restore_region(path, name)
+
+    def transaction(self, task_id: Optional[str] = None) -> Transaction:
+        """Begins a :class:`tierpool.Transaction` over files, reading the pool
+        as it is now; used as a context manager it commits at the end of the
+        block (with ``task_id``: of the transactions carrying it, exactly one
+        ever commits) and aborts if the block raises."""
+        return Transaction(self._native.transaction(), task_id)
 
     def read_range(self, path: str, start: int = 0, end: Optional[int] = None) -> bytes:
         """Bytes ``start:end`` of the file at ``path`` (``end=None``: to its end)."""

@@ -190,7 +190,13 @@ impl Client {
     /// restarting) is asked again for up to `COORDINATOR_PATIENCE` when
     /// that is safe: the request is idempotent, or it was never sent.
     pub(crate) async fn coord(&self, req: CoordRequest) -> Result<CoordResponse> {
-        let idempotent = !matches!(req, CoordRequest::Meta { .. } | CoordRequest::MetaMany { .. });
+        let idempotent = !matches!(
+            req,
+            CoordRequest::Meta { .. }
+                | CoordRequest::MetaMany { .. }
+                | CoordRequest::TxBegin { .. }
+                | CoordRequest::TxCommit { .. }
+        );
         let since = Instant::now();
         let mut pause = Duration::from_millis(20);
         loop {
@@ -205,6 +211,12 @@ impl Client {
                 r => return Ok(r?.0),
             }
         }
+    }
+
+    /// Who the inodes this client creates belong to (`cfg.owner`).
+    pub(crate) fn owner(&self) -> Owner {
+        let (uid, gid) = self.inner.cfg.owner;
+        Owner { uid, gid }
     }
 
     /// Runs a metadata op as this client's owner (`cfg.owner`).

@@ -24,6 +24,7 @@ mod region_handle;
 mod replicas;
 mod replication;
 mod snapshots;
+mod transaction;
 mod under;
 pub mod view;
 mod write;
@@ -45,6 +46,7 @@ pub use tierpool_net::{Background, Step};
 pub use tierpool_proto::ChunkPlace;
 pub use tierpool_proto::{FsckEntry, MigrationStatus, PoolStatus, ReplicationStatus, WorkerStatus};
 pub use tierpool_types::ChunkRef;
+pub use transaction::{Committed, Transaction};
 pub use under::{open_store, MetaSync, UnderProgress, UnderReport};
 pub use write::{FileWriter, PutOptions};
 

@@ -38,6 +38,9 @@ pub struct StatusView {
     /// Snapshots: `count`, and `kept_bytes` of chunk versions only they
     /// keep (what removing them all would free, per copy).
     pub snapshots: tierpool_proto::SnapshotStatus,
+    /// Transactions: `open` now, and `tasks`, the task ids of committed
+    /// ones the pool remembers (each commits once).
+    pub transactions: tierpool_proto::TransactionStatus,
 }
 
 /// Copies of chunks: what the pool keeps, and what is short of copies
@@ -243,6 +246,7 @@ impl StatusView {
             attachments: s.attachments.clone(),
             inline: s.inline.clone(),
             snapshots: s.snapshots.clone(),
+            transactions: s.transactions.clone(),
         }
     }
 }

@@ -84,12 +84,17 @@ pub struct CoordinatorConfig {
     /// How long a worker's bandwidth must stay off before its share
     /// changes; also the window it is measured over.
     pub speed_window: Duration,
+    /// Most files one transaction may write.
+    pub tx_max_files: usize,
     /// Largest file the metadata keeps inline, bytes and all (0: none;
     /// at most `tierpool_meta::INLINE_MAX`).
     pub inline_max: u64,
     /// Most bytes of files the metadata keeps inline in all; past it,
     /// small files go to the workers.
     pub inline_total: u64,
+    /// Whether transactions' commits are checked for write-write conflicts
+    /// (off only to show that a history checker notices lost updates).
+    pub check_writes: bool,
 }
 
 /// Files of up to 4 KiB are kept inline by default.
@@ -117,8 +122,10 @@ impl CoordinatorConfig {
             secret_file: None,
             speed_threshold: 20,
             speed_window: Duration::from_secs(30),
+            tx_max_files: tierpool_meta::engine::transactions::MAX_TX_FILES,
             inline_max: DEFAULT_INLINE_MAX,
             inline_total: DEFAULT_INLINE_TOTAL,
+            check_writes: true,
         }
     }
 
@@ -144,6 +151,7 @@ impl CoordinatorConfig {
             max_moving: self.max_moving,
             speed_threshold: self.speed_threshold,
             speed_window: self.speed_window,
+            tx_max_files: self.tx_max_files,
         }
     }
 }

@@ -15,12 +15,13 @@ use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tierpool_meta::engine::transactions::Commit;
 use tierpool_meta::engine::{Effect, Engine, Sweep};
-use tierpool_meta::{Garbage, MetaOp, MetaReply, MetaState, Owner};
+use tierpool_meta::{Garbage, MetaOp, MetaReply, MetaState, Owner, TxFile};
 use tierpool_net::{Credentials, Handler, Pool, PoolConfig};
 use tierpool_proto::{
     AttachedDir, AttachmentStatus, CoordRequest, CoordResponse, InlineStatus, Layout, PoolStatus, SnapshotStatus,
-    WorkerRequest, WorkerResponse, WorkerStats, MAX_BATCH,
+    TransactionStatus, WorkerRequest, WorkerResponse, WorkerStats, MAX_BATCH,
 };
 use tierpool_proto::{Worker, WorkerStatus};
 use tierpool_types::{ByteSize, ChunkKey, Error, ErrorKind, InodeId, Result, WorkerId};
@@ -85,7 +86,8 @@ impl Coordinator {
         lsn: u64,
         log: LogWriter,
     ) -> Arc<Self> {
-        let engine = Engine::new(state, cfg.engine());
+        let mut engine = Engine::new(state, cfg.engine());
+        engine.set_check_writes(cfg.check_writes);
         Arc::new_cyclic(|me| Coordinator {
             cfg,
             me: me.clone(),
@@ -386,6 +388,7 @@ impl Coordinator {
                 let (count, kept_bytes) = s.snapshot_usage();
                 SnapshotStatus { count, kept_bytes }
             },
+            transactions: TransactionStatus { open: g.engine.open_transactions() as u64, tasks: s.task_count() as u64 },
         }
     }
 
@@ -425,6 +428,34 @@ impl Coordinator {
             self.apply(&mut g, MetaOp::RegionRestore { path, name, done: false }, owner)?
         };
         Ok(CoordResponse::Meta(self.finish(applied).await?))
+    }
+
+    /// Commits a transaction: the engine checks it against what committed
+    /// since it began and the op runs under the same lock, so no commit
+    /// comes between the check and the op.
+    async fn tx_commit(
+        &self,
+        session: u64,
+        tx: u64,
+        task: Option<String>,
+        files: Vec<TxFile>,
+        owner: Owner,
+    ) -> Result<CoordResponse> {
+        let now = self.now();
+        let (applied, already, lsn) = {
+            let mut g = self.inner.lock();
+            match g.engine.tx_commit(session, tx, task, files, now)? {
+                Commit::Run(op) => (Some(self.apply(&mut g, op, owner)?), false, 0),
+                Commit::Nothing => (None, false, g.lsn),
+                // The other attempt's commit may still be on its way to disk.
+                Commit::AlreadyCommitted => (None, true, g.lsn),
+            }
+        };
+        match applied {
+            Some(a) => drop(self.finish(a).await?),
+            None => self.log.wait_durable(lsn).await?,
+        }
+        Ok(CoordResponse::TxCommitted { already })
     }
 
     /// Each op checked and applied on its own, in order; one wait until the
@@ -604,6 +635,34 @@ impl Coordinator {
             }
             CoordRequest::RestoreRegion { session, path, name, owner } => {
                 self.restore_region(session, path, name, owner).await
+            }
+            CoordRequest::TxBegin { session } => {
+                Ok(CoordResponse::TxBegun { tx: self.inner.lock().engine.tx_begin(session, self.now()) })
+            }
+            CoordRequest::TxStat { session, tx, path } => {
+                let now = self.now();
+                let (info, lsn) = {
+                    let mut g = self.inner.lock();
+                    (g.engine.tx_stat(session, tx, &path, now)?, g.lsn)
+                };
+                // What it read must be durable before anyone sees it.
+                self.log.wait_durable(lsn).await?;
+                Ok(CoordResponse::Info(info))
+            }
+            CoordRequest::TxWrite { session, tx, inode, path, chunks } => {
+                self.inner.lock().engine.tx_write(session, tx, inode, &path, &chunks, self.now())?;
+                Ok(CoordResponse::Done)
+            }
+            CoordRequest::TxCommit { session, tx, task, files, owner } => {
+                self.tx_commit(session, tx, task, files, owner).await
+            }
+            CoordRequest::TxAbort { session, tx } => {
+                self.inner.lock().engine.tx_abort(session, tx);
+                Ok(CoordResponse::Done)
+            }
+            CoordRequest::TxRenew { session, txs } => {
+                self.inner.lock().engine.tx_renew(session, &txs, self.now())?;
+                Ok(CoordResponse::Done)
             }
             CoordRequest::Attachments => {
                 let dirs = self.query(|s| Ok(s.attached_dirs())).await?;

@@ -151,7 +151,18 @@ fn a_coordinator_recovers_from_golden_files() {
         let (state, lsn, _writer) = log::open(&meta).unwrap();
         assert_eq!((lsn, dump::dump(&state)), (LOG_V11_RECORDS, expected("state-log-v11.txt")), "{file}");
     }
+    for (file, name) in [("log-v12", format!("log-{:020}", 1)), ("snapshot-v12", "snapshot".to_string())] {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = dir.path().join("meta");
+        std::fs::create_dir_all(&meta).unwrap();
+        std::fs::copy(golden(file), meta.join(name)).unwrap();
+        let (state, lsn, _writer) = log::open(&meta).unwrap();
+        assert_eq!((lsn, dump::dump(&state)), (LOG_V12_RECORDS, expected("state-log-v12.txt")), "{file}");
+    }
 }
+
+/// Records in `log-v12`.
+const LOG_V12_RECORDS: u64 = 111;
 
 /// Records in `log-v11`.
 const LOG_V11_RECORDS: u64 = 103;
@@ -332,10 +343,14 @@ fn snapshot_v6_of_one_replica_nests_the_bytes_of_version_5() {
     assert_eq!(v10[6], 10);
     assert!(v10[19..].starts_with(&v9[19..]), "the nested version 9 state differs");
     assert_eq!(decode_snapshot(&v10).unwrap(), (lsn, state.clone()));
-    let v11 = encode_snapshot(lsn, &state);
+    let v11 = encode_snapshot_in(11, lsn, &state).unwrap();
     assert_eq!(v11[6], 11);
     assert!(v11[19..].starts_with(&v10[19..]), "the nested version 10 state differs");
-    assert_eq!(decode_snapshot(&v11).unwrap(), (lsn, state));
+    assert_eq!(decode_snapshot(&v11).unwrap(), (lsn, state.clone()));
+    let v12 = encode_snapshot(lsn, &state);
+    assert_eq!(v12[6], 12);
+    assert!(v12[19..].starts_with(&v11[19..]), "the nested version 11 state differs");
+    assert_eq!(decode_snapshot(&v12).unwrap(), (lsn, state));
 }
 
 #[test]
@@ -784,7 +799,7 @@ fn log_v11_replays_to_its_state_and_encodes_to_the_same_bytes() {
     assert_eq!(dump::dump(&state), expected("state-log-v11.txt"));
     let mut again = Vec::new();
     for r in &recs {
-        encode_record(r, &mut again);
+        encode_record_in(11, r, &mut again).unwrap();
     }
     assert!(again == seg, "log records of version 11 no longer encode as they did");
     let checkpoint_ops = |r: &&LogRecord| matches!(r.op, MetaOp::Checkpoint { .. } | MetaOp::RegionRestore { .. });
@@ -801,7 +816,10 @@ fn snapshot_v11_decodes_to_its_state_and_encodes_to_the_same_bytes() {
     assert_eq!(lsn, LOG_V11_RECORDS);
     assert_eq!(dump::dump(&state), expected("state-log-v11.txt"));
     assert_eq!(state, replay(&records(&read("log-v11"))));
-    assert!(encode_snapshot(lsn, &state) == bytes, "snapshots of version 11 no longer encode as they did");
+    assert!(
+        encode_snapshot_in(11, lsn, &state).unwrap() == bytes,
+        "snapshots of version 11 no longer encode as they did"
+    );
     assert_eq!(state.snapshots(Some("/grid")).unwrap().len(), 1);
     assert_eq!(state.stat("/grid").unwrap().restoring.as_deref(), Some("c2"));
     for v in 2..=10 {
@@ -851,21 +869,96 @@ fn log_v11_records() -> Vec<LogRecord> {
     recs
 }
 
+#[test]
+fn log_v12_replays_to_its_state_and_encodes_to_the_same_bytes() {
+    let seg = read("log-v12");
+    let recs = records(&seg);
+    assert_eq!(recs.len() as u64, LOG_V12_RECORDS);
+    assert_eq!(recs[..LOG_V11_RECORDS as usize], records(&read("log-v11"))[..], "the records of log-v11 come first");
+    let state = replay(&recs);
+    state.check_invariants().unwrap();
+    assert_eq!(dump::dump(&state), expected("state-log-v12.txt"));
+    let mut again = Vec::new();
+    for r in &recs {
+        encode_record(r, &mut again);
+    }
+    assert!(again == seg, "log records of version 12 no longer encode as they did");
+    let commits = |r: &&LogRecord| matches!(r.op, MetaOp::Transact { .. });
+    assert_eq!(recs.iter().filter(commits).count(), 3);
+    for r in recs.iter().filter(commits) {
+        assert!(encode_record_in(11, r, &mut Vec::new()).is_err());
+    }
+}
+
+#[test]
+fn snapshot_v12_decodes_to_its_state_and_encodes_to_the_same_bytes() {
+    let bytes = read("snapshot-v12");
+    let (lsn, state) = decode_snapshot(&bytes).unwrap();
+    assert_eq!(lsn, LOG_V12_RECORDS);
+    assert_eq!(dump::dump(&state), expected("state-log-v12.txt"));
+    assert_eq!(state, replay(&records(&read("log-v12"))));
+    assert!(encode_snapshot(lsn, &state) == bytes, "snapshots of version 12 no longer encode as they did");
+    assert!(state.task_committed("reduce-3") && !state.task_committed("reduce-4"));
+    for v in 2..=11 {
+        assert!(encode_snapshot_in(v, lsn, &state).is_err(), "snapshot version {v}");
+    }
+}
+
+/// The records of `log-v12`: those of `log-v11`, then two files, a
+/// transaction with a task id rewriting a chunk of one, a second one
+/// growing one file and cutting the other, and a read-only one with a
+/// task id.
+fn log_v12_records() -> Vec<LogRecord> {
+    use tierpool_meta::TxFile;
+    use tierpool_types::{ChunkAttrs, ChunkRef, InodeId};
+    let mut recs = log_v11_records();
+    let mut state = replay(&recs);
+    let file = |recs: &mut Vec<LogRecord>, state: &mut MetaState, path: &str| {
+        push(recs, state, MetaOp::AllocInodes { count: 1 });
+        let inode = InodeId(state.next_inode().0 - 1);
+        let op = MetaOp::CommitFile {
+            path: path.into(),
+            inode,
+            size: 2 * 4096,
+            chunk_size: 4096,
+            checksums: vec![0x31, 0x32],
+            homes: Vec::new(),
+            attrs: ChunkAttrs::default(),
+            mode: 0o644,
+            overwrite: false,
+        };
+        push(recs, state, op);
+        inode
+    };
+    let a = file(&mut recs, &mut state, "/ledger");
+    let b = file(&mut recs, &mut state, "/index");
+    push(&mut recs, &mut state, MetaOp::AllocInodes { count: 1 });
+    let v = state.next_inode().0 - 1;
+    let r = |len: u64, checksum: u32| ChunkRef { version: v, len, checksum, home: None };
+    let one = TxFile { inode: a, size: 2 * 4096, truncate: None, chunks: vec![(1, r(4096, 0x41))] };
+    push(&mut recs, &mut state, MetaOp::Transact { task: Some("reduce-3".into()), files: vec![one] });
+    let grow = TxFile { inode: a, size: 3 * 4096 + 10, truncate: None, chunks: vec![(3, r(10, 0x42))] };
+    let cut = TxFile { inode: b, size: 100, truncate: Some(100), chunks: vec![(0, r(100, 0x43))] };
+    push(&mut recs, &mut state, MetaOp::Transact { task: None, files: vec![grow, cut] });
+    push(&mut recs, &mut state, MetaOp::Transact { task: Some("report".into()), files: Vec::new() });
+    recs
+}
+
 /// Writes the golden files of the current versions once, when asked
 /// (`TIERPOOL_WRITE_GOLDEN=1`) and only if they are missing.
 #[test]
 #[ignore = "writes the golden files of a new version: TIERPOOL_WRITE_GOLDEN=1 cargo test --test golden -- --ignored"]
 fn write_missing_golden_files_of_the_current_versions() {
-    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v11").exists() {
+    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v12").exists() {
         return;
     }
-    let recs = log_v11_records();
+    let recs = log_v12_records();
     let (mut seg, mut state) = (Vec::new(), MetaState::new());
     for r in &recs {
         state.execute_as(&r.op, r.owner, r.time).unwrap();
         encode_record(r, &mut seg);
     }
-    std::fs::write(golden("log-v11"), seg).unwrap();
-    std::fs::write(golden("snapshot-v11"), encode_snapshot(recs.len() as u64, &state)).unwrap();
-    std::fs::write(golden("state-log-v11.txt"), dump::dump(&state)).unwrap();
+    std::fs::write(golden("log-v12"), seg).unwrap();
+    std::fs::write(golden("snapshot-v12"), encode_snapshot(recs.len() as u64, &state)).unwrap();
+    std::fs::write(golden("state-log-v12.txt"), dump::dump(&state)).unwrap();
 }

@@ -38,6 +38,7 @@ mod tests {
             (ErrorKind::Unauthenticated, libc::EACCES),
             (ErrorKind::ReadOnly, libc::EROFS),
             (ErrorKind::Busy, libc::EBUSY),
+            (ErrorKind::Conflict, libc::ECANCELED),
         ];
         assert_eq!(expected.map(|(k, _)| k), ErrorKind::ALL);
         for (kind, code) in expected {

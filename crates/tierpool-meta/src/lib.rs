@@ -18,13 +18,13 @@ mod room;
 mod state;
 mod under;
 
-pub use ops::{DirEntry, DirName, InodeInfo, InodeKind, MetaOp, MetaReply, NewNode, WorkerRecord};
+pub use ops::{DirEntry, DirName, InodeInfo, InodeKind, MetaOp, MetaReply, NewNode, TxFile, WorkerRecord};
 pub use path::{check_name, normalize};
 pub use room::{choose_to_free, RoomCandidate};
 pub use state::inode::{Body, Inode, Owner};
 pub use state::{
-    Frozen, FrozenBody, Garbage, MetaState, ReplicaHealth, Snapshot, SnapshotSummary, StateParts, StateView,
-    INLINE_MAX, MAX_REPLICAS, SNAPSHOTS,
+    already_committed, check_task, FileShape, Frozen, FrozenBody, Garbage, Image, MetaState, ReplicaHealth, Snapshot,
+    SnapshotSummary, StateParts, StateView, INLINE_MAX, MAX_REPLICAS, MAX_TASK_ID, SNAPSHOTS,
 };
 pub use under::{Attachment, Origin, WriteMode};
 

@@ -256,6 +256,13 @@ pub enum MetaOp {
     /// Reply: [`MetaReply::Info`]: with `done: false` of the checkpoint
     /// (its chunk versions), with `done: true` of the region.
     RegionRestore { path: String, name: String, done: bool },
+    /// Commits a transaction's writes of files, all or none (see
+    /// `state/transact.rs`): each entry is an `UpdateFile` of a distinct
+    /// file, validated all before any is applied. With `task`, fails
+    /// `AlreadyExists` if a transaction of that task id committed before,
+    /// and records it otherwise. Write-write conflicts are the engine's to
+    /// check before it runs this. Reply: [`MetaReply::Done`].
+    Transact { task: Option<String>, files: Vec<TxFile> },
 }
 
 impl MetaOp {
@@ -278,6 +285,15 @@ impl MetaOp {
                 | MetaOp::WorkerUp { .. }
         )
     }
+}
+
+/// One file a transaction wrote: as `UpdateFile`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxFile {
+    pub inode: InodeId,
+    pub size: u64,
+    pub truncate: Option<u64>,
+    pub chunks: Vec<(u64, ChunkRef)>,
 }
 
 /// What `MakeAt` creates.

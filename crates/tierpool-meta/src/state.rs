@@ -29,6 +29,8 @@
 //! a change here cannot change a stored format by accident.
 
 mod attrs;
+mod before;
+pub use before::{FileShape, Image};
 mod check;
 mod create;
 mod inline;
@@ -45,7 +47,9 @@ mod checkpoints;
 mod rename;
 mod resolve;
 mod snapshots;
+mod transact;
 pub use snapshots::{Frozen, FrozenBody, Snapshot, SnapshotSummary, SNAPSHOTS};
+pub use transact::{already_committed, check_task, MAX_TASK_ID};
 mod under;
 mod update;
 mod workers;
@@ -94,6 +98,8 @@ pub struct MetaState {
     inline: inline::Inline,
     /// Snapshots, and the chunk versions they keep.
     snapshots: snapshots::Snapshots,
+    /// Task ids of committed transactions: a task commits once.
+    tasks: BTreeSet<String>,
     /// Whether a placement policy other than `hash` was ever set here since
     /// the state was loaded (or any inode has one): writers must then look
     /// up their directory's. Derived, never stored, never compared.
@@ -101,6 +107,9 @@ pub struct MetaState {
     /// What the ops run since the last [`MetaState::take_garbage`] queued
     /// for collection; not part of the state proper (see [`Fresh`]).
     fresh: Fresh,
+    /// Inodes as they were before the ops since the engine last looked
+    /// changed them; not part of the state proper (see `before`).
+    before: before::Before,
 }
 
 /// Garbage just made: removed files' inodes and replaced chunk versions.
@@ -170,8 +179,10 @@ impl MetaState {
             attachments: BTreeMap::new(),
             inline: inline::Inline::default(),
             snapshots: snapshots::Snapshots::default(),
+            tasks: BTreeSet::new(),
             placed: Placed::default(),
             fresh: Fresh::default(),
+            before: before::Before::default(),
         }
     }
 
@@ -320,6 +331,7 @@ impl MetaState {
                 self.checkpoint(&writable(path)?, name, (*inode, *version), chunks, now)
             }
             MetaOp::RegionRestore { path, name, done } => self.region_restore(&writable(path)?, name, *done, now),
+            MetaOp::Transact { task, files } => self.transact(task.as_deref(), files, now),
         }
     }
 
@@ -379,6 +391,7 @@ impl MetaState {
         }
         self.initialised = true;
         self.table = PartitionTable::new(partitions);
+        self.keep_before(InodeId::ROOT);
         self.inodes.insert(InodeId::ROOT, Inode::root(now));
         Ok(MetaReply::Done)
     }

@@ -2,7 +2,7 @@
 //! membership (heartbeats), the layout clients route chunks by, holds.
 
 use serde::{Deserialize, Serialize};
-use tierpool_meta::{DirEntry, DirName, InodeInfo, MetaOp, MetaReply, Owner, WorkerRecord};
+use tierpool_meta::{DirEntry, DirName, InodeInfo, MetaOp, MetaReply, Owner, TxFile, WorkerRecord};
 use tierpool_placement::PartitionTable;
 use tierpool_types::{InodeId, Result, WorkerId};
 
@@ -60,6 +60,27 @@ pub enum CoordRequest {
     /// (`MetaOp::RegionRestore` with `done: false`), as `owner`, unless a
     /// client session other than `session` has the region open: `Meta`.
     RestoreRegion { session: u64, path: String, name: String, owner: Owner },
+    /// Opens a transaction for client `session`, reading the pool as it is
+    /// now: `TxBegun`. Renew it with `TxRenew` within the hold period.
+    /// Only the session that began a transaction may use it.
+    TxBegin { session: u64 },
+    /// The inode at `path` as transaction `tx` sees it (a file's chunks
+    /// and inline bytes included): `Info`. A transaction that lost a
+    /// conflict already fails here (`Conflict`) and ends.
+    TxStat { session: u64, tx: u64, path: String },
+    /// Transaction `tx` will write chunks `chunks` of the file `inode`
+    /// (at `path`, for errors): `Done`, or `Conflict` (and it ends) if a
+    /// commit changed them since it began.
+    TxWrite { session: u64, tx: u64, inode: InodeId, path: String, chunks: Vec<u64> },
+    /// Commits transaction `tx`, as `owner`: its writes (chunk versions
+    /// already stored) and task id. `TxCommitted`, or `Conflict`; either
+    /// way the transaction ends.
+    TxCommit { session: u64, tx: u64, task: Option<String>, files: Vec<TxFile>, owner: Owner },
+    /// Ends transaction `tx` without committing: `Done`.
+    TxAbort { session: u64, tx: u64 },
+    /// Client `session` still runs transactions `txs`: `Done`, or
+    /// `Conflict` naming one that is not open (any more).
+    TxRenew { session: u64, txs: Vec<u64> },
 }
 
 /// Most ops of a `MetaMany`, or paths of a `StatMany`.
@@ -90,6 +111,14 @@ pub enum CoordResponse {
     MetaMany(Vec<Result<MetaReply>>),
     Infos(Vec<Result<InodeInfo>>),
     Snapshots(Vec<tierpool_meta::SnapshotSummary>),
+    /// A transaction opened.
+    TxBegun {
+        tx: u64,
+    },
+    /// The transaction committed (`already`: no, another of its task id had).
+    TxCommitted {
+        already: bool,
+    },
 }
 
 /// A directory attached to an under-store.

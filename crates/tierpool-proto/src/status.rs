@@ -60,6 +60,15 @@ pub struct PoolStatus {
     pub inline: InlineStatus,
     /// Snapshots and what they keep.
     pub snapshots: SnapshotStatus,
+    /// Transactions.
+    pub transactions: TransactionStatus,
+}
+
+/// Transactions open now, and the task ids of committed ones remembered.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TransactionStatus {
+    pub open: u64,
+    pub tasks: u64,
 }
 
 /// Small files held inline by the metadata, and the coordinator's limits.

@@ -311,6 +311,13 @@ impl Client {
         crate::region::report_dict(py, &r)
     }
 
+    /// Begins a transaction over files, reading the pool as it is now.
+    fn transaction(&self, py: Python<'_>) -> PyResult<crate::transaction::Transaction> {
+        let c = self.conn(py)?;
+        let tx = wait(py, c.begin())?;
+        Ok(crate::transaction::Transaction::new(tx))
+    }
+
     /// Removes snapshot `name` of `path`; what only it kept is freed.
     fn snapshot_remove(&self, py: Python<'_>, path: &str, name: &str) -> PyResult<()> {
         let c = self.conn(py)?;

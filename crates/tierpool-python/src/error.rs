@@ -139,6 +139,13 @@ const CLASSES: &[KindClass] = &[
         doc: "The path is in use in a way the request cannot go with, such as a region open in another client \
               while it would be restored (errno EBUSY).",
     },
+    KindClass {
+        kind: ErrorKind::Conflict,
+        name: "Conflict",
+        builtin: "OSError",
+        doc: "A transaction was aborted: another one that committed after it began changed what it wrote \
+              (first committer wins), or it was abandoned; nothing of it is visible (errno ECANCELED).",
+    },
 ];
 
 /// `TierpoolError` first, then one class per entry of [`CLASSES`], in order.

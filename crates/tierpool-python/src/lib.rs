@@ -23,6 +23,7 @@ mod info;
 mod reader;
 mod region;
 mod runtime;
+mod transaction;
 mod writer;
 
 use pyo3::prelude::*;
@@ -38,6 +39,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<reader::Reader>()?;
     m.add_class::<writer::Writer>()?;
     m.add_class::<region::Region>()?;
+    m.add_class::<transaction::Transaction>()?;
     m.add_function(wrap_pyfunction!(info::parse_size, m)?)?;
     Ok(())
 }

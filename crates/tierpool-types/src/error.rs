@@ -49,6 +49,9 @@ pub enum ErrorKind {
     /// The path is in use in a way the request cannot go with: a region
     /// open in another client while it would be restored.
     Busy,
+    /// A transaction lost to one that committed first a change of what it
+    /// wrote (a write-write conflict), or was aborted: nothing of it is visible.
+    Conflict,
 }
 
 /// errno values of Linux (the asm-generic numbering: x86, arm, riscv...),
@@ -67,11 +70,12 @@ pub mod errno {
     pub const ENOTEMPTY: i32 = 39;
     pub const EHOSTUNREACH: i32 = 113;
     pub const ESTALE: i32 = 116;
+    pub const ECANCELED: i32 = 125;
 }
 
 impl ErrorKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ErrorKind; 17] = [
+    pub const ALL: [ErrorKind; 18] = [
         ErrorKind::NotFound,
         ErrorKind::AlreadyExists,
         ErrorKind::NotADirectory,
@@ -89,6 +93,7 @@ impl ErrorKind {
         ErrorKind::Unauthenticated,
         ErrorKind::ReadOnly,
         ErrorKind::Busy,
+        ErrorKind::Conflict,
     ];
 
     /// The errno that a POSIX surface reports for this kind (Linux values).
@@ -110,6 +115,7 @@ impl ErrorKind {
             ErrorKind::Unauthenticated => errno::EACCES,
             ErrorKind::ReadOnly => errno::EROFS,
             ErrorKind::Busy => errno::EBUSY,
+            ErrorKind::Conflict => errno::ECANCELED,
             ErrorKind::Corrupt | ErrorKind::Lost | ErrorKind::Protocol | ErrorKind::Io | ErrorKind::Internal => {
                 errno::EIO
             }
@@ -136,6 +142,7 @@ impl ErrorKind {
             ErrorKind::Unauthenticated => "unauthenticated",
             ErrorKind::ReadOnly => "read_only",
             ErrorKind::Busy => "busy",
+            ErrorKind::Conflict => "conflict",
         }
     }
 }
@@ -218,6 +225,7 @@ mod tests {
             (ErrorKind::Unauthenticated, 13),
             (ErrorKind::ReadOnly, 30),
             (ErrorKind::Busy, 16),
+            (ErrorKind::Conflict, 125),
         ];
         assert_eq!(expected.map(|(k, _)| k), ErrorKind::ALL, "the table lists every kind once, in order");
         for (kind, errno) in expected {

@@ -650,6 +650,15 @@ pub struct CoordinatorArgs {
     /// their under-store are written there.
     #[arg(long, default_value = "2s", value_name = "DURATION")]
     pub write_back_every: Span,
+    /// Most files one transaction may write; a transaction writing more
+    /// fails (InvalidArgument) and publishes nothing.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    pub tx_max_files: u32,
+    /// Lets transactions commit without the write-write check, losing
+    /// updates under contention: only to show that a history checker
+    /// notices (never in a real pool).
+    #[arg(long, hide = true)]
+    pub unsafe_no_write_check: bool,
     #[command(flatten)]
     pub limits: LimitArgs,
 }

@@ -82,6 +82,9 @@ pub fn status_text(v: &StatusView, bar: bool) -> String {
             ByteSize(v.inline.max_bytes)
         );
     }
+    if v.transactions.open > 0 || v.transactions.tasks > 0 {
+        out += &format!("transactions: {} open, {} task ids committed\n", v.transactions.open, v.transactions.tasks);
+    }
     if v.snapshots.count > 0 {
         out += &format!(
             "snapshots: {} (keeping {} no live file uses)\n",

@@ -248,9 +248,8 @@ fn op_to_v1(op: &MetaOp) -> Result<OpV1> {
         | MetaOp::SnapshotRemove { .. }
         | MetaOp::SnapshotRestore { .. }
         | MetaOp::Checkpoint { .. }
-        | MetaOp::RegionRestore { .. } => {
-            return Err(corrupt("an op added after log record version 1 has no form in it"))
-        }
+        | MetaOp::RegionRestore { .. }
+        | MetaOp::Transact { .. } => return Err(corrupt("an op added after log record version 1 has no form in it")),
     })
 }
 

@@ -224,7 +224,8 @@ fn op_to_v2(op: &MetaOp) -> Result<OpV2> {
         | MetaOp::SnapshotRemove { .. }
         | MetaOp::SnapshotRestore { .. }
         | MetaOp::Checkpoint { .. }
-        | MetaOp::RegionRestore { .. } => {
+        | MetaOp::RegionRestore { .. }
+        | MetaOp::Transact { .. } => {
             return Err(corrupt("moves and membership ops have no form in log record version 2"))
         }
     })

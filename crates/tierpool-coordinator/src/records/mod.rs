@@ -24,6 +24,7 @@ pub mod frozen;
 pub mod log_v1;
 pub mod log_v10;
 pub mod log_v11;
+pub mod log_v12;
 pub mod log_v2;
 pub mod log_v3;
 pub mod log_v4;
@@ -35,6 +36,7 @@ pub mod log_v9;
 pub mod snapshot_v1;
 pub mod snapshot_v10;
 pub mod snapshot_v11;
+pub mod snapshot_v12;
 pub mod snapshot_v2;
 pub mod snapshot_v3;
 pub mod snapshot_v4;
@@ -52,9 +54,9 @@ use tierpool_meta::{MetaOp, MetaState, Owner};
 use tierpool_types::{Error, ErrorKind, Result};
 
 /// The version new log records are written in.
-pub const LOG_RECORD_VERSION: u8 = 11;
+pub const LOG_RECORD_VERSION: u8 = 12;
 /// The version new snapshots are written in.
-pub const SNAPSHOT_VERSION: u8 = 11;
+pub const SNAPSHOT_VERSION: u8 = 12;
 const SNAPSHOT_MAGIC: &[u8; 6] = b"TPSNAP";
 const SNAPSHOT_HEADER: usize = 19;
 const MAX_RECORD_LEN: u32 = 512 << 20;
@@ -79,13 +81,16 @@ fn decode<T: DeserializeOwned>(b: &[u8], what: &str) -> Result<T> {
 
 /// Appends the framed record to `out`, in the newest version.
 pub fn encode_record(rec: &LogRecord, out: &mut Vec<u8>) {
-    let record = log_v11::RecordV11::try_from(rec).expect("version 11 holds every op");
+    let record = log_v12::RecordV12::try_from(rec).expect("version 12 holds every op");
     frame_record(LOG_RECORD_VERSION, &encode(&record), out);
 }
 
 /// Appends the framed record to `out` in an older `version` (to check that
 /// golden files of released versions still encode as they did).
 pub fn encode_record_in(version: u8, rec: &LogRecord, out: &mut Vec<u8>) -> Result<()> {
+    if version < 12 && log_v12::transaction(&rec.op) {
+        return Err(Error::invalid(format!("a transaction's commit has no log record version {version} form")));
+    }
     if version < 11 && log_v11::checkpoint(&rec.op) {
         return Err(Error::invalid(format!("a checkpoint op has no log record version {version} form")));
     }
@@ -115,7 +120,8 @@ pub fn encode_record_in(version: u8, rec: &LogRecord, out: &mut Vec<u8>) -> Resu
         8 => frame_record(8, &encode(&log_v8::RecordV8::try_from(rec)?), out),
         9 => frame_record(9, &encode(&log_v9::RecordV9::try_from(rec)?), out),
         10 => frame_record(10, &encode(&log_v10::RecordV10::try_from(rec)?), out),
-        11 => encode_record(rec, out),
+        11 => frame_record(11, &encode(&log_v11::RecordV11::try_from(rec)?), out),
+        12 => encode_record(rec, out),
         v => return Err(Error::invalid(format!("no log record version {v}"))),
     }
     Ok(())
@@ -171,6 +177,7 @@ pub fn decode_record(buf: &[u8]) -> Decoded {
         9 => decode::<log_v9::RecordV9>(&body[1..], "log record").and_then(LogRecord::try_from),
         10 => decode::<log_v10::RecordV10>(&body[1..], "log record").and_then(LogRecord::try_from),
         11 => decode::<log_v11::RecordV11>(&body[1..], "log record").and_then(LogRecord::try_from),
+        12 => decode::<log_v12::RecordV12>(&body[1..], "log record").and_then(LogRecord::try_from),
         v => Err(Error::new(
             ErrorKind::Corrupt,
             format!("log record version {v} is not known to this build (it reads up to {LOG_RECORD_VERSION})"),
@@ -184,7 +191,7 @@ pub fn decode_record(buf: &[u8]) -> Decoded {
 
 /// The snapshot of `state` after record `lsn`, in the newest version.
 pub fn encode_snapshot(lsn: u64, state: &MetaState) -> Vec<u8> {
-    let snap = snapshot_v11::SnapshotV11 { lsn, state: snapshot_v11::StateV11::from_view(&state.view()) };
+    let snap = snapshot_v12::SnapshotV12 { lsn, state: snapshot_v12::StateV12::from_view(&state.view()) };
     frame_snapshot(SNAPSHOT_VERSION, &encode(&snap))
 }
 
@@ -193,6 +200,9 @@ pub fn encode_snapshot(lsn: u64, state: &MetaState) -> Vec<u8> {
 pub fn encode_snapshot_in(version: u8, lsn: u64, state: &MetaState) -> Result<Vec<u8>> {
     if version < 6 {
         unreplicated(&state.view(), version)?;
+    }
+    if version < 12 && snapshot_v12::tasks(&state.view()) {
+        return Err(Error::invalid(format!("a state with task ids has no snapshot version {version} form")));
     }
     if version < 11 && snapshot_v11::checkpoints(&state.view()) {
         return Err(Error::invalid(format!("a state with checkpoints has no snapshot version {version} form")));
@@ -250,7 +260,11 @@ pub fn encode_snapshot_in(version: u8, lsn: u64, state: &MetaState) -> Result<Ve
             let snap = snapshot_v10::SnapshotV10 { lsn, state: snapshot_v10::StateV10::from_view(&state.view()) };
             Ok(frame_snapshot(10, &encode(&snap)))
         }
-        11 => Ok(encode_snapshot(lsn, state)),
+        11 => {
+            let snap = snapshot_v11::SnapshotV11 { lsn, state: snapshot_v11::StateV11::from_view(&state.view()) };
+            Ok(frame_snapshot(11, &encode(&snap)))
+        }
+        12 => Ok(encode_snapshot(lsn, state)),
         v => Err(Error::invalid(format!("no snapshot version {v} is written"))),
     }
 }
@@ -336,6 +350,10 @@ pub fn decode_snapshot(buf: &[u8]) -> Result<(u64, MetaState)> {
         }
         11 => {
             let s: snapshot_v11::SnapshotV11 = decode(body, what)?;
+            Ok((s.lsn, s.state.into_state().map_err(|e| e.context(what))?))
+        }
+        12 => {
+            let s: snapshot_v12::SnapshotV12 = decode(body, what)?;
             Ok((s.lsn, s.state.into_state().map_err(|e| e.context(what))?))
         }
         v => Err(corrupt(&format!("version {v} is not known to this build (it reads up to {SNAPSHOT_VERSION})"))),

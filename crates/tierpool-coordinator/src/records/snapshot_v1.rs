@@ -60,6 +60,7 @@ impl StateV1 {
             inline: Default::default(),
             snapshots: Default::default(),
             restoring: Default::default(),
+            tasks: Default::default(),
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,

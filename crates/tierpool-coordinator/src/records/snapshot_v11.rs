@@ -15,7 +15,7 @@ use super::snapshot_v2::OwnerV2;
 use super::snapshot_v9::StateV9;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use tierpool_meta::{Frozen, FrozenBody, MetaState, Owner, Snapshot, StateView};
+use tierpool_meta::{Frozen, FrozenBody, MetaState, Owner, Snapshot, StateParts, StateView};
 use tierpool_types::{ChunkAttrs, ChunkRef, InodeId, Result};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,13 +112,18 @@ impl StateV11 {
     }
 
     pub fn into_state(self) -> Result<MetaState> {
+        MetaState::from_parts(self.into_parts()?).map_err(corrupt)
+    }
+
+    /// The state's parts, not yet checked.
+    pub fn into_parts(self) -> Result<StateParts> {
         let StateV11 { v10, checkpoints, restoring } = self;
         let mut parts = v10.into_parts()?;
         for (k, c) in checkpoints {
             parts.snapshots.insert(k, c.into_snapshot()?);
         }
         parts.restoring = restoring.into_iter().map(|(id, k)| (InodeId(id), k)).collect();
-        MetaState::from_parts(parts).map_err(corrupt)
+        Ok(parts)
     }
 }
 

@@ -84,6 +84,7 @@ impl StateV2 {
             inline: Default::default(),
             snapshots: Default::default(),
             restoring: Default::default(),
+            tasks: Default::default(),
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,

@@ -70,6 +70,10 @@ pub fn dump(s: &MetaState) -> String {
             let under = if snap.path == "/" { String::new() } else { snap.path.clone() };
             walk_path(s, &format!("{under}/.snapshots/{}", snap.name), &mut out);
         }
+        // Task ids of committed transactions, shown only when there are some.
+        for t in s.tasks() {
+            writeln!(out, "task {t:?}").unwrap();
+        }
     }
     out
 }

@@ -9,6 +9,8 @@
 //!   coordinator restart everything pending waits a full period again, while
 //!   clients renew their holds);
 //! - an item whose inode is held when the batch is made is not in it;
+//! - an item first seen at or after `keep_since` (when the oldest open
+//!   transaction began: the item may be in its view) is not in it;
 //! - at most one batch is in flight; a failed batch's items are due again.
 
 use std::collections::{BTreeSet, HashMap};
@@ -49,12 +51,14 @@ impl GcSchedule {
     }
 
     /// The next batch, if none is in flight and something pending is due.
-    /// `pending_*` are the state's pending sets, `held` the inodes held now.
+    /// `pending_*` are the state's pending sets, `held` the inodes held now,
+    /// `keep_since` when the oldest open transaction began.
     pub fn due(
         &mut self,
         pending_inodes: &BTreeSet<InodeId>,
         pending_keys: &BTreeSet<ChunkKey>,
         held: &BTreeSet<InodeId>,
+        keep_since: Option<Duration>,
         now: Duration,
     ) -> Option<Batch> {
         age(&mut self.inode_ages, pending_inodes, now);
@@ -62,7 +66,7 @@ impl GcSchedule {
         if self.in_flight.is_some() {
             return None;
         }
-        let ripe = |since: &Duration| now.saturating_sub(*since) >= self.grace;
+        let ripe = |since: &Duration| now.saturating_sub(*since) >= self.grace && keep_since.is_none_or(|k| *since < k);
         let inodes: Vec<InodeId> = (pending_inodes.iter())
             .filter(|i| ripe(&self.inode_ages[i]) && !held.contains(i))
             .take(self.max_batch)

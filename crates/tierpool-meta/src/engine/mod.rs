@@ -23,6 +23,7 @@ pub mod liveness;
 pub mod moves;
 pub mod orphans;
 pub mod speeds;
+pub mod transactions;
 
 use crate::{Garbage, MetaOp, MetaReply, MetaState, Owner, Timestamp};
 use gc::{Batch, GcSchedule};
@@ -33,6 +34,7 @@ use orphans::{Reservations, Verdict};
 use std::collections::BTreeSet;
 use std::time::Duration;
 use tierpool_types::{ChunkAttrs, ChunkKey, InodeId, Result, WorkerId};
+use transactions::{Commit, Transactions};
 
 /// Timing of the coordinator's policies.
 #[derive(Clone, Debug)]
@@ -53,6 +55,8 @@ pub struct EngineConfig {
     pub speed_threshold: u8,
     /// How long a deviation must last, and the window bandwidth is measured over.
     pub speed_window: Duration,
+    /// Most files one transaction may write.
+    pub tx_max_files: usize,
 }
 
 /// What the shell must do for the engine.
@@ -96,6 +100,7 @@ pub struct Engine {
     reservations: Reservations,
     mover: Mover,
     speeds: speeds::SpeedWatch,
+    txs: Transactions,
 }
 
 /// The orphans found in part of a worker's inventory.
@@ -122,6 +127,7 @@ impl Engine {
             synced: BTreeSet::new(),
             mover: Mover::new(cfg.max_moving),
             speeds: speeds::SpeedWatch::new(cfg.speed_threshold, cfg.speed_window),
+            txs: Transactions::new(cfg.hold_period, cfg.tx_max_files),
             state,
             cfg,
         }
@@ -145,7 +151,14 @@ impl Engine {
         wall: Timestamp,
         now: Duration,
     ) -> Result<(MetaReply, Vec<Effect>)> {
-        let reply = self.state.execute_as(op, owner, wall)?;
+        let reply = match self.state.execute_as(op, owner, wall) {
+            Ok(r) => r,
+            Err(e) => {
+                self.state.take_before();
+                return Err(e);
+            }
+        };
+        self.txs.after_op(self.state.take_before());
         let mut effects = Vec::new();
         if op.changes_placement() {
             effects.push(Effect::Placement);
@@ -160,7 +173,8 @@ impl Engine {
             // does not (a reader that finds it gone reads the current one).
             let held = self.leases.held(now);
             garbage.inodes.retain(|i| !held.contains(i));
-            if !garbage.is_empty() {
+            // Open transactions may see it: it waits for collection.
+            if !garbage.is_empty() && !self.txs.any_open() {
                 effects.push(Effect::Reclaim(garbage));
             }
         }
@@ -237,8 +251,11 @@ impl Engine {
                 self.synced.remove(id);
             }
         }
+        self.txs.expire(now);
+        self.state.watch(self.txs.any_open());
         let held = self.leases.held(now);
-        if let Some(b) = self.gc.due(self.state.pending_gc(), self.state.pending_chunks(), &held, now) {
+        let keep = self.txs.oldest();
+        if let Some(b) = self.gc.due(self.state.pending_gc(), self.state.pending_chunks(), &held, keep, now) {
             effects.push(Effect::Collect(b));
         }
         effects
@@ -386,6 +403,73 @@ impl Engine {
     pub fn migration(&mut self, now: Duration) -> Progress {
         let state = &self.state;
         self.mover.progress(state, || state.partition_bytes(), now)
+    }
+
+    /// Opens a transaction for client `session` (see [`transactions`]).
+    pub fn tx_begin(&mut self, session: u64, now: Duration) -> u64 {
+        let id = self.txs.begin(session, now);
+        self.state.watch(true);
+        id
+    }
+
+    /// The inode at `path` as transaction `tx` sees it.
+    pub fn tx_stat(&mut self, session: u64, tx: u64, path: &str, now: Duration) -> Result<crate::InodeInfo> {
+        let r = self.txs.stat(&self.state, session, tx, path, now);
+        self.state.watch(self.txs.any_open());
+        r
+    }
+
+    /// Transaction `tx` writes `chunks` of file `inode` (at `path`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn tx_write(
+        &mut self,
+        session: u64,
+        tx: u64,
+        inode: InodeId,
+        path: &str,
+        chunks: &[u64],
+        now: Duration,
+    ) -> Result<()> {
+        let r = self.txs.write(&self.state, session, tx, inode, path, chunks, now);
+        self.state.watch(self.txs.any_open());
+        r
+    }
+
+    /// Ends transaction `tx`: what its commit is (an op to execute and log
+    /// at once, under the same lock), or why it cannot commit.
+    pub fn tx_commit(
+        &mut self,
+        session: u64,
+        tx: u64,
+        task: Option<String>,
+        files: Vec<crate::TxFile>,
+        now: Duration,
+    ) -> Result<Commit> {
+        let r = self.txs.commit(&self.state, session, tx, task, files, now);
+        self.state.watch(self.txs.any_open());
+        r
+    }
+
+    /// Ends transaction `tx` without a commit.
+    pub fn tx_abort(&mut self, session: u64, tx: u64) {
+        self.txs.abort(session, tx);
+        self.state.watch(self.txs.any_open());
+    }
+
+    /// Client `session` still runs transactions `txs` (an error names one it does not).
+    pub fn tx_renew(&mut self, session: u64, txs: &[u64], now: Duration) -> Result<()> {
+        self.txs.renew(session, txs, now)
+    }
+
+    /// Transactions open now.
+    pub fn open_transactions(&self) -> usize {
+        self.txs.open_count()
+    }
+
+    /// Turns the write-write check of commits off or on (only to show that
+    /// a history checker notices the lost updates it lets through).
+    pub fn set_check_writes(&mut self, on: bool) {
+        self.txs.set_check_writes(on);
     }
 
     /// Inodes held open now (for status and tests).

@@ -40,6 +40,7 @@ impl MetaState {
         }
         self.check_attachments()?;
         self.check_inline()?;
+        self.check_tasks()?;
         self.check_workers()
     }
 

@@ -226,6 +226,7 @@ impl MetaState {
         }
         inode.placement = dir.placement;
         let file = matches!(inode.body, Body::File { .. }) && inode.origin.is_none();
+        self.keep_before(id);
         self.inodes.insert(id, inode);
         self.link(parent, name, id);
         self.touch(parent, now);

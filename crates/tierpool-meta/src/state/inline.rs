@@ -108,6 +108,7 @@ impl MetaState {
         let still =
             matches!(&self.node(id).body, Body::File { chunks, .. } if chunks.first().is_some_and(|r| r.is_inline()));
         if !still {
+            self.keep_before(id);
             self.inline.remove(id);
         }
     }

@@ -8,6 +8,7 @@
 
 use super::MetaState;
 use crate::{InodeInfo, InodeKind, Timestamp};
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tierpool_types::{ChunkAttrs, ChunkRef, InodeId, Placement};
@@ -149,7 +150,18 @@ impl MetaState {
 
     /// How `stat` shows a live inode; a file's chunk list only `with_chunks`.
     pub(super) fn info_with(&self, id: InodeId, with_chunks: bool) -> InodeInfo {
-        let n = self.node(id);
+        self.info_of(id, self.node(id), with_chunks.then(|| self.inline_of(id)), with_chunks)
+    }
+
+    /// How `stat` shows inode `id` as `n` (live or as it was before), its
+    /// inline bytes being `inline` (only looked at `with_chunks`).
+    pub(super) fn info_of(
+        &self,
+        id: InodeId,
+        n: &Inode,
+        inline: Option<Option<&Bytes>>,
+        with_chunks: bool,
+    ) -> InodeInfo {
         let mut info = InodeInfo {
             id,
             kind: n.kind(),
@@ -177,7 +189,7 @@ impl MetaState {
                 (info.size, info.chunk_size) = (*size, *chunk_size);
                 if with_chunks {
                     info.chunks = chunks.clone();
-                    info.inline = self.inline_of(id).cloned();
+                    info.inline = inline.flatten().cloned();
                 }
             }
             Body::Region { size, chunk_size } => {
@@ -185,7 +197,8 @@ impl MetaState {
                 info.restoring = self.snapshots.restoring.get(&id).map(|(_, name)| name.clone());
             }
             Body::Dir { children, .. } => {
-                let subdirs = children.values().filter(|c| self.is_dir(**c)).count();
+                // Of a directory as it was, a child may be gone since: not counted.
+                let subdirs = children.values().filter(|c| self.inodes.get(c).is_some_and(Inode::is_dir)).count();
                 info.nlink = u32::try_from(subdirs).unwrap_or(u32::MAX).saturating_add(2);
                 info.size = children.len() as u64;
             }

@@ -41,6 +41,8 @@ pub struct StateView<'a> {
     pub snapshots: &'a BTreeMap<(String, String), Snapshot>,
     /// Region -> the checkpoint (path, name) a restore has not finished bringing back.
     pub restoring: &'a BTreeMap<InodeId, (String, String)>,
+    /// Task ids of committed transactions.
+    pub tasks: &'a BTreeSet<String>,
 }
 
 /// Every field of a state, owned: what a decoded snapshot holds.
@@ -65,6 +67,7 @@ pub struct StateParts {
     pub inline: BTreeMap<InodeId, Bytes>,
     pub snapshots: BTreeMap<(String, String), Snapshot>,
     pub restoring: BTreeMap<InodeId, (String, String)>,
+    pub tasks: BTreeSet<String>,
 }
 
 impl MetaState {
@@ -90,6 +93,7 @@ impl MetaState {
             inline: &self.inline.files,
             snapshots: &self.snapshots.named,
             restoring: &self.snapshots.restoring,
+            tasks: &self.tasks,
         }
     }
 
@@ -114,8 +118,10 @@ impl MetaState {
             attachments: p.attachments,
             inline: super::inline::Inline::of(p.inline),
             snapshots: super::snapshots::Snapshots::of(p.snapshots, p.restoring),
+            tasks: p.tasks,
             placed: Default::default(),
             fresh: Default::default(),
+            before: Default::default(),
         };
         s.check_invariants()?;
         let mut s = s;
@@ -147,6 +153,7 @@ impl StateView<'_> {
             inline: self.inline.clone(),
             snapshots: self.snapshots.clone(),
             restoring: self.restoring.clone(),
+            tasks: self.tasks.clone(),
         }
     }
 }

@@ -51,6 +51,7 @@ impl MetaState {
         let id = self.unlink(parent, name);
         self.touch(parent, now);
         let inodes = self.release(id);
+        self.keep_before(id);
         if let Some(n) = self.inodes.get_mut(&id) {
             n.ctime = now;
         }

@@ -92,6 +92,7 @@ impl MetaState {
         if let Some(old) = replaced {
             self.unlink(dst.dir, dst.name);
             self.release(old);
+            self.keep_before(old);
             if let Some(n) = self.inodes.get_mut(&old) {
                 n.ctime = now;
             }

@@ -45,6 +45,7 @@ impl MetaState {
     }
 
     pub(super) fn node_mut(&mut self, id: InodeId) -> &mut Inode {
+        self.keep_before(id);
         self.inodes.get_mut(&id).unwrap_or_else(|| panic!("inode {id} is referenced but not live"))
     }
 
@@ -168,6 +169,7 @@ impl MetaState {
         let mut stack = vec![id];
         while let Some(i) = stack.pop() {
             if spare.contains(&i) {
+                self.keep_before(i);
                 if let Some(n) = self.inodes.remove(&i) {
                     self.inline.remove(i);
                     gone(i, Some(n));

@@ -586,6 +586,7 @@ impl MetaState {
             body,
         };
         self.placed.0 |= node.placement != Placement::Hash;
+        self.keep_before(id);
         self.inodes.insert(id, node);
         match &f.body {
             FrozenBody::File { chunks, inline, .. } => {

@@ -16,6 +16,15 @@ use super::MetaState;
 use crate::{MetaReply, Timestamp};
 use tierpool_types::{ChunkKey, ChunkRef, Error, ErrorKind, InodeId, Result};
 
+/// What a validated update does: the file's new size, how many of its
+/// chunks are kept from before the cut, and its chunk count after.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct UpdatePlan {
+    new_size: u64,
+    kept: u64,
+    count: u64,
+}
+
 impl MetaState {
     pub(super) fn update_file(
         &mut self,
@@ -25,6 +34,20 @@ impl MetaState {
         updates: &[(u64, ChunkRef)],
         now: Timestamp,
     ) -> Result<MetaReply> {
+        let plan = self.check_update(id, size, truncate, updates)?;
+        self.apply_update(id, plan, updates, now);
+        Ok(MetaReply::Info(self.info(id)))
+    }
+
+    /// Validates an update of file `id` without changing anything: what
+    /// [`MetaState::apply_update`] then does.
+    pub(super) fn check_update(
+        &self,
+        id: InodeId,
+        size: u64,
+        truncate: Option<u64>,
+        updates: &[(u64, ChunkRef)],
+    ) -> Result<UpdatePlan> {
         let n = self.live(id)?;
         let Body::File { size: old_size, chunk_size, chunks } = &n.body else {
             let kind = if n.is_dir() { ErrorKind::IsADirectory } else { ErrorKind::InvalidArgument };
@@ -88,8 +111,13 @@ impl MetaState {
                 )));
             }
         }
-        // Validated: mutate.
-        let Body::File { size: s, chunks, .. } = &mut self.node_mut(id).body else { unreachable!("checked above") };
+        Ok(UpdatePlan { new_size, kept, count })
+    }
+
+    /// Carries out a validated update of file `id`.
+    pub(super) fn apply_update(&mut self, id: InodeId, plan: UpdatePlan, updates: &[(u64, ChunkRef)], now: Timestamp) {
+        let UpdatePlan { new_size, kept, count } = plan;
+        let Body::File { size: s, chunks, .. } = &mut self.node_mut(id).body else { unreachable!("checked before") };
         let old = chunks.clone();
         chunks.truncate(kept as usize);
         chunks.resize(count as usize, ChunkRef::HOLE);
@@ -111,7 +139,6 @@ impl MetaState {
             self.discard(key);
         }
         self.settle_inline(id);
-        Ok(MetaReply::Info(self.info(id)))
     }
 
     pub(super) fn gc_chunks_done(&mut self, keys: &[ChunkKey]) -> MetaReply {

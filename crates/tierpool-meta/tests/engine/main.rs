@@ -8,6 +8,7 @@ mod migration;
 mod orphans;
 mod repair;
 mod speeds;
+mod transactions;
 
 use std::time::Duration;
 use tierpool_meta::engine::{Engine, EngineConfig};
@@ -26,6 +27,7 @@ pub fn config() -> EngineConfig {
         max_moving: 4,
         speed_threshold: 20,
         speed_window: Duration::from_secs(30),
+        tx_max_files: 3,
     }
 }
 

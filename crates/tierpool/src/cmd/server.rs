@@ -40,6 +40,11 @@ pub async fn coordinator(a: CoordinatorArgs) -> Result<()> {
     );
     cfg.inline_max = a.inline_max.0;
     cfg.inline_total = a.inline_total.0;
+    cfg.check_writes = !a.unsafe_no_write_check;
+    cfg.tx_max_files = a.tx_max_files as usize;
+    if a.unsafe_no_write_check {
+        tracing::warn!("transactions commit without the write-write check: updates will be lost");
+    }
     cfg.limits = a.limits.apply(tierpool_net::Limits::default());
     cfg.secret_file = a.secret_file;
     anyhow::ensure!(a.write_back_every.0 >= Duration::from_millis(10), "--write-back-every must be at least 10ms");

@@ -224,7 +224,18 @@ fn meta_op(sample: &MetaOp) -> BoxedStrategy<MetaOp> {
         M::RegionRestore { .. } => {
             (text(), text(), any::<bool>()).prop_map(|(path, name, done)| M::RegionRestore { path, name, done }).boxed()
         }
+        M::Transact { .. } => (proptest::option::of(text()), many(tx_file()))
+            .prop_map(|(task, files)| M::Transact { task, files })
+            .boxed(),
     }
+}
+
+fn tx_file() -> BoxedStrategy<tierpool_meta::TxFile> {
+    // Few chunks per file: the files themselves come `many` at a time.
+    let chunks = prop::collection::vec((num(), chunk_ref()), 0..6);
+    (inode(), num(), proptest::option::of(num()), chunks)
+        .prop_map(|(inode, size, truncate, chunks)| tierpool_meta::TxFile { inode, size, truncate, chunks })
+        .boxed()
 }
 
 fn attachment() -> BoxedStrategy<tierpool_meta::Attachment> {
@@ -368,6 +379,18 @@ fn coord(sample: &CoordRequest) -> BoxedStrategy<CoordRequest> {
         C::RestoreRegion { .. } => (num(), text(), text(), owner())
             .prop_map(|(session, path, name, owner)| C::RestoreRegion { session, path, name, owner })
             .boxed(),
+        C::TxBegin { .. } => num().prop_map(|session| C::TxBegin { session }).boxed(),
+        C::TxStat { .. } => {
+            (num(), num(), text()).prop_map(|(session, tx, path)| C::TxStat { session, tx, path }).boxed()
+        }
+        C::TxWrite { .. } => (num(), num(), inode(), text(), many(num()))
+            .prop_map(|(session, tx, inode, path, chunks)| C::TxWrite { session, tx, inode, path, chunks })
+            .boxed(),
+        C::TxCommit { .. } => (num(), num(), proptest::option::of(text()), many(tx_file()), owner())
+            .prop_map(|(session, tx, task, files, owner)| C::TxCommit { session, tx, task, files, owner })
+            .boxed(),
+        C::TxAbort { .. } => (num(), num()).prop_map(|(session, tx)| C::TxAbort { session, tx }).boxed(),
+        C::TxRenew { .. } => (num(), many(num())).prop_map(|(session, txs)| C::TxRenew { session, txs }).boxed(),
     }
 }
 

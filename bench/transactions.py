@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Transactions: throughput and abort rate against contention, and what a
+transaction costs over the same writes made without one.
+
+Contention: THREADS clients (threads of one process; each call releases the
+GIL) run read-modify-write transactions (read a small file, write it back
+changed) over KEYS files, the file picked uniformly or by a zipfian law
+(s=1.1, a few hot files). An aborted transaction is counted and not
+retried. Overhead: N small files (4 KiB each, existing) rewritten in one
+transaction, against the same N rewrites as plain `put`s (each replacing
+its file) and as one batch (`put_many`).
+
+Writes JSON to stdout. Usage: python3 bench/transactions.py [--seconds S]
+[--threads N] (needs the tierpool package installed: ./scripts/test-python.sh does it).
+"""
+
+import argparse
+import json
+import random
+import statistics
+import threading
+import time
+
+import tierpool
+
+
+def zipf_weights(n, s=1.1):
+    w = [1.0 / (i + 1) ** s for i in range(n)]
+    total = sum(w)
+    return [x / total for x in w]
+
+
+def contention(c, keys, law, threads, seconds):
+    paths = [f"/bench/k{law}-{keys}-{i}" for i in range(keys)]
+    c.put_many({p: b"0" * 64 for p in paths})
+    weights = zipf_weights(keys) if law == "zipf" else None
+    counts = {"committed": 0, "aborted": 0}
+    lock = threading.Lock()
+    stop = time.perf_counter() + seconds
+
+    def run(seed):
+        rng = random.Random(seed)
+        done = aborted = 0
+        while time.perf_counter() < stop:
+            p = rng.choices(paths, weights)[0] if weights else rng.choice(paths)
+            try:
+                with c.transaction() as tx:
+                    v = tx.read(p)
+                    tx.write(p, bytes([(v[0] + 1) % 256]) + v[1:])
+                done += 1
+            except tierpool.Conflict:
+                aborted += 1
+        with lock:
+            counts["committed"] += done
+            counts["aborted"] += aborted
+
+    t0 = time.perf_counter()
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    elapsed = time.perf_counter() - t0
+    for p in paths:
+        c.rm(p)
+    total = counts["committed"] + counts["aborted"]
+    return {
+        "keys": keys,
+        "law": law,
+        "threads": threads,
+        "committed_per_s": round(counts["committed"] / elapsed),
+        "abort_rate": round(counts["aborted"] / max(total, 1), 4),
+    }
+
+
+def overhead(c, n, repeat):
+    paths = [f"/bench/o{n}-{i}" for i in range(n)]
+    for p in paths:
+        c.put(b"\0" * 4096, p)
+    data = b"x" * 4096
+    tx_s, put_s, many_s = [], [], []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        with c.transaction() as tx:
+            for p in paths:
+                tx.write(p, data)
+        tx_s.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        for p in paths:
+            c.put(data, p)
+        put_s.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        c.put_many({p: data for p in paths})
+        many_s.append(time.perf_counter() - t)
+    for p in paths:
+        c.rm(p)
+    out = {
+        "writes": n,
+        "transaction_ms": round(statistics.median(tx_s) * 1e3, 2),
+        "plain_puts_ms": round(statistics.median(put_s) * 1e3, 2),
+    }
+    out["put_many_ms"] = round(statistics.median(many_s) * 1e3, 2)
+    out["transaction_over_puts"] = round(out["transaction_ms"] / out["plain_puts_ms"], 2)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--threads", type=int, default=8)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=5)
+    a = ap.parse_args()
+    out = {"workers": a.workers, "contention": [], "overhead": []}
+    with tierpool.local(workers=a.workers, mem="1GiB", disk="4GiB", set_env=False) as c:
+        c.mkdir("/bench")
+        for keys, law in ((10000, "uniform"), (1000, "zipf"), (100, "uniform"), (10, "uniform"), (10, "zipf")):
+            out["contention"].append(contention(c, keys, law, a.threads, a.seconds))
+        for n in (1, 16, 128):
+            out["overhead"].append(overhead(c, n, a.repeat))
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

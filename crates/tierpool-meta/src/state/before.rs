@@ -1,0 +1,119 @@
+//! What inodes were before the ops changed them, for readers that see the
+//! pool as it was at an earlier moment (transactions, see
+//! `engine::transactions`).
+//!
+//! While watching is on, the first time an op is about to change, create
+//! or remove an inode (or its inline bytes), the state notes the inode as
+//! it was, with its inline bytes ([`Image`]); the engine takes the notes
+//! after every op. A note says what just happened, not what the state is:
+//! two states compare equal whatever their notes hold, and nothing of it
+//! is stored. An op that fails leaves notes of inodes it did not change,
+//! images equal to the live inodes: harmless to a reader of the past.
+//!
+//! A view of the past is the live state seen through images: an inode the
+//! view has an image of is that image (absent if the image says it did not
+//! exist), every other inode is live. [`MetaState::stat_in`] resolves a
+//! path in such a view.
+
+use super::inode::{Body, Inode};
+use super::resolve::path_error;
+use super::MetaState;
+use crate::path::normalize;
+use crate::InodeInfo;
+use bytes::Bytes;
+use std::collections::BTreeMap;
+use tierpool_types::{ChunkRef, Error, ErrorKind, InodeId, Result};
+
+/// An inode as it was at some moment: absent, or its record and inline bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Image {
+    pub(super) inode: Option<Inode>,
+    pub(super) inline: Option<Bytes>,
+}
+
+/// A file as a view sees it: the size and chunk list a write is checked against.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileShape {
+    pub size: u64,
+    pub chunks: Vec<ChunkRef>,
+}
+
+impl Image {
+    /// The file this image is, if it is one.
+    pub fn file(&self) -> Option<FileShape> {
+        match &self.inode.as_ref()?.body {
+            Body::File { size, chunks, .. } => Some(FileShape { size: *size, chunks: chunks.clone() }),
+            _ => None,
+        }
+    }
+}
+
+/// The notes taken since the engine last took them.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Before {
+    on: bool,
+    images: BTreeMap<InodeId, Image>,
+}
+
+impl PartialEq for Before {
+    fn eq(&self, _: &Before) -> bool {
+        true
+    }
+}
+
+impl Eq for Before {}
+
+impl MetaState {
+    /// Turns the notes of changed inodes on or off (off drops any taken).
+    pub fn watch(&mut self, on: bool) {
+        self.before.on = on;
+        if !on {
+            self.before.images.clear();
+        }
+    }
+
+    /// The inodes the ops run since the last call changed, as they were
+    /// before the first of those ops changed each.
+    pub fn take_before(&mut self) -> BTreeMap<InodeId, Image> {
+        std::mem::take(&mut self.before.images)
+    }
+
+    /// Notes inode `id` as it is now, unless noted already since the notes
+    /// were last taken: call before any change of it or of its inline bytes.
+    pub(super) fn keep_before(&mut self, id: InodeId) {
+        if !self.before.on || self.before.images.contains_key(&id) {
+            return;
+        }
+        let image = Image { inode: self.inodes.get(&id).cloned(), inline: self.inline.files.get(&id).cloned() };
+        self.before.images.insert(id, image);
+    }
+
+    /// The inode `id` as it is now.
+    pub fn image(&self, id: InodeId) -> Image {
+        Image { inode: self.inodes.get(&id).cloned(), inline: self.inline.files.get(&id).cloned() }
+    }
+
+    /// The inode at `path` in a view of the past, where `past(id)` is the
+    /// image of an inode changed since (`None`: unchanged, as it is live).
+    /// Paths through `.snapshots` are not seen in views.
+    pub fn stat_in<'a>(&'a self, path: &str, past: &dyn Fn(InodeId) -> Option<&'a Image>) -> Result<InodeInfo> {
+        self.ensure_initialised()?;
+        let comps = normalize(path)?;
+        let seen = |id: InodeId| -> Option<(&'a Inode, Option<&'a Bytes>)> {
+            match past(id) {
+                Some(img) => img.inode.as_ref().map(|n| (n, img.inline.as_ref())),
+                None => self.inodes.get(&id).map(|n| (n, self.inline.files.get(&id))),
+            }
+        };
+        let mut id = InodeId::ROOT;
+        for (i, c) in comps.iter().enumerate() {
+            let (dir, _) = seen(id).ok_or_else(|| path_error(ErrorKind::NotFound, &comps[..=i]))?;
+            let Body::Dir { children, .. } = &dir.body else {
+                return Err(path_error(ErrorKind::NotADirectory, &comps[..i]));
+            };
+            id = *children.get(c).ok_or_else(|| path_error(ErrorKind::NotFound, &comps[..=i]))?;
+        }
+        let (n, inline) = seen(id).ok_or_else(|| Error::new(ErrorKind::NotFound, format!("inode {id} is gone")))?;
+        Ok(self.info_of(id, n, Some(inline), true))
+    }
+}

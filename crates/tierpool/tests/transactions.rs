@@ -1,0 +1,422 @@
+//! Transactions with real processes: snapshot reads that outlive
+//! overwrites and garbage collection, commits all or nothing across files,
+//! the first committer winning, task ids committing once, a coordinator
+//! `kill -9` aborting what was open and keeping what committed; and
+//! list-append histories from several client processes, with a coordinator
+//! and a worker killed during the run, checked for snapshot isolation by
+//! `adya` (which must find lost updates when the write-write check is off).
+
+mod common;
+use common::{data, Pool};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tierpool_client::{Client, Committed, PutOptions};
+use tierpool_types::ErrorKind;
+
+const CHUNK: u64 = 4096;
+
+struct Session {
+    rt: tokio::runtime::Runtime,
+    client: Client,
+}
+
+impl Session {
+    fn new(pool: &Pool) -> Session {
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+        let client = rt.block_on(Client::connect(pool.client_config())).unwrap();
+        Session { rt, client }
+    }
+
+    fn put(&self, path: &str, bytes: &[u8]) {
+        let opts = PutOptions { chunk_size: CHUNK, overwrite: true, ..PutOptions::default() };
+        self.rt.block_on(self.client.put_bytes(path, bytes.to_vec().into(), &opts)).unwrap();
+    }
+
+    fn get(&self, path: &str) -> Vec<u8> {
+        self.rt.block_on(self.client.get_bytes(path)).unwrap()
+    }
+}
+
+#[test]
+fn transactions_read_their_snapshot_commit_atomically_and_first_committer_wins() {
+    let mut pool = Pool::start(2, "16MiB", "64MiB");
+    let s = Session::new(&pool);
+    pool.ok(&["mkdir", "/t"]);
+    let (a0, b0) = (data(1, 3 * CHUNK as usize), data(2, CHUNK as usize + 10));
+    s.put("/t/a", &a0);
+    s.put("/t/b", &b0);
+    let rt = &s.rt;
+
+    // A writer of two files, and a reader that began before it committed.
+    let mut w = rt.block_on(s.client.begin()).unwrap();
+    let mut r = rt.block_on(s.client.begin()).unwrap();
+    rt.block_on(w.write("/t/a", 10, b"AAAA")).unwrap();
+    rt.block_on(w.append("/t/b", b"tail")).unwrap();
+    assert_eq!(&rt.block_on(w.read("/t/a", 8, 8)).unwrap()[..], &[&a0[8..10], b"AAAA", &a0[14..16]].concat()[..]);
+    assert_eq!(s.get("/t/a"), a0, "invisible to others before the commit");
+    assert_eq!(rt.block_on(w.commit(None)).unwrap(), Committed::Now);
+    let mut a1 = a0.clone();
+    a1[10..14].copy_from_slice(b"AAAA");
+    assert_eq!((s.get("/t/a"), s.get("/t/b")), (a1.clone(), [&b0[..], b"tail"].concat()), "both files at once");
+    assert_eq!(rt.block_on(r.read_all("/t/a")).unwrap(), a0, "the reader still sees its snapshot");
+    assert_eq!(rt.block_on(r.read_all("/t/b")).unwrap(), b0);
+
+    // The reader now writes the chunk the writer committed: it lost.
+    let e = rt.block_on(r.write("/t/a", 0, b"x")).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Conflict);
+    assert_eq!(
+        e.message,
+        format!(
+            "/t/a: chunk 0 was rewritten by a transaction that committed after transaction {} began; \
+             it is aborted (first committer wins)",
+            r.id()
+        )
+    );
+    let e = rt.block_on(r.read_all("/t/a")).unwrap_err();
+    assert_eq!((e.kind, e.message), (ErrorKind::Conflict, format!("transaction {} has ended", r.id())));
+
+    // Writers of different chunks of a file both commit; a later one of the same chunk does not.
+    let (mut x, mut y, mut z) = (
+        rt.block_on(s.client.begin()).unwrap(),
+        rt.block_on(s.client.begin()).unwrap(),
+        rt.block_on(s.client.begin()).unwrap(),
+    );
+    rt.block_on(x.write("/t/a", 0, b"x")).unwrap();
+    rt.block_on(y.write("/t/a", CHUNK, b"y")).unwrap();
+    rt.block_on(z.write("/t/a", 1, b"z")).unwrap();
+    assert_eq!(rt.block_on(x.commit(None)).unwrap(), Committed::Now);
+    assert_eq!(rt.block_on(y.commit(None)).unwrap(), Committed::Now);
+    assert_eq!(rt.block_on(z.commit(None)).unwrap_err().kind, ErrorKind::Conflict);
+    let a2 = s.get("/t/a");
+    assert_eq!((a2[0], a2[1], a2[CHUNK as usize]), (b'x', a1[1], b'y'));
+
+    // Of two attempts at one task, one commits and the other is told so.
+    let (mut t1, mut t2) = (rt.block_on(s.client.begin()).unwrap(), rt.block_on(s.client.begin()).unwrap());
+    rt.block_on(t1.truncate("/t/b", 5)).unwrap();
+    rt.block_on(t2.truncate("/t/b", 7)).unwrap();
+    assert_eq!(rt.block_on(t1.commit(Some("job-1/part-3"))).unwrap(), Committed::Now);
+    assert_eq!(rt.block_on(t2.commit(Some("job-1/part-3"))).unwrap(), Committed::Already);
+    assert_eq!(s.get("/t/b"), b0[..5]);
+
+    // A coordinator kill -9 aborts what was open and keeps what committed.
+    let mut open = rt.block_on(s.client.begin()).unwrap();
+    rt.block_on(open.write("/t/a", 0, b"lost")).unwrap();
+    assert_eq!(pool.fresh_status()["transactions"], json!({"open": 1, "tasks": 1}));
+    pool.kill_coordinator();
+    pool.start_coordinator();
+    let e = rt.block_on(open.commit(None)).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Conflict, "{e}");
+    assert!(e.message.contains("is not open"), "{}", e.message);
+    assert_eq!((s.get("/t/a"), s.get("/t/b")), (a2, b0[..5].to_vec()));
+    let again = rt.block_on(s.client.begin()).unwrap();
+    assert_eq!(rt.block_on(again.commit(Some("job-1/part-3"))).unwrap(), Committed::Already, "task ids are logged");
+}
+
+#[test]
+fn a_snapshot_read_outlives_an_overwrite_and_its_garbage_collection() {
+    let pool = Pool::start(2, "16MiB", "64MiB");
+    let s = Session::new(&pool);
+    let old = data(3, 2 * CHUNK as usize);
+    s.put("/f", &old);
+    let mut tx = s.rt.block_on(s.client.begin()).unwrap();
+    // Replaced and removed after the transaction began, then past the
+    // garbage grace period (5 s): the old chunks must still be there.
+    s.put("/f", b"new");
+    s.rt.block_on(s.client.rename("/f", "/g")).unwrap();
+    std::thread::sleep(Duration::from_millis(6500));
+    assert_eq!(s.rt.block_on(tx.read_all("/f")).unwrap(), old);
+    assert_eq!(s.rt.block_on(tx.read_all("/g")).unwrap_err().kind, ErrorKind::NotFound);
+    assert_eq!(s.rt.block_on(tx.commit(None)).unwrap(), Committed::Now, "read-only: never a conflict");
+    assert_eq!(s.get("/g"), b"new");
+}
+
+// ---- list-append histories checked by adya ----
+
+/// Runs one client of a history (a process of its own: this test binary
+/// started again with `TIERPOOL_TX_CLIENT` set); otherwise does nothing.
+#[test]
+fn list_append_client() {
+    let Ok(spec) = std::env::var("TIERPOOL_TX_CLIENT") else { return };
+    let spec: Value = serde_json::from_str(&spec).unwrap();
+    run_client(&spec);
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64
+}
+
+/// The integers of a list file (one per line).
+fn parse(bytes: &[u8]) -> Vec<u64> {
+    String::from_utf8_lossy(bytes).split(['\n', '\0']).filter_map(|s| s.trim().parse().ok()).collect()
+}
+
+fn run_client(spec: &Value) {
+    let id = spec["id"].as_u64().unwrap();
+    let keys = spec["keys"].as_u64().unwrap();
+    let until = Instant::now() + Duration::from_millis(spec["millis"].as_u64().unwrap());
+    let mut cfg = tierpool_client::ClientConfig::new(spec["addr"].as_str().unwrap());
+    cfg.secret_file = Some(PathBuf::from(spec["secret"].as_str().unwrap()));
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let client = rt.block_on(Client::connect(cfg)).unwrap();
+    let mut out = std::fs::File::create(spec["out"].as_str().unwrap()).unwrap();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ (id + 1).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    let mut rand = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let (mut process, mut counter) = (id * 1000, 0u64);
+    while Instant::now() < until {
+        // Read-then-append of one key (what a lost update needs), or a few mixed micro-ops.
+        let mut ops: Vec<(bool, u64, u64)> = Vec::new();
+        let mut op = |append: bool, k: u64, ops: &mut Vec<(bool, u64, u64)>| {
+            counter += 1;
+            ops.push((append, k, id * 1_000_000 + counter));
+        };
+        if rand(2) == 0 {
+            let k = rand(keys);
+            op(false, k, &mut ops);
+            op(true, k, &mut ops);
+        } else {
+            for _ in 0..1 + rand(3) {
+                let (append, k) = (rand(2) == 0, rand(keys));
+                op(append, k, &mut ops);
+            }
+        }
+        let micro =
+            |reads: Option<&Vec<Vec<u64>>>| -> Vec<Value> {
+                let mut r = reads.map(|v| v.iter());
+                ops.iter()
+                    .map(|(append, k, v)| {
+                        if *append {
+                            json!(["append", k, v])
+                        } else {
+                            json!(["r", k, r.as_mut().and_then(|i| i.next())])
+                        }
+                    })
+                    .collect()
+            };
+        // One write per line: a client killed mid-run leaves whole lines (and at most a torn last one).
+        let invoke = json!({"type": "invoke", "process": process, "value": micro(None), "time": now_ns()});
+        out.write_all(format!("{invoke}\n").as_bytes()).unwrap();
+        let outcome: Result<Vec<Vec<u64>>, (bool, String)> = rt.block_on(async {
+            let mut tx = client.begin().await.map_err(|e| (false, e.to_string()))?;
+            let mut reads = Vec::new();
+            for (append, k, v) in &ops {
+                let path = format!("/h/k{k}");
+                if *append {
+                    tx.append(&path, format!("{v}\n").as_bytes()).await.map_err(|e| (false, e.to_string()))?;
+                } else {
+                    reads.push(parse(&tx.read_all(&path).await.map_err(|e| (false, e.to_string()))?));
+                }
+            }
+            match tx.commit(None).await {
+                Ok(_) => Ok(reads),
+                // Refused: nothing of it committed. Anything else: unknown.
+                Err(e) if e.kind == ErrorKind::Conflict => Err((false, e.to_string())),
+                Err(e) => Err((true, e.to_string())),
+            }
+        });
+        let line = match &outcome {
+            Ok(reads) => json!({"type": "ok", "process": process, "value": micro(Some(reads)), "time": now_ns()}),
+            Err((unknown, why)) => {
+                let kind = if *unknown { "info" } else { "fail" };
+                json!({"type": kind, "process": process, "value": micro(None), "time": now_ns(), "error": why})
+            }
+        };
+        out.write_all(format!("{line}\n").as_bytes()).unwrap();
+        match outcome {
+            Err((true, _)) => process += 1,
+            Err((false, _)) => std::thread::sleep(Duration::from_millis(20)),
+            Ok(_) => {}
+        }
+    }
+}
+
+/// What happens to the pool while the clients run.
+#[derive(Clone, Copy, PartialEq)]
+enum Nemesis {
+    None,
+    /// A coordinator and then a worker are killed with -9 and started
+    /// again, and a client process is killed with -9 (its transaction in
+    /// flight, perhaps mid-commit, has an unknown outcome).
+    Kills,
+}
+
+/// Runs `clients` processes appending to and reading `keys` lists for
+/// `millis`, then a final read of every list; returns the history's path,
+/// adya's exit code and output, and the counts of ok and failed transactions.
+fn history(
+    pool: &mut Pool,
+    clients: u64,
+    keys: u64,
+    millis: u64,
+    nemesis: Nemesis,
+) -> (PathBuf, i32, String, usize, usize) {
+    let s = Session::new(pool);
+    pool.ok(&["mkdir", "/h"]);
+    for k in 0..keys {
+        s.put(&format!("/h/k{k}"), b"");
+    }
+    let exe = std::env::current_exe().unwrap();
+    let dir = pool.dir().to_path_buf();
+    let mut children: Vec<_> = (0..clients)
+        .map(|id| {
+            let spec = json!({
+                "id": id, "keys": keys, "millis": millis, "addr": pool.addr,
+                "secret": pool.secret_file(), "out": dir.join(format!("client-{id}.jsonl")),
+            });
+            Command::new(&exe)
+                .args(["--exact", "list_append_client", "--nocapture", "--test-threads", "1"])
+                .env("TIERPOOL_TX_CLIENT", spec.to_string())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    if nemesis == Nemesis::Kills {
+        std::thread::sleep(Duration::from_millis(millis / 4));
+        pool.kill_coordinator();
+        std::thread::sleep(Duration::from_millis(300));
+        pool.start_coordinator();
+        std::thread::sleep(Duration::from_millis(millis / 4));
+        pool.kill_worker(1);
+        std::thread::sleep(Duration::from_millis(300));
+        pool.start_worker(1);
+        std::thread::sleep(Duration::from_millis(millis / 8));
+        children[0].kill().unwrap();
+    }
+    for (id, c) in children.iter_mut().enumerate() {
+        let status = c.wait().unwrap();
+        assert!(status.success() || (id == 0 && nemesis == Nemesis::Kills), "client process {id} failed");
+    }
+    let mut lines: Vec<Value> = Vec::new();
+    for id in 0..clients {
+        let text = std::fs::read_to_string(dir.join(format!("client-{id}.jsonl"))).unwrap();
+        // A killed client's torn last line is dropped, and a transaction it
+        // had begun has an unknown outcome.
+        let mut own: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).collect();
+        if let Some(last) = own.last().filter(|l| l["type"] == "invoke").cloned() {
+            let t = last["time"].as_u64().unwrap() + 1;
+            own.push(json!({"type": "info", "process": last["process"], "value": last["value"], "time": t}));
+        }
+        lines.extend(own);
+    }
+    // The final reads, once every client is done.
+    let final_reads = || -> tierpool_types::Result<Vec<Value>> {
+        s.rt.block_on(async {
+            let mut last = s.client.begin().await?;
+            let mut reads = Vec::new();
+            for k in 0..keys {
+                reads.push(json!(["r", k, parse(&last.read_all(&format!("/h/k{k}")).await?)]));
+            }
+            last.commit(None).await?;
+            Ok(reads)
+        })
+    };
+    // The pool may still be settling after the kills (a worker coming back).
+    let mut tries = 0;
+    let reads = loop {
+        match final_reads() {
+            Ok(r) => break r,
+            Err(e) if tries < 20 => {
+                eprintln!("final reads: {e}; again");
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            Err(e) => panic!("final reads: {e}"),
+        }
+    };
+    let invoke: Vec<Value> = (0..keys).map(|k| json!(["r", k, null])).collect();
+    let t = now_ns();
+    lines.push(json!({"type": "invoke", "process": 999_999, "value": invoke, "time": t}));
+    lines.push(json!({"type": "ok", "process": 999_999, "value": reads, "time": t + 1}));
+    lines.sort_by_key(|l| l["time"].as_u64().unwrap());
+    let ok = lines.iter().filter(|l| l["type"] == "ok").count();
+    let failed = lines.iter().filter(|l| l["type"] == "fail").count();
+    let path = dir.join("history.jsonl");
+    let mut f = std::fs::File::create(&path).unwrap();
+    for (i, mut l) in lines.into_iter().enumerate() {
+        l["index"] = json!(i);
+        writeln!(f, "{l}").unwrap();
+    }
+    let (code, out) = adya(&path);
+    let info = text_count(&path, "\"info\"");
+    eprintln!("{}: {ok} committed, {failed} refused, {info} unknown; adya exit {code}", path.display());
+    (path, code, out, ok, failed)
+}
+
+fn text_count(path: &Path, what: &str) -> usize {
+    std::fs::read_to_string(path).unwrap().matches(what).count()
+}
+
+/// `adya check` of a list-append history for snapshot isolation: exit
+/// code and output. Malformed histories (a value appended twice) count as
+/// anomalies, not as valid.
+fn adya(history: &Path) -> (i32, String) {
+    let bin = std::env::var("TIERPOOL_ADYA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/tierpool/adya/bin/adya"));
+    assert!(bin.exists(), "{}: no adya here; scripts/adya.sh installs it (scripts/test.sh does)", bin.display());
+    let out = Command::new(&bin)
+        .args(["check", "-m", "list-append", "-c", "snapshot-isolation"])
+        .args(["-a", "duplicate-appends,unexpected-txn-micro-op-types"])
+        .arg(history)
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.code().unwrap_or(-1), text)
+}
+
+#[test]
+fn list_append_histories_with_kills_are_snapshot_isolated() {
+    let mut pool = Pool::start_with(3, "32MiB", "128MiB", &["--replicas", "2"]);
+    let (path, code, out, ok, failed) = history(&mut pool, 4, 4, 8000, Nemesis::Kills);
+    assert_eq!(code, 0, "adya found anomalies in {}:\n{out}", path.display());
+    assert!(out.contains("true"), "{out}");
+    // Enough happened for the check to mean something: many commits, and contention.
+    assert!(ok >= 100 && failed >= 5, "{ok} committed, {failed} failed");
+}
+
+#[test]
+fn without_the_write_write_check_adya_finds_lost_updates() {
+    let mut pool = Pool::start_with(2, "32MiB", "128MiB", &["--unsafe-no-write-check"]);
+    let (path, code, out, ok, _) = history(&mut pool, 4, 2, 4000, Nemesis::None);
+    assert!(ok >= 50, "{ok} committed");
+    assert_eq!(code, 1, "adya should flag {}:\n{out}", path.display());
+    assert!(out.contains("lost-update"), "{out}");
+}
+
+#[test]
+fn cuts_extensions_and_hard_links_in_a_transaction() {
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    let s = Session::new(&pool);
+    let rt = &s.rt;
+    let a0 = data(4, 2 * CHUNK as usize);
+    s.put("/a", &a0);
+    // Cut to one chunk, then grown back: the second chunk reads as zeros, before and after the commit.
+    let mut tx = rt.block_on(s.client.begin()).unwrap();
+    rt.block_on(tx.truncate("/a", CHUNK - 7)).unwrap();
+    rt.block_on(tx.truncate("/a", 2 * CHUNK)).unwrap();
+    let want = [&a0[..CHUNK as usize - 7], &vec![0u8; CHUNK as usize + 7][..]].concat();
+    assert_eq!(rt.block_on(tx.read_all("/a")).unwrap(), want);
+    assert_eq!(rt.block_on(tx.commit(None)).unwrap(), Committed::Now);
+    assert_eq!(s.get("/a"), want);
+
+    // Two names of one file are one file to a transaction.
+    let a = rt.block_on(s.client.stat("/a")).unwrap();
+    let root = rt.block_on(s.client.stat("/")).unwrap();
+    rt.block_on(s.client.link_at(a.id, root.id, "alias")).unwrap();
+    let mut tx = rt.block_on(s.client.begin()).unwrap();
+    rt.block_on(tx.write("/a", 0, b"via a")).unwrap();
+    assert_eq!(&rt.block_on(tx.read("/alias", 0, 5)).unwrap()[..], b"via a");
+    rt.block_on(tx.append("/alias", b"!")).unwrap();
+    assert_eq!(rt.block_on(tx.size("/a")).unwrap(), 2 * CHUNK + 1);
+    assert_eq!(rt.block_on(tx.commit(None)).unwrap(), Committed::Now);
+    let got = s.get("/alias");
+    assert_eq!((&got[..5], got.len() as u64, got[got.len() - 1]), (&b"via a"[..], 2 * CHUNK + 1, b'!'));
+}

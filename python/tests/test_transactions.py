@@ -1,0 +1,109 @@
+"""Transactions from Python: reads see the pool as it was when the
+transaction began, writes become visible together at commit, the first
+committer wins (``tierpool.Conflict``), a task id commits once, and
+counters incremented from many threads under retries lose no update."""
+
+from __future__ import annotations
+
+import errno
+import threading
+
+import pytest
+
+import tierpool
+
+
+def test_a_transaction_commits_all_its_files_at_once(client: tierpool.Client, base: str) -> None:
+    a, b = f"{base}/a", f"{base}/b"
+    client.put(b"alpha", a)
+    client.put(b"beta", b)
+    reader = client.transaction()
+    with client.transaction() as tx:
+        tx.write(a, b"A", 0)
+        tx.append(b, b"!")
+        assert tx.read(a) == b"Alpha"
+        assert tx.read(b, 2, 10) == b"ta!"
+        assert client.get(a) == b"alpha", "invisible to others until it commits"
+    assert tx.committed is True
+    assert (client.get(a), client.get(b)) == (b"Alpha", b"beta!")
+    # Begun before the commit: still the old bytes, however often it reads.
+    assert (reader.read(a), reader.read(b), reader.size(b)) == (b"alpha", b"beta", 4)
+    assert reader.commit() is True, "read-only transactions never conflict"
+
+
+def test_an_exception_aborts_and_nothing_is_visible(client: tierpool.Client, base: str) -> None:
+    a = f"{base}/a"
+    client.put(b"kept", a)
+    with pytest.raises(RuntimeError):
+        with client.transaction() as tx:
+            tx.write(a, b"gone")
+            raise RuntimeError("changed my mind")
+    assert tx.committed is None and tx.ended
+    assert client.get(a) == b"kept"
+    with pytest.raises(IsADirectoryError, match="transactions read and write files only"):
+        client.transaction().read(base)
+    with pytest.raises(FileNotFoundError):
+        client.transaction().write(f"{base}/missing", b"x")
+
+
+def test_the_first_committer_wins(client: tierpool.Client, base: str) -> None:
+    a = f"{base}/a"
+    client.put(b"0", a)
+    t1, t2 = client.transaction(), client.transaction()
+    t1.write(a, b"1")
+    t2.read(a)
+    assert t1.commit() is True
+    with pytest.raises(tierpool.Conflict) as e:
+        t2.write(a, b"2")
+    assert isinstance(e.value, OSError) and e.value.errno == errno.ECANCELED
+    assert "first committer wins" in str(e.value)
+    assert t2.ended
+    with pytest.raises(tierpool.Conflict, match="has ended"):
+        t2.commit()
+    assert client.get(a) == b"1"
+
+
+def test_of_the_attempts_at_one_task_exactly_one_commits(client: tierpool.Client, base: str) -> None:
+    out = f"{base}/part-0"
+    client.put(b"", out)
+    attempts = [client.transaction(task_id=f"{base}/map-0") for _ in range(3)]
+    for i, tx in enumerate(attempts):
+        tx.write(out, f"attempt {i}".encode())
+    results = []
+    for tx in attempts:
+        with tx:
+            pass
+        results.append(tx.committed)
+    assert results == [True, False, False]
+    assert client.get(out) == b"attempt 0"
+    with pytest.raises(ValueError, match="a task id is 1 to 256 bytes"):
+        client.transaction().commit(task_id="x" * 257)
+
+
+def test_counters_incremented_from_threads_lose_no_update(client: tierpool.Client, base: str) -> None:
+    counters = [f"{base}/c{i}" for i in range(2)]
+    for c in counters:
+        client.put(b"0", c)
+    per_thread, threads = 15, 4
+    conflicts = []
+
+    def work(seed: int) -> None:
+        for n in range(per_thread):
+            c = counters[(seed + n) % 2]
+            while True:
+                try:
+                    with client.transaction() as tx:
+                        v = int(tx.read(c))
+                        tx.truncate(c, 0)
+                        tx.write(c, str(v + 1).encode())
+                    break
+                except tierpool.Conflict:
+                    conflicts.append(1)
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert sum(int(client.get(c)) for c in counters) == per_thread * threads
+    assert conflicts, "the threads contended (else this proves nothing)"

@@ -1,0 +1,103 @@
+"""The :class:`Transaction`: reads and writes of files under snapshot isolation."""
+
+from types import TracebackType
+from typing import Any, Optional, Type
+
+from tierpool import _native
+
+
+class Transaction:
+    """A transaction over files, from :meth:`tierpool.Client.transaction`.
+
+    Reads see the pool as it was when the transaction began (files changed,
+    renamed or removed since read as they were); writes are seen by this
+    transaction at once and by others only once it commits, all together.
+    The first committer wins: :meth:`commit` raises
+    :class:`tierpool.Conflict` (an ``OSError``) if a transaction that
+    committed after this one began changed a chunk this one wrote, or the
+    size of a file it wrote; a transaction that already lost learns of it at
+    its next write. Read-only transactions never conflict.
+
+    As a context manager it commits when the block ends normally (with the
+    ``task_id`` given to :meth:`~tierpool.Client.transaction`) and aborts
+    when it raises::
+
+        with c.transaction() as tx:
+            n = int(tx.read("/counter") or b"0")
+            tx.write("/counter", str(n + 1).encode().ljust(8))
+
+    Files must exist (create them before); a transaction writes at most
+    1024 files. One left open and unused for the coordinator's hold period
+    (10 s by default) after its client died is aborted.
+    """
+
+    def __init__(self, native: Any, task_id: Optional[str] = None) -> None:
+        self._native = native
+        self._task_id = task_id
+        #: After the end: ``True`` if it committed, ``False`` if another
+        #: transaction of its task id had, ``None`` if it did not commit.
+        self.committed: Optional[bool] = None
+
+    @property
+    def id(self) -> int:
+        """The transaction's id at the coordinator."""
+        return self._native.id
+
+    @property
+    def ended(self) -> bool:
+        """Whether it has ended (committed, aborted, or lost a conflict)."""
+        return self._native.ended
+
+    def read(self, path: str, offset: int = 0, size: int = -1) -> bytes:
+        """``size`` bytes (all if negative) of the file at ``path`` from
+        ``offset``, as this transaction sees them."""
+        return self._native.read(path, offset, size)
+
+    def size(self, path: str) -> int:
+        """The size of the file at ``path``, as this transaction sees it."""
+        return self._native.size(path)
+
+    def write(self, path: str, data: Any, offset: int = 0) -> int:
+        """Writes ``data`` (any bytes-like object) at ``offset`` of the file
+        at ``path``, growing it if needed; returns the bytes written."""
+        return self._native.write(path, data, offset)
+
+    def append(self, path: str, data: Any) -> int:
+        """Appends ``data`` to the file at ``path``; returns the bytes written."""
+        return self._native.append(path, data)
+
+    def truncate(self, path: str, size: int) -> None:
+        """Cuts or extends the file at ``path`` to ``size`` bytes."""
+        self._native.truncate(path, size)
+
+    def commit(self, task_id: Optional[str] = None) -> bool:
+        """Publishes every write at once. Returns ``True``, or ``False`` if a
+        transaction with the same ``task_id`` (1 to 256 bytes) committed
+        before (then nothing of this one is visible: of the attempts at one
+        task, exactly one commits). Raises :class:`tierpool.Conflict` if it
+        lost to an earlier committer. If the coordinator cannot be reached
+        while it commits, ``tierpool.Unavailable`` leaves the outcome
+        unknown: run the task again with the same ``task_id`` to find out."""
+        self.committed = self._native.commit(task_id if task_id is not None else self._task_id)
+        return self.committed
+
+    def abort(self) -> None:
+        """Ends it without committing (nothing of it was ever visible)."""
+        self._native.abort()
+
+    def __enter__(self) -> "Transaction":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        if exc_type is not None:
+            self.abort()
+        elif not self._native.ended:
+            self.commit()
+
+    def __repr__(self) -> str:
+        return f"<tierpool.Transaction {self.id}{' ended' if self.ended else ''}>"
