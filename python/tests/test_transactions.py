@@ -107,3 +107,27 @@ def test_counters_incremented_from_threads_lose_no_update(client: tierpool.Clien
         t.join()
     assert sum(int(client.get(c)) for c in counters) == per_thread * threads
     assert conflicts, "the threads contended (else this proves nothing)"
+
+
+def test_files_opened_in_a_transaction(client: tierpool.Client, base: str) -> None:
+    a = f"{base}/a"
+    client.put(b"0123456789", a)
+    with client.transaction() as tx:
+        with tx.open(a, "r+b") as f:
+            assert f.read(4) == b"0123"
+            f.seek(-2, 2)
+            f.write(b"XYZ")
+            f.seek(0)
+            assert f.read() == b"01234567XYZ"
+        with tx.open(a, "ab") as f:
+            f.write(b"!")
+        with tx.open(a) as f:
+            assert f.read() == b"01234567XYZ!"
+            with pytest.raises(OSError, match="not open for writing"):
+                f.write(b"x")
+        with tx.open(a, "wb") as f:
+            f.write(b"fresh")
+        assert client.get(a) == b"0123456789"
+    assert client.get(a) == b"fresh"
+    with pytest.raises(ValueError, match="a transaction opens files"):
+        client.transaction().open(a, "w")

@@ -28,7 +28,7 @@ a :class:`TierpoolError` subclass named after the tierpool error kind.
 from tierpool._client import Client, connect
 from tierpool._local import local
 from tierpool._region import Region
-from tierpool._transaction import Transaction
+from tierpool._transaction import Transaction, TransactionFile
 from tierpool._native import (
     AlreadyExists,
     Corrupt,
@@ -57,6 +57,7 @@ from tierpool._native import (
 Client.__module__ = __name__
 Region.__module__ = __name__
 Transaction.__module__ = __name__
+TransactionFile.__module__ = __name__
 
 __all__ = [
     "AlreadyExists",
@@ -81,6 +82,7 @@ __all__ = [
     "Busy",
     "Conflict",
     "Transaction",
+    "TransactionFile",
     "Unavailable",
     "__version__",
     "connect",

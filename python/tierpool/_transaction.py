@@ -1,5 +1,6 @@
 """The :class:`Transaction`: reads and writes of files under snapshot isolation."""
 
+import io
 from types import TracebackType
 from typing import Any, Optional, Type
 
@@ -70,6 +71,17 @@ class Transaction:
         """Cuts or extends the file at ``path`` to ``size`` bytes."""
         self._native.truncate(path, size)
 
+    def open(self, path: str, mode: str = "rb") -> "TransactionFile":
+        """A binary file object over the file at ``path`` (which exists) in
+        this transaction: ``"rb"`` reads, ``"r+b"`` reads and writes from the
+        start, ``"ab"`` appends, ``"wb"`` empties it first. Reads and writes
+        go through the transaction (its snapshot, its private writes)."""
+        if mode not in ("rb", "r+b", "rb+", "ab", "wb"):
+            raise ValueError(f"mode {mode!r}: a transaction opens files 'rb', 'r+b', 'ab' or 'wb'")
+        if mode == "wb":
+            self.truncate(path, 0)
+        return TransactionFile(self, path, mode)
+
     def commit(self, task_id: Optional[str] = None) -> bool:
         """Publishes every write at once. Returns ``True``, or ``False`` if a
         transaction with the same ``task_id`` (1 to 256 bytes) committed
@@ -101,3 +113,71 @@ class Transaction:
 
     def __repr__(self) -> str:
         return f"<tierpool.Transaction {self.id}{' ended' if self.ended else ''}>"
+
+
+class TransactionFile(io.RawIOBase):
+    """A file of a :class:`Transaction`, from :meth:`Transaction.open`."""
+
+    def __init__(self, tx: Transaction, path: str, mode: str) -> None:
+        super().__init__()
+        self._tx = tx
+        self.name = path
+        self.mode = mode
+        self._pos = tx.size(path) if mode == "ab" else 0
+
+    def readable(self) -> bool:
+        return self.mode != "ab" and self.mode != "wb"
+
+    def writable(self) -> bool:
+        return self.mode != "rb"
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence == io.SEEK_SET:
+            pos = offset
+        elif whence == io.SEEK_CUR:
+            pos = self._pos + offset
+        elif whence == io.SEEK_END:
+            pos = self._tx.size(self.name) + offset
+        else:
+            raise ValueError(f"whence {whence!r}: SEEK_SET, SEEK_CUR or SEEK_END")
+        if pos < 0:
+            raise ValueError(f"negative seek position {pos}")
+        self._pos = pos
+        return pos
+
+    def read(self, size: int = -1) -> bytes:
+        if not self.readable():
+            raise io.UnsupportedOperation(f"{self.name}: not open for reading")
+        data = self._tx.read(self.name, self._pos, size if size is not None else -1)
+        self._pos += len(data)
+        return data
+
+    def readall(self) -> bytes:
+        return self.read(-1)
+
+    def readinto(self, b: Any) -> int:
+        data = self.read(len(memoryview(b)))
+        memoryview(b).cast("B")[: len(data)] = data
+        return len(data)
+
+    def write(self, b: Any) -> int:
+        if not self.writable():
+            raise io.UnsupportedOperation(f"{self.name}: not open for writing")
+        if self.mode == "ab":
+            self._pos = self._tx.size(self.name)
+        n = self._tx.write(self.name, b, self._pos)
+        self._pos += n
+        return n
+
+    def truncate(self, size: Optional[int] = None) -> int:
+        if not self.writable():
+            raise io.UnsupportedOperation(f"{self.name}: not open for writing")
+        size = self._pos if size is None else size
+        self._tx.truncate(self.name, size)
+        return size
