@@ -1,7 +1,8 @@
 """Transactions from Python: reads see the pool as it was when the
-transaction began, writes become visible together at commit, the first
-committer wins (``tierpool.Conflict``), a task id commits once, and
-counters incremented from many threads under retries lose no update."""
+transaction began, writes and changes of the namespace become visible
+together at commit, the first committer wins (``tierpool.Conflict``), a
+task id commits once, and counters incremented from many threads under
+retries lose no update."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def test_an_exception_aborts_and_nothing_is_visible(client: tierpool.Client, bas
     with pytest.raises(IsADirectoryError, match="transactions read and write files only"):
         client.transaction().read(base)
     with pytest.raises(FileNotFoundError):
-        client.transaction().write(f"{base}/missing", b"x")
+        client.transaction().write(f"{base}/no/such/dir/x", b"x")
 
 
 def test_the_first_committer_wins(client: tierpool.Client, base: str) -> None:
@@ -131,3 +132,52 @@ def test_files_opened_in_a_transaction(client: tierpool.Client, base: str) -> No
     assert client.get(a) == b"fresh"
     with pytest.raises(ValueError, match="a transaction opens files"):
         client.transaction().open(a, "w")
+
+
+def test_new_files_directories_removals_and_moves_commit_together(client: tierpool.Client, base: str) -> None:
+    client.put(b"input", f"{base}/in.csv")
+    client.put(b"stale", f"{base}/stale")
+    with client.transaction() as tx:
+        tx.mkdir(f"{base}/out")
+        with tx.open(f"{base}/out/part-0", "wb") as f:
+            f.write(b"rows 0-9\n")
+        with tx.open(f"{base}/out/part-0", "ab") as f:
+            f.write(b"rows 10-19\n")
+        tx.mv(f"{base}/in.csv", f"{base}/out/in.csv")
+        tx.rm(f"{base}/stale")
+        assert tx.exists(f"{base}/out/part-0") and not tx.exists(f"{base}/in.csv")
+        assert tx.read(f"{base}/out/in.csv") == b"input"
+        with pytest.raises(FileExistsError):
+            tx.mkdir(f"{base}/out")
+        with pytest.raises(FileExistsError):
+            tx.open(f"{base}/out/part-0", "xb")
+        with pytest.raises(FileNotFoundError):
+            tx.open(f"{base}/stale", "rb")
+        assert not client.exists(f"{base}/out"), "invisible to others until it commits"
+    assert tx.committed is True
+    assert client.get(f"{base}/out/part-0") == b"rows 0-9\nrows 10-19\n"
+    assert client.get(f"{base}/out/in.csv") == b"input"
+    assert not client.exists(f"{base}/in.csv") and not client.exists(f"{base}/stale")
+    # Two jobs writing the same marker: the first committer wins.
+    t1, t2 = client.transaction(), client.transaction()
+    t1.write(f"{base}/out/_SUCCESS", b"1")
+    t2.write(f"{base}/out/_SUCCESS", b"2")
+    assert t1.commit() is True
+    with pytest.raises(tierpool.Conflict, match="was made, removed or replaced"):
+        t2.commit()
+    assert client.get(f"{base}/out/_SUCCESS") == b"1"
+    # A removal of a directory left with an entry fails the whole commit.
+    with pytest.raises(OSError) as e:
+        with client.transaction() as tx:
+            tx.write(f"{base}/out/part-0", b"ROWS")
+            tx.mkdir(f"{base}/out/sub")
+            tx.rm(f"{base}/out/sub")
+            tx.write(f"{base}/out/sub2", b"x")
+            tx.rm(f"{base}/out/_SUCCESS")
+            tx.rm(f"{base}/out/in.csv")
+            tx.rm(f"{base}/out/sub2")
+            tx.mkdir(f"{base}/out/keep")
+            tx.rm(f"{base}/out")
+    assert e.value.errno == errno.ENOTEMPTY
+    assert client.get(f"{base}/out/part-0") == b"rows 0-9\nrows 10-19\n"
+    assert not client.exists(f"{base}/out/keep")

@@ -1,5 +1,6 @@
-"""The :class:`Transaction`: reads and writes of files under snapshot isolation."""
+"""The :class:`Transaction`: files and directories under snapshot isolation."""
 
+import errno
 import io
 from types import TracebackType
 from typing import Any, Optional, Type
@@ -11,13 +12,16 @@ class Transaction:
     """A transaction over files, from :meth:`tierpool.Client.transaction`.
 
     Reads see the pool as it was when the transaction began (files changed,
-    renamed or removed since read as they were); writes are seen by this
-    transaction at once and by others only once it commits, all together.
-    The first committer wins: :meth:`commit` raises
-    :class:`tierpool.Conflict` (an ``OSError``) if a transaction that
-    committed after this one began changed a chunk this one wrote, or the
-    size of a file it wrote; a transaction that already lost learns of it at
-    its next write. Read-only transactions never conflict.
+    renamed or removed since read as they were); writes, new files and
+    directories (:meth:`mkdir`), removals (:meth:`rm`) and moves
+    (:meth:`mv`) are seen by this transaction at once and by others only
+    once it commits, all together. The first committer wins:
+    :meth:`commit` raises :class:`tierpool.Conflict` (an ``OSError``) if a
+    transaction that committed after this one began changed a chunk this
+    one wrote, the size of a file it wrote, an entry it made, removed or
+    moved (or its directory), or anything it removed or replaced; a
+    transaction that already lost a write learns of it at its next write.
+    Read-only transactions never conflict.
 
     As a context manager it commits when the block ends normally (with the
     ``task_id`` given to :meth:`~tierpool.Client.transaction`) and aborts
@@ -27,8 +31,10 @@ class Transaction:
             n = int(tx.read("/counter") or b"0")
             tx.write("/counter", str(n + 1).encode().ljust(8))
 
-    Files must exist (create them before); a transaction writes at most
-    1024 files. One left open and unused for the coordinator's hold period
+    Writing to a free path makes a new file there (its directory must
+    exist). A transaction writes, makes, removes or moves at most 1024
+    files and entries. Paths beneath an attached under-store are not read
+    or changed in transactions. One left open and unused for the coordinator's hold period
     (10 s by default) after its client died is aborted.
     """
 
@@ -71,16 +77,44 @@ class Transaction:
         """Cuts or extends the file at ``path`` to ``size`` bytes."""
         self._native.truncate(path, size)
 
+    def exists(self, path: str) -> bool:
+        """Whether ``path`` names a file or directory in this transaction."""
+        return self._native.exists(path)
+
+    def mkdir(self, path: str) -> None:
+        """Makes the directory ``path`` (its parent must exist):
+        ``FileExistsError`` if the path is taken."""
+        self._native.mkdir(path)
+
+    def rm(self, path: str, recursive: bool = False) -> None:
+        """Removes the file or directory at ``path``: a directory must be
+        empty unless ``recursive`` (one this transaction emptied is checked
+        at commit)."""
+        self._native.rm(path, recursive)
+
+    def mv(self, src: str, dst: str) -> None:
+        """Moves the entry at ``src`` to ``dst``, replacing a file there (or
+        an empty directory, by a directory)."""
+        self._native.mv(src, dst)
+
     def open(self, path: str, mode: str = "rb") -> "TransactionFile":
-        """A binary file object over the file at ``path`` (which exists) in
-        this transaction: ``"rb"`` reads, ``"r+b"`` reads and writes from the
-        start, ``"ab"`` appends, ``"wb"`` empties it first. Reads and writes
-        go through the transaction (its snapshot, its private writes)."""
-        if mode not in ("rb", "r+b", "rb+", "ab", "wb"):
-            raise ValueError(f"mode {mode!r}: a transaction opens files 'rb', 'r+b', 'ab' or 'wb'")
+        """A binary file object over the file at ``path`` in this
+        transaction: ``"rb"`` reads, ``"r+b"`` reads and writes from the
+        start, ``"ab"`` appends, ``"wb"`` empties it first, ``"xb"`` makes
+        it (``FileExistsError`` if the path is taken); ``"wb"`` and ``"ab"``
+        make a file at a free path too. Reads and writes go through the
+        transaction (its snapshot, its private writes)."""
+        if mode not in ("rb", "r+b", "rb+", "ab", "wb", "xb"):
+            raise ValueError(f"mode {mode!r}: a transaction opens files 'rb', 'r+b', 'ab', 'wb' or 'xb'")
+        if mode in ("rb", "r+b", "rb+"):
+            self.size(path)  # FileNotFoundError, IsADirectoryError
+        if mode == "xb" and self.exists(path):
+            raise FileExistsError(errno.EEXIST, f"{path}: file exists")
+        if mode in ("wb", "ab", "xb"):
+            self.write(path, b"")
         if mode == "wb":
             self.truncate(path, 0)
-        return TransactionFile(self, path, mode)
+        return TransactionFile(self, path, "wb" if mode == "xb" else mode)
 
     def commit(self, task_id: Optional[str] = None) -> bool:
         """Publishes every write at once. Returns ``True``, or ``False`` if a

@@ -17,7 +17,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tierpool_meta::engine::transactions::Commit;
 use tierpool_meta::engine::{Effect, Engine, Sweep};
-use tierpool_meta::{Garbage, MetaOp, MetaReply, MetaState, Owner, TxFile};
+use tierpool_meta::{Garbage, MetaOp, MetaReply, MetaState, Owner, TxFile, TxNs};
 use tierpool_net::{Credentials, Handler, Pool, PoolConfig};
 use tierpool_proto::{
     AttachedDir, AttachmentStatus, CoordRequest, CoordResponse, InlineStatus, Layout, PoolStatus, SnapshotStatus,
@@ -438,13 +438,13 @@ impl Coordinator {
         session: u64,
         tx: u64,
         task: Option<String>,
-        files: Vec<TxFile>,
+        (files, ns): (Vec<TxFile>, Vec<TxNs>),
         owner: Owner,
     ) -> Result<CoordResponse> {
         let now = self.now();
         let (applied, already, lsn) = {
             let mut g = self.inner.lock();
-            match g.engine.tx_commit(session, tx, task, files, now)? {
+            match g.engine.tx_commit(session, tx, task, files, ns, now)? {
                 Commit::Run(op) => (Some(self.apply(&mut g, op, owner)?), false, 0),
                 Commit::Nothing => (None, false, g.lsn),
                 // The other attempt's commit may still be on its way to disk.
@@ -653,8 +653,8 @@ impl Coordinator {
                 self.inner.lock().engine.tx_write(session, tx, inode, &path, &chunks, self.now())?;
                 Ok(CoordResponse::Done)
             }
-            CoordRequest::TxCommit { session, tx, task, files, owner } => {
-                self.tx_commit(session, tx, task, files, owner).await
+            CoordRequest::TxCommit { session, tx, task, files, ns, owner } => {
+                self.tx_commit(session, tx, task, (files, ns), owner).await
             }
             CoordRequest::TxAbort { session, tx } => {
                 self.inner.lock().engine.tx_abort(session, tx);

@@ -159,7 +159,16 @@ fn a_coordinator_recovers_from_golden_files() {
         let (state, lsn, _writer) = log::open(&meta).unwrap();
         assert_eq!((lsn, dump::dump(&state)), (LOG_V12_RECORDS, expected("state-log-v12.txt")), "{file}");
     }
+    let dir = tempfile::tempdir().unwrap();
+    let meta = dir.path().join("meta");
+    std::fs::create_dir_all(&meta).unwrap();
+    std::fs::copy(golden("log-v13"), meta.join(format!("log-{:020}", 1))).unwrap();
+    let (state, lsn, _writer) = log::open(&meta).unwrap();
+    assert_eq!((lsn, dump::dump(&state)), (LOG_V13_RECORDS, expected("state-log-v13.txt")), "log-v13");
 }
+
+/// Records in `log-v13`.
+const LOG_V13_RECORDS: u64 = 119;
 
 /// Records in `log-v12`.
 const LOG_V12_RECORDS: u64 = 111;
@@ -880,7 +889,7 @@ fn log_v12_replays_to_its_state_and_encodes_to_the_same_bytes() {
     assert_eq!(dump::dump(&state), expected("state-log-v12.txt"));
     let mut again = Vec::new();
     for r in &recs {
-        encode_record(r, &mut again);
+        encode_record_in(12, r, &mut again).unwrap();
     }
     assert!(again == seg, "log records of version 12 no longer encode as they did");
     let commits = |r: &&LogRecord| matches!(r.op, MetaOp::Transact { .. });
@@ -902,6 +911,63 @@ fn snapshot_v12_decodes_to_its_state_and_encodes_to_the_same_bytes() {
     for v in 2..=11 {
         assert!(encode_snapshot_in(v, lsn, &state).is_err(), "snapshot version {v}");
     }
+}
+
+#[test]
+fn log_v13_replays_to_its_state_and_encodes_to_the_same_bytes() {
+    let seg = read("log-v13");
+    let recs = records(&seg);
+    assert_eq!(recs.len() as u64, LOG_V13_RECORDS);
+    assert_eq!(recs[..LOG_V12_RECORDS as usize], records(&read("log-v12"))[..], "the records of log-v12 come first");
+    let state = replay(&recs);
+    state.check_invariants().unwrap();
+    assert_eq!(dump::dump(&state), expected("state-log-v13.txt"));
+    let mut again = Vec::new();
+    for r in &recs {
+        encode_record(r, &mut again);
+    }
+    assert!(again == seg, "log records of version 13 no longer encode as they did");
+    let steps = |r: &&LogRecord| matches!(&r.op, MetaOp::Transact { ns, .. } if !ns.is_empty());
+    assert_eq!(recs.iter().filter(steps).count(), 2);
+    for r in recs.iter().filter(steps) {
+        assert!(encode_record_in(12, r, &mut Vec::new()).is_err());
+    }
+    // Its state has a snapshot form in the current snapshot version.
+    let (lsn, again) = decode_snapshot(&encode_snapshot(LOG_V13_RECORDS, &state)).unwrap();
+    assert_eq!((lsn, again), (LOG_V13_RECORDS, state));
+}
+
+/// The records of `log-v13`: those of `log-v12`, then a transaction that
+/// makes a directory and a file in it (of one chunk), moves `/ledger`
+/// into it and writes `/index`, and one that removes the directory's
+/// tree after renaming it, with a task id.
+fn log_v13_records() -> Vec<LogRecord> {
+    use tierpool_meta::{TxFile, TxNs};
+    use tierpool_types::{ChunkRef, InodeId};
+    let mut recs = log_v12_records();
+    let mut state = replay(&recs);
+    push(&mut recs, &mut state, MetaOp::AllocInodes { count: 3 });
+    let first = state.next_inode().0 - 3;
+    let index = state.stat("/index").unwrap().id;
+    let r = |version: u64, len: u64, checksum: u32| ChunkRef { version, len, checksum, home: None };
+    let made = TxFile { inode: InodeId(first), size: 5, truncate: None, chunks: vec![(0, r(first + 1, 5, 0x51))] };
+    let steps = vec![
+        TxNs::Mkdir { path: "/out".into(), mode: 0o750 },
+        TxNs::Create { path: "/out/part-0".into(), mode: 0o640, chunk_size: 4096, file: made },
+        TxNs::Rename { from: "/ledger".into(), to: "/out/ledger".into() },
+    ];
+    let write = TxFile { inode: index, size: 100, truncate: None, chunks: vec![(0, r(first + 2, 100, 0x52))] };
+    push(&mut recs, &mut state, MetaOp::Transact { task: None, files: vec![write], ns: steps });
+    let steps = vec![
+        TxNs::Rename { from: "/out".into(), to: "/done".into() },
+        TxNs::Remove { path: "/done".into(), recursive: true },
+    ];
+    push(&mut recs, &mut state, MetaOp::Transact { task: Some("clean".into()), files: Vec::new(), ns: steps });
+    // Padding to a round count: directories made outside transactions.
+    for d in ["/p1", "/p2", "/p3", "/p4", "/p5"] {
+        push(&mut recs, &mut state, MetaOp::Mkdir { path: d.into(), parents: false, mode: 0o755 });
+    }
+    recs
 }
 
 /// The records of `log-v12`: those of `log-v11`, then two files, a
@@ -936,11 +1002,11 @@ fn log_v12_records() -> Vec<LogRecord> {
     let v = state.next_inode().0 - 1;
     let r = |len: u64, checksum: u32| ChunkRef { version: v, len, checksum, home: None };
     let one = TxFile { inode: a, size: 2 * 4096, truncate: None, chunks: vec![(1, r(4096, 0x41))] };
-    push(&mut recs, &mut state, MetaOp::Transact { task: Some("reduce-3".into()), files: vec![one] });
+    push(&mut recs, &mut state, MetaOp::Transact { task: Some("reduce-3".into()), files: vec![one], ns: Vec::new() });
     let grow = TxFile { inode: a, size: 3 * 4096 + 10, truncate: None, chunks: vec![(3, r(10, 0x42))] };
     let cut = TxFile { inode: b, size: 100, truncate: Some(100), chunks: vec![(0, r(100, 0x43))] };
-    push(&mut recs, &mut state, MetaOp::Transact { task: None, files: vec![grow, cut] });
-    push(&mut recs, &mut state, MetaOp::Transact { task: Some("report".into()), files: Vec::new() });
+    push(&mut recs, &mut state, MetaOp::Transact { task: None, files: vec![grow, cut], ns: Vec::new() });
+    push(&mut recs, &mut state, MetaOp::Transact { task: Some("report".into()), files: Vec::new(), ns: Vec::new() });
     recs
 }
 
@@ -949,16 +1015,16 @@ fn log_v12_records() -> Vec<LogRecord> {
 #[test]
 #[ignore = "writes the golden files of a new version: TIERPOOL_WRITE_GOLDEN=1 cargo test --test golden -- --ignored"]
 fn write_missing_golden_files_of_the_current_versions() {
-    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v12").exists() {
+    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v13").exists() {
         return;
     }
-    let recs = log_v12_records();
+    // The snapshot format did not change with log record version 13.
+    let recs = log_v13_records();
     let (mut seg, mut state) = (Vec::new(), MetaState::new());
     for r in &recs {
         state.execute_as(&r.op, r.owner, r.time).unwrap();
         encode_record(r, &mut seg);
     }
-    std::fs::write(golden("log-v12"), seg).unwrap();
-    std::fs::write(golden("snapshot-v12"), encode_snapshot(recs.len() as u64, &state)).unwrap();
-    std::fs::write(golden("state-log-v12.txt"), dump::dump(&state)).unwrap();
+    std::fs::write(golden("log-v13"), seg).unwrap();
+    std::fs::write(golden("state-log-v13.txt"), dump::dump(&state)).unwrap();
 }

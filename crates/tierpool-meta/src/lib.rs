@@ -13,12 +13,13 @@
 
 pub mod engine;
 mod ops;
+pub mod overlay;
 mod path;
 mod room;
 mod state;
 mod under;
 
-pub use ops::{DirEntry, DirName, InodeInfo, InodeKind, MetaOp, MetaReply, NewNode, TxFile, WorkerRecord};
+pub use ops::{DirEntry, DirName, InodeInfo, InodeKind, MetaOp, MetaReply, NewNode, TxFile, TxNs, WorkerRecord};
 pub use path::{check_name, normalize};
 pub use room::{choose_to_free, RoomCandidate};
 pub use state::inode::{Body, Inode, Owner};

@@ -256,13 +256,15 @@ pub enum MetaOp {
     /// Reply: [`MetaReply::Info`]: with `done: false` of the checkpoint
     /// (its chunk versions), with `done: true` of the region.
     RegionRestore { path: String, name: String, done: bool },
-    /// Commits a transaction's writes of files, all or none (see
-    /// `state/transact.rs`): each entry is an `UpdateFile` of a distinct
-    /// file, validated all before any is applied. With `task`, fails
-    /// `AlreadyExists` if a transaction of that task id committed before,
-    /// and records it otherwise. Write-write conflicts are the engine's to
-    /// check before it runs this. Reply: [`MetaReply::Done`].
-    Transact { task: Option<String>, files: Vec<TxFile> },
+    /// Commits a transaction's writes of files and its changes of the
+    /// namespace, all or none (see `state/transact.rs`): each of `files`
+    /// is an `UpdateFile` of a distinct file that existed before; then the
+    /// steps of `ns` run in order, as the ops they name would. With
+    /// `task`, fails `AlreadyExists` if a transaction of that task id
+    /// committed before, and records it otherwise. Write-write conflicts
+    /// are the engine's to check before it runs this. Reply:
+    /// [`MetaReply::Done`].
+    Transact { task: Option<String>, files: Vec<TxFile>, ns: Vec<TxNs> },
 }
 
 impl MetaOp {
@@ -294,6 +296,31 @@ pub struct TxFile {
     pub size: u64,
     pub truncate: Option<u64>,
     pub chunks: Vec<(u64, ChunkRef)>,
+}
+
+/// One change of the namespace made in a transaction, by path in the
+/// namespace as the transaction's earlier steps left it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TxNs {
+    /// `Mkdir` of one directory (its parent exists).
+    Mkdir { path: String, mode: u32 },
+    /// A new file at a free path, with the reserved id `file.inode`, made
+    /// of `file`'s chunks (as `UpdateFile` of an empty file).
+    Create { path: String, mode: u32, chunk_size: u64, file: TxFile },
+    /// `Remove`.
+    Remove { path: String, recursive: bool },
+    /// `Rename`.
+    Rename { from: String, to: String },
+}
+
+impl TxNs {
+    /// The paths the step names (its source first).
+    pub fn paths(&self) -> Vec<&str> {
+        match self {
+            TxNs::Mkdir { path, .. } | TxNs::Create { path, .. } | TxNs::Remove { path, .. } => vec![path],
+            TxNs::Rename { from, to } => vec![from, to],
+        }
+    }
 }
 
 /// What `MakeAt` creates.

@@ -48,6 +48,7 @@ mod rename;
 mod resolve;
 mod snapshots;
 mod transact;
+mod undo;
 pub use snapshots::{Frozen, FrozenBody, Snapshot, SnapshotSummary, SNAPSHOTS};
 pub use transact::{already_committed, check_task, MAX_TASK_ID};
 mod under;
@@ -331,7 +332,7 @@ impl MetaState {
                 self.checkpoint(&writable(path)?, name, (*inode, *version), chunks, now)
             }
             MetaOp::RegionRestore { path, name, done } => self.region_restore(&writable(path)?, name, *done, now),
-            MetaOp::Transact { task, files } => self.transact(task.as_deref(), files, now),
+            MetaOp::Transact { task, files, ns } => self.transact(task.as_deref(), files, ns, owner, now),
         }
     }
 

@@ -2,7 +2,7 @@
 //! membership (heartbeats), the layout clients route chunks by, holds.
 
 use serde::{Deserialize, Serialize};
-use tierpool_meta::{DirEntry, DirName, InodeInfo, MetaOp, MetaReply, Owner, TxFile, WorkerRecord};
+use tierpool_meta::{DirEntry, DirName, InodeInfo, MetaOp, MetaReply, Owner, TxFile, TxNs, WorkerRecord};
 use tierpool_placement::PartitionTable;
 use tierpool_types::{InodeId, Result, WorkerId};
 
@@ -73,9 +73,9 @@ pub enum CoordRequest {
     /// commit changed them since it began.
     TxWrite { session: u64, tx: u64, inode: InodeId, path: String, chunks: Vec<u64> },
     /// Commits transaction `tx`, as `owner`: its writes (chunk versions
-    /// already stored) and task id. `TxCommitted`, or `Conflict`; either
-    /// way the transaction ends.
-    TxCommit { session: u64, tx: u64, task: Option<String>, files: Vec<TxFile>, owner: Owner },
+    /// already stored), its namespace steps in order, and task id.
+    /// `TxCommitted`, or `Conflict`; either way the transaction ends.
+    TxCommit { session: u64, tx: u64, task: Option<String>, files: Vec<TxFile>, ns: Vec<TxNs>, owner: Owner },
     /// Ends transaction `tx` without committing: `Done`.
     TxAbort { session: u64, tx: u64 },
     /// Client `session` still runs transactions `txs`: `Done`, or

@@ -84,8 +84,9 @@ impl Transaction {
         on_open!(py, self, |tx| tx.size(&path))
     }
 
-    /// Writes the bytes of `data` at `offset` of the file at `path` (which
-    /// exists); visible to this transaction now, to others once it commits.
+    /// Writes the bytes of `data` at `offset` of the file at `path` (made
+    /// if the path is free); visible to this transaction now, to others
+    /// once it commits.
     #[pyo3(signature = (path, data, offset=0))]
     fn write(&self, py: Python<'_>, path: &str, data: &Bound<'_, PyAny>, offset: u64) -> PyResult<usize> {
         let path = clean_path(path);
@@ -106,6 +107,31 @@ impl Transaction {
     fn truncate(&self, py: Python<'_>, path: &str, size: u64) -> PyResult<()> {
         let path = clean_path(path);
         on_open!(py, self, |tx| tx.truncate(&path, size))
+    }
+
+    /// Whether `path` names a file or directory in this transaction.
+    fn exists(&self, py: Python<'_>, path: &str) -> PyResult<bool> {
+        let path = clean_path(path);
+        on_open!(py, self, |tx| tx.exists(&path))
+    }
+
+    /// Makes the directory `path` (its parent exists).
+    fn mkdir(&self, py: Python<'_>, path: &str) -> PyResult<()> {
+        let path = clean_path(path);
+        on_open!(py, self, |tx| tx.mkdir(&path))
+    }
+
+    /// Removes the entry at `path` (a directory's tree with `recursive`).
+    #[pyo3(signature = (path, recursive=false))]
+    fn rm(&self, py: Python<'_>, path: &str, recursive: bool) -> PyResult<()> {
+        let path = clean_path(path);
+        on_open!(py, self, |tx| tx.rm(&path, recursive))
+    }
+
+    /// Moves the entry at `src` to `dst`.
+    fn mv(&self, py: Python<'_>, src: &str, dst: &str) -> PyResult<()> {
+        let (src, dst) = (clean_path(src), clean_path(dst));
+        on_open!(py, self, |tx| tx.mv(&src, &dst))
     }
 
     /// Commits: `True` if this transaction's writes are now visible, all at

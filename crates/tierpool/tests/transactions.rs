@@ -420,3 +420,101 @@ fn cuts_extensions_and_hard_links_in_a_transaction() {
     let got = s.get("/alias");
     assert_eq!((&got[..5], got.len() as u64, got[got.len() - 1]), (&b"via a"[..], 2 * CHUNK + 1, b'!'));
 }
+
+#[test]
+fn a_transaction_makes_removes_and_moves_entries_all_at_once() {
+    let mut pool = Pool::start(2, "16MiB", "64MiB");
+    let s = Session::new(&pool);
+    let rt = &s.rt;
+    pool.ok(&["mkdir", "/in"]);
+    pool.ok(&["mkdir", "/keep"]);
+    let (a0, old0) = (data(3, 2 * CHUNK as usize), data(4, 100));
+    s.put("/in/a", &a0);
+    s.put("/in/old", &old0);
+    s.put("/keep/k", b"k");
+
+    // A job's output: a directory, a file of two chunks in it, an input
+    // moved beside it, and a stale file removed; seen by the job at once.
+    let part = data(5, (4 << 20) + 1000);
+    let mut tx = rt.block_on(s.client.begin()).unwrap();
+    rt.block_on(tx.mkdir("/out")).unwrap();
+    rt.block_on(tx.write("/out/part-0", 0, &part)).unwrap();
+    rt.block_on(tx.mv("/in/a", "/out/a")).unwrap();
+    rt.block_on(tx.write("/out/a", 0, b"moved")).unwrap();
+    rt.block_on(tx.rm("/in/old", false)).unwrap();
+    assert_eq!(rt.block_on(tx.read_all("/out/part-0")).unwrap(), part);
+    assert_eq!(rt.block_on(tx.read("/out/a", 0, 8)).unwrap(), [b"moved", &a0[5..8]].concat());
+    assert!(!rt.block_on(tx.exists("/in/a")).unwrap() && !rt.block_on(tx.exists("/in/old")).unwrap());
+    // Checked as they are made, against the transaction's own namespace.
+    let e = rt.block_on(tx.mkdir("/out")).unwrap_err();
+    assert_eq!((e.kind, e.message.as_str()), (ErrorKind::AlreadyExists, "/out: file exists"));
+    let e = rt.block_on(tx.read_all("/in/a")).unwrap_err();
+    assert_eq!((e.kind, e.message.as_str()), (ErrorKind::NotFound, "/in/a: no such file in this transaction"));
+    let e = rt.block_on(tx.rm("/keep", false)).unwrap_err();
+    assert_eq!((e.kind, e.message.as_str()), (ErrorKind::DirectoryNotEmpty, "/keep: directory not empty"));
+    let e = rt.block_on(tx.mv("/out", "/out/deeper")).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidArgument, "{e}");
+    // Others see none of it before the commit, all of it after.
+    assert_eq!(pool.ok(&["ls", "/"]).lines().filter(|l| l.contains("out")).count(), 0);
+    assert_eq!(s.get("/in/a"), a0);
+    assert_eq!(rt.block_on(tx.commit(None)).unwrap(), Committed::Now);
+    assert_eq!(s.get("/out/part-0"), part);
+    assert_eq!(s.get("/out/a"), [b"moved", &a0[5..]].concat());
+    let gone = |p: &str| rt.block_on(s.client.stat(p)).unwrap_err().kind;
+    assert_eq!((gone("/in/a"), gone("/in/old")), (ErrorKind::NotFound, ErrorKind::NotFound));
+
+    // Two transactions making the same path: the first committer wins.
+    let (mut x, mut y) = (rt.block_on(s.client.begin()).unwrap(), rt.block_on(s.client.begin()).unwrap());
+    rt.block_on(x.write("/out/_SUCCESS", 0, b"x")).unwrap();
+    rt.block_on(y.write("/out/_SUCCESS", 0, b"y")).unwrap();
+    assert_eq!(rt.block_on(x.commit(None)).unwrap(), Committed::Now);
+    let e = rt.block_on(y.commit(None)).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Conflict, "{e}");
+    assert!(e.message.starts_with("/out/_SUCCESS: was made, removed or replaced by a transaction"), "{e}");
+    assert_eq!(s.get("/out/_SUCCESS"), b"x");
+
+    // A commit whose step no longer applies changes nothing, writes included.
+    let mut z = rt.block_on(s.client.begin()).unwrap();
+    rt.block_on(z.write("/out/a", 0, b"ZZZZZ")).unwrap();
+    rt.block_on(z.mkdir("/in/sub")).unwrap();
+    rt.block_on(z.rm("/in", false)).unwrap(); // emptied here: checked at commit
+    let e = rt.block_on(z.commit(None)).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::DirectoryNotEmpty, "{e}");
+    assert_eq!(s.get("/out/a"), [b"moved", &a0[5..]].concat());
+    assert_eq!(gone("/in/sub"), ErrorKind::NotFound);
+
+    // What committed survives a coordinator kill -9 (replayed from the log).
+    pool.kill_coordinator();
+    pool.start_coordinator();
+    assert_eq!(s.get("/out/part-0"), part);
+    assert_eq!(s.get("/out/_SUCCESS"), b"x");
+    assert_eq!(gone("/in/a"), ErrorKind::NotFound);
+}
+
+#[test]
+fn namespace_changes_never_drop_another_commit_s_changes() {
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    let s = Session::new(&pool);
+    let rt = &s.rt;
+    pool.ok(&["mkdir", "/job"]);
+    s.put("/job/log", b"one\n");
+    s.put("/job/keep", b"k");
+    // A cleanup that began before another commit appended to the log loses.
+    let mut clean = rt.block_on(s.client.begin()).unwrap();
+    let mut append = rt.block_on(s.client.begin()).unwrap();
+    rt.block_on(append.append("/job/log", b"two\n")).unwrap();
+    rt.block_on(clean.rm("/job", true)).unwrap();
+    assert_eq!(rt.block_on(append.commit(None)).unwrap(), Committed::Now);
+    let e = rt.block_on(clean.commit(None)).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Conflict, "{e}");
+    assert!(e.message.starts_with("/job: was changed (or something beneath it) by a transaction"), "{e}");
+    assert_eq!(s.get("/job/log"), b"one\ntwo\n");
+    // Moving onto a directory with entries, and into .snapshots, are refused at once.
+    let mut tx = rt.block_on(s.client.begin()).unwrap();
+    rt.block_on(tx.mkdir("/other")).unwrap();
+    let e = rt.block_on(tx.mv("/other", "/job")).unwrap_err();
+    assert_eq!((e.kind, e.message.as_str()), (ErrorKind::DirectoryNotEmpty, "/job: directory not empty"));
+    let e = rt.block_on(tx.write("/job/.snapshots/x", 0, b"x")).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::ReadOnly, "{e}");
+    rt.block_on(tx.abort()).unwrap();
+}

@@ -7,11 +7,12 @@
 
 use super::frozen::ChunkRefV1;
 use super::log_v11::{OpV11, RecordV11};
+use super::log_v13::{file_of, file_v12};
 use super::snapshot_v2::OwnerV2;
 use super::LogRecord;
 use serde::{Deserialize, Serialize};
-use tierpool_meta::{MetaOp, Owner, TxFile};
-use tierpool_types::{ChunkRef, InodeId, Result};
+use tierpool_meta::{MetaOp, Owner};
+use tierpool_types::{Error, Result};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordV12 {
@@ -46,18 +47,14 @@ impl TryFrom<&LogRecord> for RecordV12 {
     fn try_from(r: &LogRecord) -> Result<Self> {
         let owner = OwnerV2 { uid: r.owner.uid, gid: r.owner.gid };
         let op = match &r.op {
-            MetaOp::Transact { task, files } => OpV12::Transact {
-                task: task.clone(),
-                files: files
-                    .iter()
-                    .map(|f| TxFileV12 {
-                        inode: f.inode.0,
-                        size: f.size,
-                        truncate: f.truncate,
-                        chunks: f.chunks.iter().map(|(i, r)| (*i, ChunkRefV1::from(*r), r.home)).collect(),
-                    })
-                    .collect(),
-            },
+            MetaOp::Transact { ns, .. } if !ns.is_empty() => {
+                return Err(Error::invalid(
+                    "a transaction that changed the namespace has no log record version 12 form",
+                ))
+            }
+            MetaOp::Transact { task, files, .. } => {
+                OpV12::Transact { task: task.clone(), files: files.iter().map(file_v12).collect() }
+            }
             _ => OpV12::V11(RecordV11::try_from(r)?.op),
         };
         Ok(RecordV12 { lsn: r.lsn, time: r.time, owner, op })
@@ -69,22 +66,9 @@ impl TryFrom<RecordV12> for LogRecord {
     fn try_from(r: RecordV12) -> Result<Self> {
         let op = match r.op {
             OpV12::V11(op) => return LogRecord::try_from(RecordV11 { lsn: r.lsn, time: r.time, owner: r.owner, op }),
-            OpV12::Transact { task, files } => MetaOp::Transact {
-                task,
-                files: files
-                    .into_iter()
-                    .map(|f| TxFile {
-                        inode: InodeId(f.inode),
-                        size: f.size,
-                        truncate: f.truncate,
-                        chunks: f
-                            .chunks
-                            .into_iter()
-                            .map(|(i, c, home)| (i, ChunkRef { home, ..ChunkRef::from(c) }))
-                            .collect(),
-                    })
-                    .collect(),
-            },
+            OpV12::Transact { task, files } => {
+                MetaOp::Transact { task, files: files.into_iter().map(file_of).collect(), ns: Vec::new() }
+            }
         };
         let owner = Owner { uid: r.owner.uid, gid: r.owner.gid };
         Ok(LogRecord { lsn: r.lsn, time: r.time, owner, op })

@@ -25,6 +25,7 @@ pub mod log_v1;
 pub mod log_v10;
 pub mod log_v11;
 pub mod log_v12;
+pub mod log_v13;
 pub mod log_v2;
 pub mod log_v3;
 pub mod log_v4;
@@ -54,7 +55,7 @@ use tierpool_meta::{MetaOp, MetaState, Owner};
 use tierpool_types::{Error, ErrorKind, Result};
 
 /// The version new log records are written in.
-pub const LOG_RECORD_VERSION: u8 = 12;
+pub const LOG_RECORD_VERSION: u8 = 13;
 /// The version new snapshots are written in.
 pub const SNAPSHOT_VERSION: u8 = 12;
 const SNAPSHOT_MAGIC: &[u8; 6] = b"TPSNAP";
@@ -81,13 +82,18 @@ fn decode<T: DeserializeOwned>(b: &[u8], what: &str) -> Result<T> {
 
 /// Appends the framed record to `out`, in the newest version.
 pub fn encode_record(rec: &LogRecord, out: &mut Vec<u8>) {
-    let record = log_v12::RecordV12::try_from(rec).expect("version 12 holds every op");
+    let record = log_v13::RecordV13::try_from(rec).expect("version 13 holds every op");
     frame_record(LOG_RECORD_VERSION, &encode(&record), out);
 }
 
 /// Appends the framed record to `out` in an older `version` (to check that
 /// golden files of released versions still encode as they did).
 pub fn encode_record_in(version: u8, rec: &LogRecord, out: &mut Vec<u8>) -> Result<()> {
+    if version < 13 && log_v13::namespace_steps(&rec.op) {
+        return Err(Error::invalid(format!(
+            "a transaction that changed the namespace has no log record version {version} form"
+        )));
+    }
     if version < 12 && log_v12::transaction(&rec.op) {
         return Err(Error::invalid(format!("a transaction's commit has no log record version {version} form")));
     }
@@ -121,7 +127,8 @@ pub fn encode_record_in(version: u8, rec: &LogRecord, out: &mut Vec<u8>) -> Resu
         9 => frame_record(9, &encode(&log_v9::RecordV9::try_from(rec)?), out),
         10 => frame_record(10, &encode(&log_v10::RecordV10::try_from(rec)?), out),
         11 => frame_record(11, &encode(&log_v11::RecordV11::try_from(rec)?), out),
-        12 => encode_record(rec, out),
+        12 => frame_record(12, &encode(&log_v12::RecordV12::try_from(rec)?), out),
+        13 => encode_record(rec, out),
         v => return Err(Error::invalid(format!("no log record version {v}"))),
     }
     Ok(())
@@ -178,6 +185,7 @@ pub fn decode_record(buf: &[u8]) -> Decoded {
         10 => decode::<log_v10::RecordV10>(&body[1..], "log record").and_then(LogRecord::try_from),
         11 => decode::<log_v11::RecordV11>(&body[1..], "log record").and_then(LogRecord::try_from),
         12 => decode::<log_v12::RecordV12>(&body[1..], "log record").and_then(LogRecord::try_from),
+        13 => decode::<log_v13::RecordV13>(&body[1..], "log record").and_then(LogRecord::try_from),
         v => Err(Error::new(
             ErrorKind::Corrupt,
             format!("log record version {v} is not known to this build (it reads up to {LOG_RECORD_VERSION})"),

@@ -17,6 +17,7 @@
 //! - garbage waits a full grace period after the engine starts, while
 //!   clients renew their holds (see [`gc`]).
 
+mod entries;
 pub mod gc;
 pub mod leases;
 pub mod liveness;
@@ -443,9 +444,10 @@ impl Engine {
         tx: u64,
         task: Option<String>,
         files: Vec<crate::TxFile>,
+        ns: Vec<crate::TxNs>,
         now: Duration,
     ) -> Result<Commit> {
-        let r = self.txs.commit(&self.state, session, tx, task, files, now);
+        let r = self.txs.commit(&self.state, session, tx, task, (files, ns), now);
         self.state.watch(self.txs.any_open());
         r
     }

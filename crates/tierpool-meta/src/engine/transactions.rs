@@ -7,7 +7,9 @@
 //! fresh chunk versions no one reads) until it commits, in one op
 //! (`MetaOp::Transact`). The first committer wins: a commit fails with a
 //! conflict if, since the transaction began, another commit changed the
-//! size of a file it writes or a chunk of it that it writes. A transaction
+//! size of a file it writes or a chunk of it that it writes, or an entry of
+//! the namespace it changes or an inode it removes or replaces (see
+//! `entries`). A transaction
 //! that registered its writes as it went ([`Transactions::write`]) learns
 //! of such a change at its next request, before doing more work.
 //! Read-only transactions never fail.
@@ -26,13 +28,13 @@
 //!
 //! Invariants (tested against a model in `tests/engine/transactions.rs`):
 //! - a view reads every file as it was after the last op before its begin;
-//! - a commit whose files changed (size, or a chunk it writes) after its
-//!   begin fails; one whose files did not is let through;
+//! - a commit whose files changed (size, or a chunk it writes) or whose
+//!   entries changed after its begin fails; one whose did not is let through;
 //! - `past` is empty when no transaction is open, and holds per inode
 //!   images in increasing op order, each newer than some open begin.
 
 use crate::state::{FileShape, Image};
-use crate::{InodeInfo, MetaOp, MetaState, TxFile};
+use crate::{InodeInfo, MetaOp, MetaState, TxFile, TxNs};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 use tierpool_types::{Error, ErrorKind, InodeId, Result};
@@ -216,16 +218,15 @@ impl Transactions {
     }
 
     /// Ends transaction `tx` and says what its commit is: the op to run,
-    /// or why it cannot commit. `files` are its writes (each an update of
-    /// a file it sees), `task` its task id.
-    #[allow(clippy::too_many_arguments)]
+    /// or why it cannot commit. `changes` are its writes (each an update
+    /// of a file it sees) and its namespace steps, `task` its task id.
     pub fn commit(
         &mut self,
         state: &MetaState,
         session: u64,
         tx: u64,
         task: Option<String>,
-        files: Vec<TxFile>,
+        changes: (Vec<TxFile>, Vec<TxNs>),
         now: Duration,
     ) -> Result<Commit> {
         // Another attempt at the task committed: that, not a conflict with
@@ -237,7 +238,7 @@ impl Transactions {
         let Some(t) = self.open.get_mut(&tx).filter(|t| t.session == session) else { return Err(not_open(tx)) };
         t.seen = now;
         let begin = t.begin;
-        let outcome = self.prepare(state, tx, begin, task, files);
+        let outcome = self.prepare(state, tx, begin, task, changes);
         self.end(tx);
         outcome
     }
@@ -248,7 +249,7 @@ impl Transactions {
         tx: u64,
         begin: u64,
         task: Option<String>,
-        files: Vec<TxFile>,
+        (files, ns): (Vec<TxFile>, Vec<TxNs>),
     ) -> Result<Commit> {
         if let Some(t) = &task {
             crate::check_task(t)?;
@@ -256,9 +257,10 @@ impl Transactions {
                 return Ok(Commit::AlreadyCommitted);
             }
         }
-        if files.len() > self.max_files {
+        if files.len() + ns.len() > self.max_files {
             return Err(Error::invalid(format!(
-                "transaction {tx}: writes more than {} files (the coordinator's --tx-max-files)",
+                "transaction {tx}: writes or changes the entries of more than {} files (the coordinator's \
+                 --tx-max-files)",
                 self.max_files
             )));
         }
@@ -271,10 +273,31 @@ impl Transactions {
             entry.1.extend(f.chunks.iter().map(|(i, _)| *i));
         }
         self.check(state, tx)?;
-        if files.is_empty() && task.is_none() {
+        self.check_entries(state, tx, begin, &ns)?;
+        if files.is_empty() && ns.is_empty() && task.is_none() {
             return Ok(Commit::Nothing);
         }
-        Ok(Commit::Run(MetaOp::Transact { task, files }))
+        Ok(Commit::Run(MetaOp::Transact { task, files, ns }))
+    }
+
+    /// Fails if a commit changed an entry that the steps `ns` of
+    /// transaction `tx` (begun at `begin`) change, since it began.
+    fn check_entries(&self, state: &MetaState, tx: u64, begin: u64, ns: &[TxNs]) -> Result<()> {
+        if !self.check_writes {
+            return Ok(());
+        }
+        let then = |id: InodeId| self.image(begin, id);
+        match super::entries::first_changed(state, ns, &then)? {
+            None => Ok(()),
+            Some((comps, why)) => Err(Error::new(
+                ErrorKind::Conflict,
+                format!(
+                    "{}: {why} by a transaction that committed after transaction {tx} began; it is aborted \
+                     (first committer wins)",
+                    crate::path::display(&comps)
+                ),
+            )),
+        }
     }
 
     /// Fails if a commit changed what transaction `tx` writes since it began.

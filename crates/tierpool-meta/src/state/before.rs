@@ -48,11 +48,13 @@ impl Image {
     }
 }
 
-/// The notes taken since the engine last took them.
+/// The notes taken since the engine last took them, and those of an op
+/// that may have to be undone (see `undo`).
 #[derive(Clone, Debug, Default)]
 pub(super) struct Before {
     on: bool,
     images: BTreeMap<InodeId, Image>,
+    pub(super) undo: Option<BTreeMap<InodeId, Image>>,
 }
 
 impl PartialEq for Before {
@@ -81,11 +83,18 @@ impl MetaState {
     /// Notes inode `id` as it is now, unless noted already since the notes
     /// were last taken: call before any change of it or of its inline bytes.
     pub(super) fn keep_before(&mut self, id: InodeId) {
-        if !self.before.on || self.before.images.contains_key(&id) {
+        let note = self.before.on && !self.before.images.contains_key(&id);
+        let undo = self.before.undo.as_ref().is_some_and(|u| !u.contains_key(&id));
+        if !note && !undo {
             return;
         }
-        let image = Image { inode: self.inodes.get(&id).cloned(), inline: self.inline.files.get(&id).cloned() };
-        self.before.images.insert(id, image);
+        let image = self.image(id);
+        if let (true, Some(u)) = (undo, self.before.undo.as_mut()) {
+            u.insert(id, image.clone());
+        }
+        if note {
+            self.before.images.insert(id, image);
+        }
     }
 
     /// The inode `id` as it is now.
@@ -98,22 +107,52 @@ impl MetaState {
     /// Paths through `.snapshots` are not seen in views.
     pub fn stat_in<'a>(&'a self, path: &str, past: &dyn Fn(InodeId) -> Option<&'a Image>) -> Result<InodeInfo> {
         self.ensure_initialised()?;
-        let comps = normalize(path)?;
-        let seen = |id: InodeId| -> Option<(&'a Inode, Option<&'a Bytes>)> {
-            match past(id) {
-                Some(img) => img.inode.as_ref().map(|n| (n, img.inline.as_ref())),
-                None => self.inodes.get(&id).map(|n| (n, self.inline.files.get(&id))),
-            }
-        };
+        let id = self.lookup_in(&normalize(path)?, past)?;
+        let (n, inline) =
+            self.seen(id, past).ok_or_else(|| Error::new(ErrorKind::NotFound, format!("inode {id} is gone")))?;
+        Ok(self.info_of(id, n, Some(inline), true))
+    }
+
+    /// The inode at `comps` in a view of the past (see [`MetaState::stat_in`]).
+    pub fn lookup_in<'a>(&'a self, comps: &[String], past: &dyn Fn(InodeId) -> Option<&'a Image>) -> Result<InodeId> {
         let mut id = InodeId::ROOT;
         for (i, c) in comps.iter().enumerate() {
-            let (dir, _) = seen(id).ok_or_else(|| path_error(ErrorKind::NotFound, &comps[..=i]))?;
+            let (dir, _) = self.seen(id, past).ok_or_else(|| path_error(ErrorKind::NotFound, &comps[..=i]))?;
             let Body::Dir { children, .. } = &dir.body else {
                 return Err(path_error(ErrorKind::NotADirectory, &comps[..i]));
             };
             id = *children.get(c).ok_or_else(|| path_error(ErrorKind::NotFound, &comps[..=i]))?;
         }
-        let (n, inline) = seen(id).ok_or_else(|| Error::new(ErrorKind::NotFound, format!("inode {id} is gone")))?;
-        Ok(self.info_of(id, n, Some(inline), true))
+        Ok(id)
+    }
+
+    /// Every entry beneath inode `id` in a view of the past, as (directory,
+    /// name, inode), in a fixed order.
+    pub fn tree_in<'a>(
+        &'a self,
+        id: InodeId,
+        past: &dyn Fn(InodeId) -> Option<&'a Image>,
+    ) -> Vec<(InodeId, &'a str, InodeId)> {
+        let (mut out, mut stack) = (Vec::new(), vec![id]);
+        while let Some(dir) = stack.pop() {
+            let Some((Inode { body: Body::Dir { children, .. }, .. }, _)) = self.seen(dir, past) else { continue };
+            for (name, child) in children {
+                out.push((dir, name.as_str(), *child));
+                stack.push(*child);
+            }
+        }
+        out
+    }
+
+    /// Inode `id` and its inline bytes in a view of the past.
+    fn seen<'a>(
+        &'a self,
+        id: InodeId,
+        past: &dyn Fn(InodeId) -> Option<&'a Image>,
+    ) -> Option<(&'a Inode, Option<&'a Bytes>)> {
+        match past(id) {
+            Some(img) => img.inode.as_ref().map(|n| (n, img.inline.as_ref())),
+            None => self.inodes.get(&id).map(|n| (n, self.inline.files.get(&id))),
+        }
     }
 }

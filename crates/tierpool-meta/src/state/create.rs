@@ -239,7 +239,7 @@ impl MetaState {
     /// A committed file's id must have been handed out by `AllocInodes` and
     /// must not name a live inode, one awaiting garbage collection or a
     /// removed file whose chunks snapshots keep.
-    fn check_reserved(&self, id: InodeId) -> Result<()> {
+    pub(super) fn check_reserved(&self, id: InodeId) -> Result<()> {
         if id.0 == 0 || id.0 >= self.next_inode {
             return Err(Error::invalid(format!("inode {id} was never reserved")));
         }

@@ -17,5 +17,6 @@ mod rename;
 mod replication;
 mod setup;
 mod snapshots;
+mod txns;
 mod under;
 mod update;

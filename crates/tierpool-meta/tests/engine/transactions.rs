@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use std::collections::BTreeMap;
 use tierpool_meta::engine::transactions::Commit;
 use tierpool_meta::engine::{Effect, Engine};
-use tierpool_meta::{MetaOp, MetaReply, Owner, TxFile};
+use tierpool_meta::{MetaOp, MetaReply, Owner, TxFile, TxNs};
 use tierpool_types::{ChunkAttrs, ChunkRef, ErrorKind, InodeId};
 
 const CS: u64 = 4096;
@@ -92,12 +92,129 @@ impl Pool {
             let size = self.e.state().stat_inode(*inode, false).map_or(0, |i| i.size);
             files.push(TxFile { inode: *inode, size, truncate: None, chunks });
         }
-        let c = self.e.tx_commit(1, tx, task.map(str::to_owned), files, self.now)?;
+        let c = self.e.tx_commit(1, tx, task.map(str::to_owned), files, Vec::new(), self.now)?;
         if let Commit::Run(op) = &c {
             self.exec(op.clone())?;
         }
         Ok(c)
     }
+}
+
+impl Pool {
+    /// Commits `tx` with namespace steps `ns` and no writes; runs the op.
+    fn commit_steps(&mut self, tx: u64, ns: Vec<TxNs>) -> tierpool_types::Result<Commit> {
+        let c = self.e.tx_commit(1, tx, None, Vec::new(), ns, self.now)?;
+        if let Commit::Run(op) = &c {
+            self.exec(op.clone())?;
+        }
+        Ok(c)
+    }
+
+    fn mkdir(&mut self, path: &str) {
+        self.exec(MetaOp::Mkdir { path: path.into(), parents: false, mode: 0o755 }).unwrap();
+    }
+}
+
+fn mkdir(path: &str) -> TxNs {
+    TxNs::Mkdir { path: path.into(), mode: 0o755 }
+}
+
+fn mv(from: &str, to: &str) -> TxNs {
+    TxNs::Rename { from: from.into(), to: to.into() }
+}
+
+fn rm(path: &str) -> TxNs {
+    TxNs::Remove { path: path.into(), recursive: true }
+}
+
+#[test]
+fn namespace_steps_conflict_with_earlier_commits_of_the_same_entries() {
+    let mut p = Pool::new();
+    p.mkdir("/d");
+    p.file("/d/f", 1);
+    p.file("/g", 1);
+    let conflict = |r: tierpool_types::Result<Commit>| {
+        let e = r.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Conflict, "{e}");
+        e.message
+    };
+    // A path made meanwhile by another.
+    let tx = p.e.tx_begin(1, p.now);
+    p.mkdir("/x");
+    let e = conflict(p.commit_steps(tx, vec![mkdir("/x")]));
+    assert!(e.starts_with("/x: was made, removed or replaced by a transaction that committed after"), "{e}");
+    // A path moved meanwhile, reached through this transaction's own move.
+    let tx = p.e.tx_begin(1, p.now);
+    p.exec(MetaOp::Rename { from: "/d/f".into(), to: "/d/f2".into() }).unwrap();
+    let e = conflict(p.commit_steps(tx, vec![mv("/d", "/e"), rm("/e/f")]));
+    assert!(e.starts_with("/d/f: was made, removed or replaced"), "{e}");
+    // A tree changed beneath one it removes.
+    let tx = p.e.tx_begin(1, p.now);
+    p.file("/d/new", 1);
+    let e = conflict(p.commit_steps(tx, vec![rm("/d")]));
+    assert!(e.starts_with("/d: was changed (or something beneath it) by"), "{e}");
+    assert!(p.e.state().stat("/d/new").is_ok(), "nothing of a refused commit applies");
+    // Changes elsewhere, and a file's contents, are no conflict for steps.
+    let tx = p.e.tx_begin(1, p.now);
+    let g = p.e.state().stat("/g").unwrap().id;
+    p.rewrite(g, &[0]);
+    p.mkdir("/y");
+    assert!(matches!(p.commit_steps(tx, vec![mv("/g", "/d/g"), mkdir("/z")]).unwrap(), Commit::Run(_)));
+    assert_eq!(p.e.state().stat("/d/g").unwrap().id, g);
+    assert!(p.e.state().stat("/z").is_ok() && p.e.state().stat("/g").is_err());
+}
+
+#[test]
+fn steps_that_drop_or_misplace_another_commit_s_changes_conflict() {
+    let mut p = Pool::new();
+    p.mkdir("/d");
+    let f = p.file("/d/f", 1);
+    p.mkdir("/src");
+    let x = p.file("/src/x", 1);
+    let g = p.file("/g", 1);
+    p.file("/h", 1);
+    p.mkdir("/out");
+    let conflict = |r: tierpool_types::Result<Commit>| r.unwrap_err();
+    // Removing a tree in which another commit rewrote a file.
+    let tx = p.e.tx_begin(1, p.now);
+    p.rewrite(f, &[0]);
+    let e = conflict(p.commit_steps(tx, vec![rm("/d")]));
+    assert!(e.message.starts_with("/d: was changed (or something beneath it)"), "{e}");
+    // Removing a tree into which this transaction moved one another commit changed.
+    let tx = p.e.tx_begin(1, p.now);
+    p.rewrite(x, &[0]);
+    let e = conflict(p.commit_steps(tx, vec![mv("/src", "/d/src"), rm("/d")]));
+    assert!(e.message.starts_with("/src: was changed (or something beneath it)"), "{e}");
+    // Replacing a file another commit rewrote.
+    let tx = p.e.tx_begin(1, p.now);
+    p.rewrite(g, &[0]);
+    let e = conflict(p.commit_steps(tx, vec![mv("/h", "/g")]));
+    assert!(e.message.starts_with("/g: was changed by"), "{e}");
+    // Making an entry in a directory another commit replaced.
+    let tx = p.e.tx_begin(1, p.now);
+    p.exec(MetaOp::Rename { from: "/out".into(), to: "/old".into() }).unwrap();
+    p.mkdir("/out");
+    let e = conflict(p.commit_steps(tx, vec![mkdir("/out/_SUCCESS")]));
+    assert!(e.message.starts_with("/out: was made, removed or replaced"), "{e}");
+    assert_eq!(e.kind, ErrorKind::Conflict);
+}
+
+#[test]
+fn a_failing_step_fails_the_whole_commit() {
+    let mut p = Pool::new();
+    let a = p.file("/a", 1);
+    let va = p.versions("/a");
+    let tx = p.e.tx_begin(1, p.now);
+    let files = vec![TxFile { inode: a, size: CS, truncate: None, chunks: vec![(0, p.chunk())] }];
+    let steps = vec![mkdir("/m"), rm("/nothing")];
+    let Commit::Run(op) = p.e.tx_commit(1, tx, None, files, steps, p.now).unwrap() else { panic!("an op to run") };
+    let e = p.exec(op).unwrap_err();
+    assert_eq!(
+        (e.kind, e.message.as_str()),
+        (ErrorKind::NotFound, "step 2 of the transaction: /nothing: no such file or directory")
+    );
+    assert_eq!(p.versions("/a"), va);
+    assert!(p.e.state().stat("/m").is_err());
 }
 
 #[test]
@@ -205,7 +322,7 @@ fn of_the_transactions_of_one_task_exactly_one_commits() {
     let e = p.commit(t3, Some(""), &[]).unwrap_err();
     assert_eq!((e.kind, e.message.as_str()), (ErrorKind::InvalidArgument, "a task id is 1 to 256 bytes, not 0"));
     // The op itself refuses a task run twice (a log replayed, a check skipped).
-    let op = MetaOp::Transact { task: Some("map-7".into()), files: Vec::new() };
+    let op = MetaOp::Transact { task: Some("map-7".into()), files: Vec::new(), ns: Vec::new() };
     let e = p.exec(op).unwrap_err();
     assert_eq!(e.kind, ErrorKind::AlreadyExists);
     assert_eq!(e.message, "task map-7: a transaction of this task committed already");
@@ -222,7 +339,7 @@ fn a_commit_is_all_or_nothing_across_files() {
         TxFile { inode: a, size: CS, truncate: None, chunks: vec![(0, p.chunk())] },
         TxFile { inode: b, size: CS, truncate: None, chunks: vec![(5, p.chunk())] },
     ];
-    let Commit::Run(op) = p.e.tx_commit(1, tx, None, files, p.now).unwrap() else { panic!("an op to run") };
+    let Commit::Run(op) = p.e.tx_commit(1, tx, None, files, Vec::new(), p.now).unwrap() else { panic!("an op to run") };
     let e = p.exec(op).unwrap_err();
     assert_eq!(e.kind, ErrorKind::InvalidArgument, "{e}");
     assert_eq!((p.versions("/a"), p.versions("/b")), (va, vb));
@@ -233,6 +350,7 @@ fn a_commit_is_all_or_nothing_across_files() {
             TxFile { inode: a, size: CS, truncate: None, chunks: vec![] },
             TxFile { inode: a, size: CS, truncate: None, chunks: vec![] },
         ],
+        ns: Vec::new(),
     };
     assert_eq!(p.exec(op).unwrap_err().kind, ErrorKind::InvalidArgument);
 }
@@ -437,7 +555,7 @@ fn only_the_session_that_began_a_transaction_uses_it() {
     let tx = p.e.tx_begin(1, p.now);
     assert_eq!(p.e.tx_stat(2, tx, "/a", p.now).unwrap_err().kind, ErrorKind::Conflict);
     assert_eq!(p.e.tx_write(2, tx, a, "/a", &[0], p.now).unwrap_err().kind, ErrorKind::Conflict);
-    assert_eq!(p.e.tx_commit(2, tx, None, Vec::new(), p.now).unwrap_err().kind, ErrorKind::Conflict);
+    assert_eq!(p.e.tx_commit(2, tx, None, Vec::new(), Vec::new(), p.now).unwrap_err().kind, ErrorKind::Conflict);
     p.e.tx_abort(2, tx);
     assert_eq!(p.e.open_transactions(), 1, "another session cannot end it either");
     p.seen(tx, "/a").unwrap();

@@ -224,8 +224,8 @@ fn meta_op(sample: &MetaOp) -> BoxedStrategy<MetaOp> {
         M::RegionRestore { .. } => {
             (text(), text(), any::<bool>()).prop_map(|(path, name, done)| M::RegionRestore { path, name, done }).boxed()
         }
-        M::Transact { .. } => (proptest::option::of(text()), many(tx_file()))
-            .prop_map(|(task, files)| M::Transact { task, files })
+        M::Transact { .. } => (proptest::option::of(text()), many(tx_file()), tx_steps())
+            .prop_map(|(task, files, ns)| M::Transact { task, files, ns })
             .boxed(),
     }
 }
@@ -236,6 +236,23 @@ fn tx_file() -> BoxedStrategy<tierpool_meta::TxFile> {
     (inode(), num(), proptest::option::of(num()), chunks)
         .prop_map(|(inode, size, truncate, chunks)| tierpool_meta::TxFile { inode, size, truncate, chunks })
         .boxed()
+}
+
+/// A transaction's namespace steps: a few (a created file holds a vector already).
+fn tx_steps() -> BoxedStrategy<Vec<tierpool_meta::TxNs>> {
+    use tierpool_meta::TxNs;
+    let step = prop_oneof![
+        (text(), num()).prop_map(|(path, mode)| TxNs::Mkdir { path, mode: mode as u32 }),
+        (text(), num(), num(), tx_file()).prop_map(|(path, mode, chunk_size, file)| TxNs::Create {
+            path,
+            mode: mode as u32,
+            chunk_size,
+            file
+        }),
+        (text(), any::<bool>()).prop_map(|(path, recursive)| TxNs::Remove { path, recursive }),
+        (text(), text()).prop_map(|(from, to)| TxNs::Rename { from, to }),
+    ];
+    prop::collection::vec(step, 0..4).boxed()
 }
 
 fn attachment() -> BoxedStrategy<tierpool_meta::Attachment> {
@@ -386,8 +403,8 @@ fn coord(sample: &CoordRequest) -> BoxedStrategy<CoordRequest> {
         C::TxWrite { .. } => (num(), num(), inode(), text(), many(num()))
             .prop_map(|(session, tx, inode, path, chunks)| C::TxWrite { session, tx, inode, path, chunks })
             .boxed(),
-        C::TxCommit { .. } => (num(), num(), proptest::option::of(text()), many(tx_file()), owner())
-            .prop_map(|(session, tx, task, files, owner)| C::TxCommit { session, tx, task, files, owner })
+        C::TxCommit { .. } => (num(), num(), proptest::option::of(text()), many(tx_file()), tx_steps(), owner())
+            .prop_map(|(session, tx, task, files, ns, owner)| C::TxCommit { session, tx, task, files, ns, owner })
             .boxed(),
         C::TxAbort { .. } => (num(), num()).prop_map(|(session, tx)| C::TxAbort { session, tx }).boxed(),
         C::TxRenew { .. } => (num(), many(num())).prop_map(|(session, txs)| C::TxRenew { session, txs }).boxed(),

@@ -11,8 +11,14 @@
 //! transaction that already lost to a commit learns of it there, before
 //! doing more work; at commit, the first committer wins.
 //!
+//! It may also make directories and files, remove and move entries
+//! (`namespace`): those steps are kept in order and run at commit, after
+//! the writes, in the same op.
+//!
 //! A transaction is renewed at the coordinator every [`RENEW`] while it
 //! lives; dropping it without a commit aborts it.
+
+mod namespace;
 
 use crate::batch::IN_FLIGHT;
 use crate::client::{unexpected, Client};
@@ -20,10 +26,12 @@ use crate::lease::{WriteLease, RENEW};
 use crate::placing::Placing;
 use bytes::Bytes;
 use futures::StreamExt;
+use namespace::{shown, Found};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use tierpool_meta::{normalize, InodeInfo, InodeKind, TxFile};
+use tierpool_meta::overlay::{trace, Traced};
+use tierpool_meta::{normalize, InodeInfo, InodeKind, TxFile, TxNs};
 use tierpool_net::{Background, Connection, Step};
 use tierpool_proto::{CoordRequest, CoordResponse};
 use tierpool_types::{ChunkKey, ChunkRef, Error, ErrorKind, InodeId, Result};
@@ -44,8 +52,10 @@ pub struct Transaction {
     id: u64,
     /// Files touched, by inode (paths naming one file share its state).
     files: BTreeMap<InodeId, TxFileState>,
-    /// The file each path touched names.
+    /// The file each path of the view touched names.
     paths: BTreeMap<String, InodeId>,
+    /// Its changes of the namespace, in order.
+    steps: Vec<TxNs>,
     open: bool,
     /// Set when a renewal hears that the coordinator no longer has it
     /// open (abandoned, or the coordinator restarted): what its view names
@@ -66,6 +76,8 @@ struct TxFileState {
     pages: BTreeMap<u64, Vec<u8>>,
     /// The smallest size it was cut to, if it was.
     cut: Option<u64>,
+    /// Of a file this transaction made: the lease on its reserved id.
+    made: Option<WriteLease>,
 }
 
 impl TxFileState {
@@ -101,6 +113,7 @@ impl Client {
             id,
             files: BTreeMap::new(),
             paths: BTreeMap::new(),
+            steps: Vec::new(),
             open: true,
             lost,
             _renewal: renewal,
@@ -133,18 +146,28 @@ impl Transaction {
         self.client.inner.session
     }
 
-    /// The file at `path` as this transaction sees it, looked up once.
-    async fn file(&mut self, path: &str) -> Result<InodeId> {
+    /// The file at `path` as this transaction sees it (a file of the view
+    /// is looked up once); with `make`, a free path becomes a new file.
+    async fn file(&mut self, path: &str, make: bool) -> Result<InodeId> {
         self.ensure_open()?;
-        let key = format!("/{}", normalize(path)?.join("/"));
-        if let Some(id) = self.paths.get(&key) {
-            return Ok(*id);
+        let comps = normalize(path)?;
+        if let Traced::Before(q) = trace(&self.steps, &comps)? {
+            if let Some(id) = self.paths.get(&shown(&q)) {
+                return Ok(*id);
+            }
         }
-        let req = CoordRequest::TxStat { session: self.session(), tx: self.id, path: key.clone() };
-        let view = match self.call(req).await? {
-            CoordResponse::Info(i) => i,
-            other => return Err(unexpected(other)),
+        let view = match self.find(&comps).await? {
+            Found::NewFile(id) => return Ok(id),
+            Found::Missing(ErrorKind::NotFound) if make => return self.create(&comps).await,
+            Found::Missing(kind) => {
+                return Err(Error::new(kind, format!("{}: no such file in this transaction", shown(&comps))))
+            }
+            Found::NewDir => {
+                return Err(Error::new(ErrorKind::IsADirectory, format!("{}: is a directory", shown(&comps))))
+            }
+            Found::Viewed(i) => *i,
         };
+        let key = shown(&comps);
         if view.kind != InodeKind::File {
             let what = if view.kind == InodeKind::Dir { ErrorKind::IsADirectory } else { ErrorKind::InvalidArgument };
             return Err(Error::new(what, format!("{key}: transactions read and write files only")));
@@ -152,13 +175,16 @@ impl Transaction {
         let id = view.id;
         let size = view.size;
         self.files.entry(id).or_insert_with(|| TxFileState {
-            path: key.clone(),
+            path: key,
             view,
             size,
             pages: BTreeMap::new(),
             cut: None,
+            made: None,
         });
-        self.paths.insert(key, id);
+        if let Traced::Before(q) = trace(&self.steps, &comps)? {
+            self.paths.insert(shown(&q), id);
+        }
         Ok(id)
     }
 
@@ -173,14 +199,14 @@ impl Transaction {
 
     /// The size of the file at `path`, as this transaction sees it.
     pub async fn size(&mut self, path: &str) -> Result<u64> {
-        let id = self.file(path).await?;
+        let id = self.file(path, false).await?;
         Ok(self.files[&id].size)
     }
 
     /// Up to `len` bytes of the file at `path` from `offset`, as this
     /// transaction sees them (its own writes included).
     pub async fn read(&mut self, path: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
-        let id = self.file(path).await?;
+        let id = self.file(path, false).await?;
         let f = &self.files[&id];
         let end = offset.saturating_add(len).min(f.size);
         if offset >= end {
@@ -209,14 +235,14 @@ impl Transaction {
         self.read(path, 0, u64::MAX).await
     }
 
-    /// Writes `data` at `offset` of the file at `path` (which must exist
-    /// in this transaction's view), growing it if it ends past its end.
+    /// Writes `data` at `offset` of the file at `path`, growing it if it
+    /// ends past its end; a free path (in a directory) becomes a new file.
     pub async fn write(&mut self, path: &str, offset: u64, data: &[u8]) -> Result<()> {
+        let end = offset.checked_add(data.len() as u64).ok_or_else(|| Error::invalid("write past 2^64 bytes"))?;
+        let id = self.file(path, true).await?;
         if data.is_empty() {
             return Ok(());
         }
-        let end = offset.checked_add(data.len() as u64).ok_or_else(|| Error::invalid("write past 2^64 bytes"))?;
-        let id = self.file(path).await?;
         let cs = self.files[&id].view.chunk_size;
         let chunks = offset / cs..=(end - 1) / cs;
         let new: Vec<u64> = chunks.clone().filter(|i| !self.files[&id].pages.contains_key(i)).collect();
@@ -243,15 +269,16 @@ impl Transaction {
         Ok(())
     }
 
-    /// Appends `data` to the file at `path`.
+    /// Appends `data` to the file at `path` (a new file if the path is free).
     pub async fn append(&mut self, path: &str, data: &[u8]) -> Result<()> {
-        let size = self.size(path).await?;
+        let id = self.file(path, true).await?;
+        let size = self.files[&id].size;
         self.write(path, size, data).await
     }
 
     /// Cuts or extends the file at `path` to `size` bytes.
     pub async fn truncate(&mut self, path: &str, size: u64) -> Result<()> {
-        let id = self.file(path).await?;
+        let id = self.file(path, false).await?;
         let f = &self.files[&id];
         let cs = f.view.chunk_size;
         if size >= f.size {
@@ -279,6 +306,10 @@ impl Transaction {
     /// Tells the coordinator that this transaction writes chunks `chunks`
     /// of file `id` (failing if a commit changed them already).
     async fn claim(&mut self, id: InodeId, chunks: &[u64]) -> Result<()> {
+        if self.files[&id].made.is_some() {
+            // No one else can write a file this transaction made.
+            return Ok(());
+        }
         let path = self.files[&id].path.clone();
         let req =
             CoordRequest::TxWrite { session: self.session(), tx: self.id, inode: id, path, chunks: chunks.to_vec() };
@@ -312,6 +343,8 @@ impl Transaction {
                     | ErrorKind::AlreadyExists
                     | ErrorKind::ReadOnly
                     | ErrorKind::IsADirectory
+                    | ErrorKind::NotADirectory
+                    | ErrorKind::DirectoryNotEmpty
             )
         };
         let published = match &r {
@@ -338,7 +371,7 @@ impl Transaction {
     ) -> Result<Committed> {
         let mut leases: Vec<WriteLease> = Vec::new();
         let mut jobs = Vec::new();
-        for f in self.files.values().filter(|f| f.changed()) {
+        for f in self.files.values().filter(|f| f.changed() || f.made.is_some()) {
             leases.push(self.client.lease(f.view.id));
             for (i, page) in &f.pages {
                 let version = self.client.fresh_version().await?;
@@ -370,8 +403,9 @@ impl Transaction {
         if let Some(e) = failed {
             return Err(e);
         }
+        let ns = self.steps_to_commit(&mut refs);
         let mut files = Vec::new();
-        for f in self.files.values().filter(|f| f.changed()) {
+        for f in self.files.values().filter(|f| f.changed() && f.made.is_none()) {
             let mut chunks = refs.remove(&f.view.id).unwrap_or_default();
             chunks.sort_by_key(|(i, _)| *i);
             let truncate = f.cut.or((f.size < f.view.size).then_some(f.size));
@@ -379,7 +413,7 @@ impl Transaction {
         }
         let owner = self.client.owner();
         let (session, task) = (self.session(), task.map(str::to_owned));
-        let req = CoordRequest::TxCommit { session, tx: self.id, task, files, owner };
+        let req = CoordRequest::TxCommit { session, tx: self.id, task, files, ns, owner };
         *sent = true;
         let r = self.client.coord(req).await;
         drop(leases);
