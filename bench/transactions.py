@@ -8,7 +8,9 @@ changed) over KEYS files, the file picked uniformly or by a zipfian law
 (s=1.1, a few hot files). An aborted transaction is counted and not
 retried. Overhead: N small files (4 KiB each, existing) rewritten in one
 transaction, against the same N rewrites as plain `put`s (each replacing
-its file) and as one batch (`put_many`).
+its file) and as one batch (`put_many`). Job output: a directory of N new
+4 KiB files and a `_SUCCESS` marker published by one transaction, against
+making them plainly (`mkdir`, N `put`s, the marker: not atomic).
 
 Writes JSON to stdout. Usage: python3 bench/transactions.py [--seconds S]
 [--threads N] (needs the tierpool package installed: ./scripts/test-python.sh does it).
@@ -104,6 +106,35 @@ def overhead(c, n, repeat):
     return out
 
 
+def job_output(c, n, repeat):
+    data = b"y" * 4096
+    tx_s, plain_s = [], []
+    for r in range(repeat):
+        d = f"/bench/job{n}-tx{r}"
+        t = time.perf_counter()
+        with c.transaction() as tx:
+            tx.mkdir(d)
+            for i in range(n):
+                tx.write(f"{d}/part-{i}", data)
+            tx.write(f"{d}/_SUCCESS", b"")
+        tx_s.append(time.perf_counter() - t)
+        assert c.get(f"{d}/part-0") == data
+        d = f"/bench/job{n}-plain{r}"
+        t = time.perf_counter()
+        c.mkdir(d)
+        for i in range(n):
+            c.put(data, f"{d}/part-{i}")
+        c.put(b"", f"{d}/_SUCCESS")
+        plain_s.append(time.perf_counter() - t)
+    out = {
+        "files": n,
+        "transaction_ms": round(statistics.median(tx_s) * 1e3, 2),
+        "plain_ms": round(statistics.median(plain_s) * 1e3, 2),
+    }
+    out["transaction_over_plain"] = round(out["transaction_ms"] / out["plain_ms"], 2)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=3.0)
@@ -111,13 +142,15 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=5)
     a = ap.parse_args()
-    out = {"workers": a.workers, "contention": [], "overhead": []}
+    out = {"workers": a.workers, "contention": [], "overhead": [], "job_output": []}
     with tierpool.local(workers=a.workers, mem="1GiB", disk="4GiB", set_env=False) as c:
         c.mkdir("/bench")
         for keys, law in ((10000, "uniform"), (1000, "zipf"), (100, "uniform"), (10, "uniform"), (10, "zipf")):
             out["contention"].append(contention(c, keys, law, a.threads, a.seconds))
         for n in (1, 16, 128):
             out["overhead"].append(overhead(c, n, a.repeat))
+        for n in (1, 16, 128):
+            out["job_output"].append(job_output(c, n, a.repeat))
     print(json.dumps(out, indent=2))
 
 
