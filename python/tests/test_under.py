@@ -108,3 +108,33 @@ def test_bad_stores_and_modes_raise_and_attach_nothing(client: tierpool.Client, 
     with pytest.raises(ValueError):
         client.attach("ftp://host/x", f"{base}/x")
     assert [a for a in client.attachments() if a["path"].startswith(base)] == []
+
+
+def test_a_file_writes_by_its_own_mode_and_keeps_it(client: tierpool.Client, base: str, tmp_path: pathlib.Path) -> None:
+    src = tmp_path / "src"
+    tree(src)
+    at = f"{base}/own"
+    client.attach(f"file://{src}", at)
+    assert client.write_mode(f"{at}/sub/a.txt") == {"mode": "through", "own": False}
+    # A pool-only file in a through attachment: rewrites stay in the pool.
+    assert client.set_write_mode(f"{at}/sub/a.txt", "pool-only") == {"files": 1, "written": 0}
+    client.put(b"pool 1", f"{at}/sub/a.txt")
+    with client.open(f"{at}/sub/a.txt", "wb") as f:
+        f.write(b"pool 2")
+    assert client.get(f"{at}/sub/a.txt") == b"pool 2"
+    assert (src / "sub" / "a.txt").read_bytes() == b"hello"
+    assert client.write_mode(f"{at}/sub/a.txt") == {"mode": "pool-only", "own": True}
+    [a] = [a for a in client.status()["attachments"] if a["path"] == at]
+    assert (a["dirty_files"], a["write_back_files"], a["own_mode_files"]) == (1, 0, 1)
+    # Back to the attachment's mode: written through before the call returns.
+    assert client.set_write_mode(f"{at}/sub/a.txt", None) == {"files": 1, "written": 1}
+    assert (src / "sub" / "a.txt").read_bytes() == b"pool 2"
+    with pytest.raises(ValueError, match="write mode"):
+        client.set_write_mode(f"{at}/sub/a.txt", "later")
+    with pytest.raises(IsADirectoryError):
+        client.set_write_mode(at, "back")
+    assert client.set_write_mode(at, "pool-only", recursive=True) == {"files": 2, "written": 0}
+    client.put(b"outside", f"{base}/outside.txt")
+    with pytest.raises(ValueError, match="is not a file beneath an attached under-store"):
+        client.write_mode(f"{base}/outside.txt")
+    client.detach(at)

@@ -296,6 +296,22 @@ class Client:
         ``{"files", "bytes"}``."""
         return self._native.sync(path)
 
+    def set_write_mode(self, path: str, mode: Optional[str], recursive: bool = False) -> Dict[str, int]:
+        """Gives the file at ``path``, beneath an attachment, a write mode
+        of its own (``"through"``, ``"back"`` or ``"pool-only"``), whatever
+        its attachment's; ``None`` (or ``"attachment"``) gives it its
+        attachment's again. With ``recursive``, every file beneath the
+        directory at ``path``. The mode holds when the file is written
+        again; a file with changes not yet below meets it at once (written
+        below now if it writes through). Renames, removals and new
+        directories follow the attachment's mode. ``{"files", "written"}``."""
+        return self._native.set_write_mode(path, mode, recursive)
+
+    def write_mode(self, path: str) -> Dict[str, Any]:
+        """The write mode the file at ``path`` follows: ``{"mode", "own"}``
+        (``own``: its own rather than its attachment's)."""
+        return self._native.write_mode(path)
+
     def sync_meta(self, path: str) -> Dict[str, Any]:
         """Brings the attached tree at or beneath ``path`` up to date with
         its under-store: ``{"added", "changed", "removed", "conflicts"}``.

@@ -28,6 +28,7 @@ mod transaction;
 mod under;
 pub mod view;
 mod write;
+mod write_modes;
 
 pub use batch::IN_FLIGHT;
 pub use checkpoints::{CheckpointReport, Progress};
@@ -40,7 +41,7 @@ pub use region::RegionOptions;
 pub use region_handle::{PoolBackend, Region};
 pub use replication::Replicated;
 pub use tierpool_cache::CacheStats;
-pub use tierpool_meta::{DirEntry, DirName, InodeInfo, InodeKind, NewNode, SnapshotSummary};
+pub use tierpool_meta::{DirEntry, DirName, InodeInfo, InodeKind, NewNode, SnapshotSummary, WriteMode};
 pub use tierpool_net::auth::{Secret, SECRET_FILE_ENV};
 pub use tierpool_net::{Background, Step};
 pub use tierpool_proto::ChunkPlace;
@@ -49,6 +50,7 @@ pub use tierpool_types::ChunkRef;
 pub use transaction::{Committed, Transaction};
 pub use under::{open_store, MetaSync, UnderProgress, UnderReport};
 pub use write::{FileWriter, PutOptions};
+pub use write_modes::ModeReport;
 
 /// How messages name a kind of inode.
 pub fn kind_name(kind: InodeKind) -> &'static str {

@@ -227,7 +227,7 @@ impl Client {
     }
 
     /// Every file at or beneath `path`, with its chunk list.
-    async fn files_under(&self, path: &str) -> Result<Vec<(String, InodeInfo)>> {
+    pub(crate) async fn files_under(&self, path: &str) -> Result<Vec<(String, InodeInfo)>> {
         let mut out = Vec::new();
         let mut stack = vec![path.to_string()];
         while let Some(p) = stack.pop() {
@@ -480,13 +480,14 @@ impl Client {
                 return Ok(false);
             }
             let (origin, attachment, store) = self.origin_store(&info).await?;
-            if attachment.mode == WriteMode::Back && !always {
+            let mode = origin.mode_in(&attachment);
+            if mode == WriteMode::Back && !always {
                 // Acknowledged from the pool: kept on the workers' disks
                 // until the write-back (or a `sync`) writes it below.
                 self.keep_on_disk(&info).await.map_err(|e| e.context(path))?;
                 return Ok(false);
             }
-            if attachment.mode != WriteMode::Through && !always {
+            if mode != WriteMode::Through && !always {
                 return Ok(false);
             }
             if attachment.readonly {
@@ -549,8 +550,8 @@ impl Client {
         if !info.origin.as_ref().is_some_and(|o| o.dirty) {
             return Ok(());
         }
-        let (_, attachment, _) = self.origin_store(&info).await?;
-        if attachment.mode == WriteMode::Back {
+        let (origin, attachment, _) = self.origin_store(&info).await?;
+        if origin.mode_in(&attachment) == WriteMode::Back {
             self.persist(path, info, true).await?;
         }
         Ok(())
@@ -562,9 +563,31 @@ impl Client {
     /// `pool-only` one, every changed file (an explicit request). A file
     /// that fails is skipped and the rest written; then the (first) error.
     pub async fn sync(&self, path: &str, progress: &(dyn Fn(&UnderProgress) + Send + Sync)) -> Result<UnderReport> {
+        self.sync_where(path, &|_| true, progress).await
+    }
+
+    /// What the background write-back does: [`sync`](Self::sync) of the
+    /// files at or beneath `path` that follow the `back` mode (their own,
+    /// or their attachment's).
+    pub async fn write_back(&self, path: &str) -> Result<UnderReport> {
+        let attached = self.attachments().await?;
+        let back = |o: &Origin| {
+            let a = attached.iter().find(|a| a.inode == o.attach);
+            a.is_some_and(|a| o.mode_in(&a.attachment) == WriteMode::Back)
+        };
+        self.sync_where(path, &back, &|_| {}).await
+    }
+
+    /// [`sync`](Self::sync) of the dirty files whose origin `which` takes.
+    async fn sync_where(
+        &self,
+        path: &str,
+        which: &(dyn Fn(&Origin) -> bool + Send + Sync),
+        progress: &(dyn Fn(&UnderProgress) + Send + Sync),
+    ) -> Result<UnderReport> {
         let mut out = UnderReport::default();
         let dirty: Vec<_> = (self.files_under(path).await?.into_iter())
-            .filter(|(_, i)| i.origin.as_ref().is_some_and(|o| o.dirty))
+            .filter(|(_, i)| i.origin.as_ref().is_some_and(|o| o.dirty && which(o)))
             .collect();
         let mut p = UnderProgress { total_files: dirty.len() as u64, ..Default::default() };
         let mut first_error = None;

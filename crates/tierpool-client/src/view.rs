@@ -29,7 +29,10 @@ pub struct StatusView {
     pub workers: Vec<WorkerView>,
     /// The attached under-stores: `path`, `uri`, `mode`, `readonly`,
     /// `files`, `dirty_files` and `dirty_bytes` (changes not yet below),
-    /// `bytes_in_pool`, `bytes_below`.
+    /// `write_back_files` and `write_back_bytes` (of those, the ones in
+    /// `back` mode, their own or the attachment's: what the background
+    /// write-back owes), `own_mode_files` (files with a write mode of
+    /// their own), `bytes_in_pool`, `bytes_below`.
     pub attachments: Vec<tierpool_proto::AttachmentStatus>,
     /// Small files the metadata holds inline: `files`, `bytes`, and the
     /// coordinator's limits `max_file` (`--inline-max`) and `max_bytes`
@@ -313,6 +316,9 @@ pub struct UnderView {
     /// The file has changes the under-store does not have yet.
     pub dirty: bool,
     pub etag: String,
+    /// Its own write mode (`through`, `back`, `pool-only`); `null`: its
+    /// attachment's.
+    pub write_mode: Option<&'static str>,
 }
 
 impl UnderView {
@@ -325,6 +331,7 @@ impl UnderView {
             chunks_below: below,
             dirty: o.dirty,
             etag: o.etag.clone(),
+            write_mode: o.mode.map(|m| m.name()),
         })
     }
 }

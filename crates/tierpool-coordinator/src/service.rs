@@ -378,6 +378,9 @@ impl Coordinator {
                     dirty_bytes: f[2],
                     bytes_in_pool: f[3],
                     bytes_below: f[4],
+                    write_back_files: f[5],
+                    write_back_bytes: f[6],
+                    own_mode_files: f[7],
                 })
                 .collect(),
             inline: {

@@ -165,7 +165,18 @@ fn a_coordinator_recovers_from_golden_files() {
     std::fs::copy(golden("log-v13"), meta.join(format!("log-{:020}", 1))).unwrap();
     let (state, lsn, _writer) = log::open(&meta).unwrap();
     assert_eq!((lsn, dump::dump(&state)), (LOG_V13_RECORDS, expected("state-log-v13.txt")), "log-v13");
+    for (file, name) in [("log-v14", format!("log-{:020}", 1)), ("snapshot-v13", "snapshot".to_string())] {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = dir.path().join("meta");
+        std::fs::create_dir_all(&meta).unwrap();
+        std::fs::copy(golden(file), meta.join(name)).unwrap();
+        let (state, lsn, _writer) = log::open(&meta).unwrap();
+        assert_eq!((lsn, dump::dump(&state)), (LOG_V14_RECORDS, expected("state-log-v14.txt")), "{file}");
+    }
 }
+
+/// Records in `log-v14`.
+const LOG_V14_RECORDS: u64 = 124;
 
 /// Records in `log-v13`.
 const LOG_V13_RECORDS: u64 = 119;
@@ -356,10 +367,14 @@ fn snapshot_v6_of_one_replica_nests_the_bytes_of_version_5() {
     assert_eq!(v11[6], 11);
     assert!(v11[19..].starts_with(&v10[19..]), "the nested version 10 state differs");
     assert_eq!(decode_snapshot(&v11).unwrap(), (lsn, state.clone()));
-    let v12 = encode_snapshot(lsn, &state);
+    let v12 = encode_snapshot_in(12, lsn, &state).unwrap();
     assert_eq!(v12[6], 12);
     assert!(v12[19..].starts_with(&v11[19..]), "the nested version 11 state differs");
-    assert_eq!(decode_snapshot(&v12).unwrap(), (lsn, state));
+    assert_eq!(decode_snapshot(&v12).unwrap(), (lsn, state.clone()));
+    let v13 = encode_snapshot(lsn, &state);
+    assert_eq!(v13[6], 13);
+    assert!(v13[19..].starts_with(&v12[19..]), "the nested version 12 state differs");
+    assert_eq!(decode_snapshot(&v13).unwrap(), (lsn, state));
 }
 
 #[test]
@@ -906,7 +921,10 @@ fn snapshot_v12_decodes_to_its_state_and_encodes_to_the_same_bytes() {
     assert_eq!(lsn, LOG_V12_RECORDS);
     assert_eq!(dump::dump(&state), expected("state-log-v12.txt"));
     assert_eq!(state, replay(&records(&read("log-v12"))));
-    assert!(encode_snapshot(lsn, &state) == bytes, "snapshots of version 12 no longer encode as they did");
+    assert!(
+        encode_snapshot_in(12, lsn, &state).unwrap() == bytes,
+        "snapshots of version 12 no longer encode as they did"
+    );
     assert!(state.task_committed("reduce-3") && !state.task_committed("reduce-4"));
     for v in 2..=11 {
         assert!(encode_snapshot_in(v, lsn, &state).is_err(), "snapshot version {v}");
@@ -924,7 +942,7 @@ fn log_v13_replays_to_its_state_and_encodes_to_the_same_bytes() {
     assert_eq!(dump::dump(&state), expected("state-log-v13.txt"));
     let mut again = Vec::new();
     for r in &recs {
-        encode_record(r, &mut again);
+        encode_record_in(13, r, &mut again).unwrap();
     }
     assert!(again == seg, "log records of version 13 no longer encode as they did");
     let steps = |r: &&LogRecord| matches!(&r.op, MetaOp::Transact { ns, .. } if !ns.is_empty());
@@ -935,6 +953,72 @@ fn log_v13_replays_to_its_state_and_encodes_to_the_same_bytes() {
     // Its state has a snapshot form in the current snapshot version.
     let (lsn, again) = decode_snapshot(&encode_snapshot(LOG_V13_RECORDS, &state)).unwrap();
     assert_eq!((lsn, again), (LOG_V13_RECORDS, state));
+}
+
+#[test]
+fn log_v14_replays_to_its_state_and_encodes_to_the_same_bytes() {
+    let seg = read("log-v14");
+    let recs = records(&seg);
+    assert_eq!(recs.len() as u64, LOG_V14_RECORDS);
+    assert_eq!(recs[..LOG_V13_RECORDS as usize], records(&read("log-v13"))[..], "the records of log-v13 come first");
+    let state = replay(&recs);
+    state.check_invariants().unwrap();
+    assert_eq!(dump::dump(&state), expected("state-log-v14.txt"));
+    let mut again = Vec::new();
+    for r in &recs {
+        encode_record(r, &mut again);
+    }
+    assert!(again == seg, "log records of version 14 no longer encode as they did");
+    let modes = |r: &&LogRecord| matches!(&r.op, MetaOp::SetWriteMode { .. });
+    assert_eq!(recs.iter().filter(modes).count(), 3);
+    for r in recs.iter().filter(modes) {
+        assert!(encode_record_in(13, r, &mut Vec::new()).is_err());
+    }
+}
+
+#[test]
+fn snapshot_v13_decodes_to_its_state_and_encodes_to_the_same_bytes() {
+    let bytes = read("snapshot-v13");
+    let (lsn, state) = decode_snapshot(&bytes).unwrap();
+    assert_eq!(lsn, LOG_V14_RECORDS);
+    assert_eq!(dump::dump(&state), expected("state-log-v14.txt"));
+    assert_eq!(state, replay(&records(&read("log-v14"))));
+    assert!(encode_snapshot(lsn, &state) == bytes, "snapshots of version 13 no longer encode as they did");
+    let mode = |p: &str| state.stat(p).unwrap().origin.unwrap().mode;
+    assert_eq!(mode("/lake/small"), Some(tierpool_meta::WriteMode::Back));
+    assert_eq!(mode("/lake/renamed"), None);
+    for v in 2..=12 {
+        assert!(encode_snapshot_in(v, lsn, &state).is_err(), "snapshot version {v}");
+    }
+}
+
+/// The records of `log-v14`: those of `log-v13`, then write modes of
+/// files' own: every file beneath `/lake` pool-only, one of them back to
+/// its attachment's, one back (which a rewrite of the file keeps).
+fn log_v14_records() -> Vec<LogRecord> {
+    use tierpool_meta::WriteMode;
+    use tierpool_types::ChunkAttrs;
+    let mut recs = log_v13_records();
+    let mut state = replay(&recs);
+    let set = |path: &str, mode, recursive| MetaOp::SetWriteMode { path: path.into(), mode, recursive };
+    push(&mut recs, &mut state, set("/lake", Some(WriteMode::PoolOnly), true));
+    push(&mut recs, &mut state, set("/lake/renamed", None, false));
+    push(&mut recs, &mut state, set("/lake/small", Some(WriteMode::Back), false));
+    push(&mut recs, &mut state, MetaOp::AllocInodes { count: 1 });
+    let inode = tierpool_types::InodeId(state.next_inode().0 - 1);
+    let op = MetaOp::CommitFile {
+        path: "/lake/small".into(),
+        inode,
+        size: 4096,
+        chunk_size: 4096,
+        checksums: vec![0x61],
+        homes: Vec::new(),
+        attrs: ChunkAttrs::default(),
+        mode: 0o644,
+        overwrite: true,
+    };
+    push(&mut recs, &mut state, op);
+    recs
 }
 
 /// The records of `log-v13`: those of `log-v12`, then a transaction that
@@ -1015,16 +1099,16 @@ fn log_v12_records() -> Vec<LogRecord> {
 #[test]
 #[ignore = "writes the golden files of a new version: TIERPOOL_WRITE_GOLDEN=1 cargo test --test golden -- --ignored"]
 fn write_missing_golden_files_of_the_current_versions() {
-    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v13").exists() {
+    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v14").exists() {
         return;
     }
-    // The snapshot format did not change with log record version 13.
-    let recs = log_v13_records();
+    let recs = log_v14_records();
     let (mut seg, mut state) = (Vec::new(), MetaState::new());
     for r in &recs {
         state.execute_as(&r.op, r.owner, r.time).unwrap();
         encode_record(r, &mut seg);
     }
-    std::fs::write(golden("log-v13"), seg).unwrap();
-    std::fs::write(golden("state-log-v13.txt"), dump::dump(&state)).unwrap();
+    std::fs::write(golden("log-v14"), seg).unwrap();
+    std::fs::write(golden("state-log-v14.txt"), dump::dump(&state)).unwrap();
+    std::fs::write(golden("snapshot-v13"), encode_snapshot(LOG_V14_RECORDS, &state)).unwrap();
 }

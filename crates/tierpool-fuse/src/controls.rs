@@ -2,8 +2,8 @@
 //! the pool: eviction attributes by inode, copies per chunk and placement by path, and
 //! where each chunk is.
 //!
-//! Copies per chunk and placement are set by path (`SetReplicas` and
-//! `SetPlacement` name one), so the
+//! Copies per chunk, placement and write modes are set by path
+//! (`SetReplicas`, `SetPlacement` and `SetWriteMode` name one), so the
 //! inode's path is found first: a directory's by its parent links, any
 //! other inode's from the name this mount met it by (`names.rs`), checked
 //! against the pool. An inode with no name left (unlinked, still open) has
@@ -38,6 +38,7 @@ impl TierpoolFs {
             Change::Pinned(b) => (None, Some(b)),
             Change::Replicas(n) => return self.set_replicas(ino, n),
             Change::Placement(p) => return self.set_placement(ino, p),
+            Change::WriteMode(m) => return self.set_write_mode(ino, m),
         };
         self.block(self.io.client.set_attrs_at(InodeId(ino), priority, pinned)).map(|_| ())
     }
@@ -61,6 +62,17 @@ impl TierpoolFs {
         let path = self.path_of(ino)?;
         self.block(self.io.client.set_placement(&path, placement, false))?;
         // An open file takes the new policy for the chunks it sends next.
+        self.inode(ino).map(|_| ())
+    }
+
+    /// Gives file `ino` its own write mode (`None`: its attachment's);
+    /// what this mount wrote is published first, so it meets the mode too.
+    fn set_write_mode(&self, ino: u64, mode: Option<tierpool_client::WriteMode>) -> Result<(), Errno> {
+        if let Some(f) = self.open_file(ino) {
+            f.publish(&self.io).map_err(|e| crate::errno::errno(&e))?;
+        }
+        let path = self.path_of(ino)?;
+        self.block(self.io.client.set_write_mode(&path, mode, false))?;
         self.inode(ino).map(|_| ())
     }
 

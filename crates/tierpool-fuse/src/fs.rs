@@ -462,7 +462,7 @@ impl Filesystem for TierpoolFs {
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
         match self.inode(ino.0) {
-            Ok(i) => xattr::reply(&xattr::names(i.kind), size, reply),
+            Ok(i) => xattr::reply(&xattr::names(&i), size, reply),
             Err(e) => reply.error(e),
         }
     }

@@ -15,6 +15,12 @@
 //!   (of a directory: what new entries in it take; setting it on a
 //!   directory changes the directory alone); chunks already written stay
 //!   where they are; any other value is `EINVAL`;
+//! - `user.tierpool.write_mode` (files beneath an attached under-store
+//!   only) reads and sets the file's write mode: `through`, `back` or
+//!   `pool-only` of its own, or `attachment` (it follows its attachment's).
+//!   Setting it publishes what this mount wrote first, and a file with
+//!   changes not yet below meets the new mode before it returns; any other
+//!   value is `EINVAL`;
 //! - `user.tierpool.tiers` (files only, read-only) has one letter per chunk
 //!   of the published file, in order: `m` in a worker's memory, `d` on a
 //!   worker's disk, `-` a hole (nothing stored), `?` not found on its worker.
@@ -27,6 +33,7 @@
 
 use fuser::Errno;
 use tierpool_client::InodeInfo;
+use tierpool_client::WriteMode;
 use tierpool_client::{ChunkPlace, InodeKind};
 use tierpool_types::{Placement, Priority};
 
@@ -35,12 +42,16 @@ pub const PINNED: &str = "user.tierpool.pinned";
 pub const REPLICAS: &str = "user.tierpool.replicas";
 pub const PLACEMENT: &str = "user.tierpool.placement";
 pub const TIERS: &str = "user.tierpool.tiers";
+pub const WRITE_MODE: &str = "user.tierpool.write_mode";
+/// The value of `write_mode` of a file that follows its attachment's.
+const ATTACHMENT: &str = "attachment";
 
-/// The names `listxattr` reports for an inode of `kind`, each NUL-terminated.
-pub fn names(kind: InodeKind) -> Vec<u8> {
+/// The names `listxattr` reports for the inode `info`, each NUL-terminated.
+pub fn names(info: &InodeInfo) -> Vec<u8> {
     let mut out = Vec::new();
-    let tiers = (kind == InodeKind::File).then_some(TIERS);
-    for n in [PRIORITY, PINNED, REPLICAS, PLACEMENT].into_iter().chain(tiers) {
+    let tiers = (info.kind == InodeKind::File).then_some(TIERS);
+    let mode = info.origin.is_some().then_some(WRITE_MODE);
+    for n in [PRIORITY, PINNED, REPLICAS, PLACEMENT].into_iter().chain(tiers).chain(mode) {
         out.extend_from_slice(n.as_bytes());
         out.push(0);
     }
@@ -54,6 +65,10 @@ pub fn get(name: &str, info: &InodeInfo) -> Result<Vec<u8>, Errno> {
         PINNED => Ok(if info.attrs.pinned { b"1".to_vec() } else { b"0".to_vec() }),
         REPLICAS => Ok(info.replicas.to_string().into_bytes()),
         PLACEMENT => Ok(info.placement.name().as_bytes().to_vec()),
+        WRITE_MODE => match &info.origin {
+            Some(o) => Ok(o.mode.map_or(ATTACHMENT, |m| m.name()).as_bytes().to_vec()),
+            None => Err(Errno::from_i32(libc::ENODATA)),
+        },
         _ => Err(Errno::from_i32(libc::ENODATA)),
     }
 }
@@ -78,6 +93,8 @@ pub enum Change {
     Pinned(bool),
     Replicas(u8),
     Placement(Placement),
+    /// A write mode of the file's own; `None`: its attachment's.
+    WriteMode(Option<WriteMode>),
 }
 
 /// Parses `value` as a new value of attribute `name` (surrounding white
@@ -100,6 +117,8 @@ pub fn parse(name: &str, value: &[u8]) -> Result<Change, Errno> {
             _ => Err(einval),
         },
         PLACEMENT => text.parse().map(Change::Placement).map_err(|_| einval),
+        WRITE_MODE if text == ATTACHMENT => Ok(Change::WriteMode(None)),
+        WRITE_MODE => WriteMode::parse(text).map(|m| Change::WriteMode(Some(m))).ok_or(einval),
         TIERS => Err(Errno::EPERM),
         _ => Err(Errno::from_i32(libc::ENOTSUP)),
     }
@@ -107,7 +126,7 @@ pub fn parse(name: &str, value: &[u8]) -> Result<Change, Errno> {
 
 /// Why attribute `name` cannot be removed.
 pub fn remove_error(name: &str) -> Errno {
-    if [PRIORITY, PINNED, REPLICAS, PLACEMENT, TIERS].contains(&name) {
+    if [PRIORITY, PINNED, REPLICAS, PLACEMENT, TIERS, WRITE_MODE].contains(&name) {
         Errno::EPERM
     } else {
         Errno::from_i32(libc::ENODATA)
@@ -164,8 +183,23 @@ mod tests {
         assert_eq!(get(PLACEMENT, &i).unwrap(), b"round-robin");
         assert_eq!(get("user.other", &i), Err(Errno::from_i32(libc::ENODATA)));
         let dir = "user.tierpool.priority\0user.tierpool.pinned\0user.tierpool.replicas\0user.tierpool.placement\0";
-        assert_eq!(names(InodeKind::Dir), dir.as_bytes());
-        assert_eq!(names(InodeKind::File), format!("{dir}user.tierpool.tiers\0").as_bytes());
+        assert_eq!(names(&InodeInfo { kind: InodeKind::Dir, ..info() }), dir.as_bytes());
+        assert_eq!(names(&i), format!("{dir}user.tierpool.tiers\0").as_bytes());
+        assert_eq!(get(WRITE_MODE, &i), Err(Errno::from_i32(libc::ENODATA)), "not beneath an attachment");
+        let mut o = tierpool_meta::Origin {
+            attach: tierpool_types::InodeId(2),
+            key: "k".into(),
+            size: 0,
+            mtime: 0,
+            etag: String::new(),
+            dirty: false,
+            mode: None,
+        };
+        let attached = |o: &tierpool_meta::Origin| InodeInfo { origin: Some(o.clone()), ..info() };
+        assert_eq!(names(&attached(&o)), format!("{dir}user.tierpool.tiers\0user.tierpool.write_mode\0").as_bytes());
+        assert_eq!(get(WRITE_MODE, &attached(&o)).unwrap(), b"attachment");
+        o.mode = Some(WriteMode::PoolOnly);
+        assert_eq!(get(WRITE_MODE, &attached(&o)).unwrap(), b"pool-only");
         let places = [Some(ChunkPlace::Mem), None, Some(ChunkPlace::Disk), Some(ChunkPlace::Absent)];
         assert_eq!(tiers(&places), b"m-d?");
     }
@@ -192,5 +226,11 @@ mod tests {
         assert_eq!(parse("user.other", b"1"), Err(Errno::from_i32(libc::ENOTSUP)));
         assert_eq!((remove_error(PINNED), remove_error("user.x")), (Errno::EPERM, Errno::from_i32(libc::ENODATA)));
         assert_eq!(remove_error(REPLICAS), Errno::EPERM);
+        assert_eq!(parse(WRITE_MODE, b"back\n"), Ok(Change::WriteMode(Some(WriteMode::Back))));
+        assert_eq!(parse(WRITE_MODE, b"attachment"), Ok(Change::WriteMode(None)));
+        for bad in [&b"Back"[..], b"", b"pool_only", b"none"] {
+            assert_eq!(parse(WRITE_MODE, bad), Err(Errno::from_i32(libc::EINVAL)), "{bad:?}");
+        }
+        assert_eq!(remove_error(WRITE_MODE), Errno::EPERM);
     }
 }

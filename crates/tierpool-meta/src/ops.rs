@@ -6,7 +6,7 @@
 //! never change bytes on disk. An op is executed on behalf of an [`Owner`]
 //! (see `MetaState::execute_as`): the inodes it creates belong to them.
 
-use crate::{Attachment, Origin, Timestamp};
+use crate::{Attachment, Origin, Timestamp, WriteMode};
 use serde::{Deserialize, Serialize};
 use tierpool_types::{Checksum, ChunkAttrs, ChunkKey, ChunkRef, InodeId, Placement, Priority, Spread, WorkerId};
 
@@ -265,6 +265,11 @@ pub enum MetaOp {
     /// are the engine's to check before it runs this. Reply:
     /// [`MetaReply::Done`].
     Transact { task: Option<String>, files: Vec<TxFile>, ns: Vec<TxNs> },
+    /// Gives the file at `path`, beneath an attachment, its own write mode
+    /// (`None`: its attachment's again); with `recursive`, every file
+    /// beneath the directory at `path`. A file replaced at its path
+    /// hands its mode to the new one. Reply: [`MetaReply::WriteModes`].
+    SetWriteMode { path: String, mode: Option<WriteMode>, recursive: bool },
 }
 
 impl MetaOp {
@@ -379,6 +384,10 @@ pub enum MetaReply {
     /// How many inodes took the placement policy.
     Placed {
         inodes: u64,
+    },
+    /// The files whose write mode was set.
+    WriteModes {
+        files: Vec<InodeId>,
     },
 }
 

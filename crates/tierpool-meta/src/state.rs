@@ -54,6 +54,7 @@ pub use transact::{already_committed, check_task, MAX_TASK_ID};
 mod under;
 mod update;
 mod workers;
+mod write_modes;
 
 use crate::{Attachment, MetaOp, MetaReply, Timestamp, WorkerRecord};
 use inode::{Inode, Owner};
@@ -333,6 +334,9 @@ impl MetaState {
             }
             MetaOp::RegionRestore { path, name, done } => self.region_restore(&writable(path)?, name, *done, now),
             MetaOp::Transact { task, files, ns } => self.transact(task.as_deref(), files, ns, owner, now),
+            MetaOp::SetWriteMode { path, mode, recursive } => {
+                self.set_write_mode(&writable(path)?, *mode, *recursive, now)
+            }
         }
     }
 

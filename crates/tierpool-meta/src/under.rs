@@ -78,11 +78,20 @@ pub struct Origin {
     pub etag: String,
     /// The file's bytes changed in the pool since they last matched the object.
     pub dirty: bool,
+    /// The file's own write mode, if it has one; otherwise its
+    /// attachment's applies (see [`Origin::mode_in`]).
+    pub mode: Option<WriteMode>,
 }
 
 impl Origin {
     /// Whether the object's own description matches `(size, mtime, etag)`.
     pub fn same_object(&self, size: u64, mtime: u64, etag: &str) -> bool {
         self.size == size && self.mtime == mtime && self.etag == etag
+    }
+
+    /// The write mode the file follows beneath `attachment`: its own, or
+    /// the attachment's.
+    pub fn mode_in(&self, attachment: &Attachment) -> WriteMode {
+        self.mode.unwrap_or(attachment.mode)
     }
 }

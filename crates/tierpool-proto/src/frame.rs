@@ -24,7 +24,7 @@ pub const MAGIC: [u8; 2] = *b"TP";
 /// (chunks kept on disk, the `back` write mode); 10: a file persisted below
 /// names the key it was written to; 11: workers say when files were last
 /// used (`LastUse`).
-pub const PROTOCOL_VERSION: u8 = 16;
+pub const PROTOCOL_VERSION: u8 = 17;
 pub const FRAME_HEADER_LEN: usize = 12;
 /// Largest encoded message (a listing of a very large directory fits).
 pub const MAX_HEADER_LEN: u32 = 256 << 20;

@@ -103,6 +103,12 @@ pub struct AttachmentStatus {
     /// Files with changes not yet in the under-store, and their bytes.
     pub dirty_files: u64,
     pub dirty_bytes: u64,
+    /// Of those, the files in write-back mode (their own or the
+    /// attachment's), which the background write-back owes, and their bytes.
+    pub write_back_files: u64,
+    pub write_back_bytes: u64,
+    /// Files with a write mode of their own.
+    pub own_mode_files: u64,
     /// Bytes of its files the pool holds, and bytes only below.
     pub bytes_in_pool: u64,
     pub bytes_below: u64,

@@ -351,6 +351,40 @@ impl Client {
         view_to_py(py, &serde_json::json!({"files": r.files, "bytes": r.bytes}))
     }
 
+    /// Gives the file at `path` (with `recursive`, every file beneath the
+    /// directory) its own write mode; `None` or `"attachment"`: its
+    /// attachment's again. `{"files", "written"}`.
+    #[pyo3(signature = (path, mode, recursive=false))]
+    fn set_write_mode<'py>(
+        &self,
+        py: Python<'py>,
+        path: &str,
+        mode: Option<&str>,
+        recursive: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let mode = match mode {
+            None | Some("attachment") => None,
+            Some(m) => Some(tierpool_meta::WriteMode::parse(m).ok_or_else(|| {
+                to_py_err(py, Error::invalid(format!("write mode {m:?}: through, back, pool-only or attachment")))
+            })?),
+        };
+        let c = self.conn(py)?;
+        let r = wait(py, c.set_write_mode(&clean_path(path), mode, recursive))?;
+        view_to_py(py, &serde_json::json!({"files": r.files, "written": r.written}))
+    }
+
+    /// The write mode the file at `path` follows: `{"mode", "own"}`.
+    fn write_mode<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyAny>> {
+        let c = self.conn(py)?;
+        let path = clean_path(path);
+        let info = wait(py, c.stat(&path))?;
+        let Some((mode, own)) = wait(py, c.write_mode_of(&info))? else {
+            let e = format!("{path}: is not a file beneath an attached under-store (write modes apply to files there)");
+            return Err(to_py_err(py, Error::invalid(e)));
+        };
+        view_to_py(py, &serde_json::json!({"mode": mode.name(), "own": own}))
+    }
+
     /// Brings the attached tree at or beneath `path` up to date with its under-store.
     fn sync_meta<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyAny>> {
         let c = self.conn(py)?;

@@ -284,6 +284,25 @@ pub enum Cmd {
         #[command(flatten)]
         conn: Conn,
     },
+    /// Show or set the write mode of the file at PATH, beneath an
+    /// attachment (with -r, of every file beneath the directory at PATH):
+    /// its own mode, whatever its attachment's, kept when the file is
+    /// written again. A file with changes not yet below meets its new mode
+    /// at once (through: written below now). Renames, removals and new
+    /// directories follow the attachment's mode.
+    WriteMode {
+        path: String,
+        /// through, back, pool-only, or attachment (its attachment's mode
+        /// again); without it, show the file's mode.
+        #[arg(value_parser = own_write_mode(), value_name = "MODE")]
+        mode: Option<OwnMode>,
+        #[arg(short = 'r', long)]
+        recursive: bool,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
     /// Bring the pool's view of the attached tree at or beneath PATH up to
     /// date with the under-store: new objects appear, changed ones replace
     /// unchanged files, vanished ones go.
@@ -522,6 +541,15 @@ A chunk stays findable whatever its policy; it moves with its partition when the
 fn write_mode() -> impl clap::builder::TypedValueParser<Value = tierpool_meta::WriteMode> {
     clap::builder::PossibleValuesParser::new(tierpool_meta::WriteMode::ALL.map(|m| m.name()))
         .map(|s| tierpool_meta::WriteMode::parse(&s).expect("a listed mode"))
+}
+
+/// A write mode to set on files: one of their own, or their attachment's (`None`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OwnMode(pub Option<tierpool_meta::WriteMode>);
+
+fn own_write_mode() -> impl clap::builder::TypedValueParser<Value = OwnMode> {
+    let names: Vec<&str> = tierpool_meta::WriteMode::ALL.iter().map(|m| m.name()).chain(["attachment"]).collect();
+    clap::builder::PossibleValuesParser::new(names).map(|s| OwnMode(tierpool_meta::WriteMode::parse(&s)))
 }
 
 const SNAPSHOTS: &str = "\

@@ -71,6 +71,12 @@ pub fn status_text(v: &StatusView, bar: bool) -> String {
         );
         if a.dirty_files > 0 {
             out += &format!("; {} files ({}) not yet written below", a.dirty_files, ByteSize(a.dirty_bytes));
+            if a.write_back_files > 0 && a.mode != "back" {
+                out += &format!(" ({} of them written back in the background)", a.write_back_files);
+            }
+        }
+        if a.own_mode_files > 0 {
+            out += &format!("; {} files with a write mode of their own", a.own_mode_files);
         }
         out += "\n";
     }
@@ -201,8 +207,9 @@ pub fn info_text(path: &str, i: &InodeInfo) -> String {
     let mut s = info_lines(path, i);
     if let Some(u) = tierpool_client::view::UnderView::new(i) {
         let state = if u.dirty { "changes not yet in the under-store" } else { "same as the under-store" };
+        let own = u.write_mode.map_or(String::new(), |m| format!("; writes {m} (its own mode)"));
         s += &format!(
-            " under: {} ({} of {} chunks in the pool; {state})\n",
+            " under: {} ({} of {} chunks in the pool; {state}{own})\n",
             u.key,
             u.chunks_in_pool,
             u.chunks_in_pool + u.chunks_below

@@ -249,7 +249,10 @@ fn op_to_v1(op: &MetaOp) -> Result<OpV1> {
         | MetaOp::SnapshotRestore { .. }
         | MetaOp::Checkpoint { .. }
         | MetaOp::RegionRestore { .. }
-        | MetaOp::Transact { .. } => return Err(corrupt("an op added after log record version 1 has no form in it")),
+        | MetaOp::Transact { .. }
+        | MetaOp::SetWriteMode { .. } => {
+            return Err(corrupt("an op added after log record version 1 has no form in it"))
+        }
     })
 }
 

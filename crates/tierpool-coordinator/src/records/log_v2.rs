@@ -225,7 +225,8 @@ fn op_to_v2(op: &MetaOp) -> Result<OpV2> {
         | MetaOp::SnapshotRestore { .. }
         | MetaOp::Checkpoint { .. }
         | MetaOp::RegionRestore { .. }
-        | MetaOp::Transact { .. } => {
+        | MetaOp::Transact { .. }
+        | MetaOp::SetWriteMode { .. } => {
             return Err(corrupt("moves and membership ops have no form in log record version 2"))
         }
     })

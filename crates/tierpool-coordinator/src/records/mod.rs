@@ -26,6 +26,7 @@ pub mod log_v10;
 pub mod log_v11;
 pub mod log_v12;
 pub mod log_v13;
+pub mod log_v14;
 pub mod log_v2;
 pub mod log_v3;
 pub mod log_v4;
@@ -38,6 +39,7 @@ pub mod snapshot_v1;
 pub mod snapshot_v10;
 pub mod snapshot_v11;
 pub mod snapshot_v12;
+pub mod snapshot_v13;
 pub mod snapshot_v2;
 pub mod snapshot_v3;
 pub mod snapshot_v4;
@@ -55,9 +57,9 @@ use tierpool_meta::{MetaOp, MetaState, Owner};
 use tierpool_types::{Error, ErrorKind, Result};
 
 /// The version new log records are written in.
-pub const LOG_RECORD_VERSION: u8 = 13;
+pub const LOG_RECORD_VERSION: u8 = 14;
 /// The version new snapshots are written in.
-pub const SNAPSHOT_VERSION: u8 = 12;
+pub const SNAPSHOT_VERSION: u8 = 13;
 const SNAPSHOT_MAGIC: &[u8; 6] = b"TPSNAP";
 const SNAPSHOT_HEADER: usize = 19;
 const MAX_RECORD_LEN: u32 = 512 << 20;
@@ -82,13 +84,16 @@ fn decode<T: DeserializeOwned>(b: &[u8], what: &str) -> Result<T> {
 
 /// Appends the framed record to `out`, in the newest version.
 pub fn encode_record(rec: &LogRecord, out: &mut Vec<u8>) {
-    let record = log_v13::RecordV13::try_from(rec).expect("version 13 holds every op");
+    let record = log_v14::RecordV14::try_from(rec).expect("version 14 holds every op");
     frame_record(LOG_RECORD_VERSION, &encode(&record), out);
 }
 
 /// Appends the framed record to `out` in an older `version` (to check that
 /// golden files of released versions still encode as they did).
 pub fn encode_record_in(version: u8, rec: &LogRecord, out: &mut Vec<u8>) -> Result<()> {
+    if version < 14 && log_v14::write_mode(&rec.op) {
+        return Err(Error::invalid(format!("a file's own write mode has no log record version {version} form")));
+    }
     if version < 13 && log_v13::namespace_steps(&rec.op) {
         return Err(Error::invalid(format!(
             "a transaction that changed the namespace has no log record version {version} form"
@@ -128,7 +133,8 @@ pub fn encode_record_in(version: u8, rec: &LogRecord, out: &mut Vec<u8>) -> Resu
         10 => frame_record(10, &encode(&log_v10::RecordV10::try_from(rec)?), out),
         11 => frame_record(11, &encode(&log_v11::RecordV11::try_from(rec)?), out),
         12 => frame_record(12, &encode(&log_v12::RecordV12::try_from(rec)?), out),
-        13 => encode_record(rec, out),
+        13 => frame_record(13, &encode(&log_v13::RecordV13::try_from(rec)?), out),
+        14 => encode_record(rec, out),
         v => return Err(Error::invalid(format!("no log record version {v}"))),
     }
     Ok(())
@@ -186,6 +192,7 @@ pub fn decode_record(buf: &[u8]) -> Decoded {
         11 => decode::<log_v11::RecordV11>(&body[1..], "log record").and_then(LogRecord::try_from),
         12 => decode::<log_v12::RecordV12>(&body[1..], "log record").and_then(LogRecord::try_from),
         13 => decode::<log_v13::RecordV13>(&body[1..], "log record").and_then(LogRecord::try_from),
+        14 => decode::<log_v14::RecordV14>(&body[1..], "log record").and_then(LogRecord::try_from),
         v => Err(Error::new(
             ErrorKind::Corrupt,
             format!("log record version {v} is not known to this build (it reads up to {LOG_RECORD_VERSION})"),
@@ -199,7 +206,7 @@ pub fn decode_record(buf: &[u8]) -> Decoded {
 
 /// The snapshot of `state` after record `lsn`, in the newest version.
 pub fn encode_snapshot(lsn: u64, state: &MetaState) -> Vec<u8> {
-    let snap = snapshot_v12::SnapshotV12 { lsn, state: snapshot_v12::StateV12::from_view(&state.view()) };
+    let snap = snapshot_v13::SnapshotV13 { lsn, state: snapshot_v13::StateV13::from_view(&state.view()) };
     frame_snapshot(SNAPSHOT_VERSION, &encode(&snap))
 }
 
@@ -208,6 +215,11 @@ pub fn encode_snapshot(lsn: u64, state: &MetaState) -> Vec<u8> {
 pub fn encode_snapshot_in(version: u8, lsn: u64, state: &MetaState) -> Result<Vec<u8>> {
     if version < 6 {
         unreplicated(&state.view(), version)?;
+    }
+    if version < 13 && snapshot_v13::own_modes(&state.view()) {
+        return Err(Error::invalid(format!(
+            "a state with files of their own write mode has no snapshot version {version} form"
+        )));
     }
     if version < 12 && snapshot_v12::tasks(&state.view()) {
         return Err(Error::invalid(format!("a state with task ids has no snapshot version {version} form")));
@@ -272,7 +284,11 @@ pub fn encode_snapshot_in(version: u8, lsn: u64, state: &MetaState) -> Result<Ve
             let snap = snapshot_v11::SnapshotV11 { lsn, state: snapshot_v11::StateV11::from_view(&state.view()) };
             Ok(frame_snapshot(11, &encode(&snap)))
         }
-        12 => Ok(encode_snapshot(lsn, state)),
+        12 => {
+            let snap = snapshot_v12::SnapshotV12 { lsn, state: snapshot_v12::StateV12::from_view(&state.view()) };
+            Ok(frame_snapshot(12, &encode(&snap)))
+        }
+        13 => Ok(encode_snapshot(lsn, state)),
         v => Err(Error::invalid(format!("no snapshot version {v} is written"))),
     }
 }
@@ -362,6 +378,10 @@ pub fn decode_snapshot(buf: &[u8]) -> Result<(u64, MetaState)> {
         }
         12 => {
             let s: snapshot_v12::SnapshotV12 = decode(body, what)?;
+            Ok((s.lsn, s.state.into_state().map_err(|e| e.context(what))?))
+        }
+        13 => {
+            let s: snapshot_v13::SnapshotV13 = decode(body, what)?;
             Ok((s.lsn, s.state.into_state().map_err(|e| e.context(what))?))
         }
         v => Err(corrupt(&format!("version {v} is not known to this build (it reads up to {SNAPSHOT_VERSION})"))),

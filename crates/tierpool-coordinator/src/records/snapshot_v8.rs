@@ -78,7 +78,7 @@ impl StateV8 {
         for (id, o) in origins {
             let n = parts.inodes.get_mut(&InodeId(id)).ok_or_else(|| corrupt(format!("origin of dead inode {id}")))?;
             let OriginV8 { attach, key, size, mtime, etag, dirty } = o;
-            n.origin = Some(Origin { attach: InodeId(attach), key, size, mtime, etag, dirty });
+            n.origin = Some(Origin { attach: InodeId(attach), key, size, mtime, etag, dirty, mode: None });
         }
         Ok(parts)
     }

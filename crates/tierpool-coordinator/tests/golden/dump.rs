@@ -111,7 +111,11 @@ fn line(s: &MetaState, i: &tierpool_meta::InodeInfo, path: &str, out: &mut Strin
     // A file's under-store object, shown only beneath an attachment.
     let copies = match &i.origin {
         Some(o) => {
-            format!("{copies} origin={}:{:?}:{}:{}:{:?}:dirty={}", o.attach.0, o.key, o.size, o.mtime, o.etag, o.dirty)
+            let own = o.mode.map_or(String::new(), |m| format!(":mode={}", m.name()));
+            format!(
+                "{copies} origin={}:{:?}:{}:{}:{:?}:dirty={}{own}",
+                o.attach.0, o.key, o.size, o.mtime, o.etag, o.dirty
+            )
         }
         None => copies,
     };

@@ -116,7 +116,9 @@ impl MetaState {
                 return Err(path_error(ErrorKind::AlreadyExists, comps));
             }
         }
-        // Validated: mutate.
+        // Validated: mutate. A file replaced beneath an attachment hands
+        // its own write mode to the new one.
+        let kept_mode = old.and_then(|o| self.node(o).origin.as_ref().and_then(|g| g.mode));
         if let Some(old) = old {
             self.unlink(parent, name);
             self.release(old);
@@ -135,6 +137,9 @@ impl MetaState {
         let mut inode = Inode::new(file.mode, owner, now, body);
         inode.attrs = file.attrs;
         self.add_entry(parent, name, file.inode, inode, now);
+        if let Some(o) = self.node_mut(file.inode).origin.as_mut() {
+            o.mode = kept_mode;
+        }
         Ok(MetaReply::Info(self.info(file.inode)))
     }
 

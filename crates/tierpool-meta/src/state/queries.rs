@@ -109,11 +109,13 @@ impl MetaState {
     }
 
     /// Each attached directory's path and attachment, and of its files:
-    /// `(files, dirty files, their bytes, bytes in the pool, bytes below)`.
-    pub fn under_figures(&self) -> Vec<(String, crate::Attachment, [u64; 5])> {
+    /// `(files, dirty files, their bytes, bytes in the pool, bytes below,
+    /// dirty files in write-back mode, their bytes, files with a write mode
+    /// of their own)`.
+    pub fn under_figures(&self) -> Vec<(String, crate::Attachment, [u64; 8])> {
         let mut out = Vec::new();
         for (path, id, a) in self.attached_dirs() {
-            let mut f = [0u64; 5];
+            let mut f = [0u64; 8];
             for i in self.subtree(id) {
                 let n = self.node(i);
                 let (Some(o), super::inode::Body::File { size, chunk_size, chunks }) = (&n.origin, &n.body) else {
@@ -123,7 +125,12 @@ impl MetaState {
                 if o.dirty {
                     f[1] += 1;
                     f[2] += size;
+                    if o.mode_in(&a) == crate::WriteMode::Back {
+                        f[5] += 1;
+                        f[6] += size;
+                    }
                 }
+                f[7] += u64::from(o.mode.is_some());
                 for (k, r) in chunks.iter().enumerate() {
                     let share = (size - k as u64 * chunk_size).min(*chunk_size);
                     if r.is_below() {

@@ -174,6 +174,7 @@ impl MetaState {
             mtime: obj.mtime,
             etag: obj.etag.to_string(),
             dirty: false,
+            mode: None,
         };
         let Some(id) = self.child(parent, name) else {
             if self.next_inode == u64::MAX {
@@ -218,7 +219,9 @@ impl MetaState {
         }
         n.mtime = obj.mtime;
         n.ctime = now;
-        n.origin = Some(origin);
+        // It keeps its own write mode.
+        let mode = n.origin.as_ref().and_then(|o| o.mode);
+        n.origin = Some(Origin { mode, ..origin });
         Ok(MetaReply::Info(self.info(id)))
     }
 
@@ -321,7 +324,7 @@ impl MetaState {
     /// Gives the file `id` made in the pool beneath attachment `att` the
     /// origin `key` (dirty: nothing is below yet), so it can be persisted.
     pub(super) fn note_origin(&mut self, id: InodeId, att: InodeId, key: String) {
-        let o = Origin { attach: att, key, size: 0, mtime: 0, etag: String::new(), dirty: true };
+        let o = Origin { attach: att, key, size: 0, mtime: 0, etag: String::new(), dirty: true, mode: None };
         self.node_mut(id).origin = Some(o);
     }
 

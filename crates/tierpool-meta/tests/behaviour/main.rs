@@ -20,3 +20,4 @@ mod snapshots;
 mod txns;
 mod under;
 mod update;
+mod write_modes;

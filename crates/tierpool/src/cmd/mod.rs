@@ -70,6 +70,9 @@ pub fn run(cli: Cli) -> Result<()> {
                 under::free(&connect(&conn).await?, &path, recursive, json).await
             }
             Cmd::Sync { path, json, conn } => under::sync(&connect(&conn).await?, &path, json).await,
+            Cmd::WriteMode { path, mode, recursive, json, conn } => {
+                under::write_mode(&connect(&conn).await?, &path, mode.map(|m| m.0), recursive, json).await
+            }
             Cmd::SyncMeta { path, json, conn } => under::sync_meta(&connect(&conn).await?, &path, json).await,
             other => fs::run(other).await,
         }

@@ -165,6 +165,40 @@ pub async fn sync(c: &Client, path: &str, json: bool) -> Result<()> {
     Ok(())
 }
 
+/// `tierpool write-mode`: `mode` `None` shows the file's; `Some(None)`
+/// gives it its attachment's again.
+pub async fn write_mode(
+    c: &Client,
+    path: &str,
+    mode: Option<Option<WriteMode>>,
+    recursive: bool,
+    json: bool,
+) -> Result<()> {
+    let Some(mode) = mode else {
+        let info = c.stat(path).await?;
+        let Some((m, own)) = c.write_mode_of(&info).await? else {
+            let e = format!("{path}: is not a file beneath an attached under-store (write modes apply to files there)");
+            return Err(tierpool_types::Error::invalid(e).into());
+        };
+        let from = if own { "its own" } else { "its attachment's" };
+        if json {
+            println!("{}", serde_json::to_string_pretty(&json!({"path": path, "mode": m.name(), "own": own}))?);
+        } else {
+            println!("{path}: {} ({from})", m.name());
+        }
+        return Ok(());
+    };
+    let r = c.set_write_mode(path, mode, recursive).await?;
+    let shown = mode.map_or("its attachment's", |m| m.name());
+    if json {
+        let v = json!({"path": path, "mode": mode.map(|m| m.name()), "files": r.files, "written": r.written});
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!("{path}: {} files now write {shown}; {} written to the under-store now", r.files, r.written);
+    }
+    Ok(())
+}
+
 pub async fn sync_meta(c: &Client, path: &str, json: bool) -> Result<()> {
     let r = c.sync_meta(path).await?;
     if json {

@@ -1,9 +1,9 @@
 //! The upkeep of under-stores, run by the coordinator process as a client
 //! of the pool (so workers need no store credentials), every
-//! `--write-back-every`: the write-back of attachments in `back` mode (each
-//! with files not yet below has them written to its under-store,
-//! `Client::sync`), and room made in a pool nearly full by letting go of
-//! clean files (`make_room`).
+//! `--write-back-every`: the write-back of files in `back` mode, their
+//! attachment's or their own (each attachment with such files not yet below
+//! has them written to its under-store, `Client::write_back`), and room
+//! made in a pool nearly full by letting go of clean files (`make_room`).
 //!
 //! What is owed is the metadata's own record (each file's origin is dirty
 //! until `Persisted` names exactly the chunks written below), so the queue
@@ -38,12 +38,12 @@ pub async fn run(cfg: CoordinatorConfig, every: Duration) {
                 continue;
             }
         };
-        for a in status.attachments.iter().filter(|a| a.mode == "back" && a.dirty_files > 0) {
+        for a in status.attachments.iter().filter(|a| a.write_back_files > 0) {
             if failing.get(&a.path).is_some_and(|(at, _)| Instant::now() < *at) {
                 continue;
             }
             let started = Instant::now();
-            match client.sync(&a.path, &|_| {}).await {
+            match client.write_back(&a.path).await {
                 Ok(done) => {
                     failing.remove(&a.path);
                     if done.files > 0 {
@@ -61,8 +61,8 @@ pub async fn run(cfg: CoordinatorConfig, every: Duration) {
                     let pause = failing.get(&a.path).map_or(every, |(_, p)| (*p * 2).min(MAX_PAUSE));
                     tracing::warn!(
                         "write-back: {} files ({}) of {} not written to {} (trying again in {:?}): {e}",
-                        a.dirty_files,
-                        ByteSize(a.dirty_bytes),
+                        a.write_back_files,
+                        ByteSize(a.write_back_bytes),
                         a.path,
                         a.uri,
                         pause

@@ -227,6 +227,12 @@ fn meta_op(sample: &MetaOp) -> BoxedStrategy<MetaOp> {
         M::Transact { .. } => (proptest::option::of(text()), many(tx_file()), tx_steps())
             .prop_map(|(task, files, ns)| M::Transact { task, files, ns })
             .boxed(),
+        M::SetWriteMode { .. } => {
+            let mode = proptest::option::of(prop::sample::select(tierpool_meta::WriteMode::ALL.to_vec()));
+            (text(), mode, any::<bool>())
+                .prop_map(|(path, mode, recursive)| M::SetWriteMode { path, mode, recursive })
+                .boxed()
+        }
     }
 }
 

@@ -1,0 +1,54 @@
+//! Write modes of files' own: a file beneath an attachment may write
+//! through, back or not at all, whatever its attachment does (the rules
+//! are the metadata's, see `tierpool_meta`'s `state/write_modes.rs`).
+
+use crate::client::{unexpected_meta, Client};
+use tierpool_meta::{MetaOp, MetaReply, WriteMode};
+use tierpool_types::Result;
+
+/// What setting a write mode did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ModeReport {
+    /// Files whose mode changed.
+    pub files: u64,
+    /// Of those, files with changes not yet below that now write through:
+    /// written to the under-store before the call returned.
+    pub written: u64,
+}
+
+impl Client {
+    /// Gives the file at `path` (with `recursive`, every file beneath the
+    /// directory at `path`) its own write mode, or with `None` its
+    /// attachment's again. A file replaced at its path later (a new put)
+    /// keeps the mode. Each file meets its new mode at once: one with
+    /// changes not yet below is written there now if it writes through,
+    /// moved to its workers' disks if it writes back (the write-back takes
+    /// it from there); in the pool only, it stays as it is.
+    pub async fn set_write_mode(&self, path: &str, mode: Option<WriteMode>, recursive: bool) -> Result<ModeReport> {
+        let op = MetaOp::SetWriteMode { path: path.to_string(), mode, recursive };
+        let changed = match self.meta(op).await? {
+            MetaReply::WriteModes { files } => files,
+            other => return Err(unexpected_meta(other)),
+        };
+        let mut report = ModeReport { files: changed.len() as u64, written: 0 };
+        if changed.is_empty() {
+            return Ok(report);
+        }
+        let files =
+            if recursive { self.files_under(path).await? } else { vec![(path.to_string(), self.stat(path).await?)] };
+        for (p, info) in files.into_iter().filter(|(_, i)| changed.contains(&i.id)) {
+            if info.origin.as_ref().is_some_and(|o| o.dirty) && self.persist(&p, info, false).await? {
+                report.written += 1;
+            }
+        }
+        Ok(report)
+    }
+
+    /// The write mode the file `info` follows, and whether it is its own
+    /// (`None` for a file not beneath an attachment).
+    pub async fn write_mode_of(&self, info: &tierpool_meta::InodeInfo) -> Result<Option<(WriteMode, bool)>> {
+        let Some(o) = &info.origin else { return Ok(None) };
+        let attached = self.attachments().await?;
+        Ok(attached.iter().find(|a| a.inode == o.attach).map(|a| (o.mode_in(&a.attachment), o.mode.is_some())))
+    }
+}
