@@ -8,8 +8,11 @@
 //! lost are read from the store; bad stores give one-line errors; `back`
 //! mode acknowledges from the workers' disks and writes below in the
 //! background, also after every process was killed and while the store
-//! was down; the mount's names reach the store as paths do; a nearly full
-//! pool lets go of the clean files used (read or changed) longest ago.
+//! was down; in `through` mode a store that is down fails the write (not
+//! acknowledged; the pool keeps the bytes as changes not below) and `sync`
+//! delivers them when it returns; the mount's names reach the store as
+//! paths do; a nearly full pool lets go of the clean files used (read or
+//! changed) longest ago.
 
 mod common;
 #[path = "../../tierpool-under/tests/common/s3_server.rs"]
@@ -527,5 +530,76 @@ fn a_nearly_full_pool_lets_go_of_the_files_used_longest_ago_not_the_oldest() {
     assert_eq!(in_pool, vec![1, 1, 1, 0, 0, 1, 1, 1, 1, 1], "f3 and f4 were let go");
     for (i, f) in files.iter().enumerate() {
         same(&pool.get(&format!("/lru/f{i}")), f, "after letting go");
+    }
+}
+
+#[test]
+fn a_through_attachment_whose_store_is_down_refuses_writes_and_recovers_when_it_returns() {
+    let mut s3 = S3Server::start();
+    s3.create_bucket("lake");
+    let pool = Pool::start(1, "64MiB", "256MiB");
+    let (ak, sk) = (format!("access_key_id={}", s3.access_key), format!("secret_access_key={}", s3.secret_key));
+    let ep = s3.endpoint();
+    pool.ok(&["attach", "s3://lake/t", "/t", "--endpoint", &ep, "-o", &ak, "-o", &sk]);
+    let first = data(31, MIB + 9);
+    pool.put("/t/first.bin", &first);
+    let dir = s3.bucket_dir("lake").join("t");
+    let below = |name: &str| dir.join(name);
+    assert_eq!(std::fs::read(below("first.bin")).unwrap(), first);
+    s3.stop();
+    // Not acknowledged: the put fails naming the path and the store.
+    let second = data(32, 2 * MIB + 1);
+    let local = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(local.path(), &second).unwrap();
+    let e = pool.err(&["put", local.path().to_str().unwrap(), "/t/second.bin"]);
+    assert!(e.contains("/t/second.bin") && e.contains("s3://lake"), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+    // The pool keeps the bytes as changes not below, and serves everything meanwhile.
+    assert!(pool.under_chunks("/t/second.bin").2, "changes not below");
+    assert_eq!(pool.get("/t/second.bin"), second);
+    assert_eq!(pool.get("/t/first.bin"), first);
+    assert_eq!(pool.status()["attachments"][0]["dirty_files"].as_u64(), Some(1));
+    let e = pool.err(&["sync", "/t"]);
+    assert!(e.contains("s3://lake"), "{e}");
+    assert!(!below("second.bin").exists());
+    // Back: sync writes it, byte-exact, and the file is clean.
+    s3.restart();
+    pool.ok(&["sync", "/t"]);
+    assert_eq!(std::fs::read(below("second.bin")).unwrap(), second);
+    assert!(!pool.under_chunks("/t/second.bin").2, "clean");
+    assert_eq!(std::fs::read(below("first.bin")).unwrap(), first);
+}
+
+#[test]
+fn every_process_killed_during_the_write_back_loses_nothing_and_versions_land_in_order() {
+    const FILES: usize = 16;
+    let mut pool = Pool::start_with(1, "64MiB", "256MiB", &["--write-back-every", "100ms"]);
+    let src = tempfile::tempdir().unwrap();
+    pool.ok(&["attach", &format!("file://{}", src.path().display()), "/wb", "--mode", "back"]);
+    let version = |f: usize, round: usize| data((100 * round + f) as u64, 256 * 1024 + 7 * round + f);
+    for round in 0..3 {
+        for f in 0..FILES {
+            pool.put(&format!("/wb/f{f}.bin"), &version(f, round));
+        }
+        // Killed at once: the write-back, running meanwhile every 100 ms,
+        // still owes this round's last files and may be writing one.
+        pool.kill_worker(0);
+        pool.kill_coordinator();
+        pool.start_coordinator();
+        pool.start_worker(0);
+        pool.wait_alive(1);
+        for f in 0..FILES {
+            wait_below(&src.path().join(format!("f{f}.bin")), &version(f, round));
+        }
+        let t = std::time::Instant::now();
+        while pool.status()["attachments"][0]["dirty_files"].as_u64() != Some(0) {
+            assert!(t.elapsed() < std::time::Duration::from_secs(30), "still dirty: {}", pool.status());
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        // Nothing older lands later.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        for f in 0..FILES {
+            assert!(std::fs::read(src.path().join(format!("f{f}.bin"))).unwrap() == version(f, round), "f{f}");
+        }
     }
 }

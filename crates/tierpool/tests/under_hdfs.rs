@@ -39,8 +39,14 @@ impl Hdfs {
 
     /// The file's bytes, `None` if absent.
     fn read(&self, path: &str) -> Option<Vec<u8>> {
-        let found = self.rt.block_on(self.store.stat(path)).unwrap()?;
-        Some(self.rt.block_on(self.store.read(path, 0, found.size, None)).unwrap().to_vec())
+        self.try_read(path).unwrap()
+    }
+
+    /// [`read`](Self::read), or the error of a file changing while it is
+    /// read (the pool may be writing it).
+    fn try_read(&self, path: &str) -> tierpool_types::Result<Option<Vec<u8>>> {
+        let Some(found) = self.rt.block_on(self.store.stat(path))? else { return Ok(None) };
+        Ok(Some(self.rt.block_on(self.store.read(path, 0, found.size, None))?.to_vec()))
     }
 
     fn paths(&self) -> Vec<String> {
@@ -49,7 +55,7 @@ impl Hdfs {
 
     fn wait_for(&self, path: &str, want: &[u8]) {
         let t = Instant::now();
-        while self.read(path).as_deref() != Some(want) {
+        while self.try_read(path).ok().flatten().as_deref() != Some(want) {
             assert!(t.elapsed() < Duration::from_secs(60), "{path} never held the {} bytes", want.len());
             std::thread::sleep(Duration::from_millis(100));
         }
