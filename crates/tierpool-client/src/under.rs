@@ -468,9 +468,9 @@ impl Client {
     }
 
     /// Writes file `info` (at `path`) to its object below if it has
-    /// changes not there yet and its attachment writes through (or
-    /// `always`); returns whether it wrote. A change made meanwhile is
-    /// written in turn. Of a `back` attachment (not `always`), the file's
+    /// changes not there yet and it writes through (its own mode, else its
+    /// attachment's; or `always`); returns whether it wrote. A change made
+    /// meanwhile is written in turn. Of a file writing back (not `always`), the file's
     /// chunks are moved to their workers' disks instead, so that the
     /// write outlives a kill of every pool process until it is below.
     pub async fn persist(&self, path: &str, mut info: InodeInfo, always: bool) -> Result<bool> {
@@ -543,8 +543,9 @@ impl Client {
         Ok(())
     }
 
-    /// Writes file `inode` below now if it has changes not there yet and its
-    /// attachment writes back (`fsync` on the mount); otherwise nothing.
+    /// Writes file `inode` below now if it has changes not there yet and it
+    /// writes back (its own mode, else its attachment's: `fsync` on the
+    /// mount); otherwise nothing.
     pub async fn flush_back(&self, path: &str, inode: InodeId) -> Result<()> {
         let info = self.stat_inode(inode, true).await?;
         if !info.origin.as_ref().is_some_and(|o| o.dirty) {

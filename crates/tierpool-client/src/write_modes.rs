@@ -23,7 +23,9 @@ impl Client {
     /// keeps the mode. Each file meets its new mode at once: one with
     /// changes not yet below is written there now if it writes through,
     /// moved to its workers' disks if it writes back (the write-back takes
-    /// it from there); in the pool only, it stays as it is.
+    /// it from there); in the pool only, it stays as it is. A file that
+    /// cannot be written below (the store down) fails the call after the
+    /// others were handled; its mode is set all the same.
     pub async fn set_write_mode(&self, path: &str, mode: Option<WriteMode>, recursive: bool) -> Result<ModeReport> {
         let op = MetaOp::SetWriteMode { path: path.to_string(), mode, recursive };
         let changed = match self.meta(op).await? {
@@ -34,14 +36,27 @@ impl Client {
         if changed.is_empty() {
             return Ok(report);
         }
+        let changed: std::collections::HashSet<_> = changed.into_iter().collect();
         let files =
             if recursive { self.files_under(path).await? } else { vec![(path.to_string(), self.stat(path).await?)] };
+        // One file that cannot be written below does not hold back the others.
+        let mut first_error = None;
         for (p, info) in files.into_iter().filter(|(_, i)| changed.contains(&i.id)) {
-            if info.origin.as_ref().is_some_and(|o| o.dirty) && self.persist(&p, info, false).await? {
-                report.written += 1;
+            if !info.origin.as_ref().is_some_and(|o| o.dirty) {
+                continue;
+            }
+            match self.persist(&p, info, false).await {
+                Ok(wrote) => report.written += u64::from(wrote),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
             }
         }
-        Ok(report)
+        match first_error {
+            // The modes are set; the file named is not below yet (`sync` writes it).
+            Some(e) => Err(e.context("the write mode is set, but a file could not meet it yet")),
+            None => Ok(report),
+        }
     }
 
     /// The write mode the file `info` follows, and whether it is its own

@@ -263,8 +263,8 @@ impl OpenFile {
         Ok(())
     }
 
-    /// `fsync`: publishes, then, beneath an attachment that writes back,
-    /// writes the file to its under-store before returning.
+    /// `fsync`: publishes, then, of a file that writes back (its own mode,
+    /// else its attachment's), writes it to its under-store before returning.
     pub fn sync(&self, io: &Io) -> Result<()> {
         self.publish(io)?;
         let (inode, below) = {

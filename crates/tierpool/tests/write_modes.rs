@@ -112,6 +112,12 @@ fn files_write_by_their_own_mode_whatever_their_attachment_does() {
     assert!(e.contains("invalid value 'sideways'"), "{e}");
     let e = pool.err(&["write-mode", "/in/none.txt", "back"]);
     assert!(e.contains("/in/none.txt"), "{e}");
+    let scratch = tempfile::tempdir().unwrap();
+    pool.ok(&["attach", &format!("file://{}", scratch.path().display()), "/scratch", "--mode", "pool-only"]);
+    pool.put("/scratch/s.txt", b"s");
+    let e = pool.err(&["write-mode", "/scratch/s.txt", "through"]);
+    assert!(e.contains("/scratch/s.txt: is in the under-store file://") && e.contains("attached pool-only"), "{e}");
+    pool.ok(&["detach", "/scratch", "--force"]);
 
     // Recursively: every file beneath takes the mode (a file already so is not counted).
     let r = json(&pool.ok(&["write-mode", "-r", "/in", "pool-only", "--json"]));

@@ -8,7 +8,9 @@
 //! directory's entries are one listing below.
 //!
 //! Invariants: only a file with an origin has a mode of its own (files
-//! outside attachments have none to keep); a file replaced at its path by
+//! outside attachments have none to keep); a file of a `pool-only`
+//! attachment never writes through or back (renames there stay in the
+//! pool, so its key would not follow it); a file replaced at its path by
 //! a commit hands its mode to the new file, so a mode set on a path holds
 //! across rewrites; nothing beneath a read-only attachment changes.
 
@@ -54,6 +56,15 @@ impl MetaState {
                 ErrorKind::ReadOnly,
                 format!("{shown}: is in the under-store {} attached read-only", a.uri),
             ));
+        }
+        if mode.is_some_and(|m| m.mirrors_names()) && !a.mode.mirrors_names() {
+            // Its object would not follow it: names there stay in the pool.
+            return Err(Error::invalid(format!(
+                "{shown}: is in the under-store {} attached pool-only, whose names (renames, removals) stay in the \
+                 pool: its files cannot write through or back (attach it in one of those modes, and make files \
+                 pool-only there)",
+                a.uri
+            )));
         }
         // Validated: mutate.
         let ids = if recursive { self.subtree(id) } else { vec![id] };

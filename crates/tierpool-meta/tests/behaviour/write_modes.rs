@@ -140,6 +140,19 @@ fn modes_are_refused_outside_attachments_on_directories_and_read_only_trees() {
     )
     .unwrap();
     assert_eq!(fails(&mut s, set("/in/l", Some(WriteMode::Back), false)).0, ErrorKind::InvalidArgument);
+    // In a pool-only attachment renames stay in the pool: no file there
+    // writes through or back (its object would not follow it).
+    let mut p = ready();
+    let at = attach(&mut p, WriteMode::PoolOnly, false);
+    adopt(&mut p, at, "e");
+    for m in [WriteMode::Through, WriteMode::Back] {
+        let (k, msg) = fails(&mut p, set("/in/x", Some(m), false));
+        assert_eq!(k, ErrorKind::InvalidArgument, "{msg}");
+        assert!(msg.contains("attached pool-only"), "{msg}");
+        assert_eq!(fails(&mut p, set("/in", Some(m), true)).0, ErrorKind::InvalidArgument);
+    }
+    p.execute(&set("/in/x", Some(WriteMode::PoolOnly), false), 9).unwrap();
+    p.execute(&set("/in/x", None, false), 9).unwrap();
     let mut r = ready();
     let at = attach(&mut r, WriteMode::Back, true);
     adopt(&mut r, at, "e");

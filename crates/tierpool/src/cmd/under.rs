@@ -189,7 +189,7 @@ pub async fn write_mode(
         return Ok(());
     };
     let r = c.set_write_mode(path, mode, recursive).await?;
-    let shown = mode.map_or("its attachment's", |m| m.name());
+    let shown = mode.map_or("by their attachment's mode".to_string(), |m| m.name().to_string());
     if json {
         let v = json!({"path": path, "mode": mode.map(|m| m.name()), "files": r.files, "written": r.written});
         println!("{}", serde_json::to_string_pretty(&v)?);
