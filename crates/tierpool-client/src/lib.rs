@@ -11,6 +11,7 @@
 //!   atomic metadata commit, so readers see the old or the new file whole;
 //! - a chunk that its worker no longer has is reported as `Lost`, naming the file.
 
+mod already_below;
 mod batch;
 mod checkpoints;
 mod client;

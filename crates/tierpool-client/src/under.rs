@@ -493,13 +493,26 @@ impl Client {
             if attachment.readonly {
                 return Err(Error::new(ErrorKind::ReadOnly, format!("{path}: its under-store is attached read-only")));
             }
-            // Read with the file's read-ahead (chunks come padded to their share).
-            let mut pieces = Vec::with_capacity(info.chunks.len());
-            let mut chunks = self.chunk_stream(path, &info);
-            while let Some(d) = chunks.next().await? {
-                pieces.push(d);
-            }
-            let e = store.write(&origin.key, pieces).await.map_err(|e| e.context(path))?;
+            // A write of these bytes that a crash kept from being recorded
+            // (the write-back and `sync` look): recorded, not written again.
+            let found = match always {
+                true => {
+                    crate::already_below::already_below(&store, &origin, &info).await.map_err(|e| e.context(path))?
+                }
+                false => None,
+            };
+            let e = match found {
+                Some(e) => e,
+                None => {
+                    // Read with the file's read-ahead (chunks come padded to their share).
+                    let mut pieces = Vec::with_capacity(info.chunks.len());
+                    let mut chunks = self.chunk_stream(path, &info);
+                    while let Some(d) = chunks.next().await? {
+                        pieces.push(d);
+                    }
+                    store.write(&origin.key, pieces).await.map_err(|e| e.context(path))?
+                }
+            };
             let op = MetaOp::Persisted {
                 inode: info.id,
                 chunks: info.chunks.clone(),

@@ -10,7 +10,8 @@
 //! background, also after every process was killed and while the store
 //! was down; in `through` mode a store that is down fails the write (not
 //! acknowledged; the pool keeps the bytes as changes not below) and `sync`
-//! delivers them when it returns; the mount's names reach the store as
+//! delivers them when it returns; bytes a crash left below unrecorded are
+//! recorded, not written again; the mount's names reach the store as
 //! paths do; a nearly full pool lets go of the clean files used (read or
 //! changed) longest ago.
 
@@ -602,4 +603,35 @@ fn every_process_killed_during_the_write_back_loses_nothing_and_versions_land_in
             assert!(std::fs::read(src.path().join(format!("f{f}.bin"))).unwrap() == version(f, round), "f{f}");
         }
     }
+}
+
+#[test]
+fn bytes_already_below_after_a_crash_are_recorded_not_written_again() {
+    let pool = Pool::start_with(1, "64MiB", "256MiB", &["--write-back-every", "1h"]);
+    let src = tempfile::tempdir().unwrap();
+    pool.ok(&["attach", &format!("file://{}", src.path().display()), "/wb", "--mode", "back"]);
+    let (same, other) = (data(51, 5 * MIB + 3), data(52, 2 * MIB));
+    pool.put("/wb/same.bin", &same);
+    pool.put("/wb/other.bin", &other);
+    // As a write-back that finished just before a crash leaves them: the
+    // bytes below, the pool not knowing. One object holds the file's bytes,
+    // the other as many bytes but not the file's.
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+    let mut wrong = other.clone();
+    wrong[MIB] ^= 1;
+    for (name, bytes) in [("same.bin", &same), ("other.bin", &wrong)] {
+        std::fs::write(src.path().join(name), bytes).unwrap();
+        std::fs::File::options().write(true).open(src.path().join(name)).unwrap().set_modified(old).unwrap();
+    }
+    let done = json(&pool.ok(&["sync", "/wb", "--json"]));
+    assert_eq!(done["files"].as_u64(), Some(2));
+    let mtime = |name: &str| std::fs::metadata(src.path().join(name)).unwrap().modified().unwrap();
+    assert_eq!(mtime("same.bin"), old, "the object holding the file's bytes is not written again");
+    assert_ne!(mtime("other.bin"), old, "the other one is");
+    assert_eq!(std::fs::read(src.path().join("other.bin")).unwrap(), other);
+    assert_eq!(std::fs::read(src.path().join("same.bin")).unwrap(), same);
+    assert!(!pool.under_chunks("/wb/same.bin").2 && !pool.under_chunks("/wb/other.bin").2, "both clean");
+    // Clean means clean: freed, the file reads back from the object.
+    pool.ok(&["free", "-r", "/wb"]);
+    assert_eq!(pool.get("/wb/same.bin"), same);
 }
