@@ -495,11 +495,10 @@ impl Client {
             }
             // A write of these bytes that a crash kept from being recorded
             // (the write-back and `sync` look): recorded, not written again.
-            let found = match always {
-                true => {
-                    crate::already_below::already_below(&store, &origin, &info).await.map_err(|e| e.context(path))?
-                }
-                false => None,
+            let found = if always {
+                crate::already_below::already_below(&store, &origin, &info).await.map_err(|e| e.context(path))?
+            } else {
+                None
             };
             let e = match found {
                 Some(e) => e,
@@ -585,10 +584,7 @@ impl Client {
     /// or their attachment's).
     pub async fn write_back(&self, path: &str) -> Result<UnderReport> {
         let attached = self.attachments().await?;
-        let back = |o: &Origin| {
-            let a = attached.iter().find(|a| a.inode == o.attach);
-            a.is_some_and(|a| o.mode_in(&a.attachment) == WriteMode::Back)
-        };
+        let back = |o: &Origin| crate::write_modes::mode_among(&attached, o) == Some(WriteMode::Back);
         self.sync_where(path, &back, &|_| {}).await
     }
 

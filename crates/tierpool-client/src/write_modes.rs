@@ -3,8 +3,9 @@
 //! are the metadata's, see `tierpool_meta`'s `state/write_modes.rs`).
 
 use crate::client::{unexpected_meta, Client};
-use tierpool_meta::{MetaOp, MetaReply, WriteMode};
-use tierpool_types::Result;
+use tierpool_meta::{MetaOp, MetaReply, Origin, WriteMode};
+use tierpool_proto::AttachedDir;
+use tierpool_types::{Error, Result};
 
 /// What setting a write mode did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -59,11 +60,23 @@ impl Client {
         }
     }
 
-    /// The write mode the file `info` follows, and whether it is its own
-    /// (`None` for a file not beneath an attachment).
-    pub async fn write_mode_of(&self, info: &tierpool_meta::InodeInfo) -> Result<Option<(WriteMode, bool)>> {
-        let Some(o) = &info.origin else { return Ok(None) };
+    /// The write mode the file at `path` follows, and whether it is its
+    /// own; `InvalidArgument` for a path that is not a file beneath an
+    /// attachment.
+    pub async fn write_mode(&self, path: &str) -> Result<(WriteMode, bool)> {
+        let info = self.stat(path).await?;
         let attached = self.attachments().await?;
-        Ok(attached.iter().find(|a| a.inode == o.attach).map(|a| (o.mode_in(&a.attachment), o.mode.is_some())))
+        match info.origin.as_ref().and_then(|o| Some((mode_among(&attached, o)?, o.mode.is_some()))) {
+            Some(found) => Ok(found),
+            None => Err(Error::invalid(format!(
+                "{path}: is not a file beneath an attached under-store (write modes apply to files there)"
+            ))),
+        }
     }
+}
+
+/// The write mode a file of origin `o` follows among the attachments
+/// `attached`: its own, or its attachment's (`None` if that is gone).
+pub(crate) fn mode_among(attached: &[AttachedDir], o: &Origin) -> Option<WriteMode> {
+    attached.iter().find(|a| a.inode == o.attach).map(|a| o.mode_in(&a.attachment))
 }

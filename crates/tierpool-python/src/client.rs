@@ -376,12 +376,7 @@ impl Client {
     /// The write mode the file at `path` follows: `{"mode", "own"}`.
     fn write_mode<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyAny>> {
         let c = self.conn(py)?;
-        let path = clean_path(path);
-        let info = wait(py, c.stat(&path))?;
-        let Some((mode, own)) = wait(py, c.write_mode_of(&info))? else {
-            let e = format!("{path}: is not a file beneath an attached under-store (write modes apply to files there)");
-            return Err(to_py_err(py, Error::invalid(e)));
-        };
+        let (mode, own) = wait(py, c.write_mode(&clean_path(path)))?;
         view_to_py(py, &serde_json::json!({"mode": mode.name(), "own": own}))
     }
 

@@ -175,11 +175,7 @@ pub async fn write_mode(
     json: bool,
 ) -> Result<()> {
     let Some(mode) = mode else {
-        let info = c.stat(path).await?;
-        let Some((m, own)) = c.write_mode_of(&info).await? else {
-            let e = format!("{path}: is not a file beneath an attached under-store (write modes apply to files there)");
-            return Err(tierpool_types::Error::invalid(e).into());
-        };
+        let (m, own) = c.write_mode(path).await?;
         let from = if own { "its own" } else { "its attachment's" };
         if json {
             println!("{}", serde_json::to_string_pretty(&json!({"path": path, "mode": m.name(), "own": own}))?);
