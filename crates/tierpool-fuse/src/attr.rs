@@ -52,3 +52,25 @@ pub fn attr(i: &InodeInfo) -> FileAttr {
         flags: 0,
     }
 }
+
+/// The attributes of a negative entry (a name with no inode): never read by
+/// the kernel beyond their node number, 0.
+pub fn absent() -> FileAttr {
+    FileAttr {
+        ino: INodeNo(0),
+        size: 0,
+        blocks: 0,
+        atime: UNIX_EPOCH,
+        mtime: UNIX_EPOCH,
+        ctime: UNIX_EPOCH,
+        crtime: UNIX_EPOCH,
+        kind: FileType::RegularFile,
+        perm: 0,
+        nlink: 0,
+        uid: 0,
+        gid: 0,
+        rdev: 0,
+        blksize: IO_BLOCK,
+        flags: 0,
+    }
+}

@@ -227,7 +227,21 @@ impl Filesystem for TierpoolFs {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        reply_entry(self.lookup_entry(parent.0, name), reply)
+        match self.lookup_entry(parent.0, name) {
+            // A name that is not there is remembered by the kernel as long
+            // as one that is (a negative entry: node 0): creating a file
+            // then costs no lookup. This mount's own creates, renames and
+            // links replace it at once; another client's within `TTL`.
+            // (Not beneath `.snapshots`, which snapshots change.)
+            Err(e)
+                if e == Errno::ENOENT
+                    && !crate::snapshots::is_snap(parent.0)
+                    && name != crate::snapshots::SNAPSHOTS =>
+            {
+                reply.entry(&TTL, &crate::attr::absent(), Generation(0))
+            }
+            r => reply_entry(r, reply),
+        }
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {

@@ -25,7 +25,7 @@ use tierpool_types::InodeId;
 
 /// Inode numbers of entries beneath `.snapshots` start here.
 pub(crate) const SNAP_BASE: u64 = 1 << 63;
-const SNAPSHOTS: &str = ".snapshots";
+pub(crate) const SNAPSHOTS: &str = ".snapshots";
 
 /// Whether `ino` is an entry beneath a `.snapshots`.
 pub(crate) fn is_snap(ino: u64) -> bool {
