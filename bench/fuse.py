@@ -12,7 +12,7 @@ files, so every write lands in memory (like for like). Each figure is the
 median of --runs runs; every run's figures are kept too.
 Writes JSON to stdout and bench/results/fuse-<timestamp>.json.
 
-Usage: python3 bench/fuse.py [--size 2GiB] [--files 10000] [--runs 3]
+Usage: python3 bench/fuse.py [--size 2GiB] [--files 10000] [--runs 3] [--log-sync always|DURATION]
 """
 
 from __future__ import annotations
@@ -152,12 +152,13 @@ def main() -> None:
     ap.add_argument("--size", default="2GiB")
     ap.add_argument("--files", type=int, default=10000)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--log-sync", default="always", help="when the metadata log is fsynced (`up --log-sync`)")
     a = ap.parse_args()
     size = tierpool.parse_size(a.size) // BLOCK * BLOCK
     if not os.path.exists(CLI):
         subprocess.run(["cargo", "build", "--release", "-q", "-p", "tierpool"], cwd=ROOT, check=True)
     res: dict = {"benchmark": "fuse", "time": time.strftime("%Y-%m-%dT%H:%M:%S"), "file_bytes": size,
-                 "files": a.files, "runs": a.runs}
+                 "files": a.files, "runs": a.runs, "log_sync": a.log_sync}
     work = tempfile.mkdtemp(prefix="tierpool-fuse-bench-")
     mnt = os.path.join(work, "mnt")
     os.makedirs(mnt)
@@ -168,7 +169,7 @@ def main() -> None:
     mem = max(256 << 20, 2 * size)
     runs = []
     try:
-        with tierpool.local(workers=2, mem=mem, disk=2 * mem) as c:
+        with tierpool.local(workers=2, mem=mem, disk=2 * mem, log_sync=a.log_sync) as c:
             for _ in range(a.runs):
                 # Before every run: the previous run's freed memory may be back with the host.
                 res["memory_warmed_bytes"] = warm_memory(8 * size + (2 << 30))

@@ -9,12 +9,14 @@ Measures, in one run on this machine:
   - the cost of a fresh connection: 1,000 opened one after another, one ping each.
 Writes JSON to stdout and to bench/results/<timestamp>.json.
 
-Usage: python3 bench/run.py [--quick] [--bin PATH] [--inline-max SIZE]
+Usage: python3 bench/run.py [--quick] [--bin PATH] [--inline-max SIZE] [--log-sync always|DURATION]
 
 --bin measures another build of the binary (e.g. an older commit's, kept aside)
 instead of building this checkout's. --inline-max is the pool's (`up
 --inline-max`): 0 stores every 4 KiB file on the workers, as pools did
-before small files were kept by the metadata.
+before small files were kept by the metadata. --log-sync is the pool's
+(`up --log-sync`): `always` fsyncs the metadata log before each change is
+acknowledged; a period such as 10ms acknowledges changes once written.
 """
 
 import argparse
@@ -111,6 +113,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="smaller sizes for a fast check")
     ap.add_argument("--bin", help="the tierpool binary to measure (default: build this checkout's)")
     ap.add_argument("--inline-max", help="files kept by the metadata up to this size (the pool's default: 4KiB)")
+    ap.add_argument("--log-sync", default="always", help="when the metadata log is fsynced (`up --log-sync`)")
     a = ap.parse_args()
     ensure_tools()
     global BIN
@@ -125,7 +128,8 @@ def main():
     port = free_port()
     addr = f"127.0.0.1:{port}"
     inline = ["--inline-max", a.inline_max] if a.inline_max else []
-    sh(BIN, "up", "--dir", state, "--port", str(port), "--workers", "2", "--mem", "2GiB", "--disk", "4GiB", *inline)
+    sh(BIN, "up", "--dir", state, "--port", str(port), "--workers", "2", "--mem", "2GiB", "--disk", "4GiB", *inline,
+       "--log-sync", a.log_sync)
     SECRET["TIERPOOL_SECRET_FILE"] = os.path.join(state, "coordinator", "secret")
     try:
         tcp = iperf3()
@@ -140,6 +144,7 @@ def main():
     result = {
         "machine": {"cores": os.cpu_count()},
         "binary": BIN,
+        "log_sync": a.log_sync,
         "loopback_tcp_mb_per_sec": tcp,
         "large_files": {
             "files": big_files, "size": big_size,

@@ -108,11 +108,24 @@ def test_bad_arguments_are_refused_before_anything_starts(monkeypatch: pytest.Mo
     for kwargs, says in [
         (dict(workers=1000), "'--workers <WORKERS>': 1000 is not in 1..=256"),
         (dict(partitions=0), "'--partitions <PARTITIONS>': 0 is not in"),
+        (dict(log_sync="never"), "'never' is neither 'always' nor a duration"),
     ]:
         with pytest.raises(tierpool.InvalidArgument, match=says):
             with tierpool.local(**kwargs):  # type: ignore[arg-type]
                 pass
     assert made and not any(os.path.exists(d) for d in made), "directories of pools that did not start are removed"
+
+
+def test_a_pool_whose_log_is_fsynced_within_a_period_says_so() -> None:
+    with tierpool.local(workers=1, mem="16MiB", disk="64MiB", log_sync="25ms") as c:
+        for i in range(20):
+            c.put(b"x" * i, f"/f{i}")
+        log = c.status()["metadata_log"]
+        assert log["sync_every_ms"] == 25
+        assert log["synced_lsn"] <= log["lsn"]
+        assert [c.get(f"/f{i}") for i in range(20)] == [b"x" * i for i in range(20)]
+    with tierpool.local(workers=1, mem="16MiB", disk="64MiB") as c:
+        assert c.status()["metadata_log"]["sync_every_ms"] == 0
 
 
 def test_local_pool_reports_a_pool_that_cannot_start() -> None:

@@ -69,6 +69,7 @@ class LocalPool:
         replicas: Optional[int] = None,
         set_env: bool = True,
         timeout: float = 30.0,
+        log_sync: str = "always",
     ) -> None:
         if workers < 1:
             raise InvalidArgument("a pool needs at least one worker")
@@ -82,6 +83,7 @@ class LocalPool:
         self.replicas = replicas
         self.set_env = set_env
         self.timeout = timeout
+        self.log_sync = log_sync
         self.dir: Optional[str] = None
         """State and log directory of the running pool."""
         self.pids: List[int] = []
@@ -119,7 +121,7 @@ class LocalPool:
             binary, "up", "--json", "--dir", directory,
             "--port", str(self.port), "--workers", str(self.workers), "--partitions", str(self.partitions),
             "--mem", self.mem, "--disk", self.disk,
-            "--stop-with", str(os.getpid()), "--timeout", str(wait),
+            "--stop-with", str(os.getpid()), "--timeout", str(wait), "--log-sync", self.log_sync,
         ]  # fmt: skip
         if self.replicas is not None:
             cmd += ["--replicas", str(self.replicas)]
@@ -208,6 +210,7 @@ def local(
     replicas: Optional[int] = None,
     set_env: bool = True,
     timeout: float = 30.0,
+    log_sync: str = "always",
 ) -> LocalPool:
     """An embedded pool in a temporary directory, as a context manager that
     yields a connected :class:`Client` (``client.address`` says where it
@@ -223,8 +226,20 @@ def local(
     the ``tierpool`` binary (``tierpool up``): ``$TIERPOOL_BIN`` if set, else
     the one shipped in the package, else ``tierpool`` on PATH. They stop by
     themselves if this process dies. ``timeout`` bounds the wait for the coordinator, and
-    then for the workers, to be ready.
+    then for the workers, to be ready. ``log_sync`` is when the metadata log
+    is fsynced (``tierpool up --log-sync``): ``"always"``, before each change
+    is acknowledged, or a period such as ``"10ms"``, after which changes are
+    acknowledged once written (safe from the coordinator's process dying,
+    not from a crash of the machine).
     """
     return LocalPool(
-        workers, mem, disk, port=port, partitions=partitions, replicas=replicas, set_env=set_env, timeout=timeout
+        workers,
+        mem,
+        disk,
+        port=port,
+        partitions=partitions,
+        replicas=replicas,
+        set_env=set_env,
+        timeout=timeout,
+        log_sync=log_sync,
     )

@@ -44,6 +44,10 @@ pub struct StatusView {
     /// Transactions: `open` now, and `tasks`, the task ids of committed
     /// ones the pool remembers (each commits once).
     pub transactions: tierpool_proto::TransactionStatus,
+    /// The coordinator's metadata log: `sync_every_ms` (its `--log-sync`;
+    /// 0: fsynced before every acknowledgement), `lsn` (the last change),
+    /// `synced_lsn` (the last one fsynced) and `syncs` (fsyncs since it started).
+    pub metadata_log: tierpool_proto::MetadataLogStatus,
 }
 
 /// Copies of chunks: what the pool keeps, and what is short of copies
@@ -250,6 +254,7 @@ impl StatusView {
             inline: s.inline.clone(),
             snapshots: s.snapshots.clone(),
             transactions: s.transactions.clone(),
+            metadata_log: s.metadata_log.clone(),
         }
     }
 }

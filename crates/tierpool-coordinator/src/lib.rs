@@ -26,6 +26,8 @@ pub mod replication;
 pub mod service;
 pub mod sweep;
 
+pub use log::LogSync;
+
 use std::path::PathBuf;
 use std::time::Duration;
 use tierpool_meta::engine::EngineConfig;
@@ -95,6 +97,9 @@ pub struct CoordinatorConfig {
     /// Whether transactions' commits are checked for write-write conflicts
     /// (off only to show that a history checker notices lost updates).
     pub check_writes: bool,
+    /// When the metadata log is fsynced: before every acknowledgement, or
+    /// within a period (acknowledged once written: see [`LogSync`]).
+    pub log_sync: LogSync,
 }
 
 /// Files of up to 4 KiB are kept inline by default.
@@ -126,6 +131,7 @@ impl CoordinatorConfig {
             inline_max: DEFAULT_INLINE_MAX,
             inline_total: DEFAULT_INLINE_TOTAL,
             check_writes: true,
+            log_sync: LogSync::Always,
         }
     }
 
@@ -162,7 +168,7 @@ pub async fn run(cfg: CoordinatorConfig) -> Result<()> {
     std::fs::create_dir_all(&cfg.dir).map_err(|e| Error::from(e).context(cfg.dir.display()))?;
     let secret = cfg.secret()?;
     let started = std::time::Instant::now();
-    let (state, lsn, writer) = log::open(&cfg.dir.join("meta"))?;
+    let (state, lsn, writer) = log::open_with(&cfg.dir.join("meta"), cfg.log_sync)?;
     tracing::info!("recovered metadata at lsn {lsn} ({} inodes) in {:?}", state.inode_count(), started.elapsed());
     let listener = tierpool_net::bind(&cfg.listen).await?;
     let addr = listener.local_addr()?;

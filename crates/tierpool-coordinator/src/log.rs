@@ -9,6 +9,16 @@
 //! drains everything queued, writes it, issues one `fdatasync`, and publishes
 //! the new durable lsn. Concurrent changes thus share one fsync.
 //!
+//! Two lsns are published: *durable* (written; what replies wait for) and
+//! *synced* (fdatasync'd). With [`LogSync::Always`] they are one: nothing
+//! is acknowledged before its fsync. With [`LogSync::Every`] a change is
+//! acknowledged once written (the kernel holds it: it survives the
+//! coordinator's process dying) and synced within the period. Invariant:
+//! synced <= durable, and whatever destroys data on the strength of a
+//! change (deleting collected chunks, pushing a new partition table) waits
+//! for *synced*, so a machine crash that loses the last period's changes
+//! never leaves a file naming deleted chunks.
+//!
 //! Recovery: load the snapshot, replay every record with lsn > S; a torn tail
 //! of the last segment is cut off (its records were never acknowledged). A
 //! whole record that cannot be used (a newer version, impossible content)
@@ -23,6 +33,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
 use tierpool_meta::MetaState;
 use tierpool_types::{Error, ErrorKind, Result};
 use tokio::sync::watch;
@@ -32,11 +43,38 @@ enum Item {
     Snapshot { lsn: u64, bytes: Vec<u8> },
 }
 
+/// When the log is fsynced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum LogSync {
+    /// Before a change is acknowledged: an acknowledged change survives a
+    /// crash of the machine.
+    #[default]
+    Always,
+    /// At most this long after a change was written, which is before it is
+    /// acknowledged: an acknowledged change survives the coordinator's
+    /// process dying (`kill -9`), and a crash of the machine loses at most
+    /// the changes of the last period (the log keeps a prefix: a torn tail
+    /// is cut at recovery).
+    Every(Duration),
+}
+
+impl LogSync {
+    /// The period of [`LogSync::Every`] in milliseconds, 0 for `Always`.
+    pub fn period_ms(self) -> u64 {
+        match self {
+            LogSync::Always => 0,
+            LogSync::Every(p) => p.as_millis() as u64,
+        }
+    }
+}
+
 /// Handle to the flusher thread.
 pub struct LogWriter {
     tx: mpsc::Sender<Item>,
     durable: watch::Receiver<u64>,
+    synced: watch::Receiver<u64>,
     syncs: Arc<AtomicU64>,
+    sync: LogSync,
 }
 
 impl LogWriter {
@@ -57,14 +95,31 @@ impl LogWriter {
         self.syncs.load(Ordering::Relaxed)
     }
 
-    /// Waits until every record up to `lsn` is on disk.
-    pub async fn wait_durable(&self, lsn: u64) -> Result<()> {
-        let mut rx = self.durable.clone();
-        rx.wait_for(|d| *d >= lsn)
-            .await
-            .map(|_| ())
-            .map_err(|_| Error::new(ErrorKind::Unavailable, "metadata log stopped"))
+    /// When this log is fsynced.
+    pub fn sync_mode(&self) -> LogSync {
+        self.sync
     }
+
+    /// The last lsn fsynced.
+    pub fn synced(&self) -> u64 {
+        *self.synced.borrow()
+    }
+
+    /// Waits until every record up to `lsn` may be acknowledged (see [`LogSync`]).
+    pub async fn wait_durable(&self, lsn: u64) -> Result<()> {
+        wait_for(&self.durable, lsn).await
+    }
+
+    /// Waits until every record up to `lsn` is fsynced: what deletes data
+    /// on the strength of a change waits for this.
+    pub async fn wait_synced(&self, lsn: u64) -> Result<()> {
+        wait_for(&self.synced, lsn).await
+    }
+}
+
+async fn wait_for(lsn_now: &watch::Receiver<u64>, lsn: u64) -> Result<()> {
+    let mut rx = lsn_now.clone();
+    rx.wait_for(|d| *d >= lsn).await.map(|_| ()).map_err(|_| Error::new(ErrorKind::Unavailable, "metadata log stopped"))
 }
 
 fn segment_name(first_lsn: u64) -> String {
@@ -94,9 +149,14 @@ fn sync_dir(dir: &Path) -> std::io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-/// Recovers the state from `dir` and starts the flusher.
-/// Returns the state, the last lsn, and the writer.
+/// Recovers the state from `dir` and starts the flusher, which fsyncs
+/// before every acknowledgement. Returns the state, the last lsn, and the writer.
 pub fn open(dir: &Path) -> Result<(MetaState, u64, LogWriter)> {
+    open_with(dir, LogSync::Always)
+}
+
+/// [`open`], fsyncing as `sync` says.
+pub fn open_with(dir: &Path, sync: LogSync) -> Result<(MetaState, u64, LogWriter)> {
     std::fs::create_dir_all(dir).map_err(|e| Error::from(e).context(dir.display()))?;
     let (mut state, mut lsn) = match std::fs::read(dir.join("snapshot")) {
         Ok(b) => {
@@ -122,14 +182,15 @@ pub fn open(dir: &Path) -> Result<(MetaState, u64, LogWriter)> {
     }
     let file = open_segment(dir, lsn + 1).map_err(|e| Error::from(e).context("opening metadata log"))?;
     let (tx, rx) = mpsc::channel();
-    let (dtx, drx) = watch::channel(lsn);
+    let (durable, durable_rx) = watch::channel(lsn);
+    let (synced, synced_rx) = watch::channel(lsn);
     let syncs = Arc::new(AtomicU64::new(0));
-    let flusher = Flusher { dir: dir.to_path_buf(), file, syncs: syncs.clone() };
+    let flusher = Flusher { dir: dir.to_path_buf(), file, syncs: syncs.clone(), sync, durable, synced, unsynced: None };
     std::thread::Builder::new()
         .name("meta-log".into())
-        .spawn(move || flusher.run(rx, dtx))
+        .spawn(move || flusher.run(rx))
         .map_err(|e| Error::from(e).context("starting log flusher"))?;
-    Ok((state, lsn, LogWriter { tx, durable: drx, syncs }))
+    Ok((state, lsn, LogWriter { tx, durable: durable_rx, synced: synced_rx, syncs, sync }))
 }
 
 fn open_segment(dir: &Path, first_lsn: u64) -> std::io::Result<File> {
@@ -201,35 +262,78 @@ struct Flusher {
     dir: PathBuf,
     file: File,
     syncs: Arc<AtomicU64>,
+    sync: LogSync,
+    durable: watch::Sender<u64>,
+    synced: watch::Sender<u64>,
+    /// The last lsn written but not fsynced, and since when records wait.
+    unsynced: Option<(u64, Instant)>,
 }
 
 impl Flusher {
-    fn run(mut self, rx: mpsc::Receiver<Item>, durable: watch::Sender<u64>) {
+    fn run(mut self, rx: mpsc::Receiver<Item>) {
         let mut buf = Vec::new();
-        while let Ok(first) = rx.recv() {
-            let mut items = vec![first];
-            items.extend(rx.try_iter());
+        loop {
+            let first = match (self.sync, self.unsynced) {
+                (LogSync::Every(period), Some((_, since))) => {
+                    match rx.recv_timeout(period.saturating_sub(since.elapsed())) {
+                        Ok(item) => Some(item),
+                        Err(mpsc::RecvTimeoutError::Timeout) => None,
+                        Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+                _ => match rx.recv() {
+                    Ok(item) => Some(item),
+                    Err(_) => break,
+                },
+            };
             let mut top = None;
-            for item in items {
+            for item in first.into_iter().chain(std::iter::from_fn(|| rx.try_recv().ok())) {
                 match item {
                     Item::Records { bytes, last_lsn } => {
                         buf.extend_from_slice(&bytes);
                         top = Some(last_lsn);
                     }
                     Item::Snapshot { lsn, bytes } => {
-                        self.flush(&mut buf);
-                        if let Some(t) = top.take() {
-                            durable.send_replace(t);
-                        }
+                        self.write(&mut buf, top.take());
+                        self.fsync();
                         self.rotate(lsn, &bytes);
                     }
                 }
             }
-            self.flush(&mut buf);
-            if let Some(t) = top {
-                durable.send_replace(t);
+            self.write(&mut buf, top);
+            let due = match (self.sync, self.unsynced) {
+                (_, None) => false,
+                (LogSync::Always, Some(_)) => true,
+                (LogSync::Every(period), Some((_, since))) => since.elapsed() >= period,
+            };
+            if due {
+                self.fsync();
             }
         }
+        // The process is exiting: what was written goes to disk.
+        self.fsync();
+    }
+
+    /// Appends `buf`, the records up to `top`; without fsyncing, under
+    /// [`LogSync::Every`] they may now be acknowledged.
+    fn write(&mut self, buf: &mut Vec<u8>, top: Option<u64>) {
+        let Some(top) = top.filter(|_| !buf.is_empty()) else { return };
+        self.file.write_all(buf).unwrap_or_else(|e| fatal("append", e));
+        buf.clear();
+        let since = self.unsynced.map_or_else(Instant::now, |(_, since)| since);
+        self.unsynced = Some((top, since));
+        if matches!(self.sync, LogSync::Every(_)) {
+            self.durable.send_replace(top);
+        }
+    }
+
+    /// fdatasyncs what was written, and publishes it as synced and durable.
+    fn fsync(&mut self) {
+        let Some((top, _)) = self.unsynced.take() else { return };
+        self.file.sync_data().unwrap_or_else(|e| fatal("fdatasync", e));
+        self.syncs.fetch_add(1, Ordering::Relaxed);
+        self.synced.send_replace(top);
+        self.durable.send_replace(top);
     }
 
     /// Writes the snapshot at `lsn`, starts segment `lsn + 1`, drops older segments.
@@ -242,15 +346,5 @@ impl Flusher {
                 let _ = std::fs::remove_file(p);
             }
         }
-    }
-
-    fn flush(&mut self, buf: &mut Vec<u8>) {
-        if buf.is_empty() {
-            return;
-        }
-        self.file.write_all(buf).unwrap_or_else(|e| fatal("append", e));
-        self.file.sync_data().unwrap_or_else(|e| fatal("fdatasync", e));
-        self.syncs.fetch_add(1, Ordering::Relaxed);
-        buf.clear();
     }
 }

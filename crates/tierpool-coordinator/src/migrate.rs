@@ -185,11 +185,11 @@ fn named(svc: &Coordinator, slots: &[u32]) -> String {
 }
 
 /// Gives workers (`only` these, or every registered one) the current
-/// table, once it is durable. Best effort: a worker that misses it asks
+/// table, once it is fsynced. Best effort: a worker that misses it asks
 /// for the layout when a heartbeat's answer shows a newer version.
 pub(crate) async fn push_table(svc: &Coordinator, only: Option<&[WorkerId]>) {
     let (version, table, lsn) = svc.table();
-    if svc.durable(lsn).await.is_err() {
+    if svc.synced(lsn).await.is_err() {
         return;
     }
     let workers = match only {

@@ -20,8 +20,8 @@ use tierpool_meta::engine::{Effect, Engine, Sweep};
 use tierpool_meta::{Garbage, MetaOp, MetaReply, MetaState, Owner, TxFile, TxNs};
 use tierpool_net::{Credentials, Handler, Pool, PoolConfig};
 use tierpool_proto::{
-    AttachedDir, AttachmentStatus, CoordRequest, CoordResponse, InlineStatus, Layout, PoolStatus, SnapshotStatus,
-    TransactionStatus, WorkerRequest, WorkerResponse, WorkerStats, MAX_BATCH,
+    AttachedDir, AttachmentStatus, CoordRequest, CoordResponse, InlineStatus, Layout, MetadataLogStatus, PoolStatus,
+    SnapshotStatus, TransactionStatus, WorkerRequest, WorkerResponse, WorkerStats, MAX_BATCH,
 };
 use tierpool_proto::{Worker, WorkerStatus};
 use tierpool_types::{ByteSize, ChunkKey, Error, ErrorKind, InodeId, Result, WorkerId};
@@ -187,7 +187,7 @@ impl Coordinator {
     /// Waits until an applied op is durable, then carries out its effects.
     async fn finish(&self, Applied { reply, effects, lsn }: Applied) -> Result<MetaReply> {
         self.log.wait_durable(lsn).await?;
-        self.carry_out(effects);
+        self.carry_out(effects, lsn);
         Ok(reply)
     }
 
@@ -218,15 +218,20 @@ impl Coordinator {
             (sweep, applied)
         };
         if let Some(a) = applied {
+            let lsn = a.lsn;
             self.finish(a).await?;
+            self.log.wait_synced(lsn).await?;
         }
         Ok(Some(sweep))
     }
 
     /// Lets time act: reports workers gone silent, starts due garbage collection.
     pub fn tick(&self) {
-        let effects = self.inner.lock().engine.tick(self.now());
-        self.carry_out(effects);
+        let (effects, lsn) = {
+            let mut g = self.inner.lock();
+            (g.engine.tick(self.now()), g.lsn)
+        };
+        self.carry_out(effects, lsn);
     }
 
     /// Has the engine act on `f`'s result (a failure report and the like).
@@ -234,19 +239,37 @@ impl Coordinator {
         f(&mut self.inner.lock().engine)
     }
 
-    fn carry_out(&self, effects: Vec<Effect>) {
+    /// Starts `effects` once the changes they rest on (up to `lsn`) are
+    /// fsynced: they delete chunks and move partitions, which a change a
+    /// crash of the machine could still take back must not do.
+    fn carry_out(&self, effects: Vec<Effect>, lsn: u64) {
         if effects.is_empty() {
             return;
         }
         let Some(me) = self.me.upgrade() else { return };
-        for e in effects {
-            crate::effects::start(&me, e);
+        if self.log.synced() >= lsn {
+            for e in effects {
+                crate::effects::start(&me, e);
+            }
+            return;
         }
+        tokio::spawn(async move {
+            if me.log.wait_synced(lsn).await.is_ok() {
+                for e in effects {
+                    crate::effects::start(&me, e);
+                }
+            }
+        });
     }
 
     /// fsyncs of the metadata log so far (group commit makes this far fewer than changes).
     pub fn log_syncs(&self) -> u64 {
         self.log.syncs()
+    }
+
+    /// The last lsn logged, and the last one fsynced.
+    pub fn log_lsns(&self) -> (u64, u64) {
+        (self.inner.lock().lsn, self.log.synced())
     }
 
     /// A copy of the current state (for tests and diagnostics).
@@ -277,9 +300,9 @@ impl Coordinator {
         (g.table_version, g.engine.state().table().clone(), g.lsn)
     }
 
-    /// Waits until everything up to `lsn` is durable.
-    pub(crate) async fn durable(&self, lsn: u64) -> Result<()> {
-        self.log.wait_durable(lsn).await
+    /// Waits until everything up to `lsn` is fsynced (see [`LogSync`](crate::log::LogSync)).
+    pub(crate) async fn synced(&self, lsn: u64) -> Result<()> {
+        self.log.wait_synced(lsn).await
     }
 
     /// The address worker `id` registered with.
@@ -392,6 +415,12 @@ impl Coordinator {
                 SnapshotStatus { count, kept_bytes }
             },
             transactions: TransactionStatus { open: g.engine.open_transactions() as u64, tasks: s.task_count() as u64 },
+            metadata_log: MetadataLogStatus {
+                sync_every_ms: self.log.sync_mode().period_ms(),
+                lsn: g.lsn,
+                synced_lsn: self.log.synced(),
+                syncs: self.log.syncs(),
+            },
         }
     }
 
@@ -480,8 +509,8 @@ impl Coordinator {
         if let Some(last) = applied.iter().map(|(_, a)| a.lsn).max() {
             self.log.wait_durable(last).await?;
         }
-        for (i, Applied { reply, effects, .. }) in applied {
-            self.carry_out(effects);
+        for (i, Applied { reply, effects, lsn }) in applied {
+            self.carry_out(effects, lsn);
             out[i] = Ok(reply);
         }
         Ok(CoordResponse::MetaMany(out))
@@ -568,7 +597,8 @@ impl Coordinator {
         if known {
             self.stats.lock().insert(id, stats);
         }
-        self.carry_out(effects);
+        let lsn = self.inner.lock().lsn;
+        self.carry_out(effects, lsn);
         let table = self.inner.lock().table_version;
         Ok(CoordResponse::HeartbeatAck { known, table })
     }

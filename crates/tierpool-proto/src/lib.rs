@@ -25,8 +25,8 @@ pub mod worker;
 pub use coord::{AttachedDir, CoordRequest, CoordResponse, FsckEntry, Layout, MAX_BATCH};
 pub use frame::{FrameHeader, FRAME_HEADER_LEN, MAX_HEADER_LEN, MAX_PAYLOAD_LEN, PROTOCOL_VERSION};
 pub use status::{
-    AttachmentStatus, InlineStatus, MigrationStatus, PoolStatus, ReplicationStatus, SnapshotStatus, TransactionStatus,
-    WorkerStats, WorkerStatus,
+    AttachmentStatus, InlineStatus, MetadataLogStatus, MigrationStatus, PoolStatus, ReplicationStatus, SnapshotStatus,
+    TransactionStatus, WorkerStats, WorkerStatus,
 };
 pub use worker::{ChunkPlace, WorkerRequest, WorkerResponse};
 

@@ -62,6 +62,22 @@ pub struct PoolStatus {
     pub snapshots: SnapshotStatus,
     /// Transactions.
     pub transactions: TransactionStatus,
+    /// The coordinator's metadata log.
+    pub metadata_log: MetadataLogStatus,
+}
+
+/// The metadata log: how it is fsynced and how far.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MetadataLogStatus {
+    /// `--log-sync`: 0 fsyncs before every acknowledgement; otherwise an
+    /// acknowledged change is written (safe from the coordinator's process
+    /// dying) and fsynced within this many milliseconds.
+    pub sync_every_ms: u64,
+    /// The last change logged, and the last one fsynced.
+    pub lsn: u64,
+    pub synced_lsn: u64,
+    /// fsyncs since the coordinator started (group commit: far fewer than changes).
+    pub syncs: u64,
 }
 
 /// Transactions open now, and the task ids of committed ones remembered.

@@ -504,6 +504,12 @@ pub struct UpArgs {
     /// and all (the coordinator's --inline-max; 0: none, at most 64KiB).
     #[arg(long, default_value = "4KiB", value_name = "SIZE")]
     pub inline_max: ByteSize,
+    /// When the metadata log is fsynced (the coordinator's --log-sync):
+    /// `always`, before each change is acknowledged, or within a period
+    /// such as `10ms` (acknowledged once written: safe from the
+    /// coordinator's process dying, not from a crash of the machine).
+    #[arg(long, default_value = "always", value_name = "always|DURATION", value_parser = log_sync)]
+    pub log_sync: tierpool_coordinator::LogSync,
 }
 
 /// Most workers `up` starts on one machine.
@@ -687,8 +693,35 @@ pub struct CoordinatorArgs {
     /// notices (never in a real pool).
     #[arg(long, hide = true)]
     pub unsafe_no_write_check: bool,
+    /// When the metadata log is fsynced. `always`: before any change is
+    /// acknowledged (a change acknowledged survives a crash of the
+    /// machine). A duration such as `10ms` or `1s`: a change is acknowledged
+    /// once written to the log (it survives the coordinator's process
+    /// dying, `kill -9` included) and fsynced within that period; a crash
+    /// of the machine loses at most that period's changes, never the
+    /// consistency of the rest (deletes wait for the fsync).
+    #[arg(long, default_value = "always", value_name = "always|DURATION", value_parser = log_sync)]
+    pub log_sync: tierpool_coordinator::LogSync,
     #[command(flatten)]
     pub limits: LimitArgs,
+}
+
+/// Longest `--log-sync` period: what a crash of the machine may lose.
+pub const MAX_LOG_SYNC: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// `--log-sync`: `always`, or a period of at least 1ms and at most 10s.
+pub fn log_sync(s: &str) -> Result<tierpool_coordinator::LogSync, String> {
+    use tierpool_coordinator::LogSync;
+    if s == "always" {
+        return Ok(LogSync::Always);
+    }
+    let Ok(Span(p)) = s.parse::<Span>() else {
+        return Err(format!("'{s}' is neither 'always' nor a duration such as 10ms or 1s"));
+    };
+    if p < std::time::Duration::from_millis(1) || p > MAX_LOG_SYNC {
+        return Err(format!("the period must be at least 1ms and at most {}s", MAX_LOG_SYNC.as_secs()));
+    }
+    Ok(LogSync::Every(p))
 }
 
 /// What peers may make a server hold; the defaults suit each role.

@@ -88,6 +88,13 @@ pub fn status_text(v: &StatusView, bar: bool) -> String {
             ByteSize(v.inline.max_bytes)
         );
     }
+    if v.metadata_log.sync_every_ms > 0 {
+        let l = &v.metadata_log;
+        out += &format!(
+            "metadata log: fsynced every {}ms (changes are acknowledged once written; fsynced up to {} of {})\n",
+            l.sync_every_ms, l.synced_lsn, l.lsn
+        );
+    }
     if v.transactions.open > 0 || v.transactions.tasks > 0 {
         out += &format!("transactions: {} open, {} task ids committed\n", v.transactions.open, v.transactions.tasks);
     }

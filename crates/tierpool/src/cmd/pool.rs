@@ -240,6 +240,7 @@ fn start_coordinator(
     }
     args.extend(["--write-back-every".into(), a.write_back_every.to_string()]);
     args.extend(["--inline-max".into(), a.inline_max.0.to_string()]);
+    args.extend(["--log-sync".into(), log_sync_arg(a.log_sync)]);
     args.extend(stop_with.iter().cloned());
     let clog = dir.join("logs/coordinator.log");
     let cpid = spawn(exe, &args, &clog)?;
@@ -361,4 +362,12 @@ pub async fn status(client: &Client, json: bool) -> Result<()> {
         print!("{}", output::status_text(&StatusView::new(client.coordinator_addr(), &s), tty));
     }
     Ok(())
+}
+
+/// `--log-sync`'s argument for `sync`.
+fn log_sync_arg(sync: tierpool_coordinator::LogSync) -> String {
+    match sync {
+        tierpool_coordinator::LogSync::Always => "always".into(),
+        tierpool_coordinator::LogSync::Every(p) => format!("{}ms", p.as_millis()),
+    }
 }
