@@ -204,10 +204,10 @@ impl Coordinator {
     /// Judges part of a worker's inventory and retires the ids of the
     /// orphans found, in one step under the lock, so that no op can publish
     /// an id between its judgement and its retirement; returns once the
-    /// retirement is durable (only then may the orphans be deleted).
-    /// `None` while the engine cannot judge yet.
+    /// retirement and the state judged are fsynced (only then may the
+    /// orphans be deleted). `None` while the engine cannot judge yet.
     pub(crate) async fn judge_orphans(&self, keys: &[ChunkKey]) -> Result<Option<Sweep>> {
-        let (sweep, applied) = {
+        let (sweep, applied, lsn) = {
             let mut g = self.inner.lock();
             let Some(sweep) = g.engine.sweep(keys, self.now()) else { return Ok(None) };
             let applied = if sweep.retire.is_empty() {
@@ -215,13 +215,12 @@ impl Coordinator {
             } else {
                 Some(self.apply(&mut g, MetaOp::Retire { ids: sweep.retire.clone() }, Owner::default())?)
             };
-            (sweep, applied)
+            (sweep, applied, g.lsn)
         };
         if let Some(a) = applied {
-            let lsn = a.lsn;
             self.finish(a).await?;
-            self.log.wait_synced(lsn).await?;
         }
+        self.log.wait_synced(lsn).await?;
         Ok(Some(sweep))
     }
 
