@@ -106,6 +106,10 @@ pub struct MetaState {
     /// the state was loaded (or any inode has one): writers must then look
     /// up their directory's. Derived, never stored, never compared.
     placed: Placed,
+    /// How many subdirectories each directory has (a directory's link
+    /// count is 2 more): derived from the namespace, kept by `link` and
+    /// `unlink`, never stored, never compared (checked by `check_invariants`).
+    subdirs: Subdirs,
     /// What the ops run since the last [`MetaState::take_garbage`] queued
     /// for collection; not part of the state proper (see [`Fresh`]).
     fresh: Fresh,
@@ -154,6 +158,19 @@ impl PartialEq for Placed {
 
 impl Eq for Placed {}
 
+/// Subdirectories of each directory that has any: derived, so two states
+/// compare equal whatever it says.
+#[derive(Clone, Debug, Default)]
+struct Subdirs(std::collections::HashMap<InodeId, u32>);
+
+impl PartialEq for Subdirs {
+    fn eq(&self, _: &Subdirs) -> bool {
+        true
+    }
+}
+
+impl Eq for Subdirs {}
+
 /// Every chunk key of inode `id`, as a range of the ordered keys.
 fn inode_keys(id: InodeId) -> std::ops::RangeInclusive<ChunkKey> {
     ChunkKey::hashed(id, 0, 0)..=ChunkKey { inode: id, index: u64::MAX, version: u64::MAX, home: Some(u32::MAX) }
@@ -183,6 +200,7 @@ impl MetaState {
             snapshots: snapshots::Snapshots::default(),
             tasks: BTreeSet::new(),
             placed: Placed::default(),
+            subdirs: Subdirs::default(),
             fresh: Fresh::default(),
             before: before::Before::default(),
         }

@@ -38,6 +38,12 @@ impl MetaState {
         if let Some(i) = self.retired.iter().find(|i| self.inodes.contains_key(&InodeId(**i))) {
             return fail(format!("inode {i} is live and retired"));
         }
+        for (id, n) in &self.inodes {
+            if n.is_dir() && self.subdirs_of(*id) != self.count_subdirs(*id) {
+                let (kept, counted) = (self.subdirs_of(*id), self.count_subdirs(*id));
+                return fail(format!("directory {id}: {kept} subdirectories kept, {counted} counted"));
+            }
+        }
         self.check_attachments()?;
         self.check_inline()?;
         self.check_tasks()?;

@@ -197,9 +197,16 @@ impl MetaState {
                 info.restoring = self.snapshots.restoring.get(&id).map(|(_, name)| name.clone());
             }
             Body::Dir { children, .. } => {
-                // Of a directory as it was, a child may be gone since: not counted.
-                let subdirs = children.values().filter(|c| self.inodes.get(c).is_some_and(Inode::is_dir)).count();
-                info.nlink = u32::try_from(subdirs).unwrap_or(u32::MAX).saturating_add(2);
+                // A live directory's count is kept; of a directory as it was,
+                // counted (a child may be gone since: not counted).
+                let subdirs = match self.inodes.get(&id).is_some_and(|live| std::ptr::eq(live, n)) {
+                    true => self.subdirs_of(id),
+                    false => {
+                        let dirs = children.values().filter(|c| self.inodes.get(c).is_some_and(Inode::is_dir));
+                        u32::try_from(dirs.count()).unwrap_or(u32::MAX)
+                    }
+                };
+                info.nlink = subdirs.saturating_add(2);
                 info.size = children.len() as u64;
             }
             Body::Symlink { target } => {

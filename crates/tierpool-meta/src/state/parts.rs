@@ -120,11 +120,14 @@ impl MetaState {
             snapshots: super::snapshots::Snapshots::of(p.snapshots, p.restoring),
             tasks: p.tasks,
             placed: Default::default(),
+            subdirs: Default::default(),
             fresh: Default::default(),
             before: Default::default(),
         };
-        s.check_invariants()?;
         let mut s = s;
+        let dirs: Vec<InodeId> = s.inodes.iter().filter(|(_, n)| n.is_dir()).map(|(id, _)| *id).collect();
+        s.recount_subdirs(dirs);
+        s.check_invariants()?;
         s.note_placed();
         Ok(s)
     }

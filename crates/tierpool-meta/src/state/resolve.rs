@@ -97,8 +97,9 @@ impl MetaState {
         n.ctime = now;
     }
 
-    /// Adds entry `name -> id` to `dir`; a directory also points back at it.
-    /// Link counts are the caller's.
+    /// Adds entry `name -> id` to `dir`; a directory also points back at it
+    /// (and counts as one more subdirectory of `dir`). Link counts of
+    /// files are the caller's.
     pub(super) fn link(&mut self, dir: InodeId, name: &str, id: InodeId) {
         let children = self.node_mut(dir).children_mut().expect("link into a directory");
         let old = children.insert(name.to_owned(), id);
@@ -106,13 +107,48 @@ impl MetaState {
         if let Body::Dir { parent, name: own, .. } = &mut self.node_mut(id).body {
             *parent = dir;
             *own = name.to_owned();
+            *self.subdirs.0.entry(dir).or_default() += 1;
         }
     }
 
     /// Removes entry `name` from `dir`, returning the inode it named.
     pub(super) fn unlink(&mut self, dir: InodeId, name: &str) -> InodeId {
         let children = self.node_mut(dir).children_mut().expect("unlink from a directory");
-        children.remove(name).expect("unlink of an existing entry")
+        let id = children.remove(name).expect("unlink of an existing entry");
+        if self.is_dir(id) {
+            if let Some(n) = self.subdirs.0.get_mut(&dir) {
+                *n -= 1;
+                if *n == 0 {
+                    self.subdirs.0.remove(&dir);
+                }
+            }
+        }
+        id
+    }
+
+    /// Subdirectories of the live directory `dir`, counted.
+    pub(super) fn count_subdirs(&self, dir: InodeId) -> u32 {
+        let children = self.children(dir).into_iter().flat_map(|c| c.values());
+        children.filter(|c| self.is_dir(**c)).count() as u32
+    }
+
+    /// Subdirectories of the live directory `dir`, as kept.
+    pub(super) fn subdirs_of(&self, dir: InodeId) -> u32 {
+        self.subdirs.0.get(&dir).copied().unwrap_or(0)
+    }
+
+    /// Counts the subdirectories of `dirs` again (inodes put back whole,
+    /// or taken out: those are forgotten).
+    pub(super) fn recount_subdirs(&mut self, dirs: impl IntoIterator<Item = InodeId>) {
+        for d in dirs {
+            match self.inodes.get(&d).is_some_and(Inode::is_dir) {
+                true => match self.count_subdirs(d) {
+                    0 => self.subdirs.0.remove(&d),
+                    n => self.subdirs.0.insert(d, n),
+                },
+                false => self.subdirs.0.remove(&d),
+            };
+        }
     }
 
     /// `id` and every inode beneath it, parents before children.
@@ -171,6 +207,7 @@ impl MetaState {
             if spare.contains(&i) {
                 self.keep_before(i);
                 if let Some(n) = self.inodes.remove(&i) {
+                    self.subdirs.0.remove(&i);
                     self.inline.remove(i);
                     gone(i, Some(n));
                 }
@@ -182,6 +219,7 @@ impl MetaState {
                 continue;
             }
             let n = self.inodes.remove(&i).expect("released inodes are live");
+            self.subdirs.0.remove(&i);
             self.inline.remove(i);
             self.attachments.remove(&i);
             gone(i, None);

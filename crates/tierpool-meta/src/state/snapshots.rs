@@ -588,6 +588,7 @@ impl MetaState {
         self.placed.0 |= node.placement != Placement::Hash;
         self.keep_before(id);
         self.inodes.insert(id, node);
+        self.recount_subdirs([id]);
         match &f.body {
             FrozenBody::File { chunks, inline, .. } => {
                 if let Some(data) = inline {

@@ -53,6 +53,7 @@ impl MetaState {
     /// Puts the state back as it was at `arm_undo`.
     pub(super) fn rollback(&mut self, undo: Undo) {
         let images: BTreeMap<InodeId, Image> = self.before.undo.take().unwrap_or_default();
+        let put_back: Vec<InodeId> = images.keys().copied().collect();
         for (id, image) in images {
             match image.inode {
                 Some(n) => self.inodes.insert(id, n),
@@ -63,6 +64,8 @@ impl MetaState {
                 None => self.inline.remove(id),
             }
         }
+        // Directories whose entries were put back count their subdirectories again.
+        self.recount_subdirs(put_back);
         self.next_inode = undo.next_inode;
         self.pending_gc = undo.pending_gc;
         self.pending_chunks = undo.pending_chunks;
