@@ -4,7 +4,9 @@
 Starts a local pool (2 workers) and mounts it, then measures:
   - sequential write and read of a file (2 GiB by default) in 1 MiB blocks:
     through the mount, with `tierpool put`/`get`, and on tmpfs (/dev/shm);
-  - creating, stat-ing and deleting 10,000 small files: through the mount and on tmpfs.
+  - creating, stat-ing and deleting 10,000 small files: through the mount, on
+    tmpfs, and on a FUSE file system that stores nothing (the `null_fs` example
+    of tierpool-fuse, mounted as the pool's mount is): FUSE's own ceiling here.
 Reads through the mount are of a file written by the CLI, after dropping the
 kernel's page cache of it (a fresh mount), so they come from the pool. The
 workers' memory holds everything one run writes, and each run deletes its
@@ -31,6 +33,7 @@ import tierpool
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLI = os.path.join(ROOT, "target", "release", "tierpool")
+NULL_FS = os.path.join(ROOT, "target", "release", "examples", "null_fs")
 BLOCK = 1 << 20
 
 
@@ -76,6 +79,25 @@ def mount(cli: str, addr: str, mnt: str) -> None:
     p = subprocess.run([cli, "mount", mnt, "--coordinator", addr], capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"tierpool mount failed: {p.stderr.strip()}")
+
+
+def null_fs_small_files(mnt: str, n: int) -> dict:
+    """`small_files` on a FUSE file system that stores nothing, mounted at `mnt`."""
+    server = subprocess.Popen([NULL_FS, mnt], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        for _ in range(100):
+            if os.path.ismount(mnt):
+                break
+            time.sleep(0.05)
+        else:
+            raise SystemExit(f"null_fs did not mount: {server.stderr.read().decode() if server.stderr else ''}")
+        os.makedirs(os.path.join(mnt, "small"))
+        out = small_files(os.path.join(mnt, "small"), n)
+        os.rmdir(os.path.join(mnt, "small"))
+        return out
+    finally:
+        subprocess.run(["fusermount3", "-u", mnt], capture_output=True)
+        server.wait(timeout=30)
 
 
 def umount(cli: str, mnt: str) -> None:
@@ -140,6 +162,8 @@ def one_run(addr: str, mnt: str, local: str, shm: str, size: int, files: int) ->
     for k, v in small_files(os.path.join(shm, "small"), files).items():
         r[f"tmpfs_small_{k}"] = v
     os.rmdir(os.path.join(shm, "small"))
+    for k, v in null_fs_small_files(mnt, files).items():
+        r[f"null_fuse_small_{k}"] = v
     os.unlink(local)
     for f in ("/cli.bin", "/fuse.bin"):
         subprocess.run([CLI, "rm", f, "--coordinator", addr], check=True)
@@ -157,6 +181,8 @@ def main() -> None:
     size = tierpool.parse_size(a.size) // BLOCK * BLOCK
     if not os.path.exists(CLI):
         subprocess.run(["cargo", "build", "--release", "-q", "-p", "tierpool"], cwd=ROOT, check=True)
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "tierpool-fuse", "--example", "null_fs"], cwd=ROOT,
+                   check=True)
     res: dict = {"benchmark": "fuse", "time": time.strftime("%Y-%m-%dT%H:%M:%S"), "file_bytes": size,
                  "files": a.files, "runs": a.runs, "log_sync": a.log_sync}
     work = tempfile.mkdtemp(prefix="tierpool-fuse-bench-")
@@ -184,6 +210,8 @@ def main() -> None:
     res["mount_read_vs_cli_get"] = round(res["mount_read_mb_s"] / res["cli_get_mb_s"], 2)
     res["mount_write_vs_tmpfs"] = round(res["mount_write_mb_s"] / res["tmpfs_write_mb_s"], 2)
     res["mount_read_vs_tmpfs"] = round(res["mount_read_mb_s"] / res["tmpfs_read_mb_s"], 2)
+    for k in ("create_per_s", "stat_per_s", "delete_per_s"):
+        res[f"mount_small_{k}_vs_null_fuse"] = round(res[f"mount_small_{k}"] / res[f"null_fuse_small_{k}"], 3)
     res["each_run"] = [{k: round(v) for k, v in r.items()} for r in runs]
     text = json.dumps(res, indent=2)
     print(text)
