@@ -20,7 +20,8 @@
 //! never leaves a file naming deleted chunks.
 //!
 //! Recovery: load the snapshot, replay every record with lsn > S; a torn tail
-//! of the last segment is cut off (its records were never acknowledged). A
+//! of the last segment is cut off (its records were never acknowledged, or,
+//! fsynced within a period, lost with the machine after they were). A
 //! whole record that cannot be used (a newer version, impossible content)
 //! stops recovery with an error: cutting it off could lose acknowledged
 //! changes. The bytes of records and snapshots are defined in [`crate::records`].
@@ -39,8 +40,16 @@ use tierpool_types::{Error, ErrorKind, Result};
 use tokio::sync::watch;
 
 enum Item {
-    Records { bytes: Vec<u8>, last_lsn: u64 },
-    Snapshot { lsn: u64, bytes: Vec<u8> },
+    Records {
+        bytes: Vec<u8>,
+        last_lsn: u64,
+    },
+    Snapshot {
+        lsn: u64,
+        bytes: Vec<u8>,
+    },
+    /// fsync what was written now, whatever the period.
+    Sync,
 }
 
 /// When the log is fsynced.
@@ -114,6 +123,15 @@ impl LogWriter {
     /// on the strength of a change waits for this.
     pub async fn wait_synced(&self, lsn: u64) -> Result<()> {
         wait_for(&self.synced, lsn).await
+    }
+
+    /// [`wait_synced`](Self::wait_synced), asking for the fsync now rather
+    /// than at the end of the period (for the rare changes a caller waits on).
+    pub async fn sync_now(&self, lsn: u64) -> Result<()> {
+        if self.synced() < lsn {
+            let _ = self.tx.send(Item::Sync);
+        }
+        self.wait_synced(lsn).await
     }
 }
 
@@ -286,7 +304,7 @@ impl Flusher {
                     Err(_) => break,
                 },
             };
-            let mut top = None;
+            let (mut top, mut asked) = (None, false);
             for item in first.into_iter().chain(std::iter::from_fn(|| rx.try_recv().ok())) {
                 match item {
                     Item::Records { bytes, last_lsn } => {
@@ -298,13 +316,14 @@ impl Flusher {
                         self.fsync();
                         self.rotate(lsn, &bytes);
                     }
+                    Item::Sync => asked = true,
                 }
             }
             self.write(&mut buf, top);
             let due = match (self.sync, self.unsynced) {
                 (_, None) => false,
                 (LogSync::Always, Some(_)) => true,
-                (LogSync::Every(period), Some((_, since))) => since.elapsed() >= period,
+                (LogSync::Every(period), Some((_, since))) => asked || since.elapsed() >= period,
             };
             if due {
                 self.fsync();

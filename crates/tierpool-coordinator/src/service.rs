@@ -12,7 +12,7 @@ use crate::sweep::Swept;
 use crate::CoordinatorConfig;
 use bytes::Bytes;
 use parking_lot::Mutex;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tierpool_meta::engine::transactions::Commit;
@@ -72,7 +72,17 @@ pub struct Coordinator {
     pub(crate) reclaim_wake: tokio::sync::Notify,
     /// Wakes the task moving partitions (see `migrate::drive`).
     pub(crate) migrate_wake: tokio::sync::Notify,
+    /// Effects waiting for the changes they rest on to be fsynced, in lsn
+    /// order (see `carry_out`).
+    deferred: Mutex<VecDeque<(u64, Vec<Effect>)>>,
 }
+
+/// Inode ids a recovered pool skips when its log was fsynced within a
+/// period (see `skip_ids_a_crash_may_have_lost`): far more than a period
+/// of at most 10 s can hand out.
+const ID_GAP: u64 = 1 << 32;
+/// In `DIR/meta/`: the coordinator last ran with a log fsynced within a period.
+const PERIODIC_MARKER: &str = "periodic-sync";
 
 pub(crate) fn now_nanos() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
@@ -101,6 +111,7 @@ impl Coordinator {
             reclaims: Mutex::new(Garbage::default()),
             reclaim_wake: tokio::sync::Notify::new(),
             migrate_wake: tokio::sync::Notify::new(),
+            deferred: Mutex::new(VecDeque::new()),
         })
     }
 
@@ -114,6 +125,7 @@ impl Coordinator {
         let needed = !self.inner.lock().engine.state().is_initialised();
         let replicas = self.cfg.replicas.unwrap_or(crate::DEFAULT_REPLICAS);
         let spread = self.cfg.spread.unwrap_or_default();
+        self.skip_ids_a_crash_may_have_lost(needed).await?;
         if needed {
             self.execute(MetaOp::Init { partitions: self.cfg.partitions }, Owner::default()).await?;
             if replicas != 1 || spread != tierpool_types::Spread::Host {
@@ -136,6 +148,33 @@ impl Coordinator {
             return Err(Error::invalid(format!(
                 "this pool keeps {kept} copies of each chunk (set when it was created): --replicas {r} cannot change it"
             )));
+        }
+        Ok(())
+    }
+
+    /// With a log fsynced within a period (now, or the last time the
+    /// coordinator ran: `meta/periodic-sync` says so), a crash of the
+    /// machine may have taken back changes that handed out inode ids
+    /// (directories and nodes made by name), which clients that outlived it
+    /// may still use: the ids of a recovered pool start `ID_GAP` further on.
+    async fn skip_ids_a_crash_may_have_lost(&self, new_pool: bool) -> Result<()> {
+        let marker = self.cfg.dir.join("meta").join(PERIODIC_MARKER);
+        let periodic = matches!(self.cfg.log_sync, crate::LogSync::Every(_));
+        if !new_pool && (periodic || marker.exists()) {
+            let applied =
+                self.apply(&mut self.inner.lock(), MetaOp::AllocInodes { count: ID_GAP }, Owner::default())?;
+            let lsn = applied.lsn;
+            self.finish(applied).await?;
+            self.log.sync_now(lsn).await?;
+        }
+        let io = |e: std::io::Error| Error::from(e).context(marker.display());
+        match periodic {
+            true if !marker.exists() => {
+                std::fs::File::create(&marker).and_then(|f| f.sync_all()).map_err(io)?;
+                std::fs::File::open(marker.parent().expect("in meta/")).and_then(|d| d.sync_all()).map_err(io)?;
+            }
+            false if marker.exists() => std::fs::remove_file(&marker).map_err(io)?,
+            _ => {}
         }
         Ok(())
     }
@@ -246,16 +285,34 @@ impl Coordinator {
             return;
         }
         let Some(me) = self.me.upgrade() else { return };
-        if self.log.synced() >= lsn {
+        let mut deferred = self.deferred.lock();
+        if deferred.is_empty() && self.log.synced() >= lsn {
             for e in effects {
                 crate::effects::start(&me, e);
             }
             return;
         }
+        // In lsn order, after those deferred before them.
+        deferred.push_back((lsn, effects));
+        if deferred.len() > 1 {
+            return; // the task started for the first one takes these too
+        }
+        drop(deferred);
         tokio::spawn(async move {
-            if me.log.wait_synced(lsn).await.is_ok() {
-                for e in effects {
-                    crate::effects::start(&me, e);
+            loop {
+                let Some(lsn) = me.deferred.lock().front().map(|(lsn, _)| *lsn) else { return };
+                if me.log.wait_synced(lsn).await.is_err() {
+                    return;
+                }
+                let mut deferred = me.deferred.lock();
+                while deferred.front().is_some_and(|(l, _)| *l <= me.log.synced()) {
+                    let (_, effects) = deferred.pop_front().expect("looked at");
+                    for e in effects {
+                        crate::effects::start(&me, e);
+                    }
+                }
+                if deferred.is_empty() {
+                    return;
                 }
             }
         });
@@ -427,7 +484,17 @@ impl Coordinator {
 
     async fn meta(&self, op: MetaOp, owner: Owner) -> Result<CoordResponse> {
         self.check_from_outside(&op)?;
-        Ok(CoordResponse::Meta(self.execute(op, owner).await?))
+        // Ids handed out for the caller to use (inode ids, a worker's id)
+        // must never be handed out again, not even after a crash of the
+        // machine takes the last changes back: they wait for the fsync.
+        let hands_out_ids = matches!(op, MetaOp::AllocInodes { .. } | MetaOp::RegisterWorker { .. });
+        let applied = self.apply(&mut self.inner.lock(), op, owner)?;
+        let lsn = applied.lsn;
+        let reply = self.finish(applied).await?;
+        if hands_out_ids {
+            self.log.sync_now(lsn).await?;
+        }
+        Ok(CoordResponse::Meta(reply))
     }
 
     /// Marks a region as being restored, unless another session has it open
@@ -620,7 +687,9 @@ impl Coordinator {
             };
             (layout, g.lsn)
         };
-        self.log.wait_durable(lsn).await?;
+        // Workers drop the copies a table moves away from them: only a
+        // table no crash can take back.
+        self.log.sync_now(lsn).await?;
         Ok(CoordResponse::Layout(layout))
     }
 

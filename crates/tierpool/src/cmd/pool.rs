@@ -368,6 +368,6 @@ pub async fn status(client: &Client, json: bool) -> Result<()> {
 fn log_sync_arg(sync: tierpool_coordinator::LogSync) -> String {
     match sync {
         tierpool_coordinator::LogSync::Always => "always".into(),
-        tierpool_coordinator::LogSync::Every(p) => format!("{}ms", p.as_millis()),
+        tierpool_coordinator::LogSync::Every(p) => format!("{}s", p.as_secs_f64()),
     }
 }
