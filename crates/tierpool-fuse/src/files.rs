@@ -108,13 +108,27 @@ impl TierpoolFs {
         let node = NewNode::File { chunk_size: tierpool_types::DEFAULT_CHUNK_SIZE };
         let info = match self.make(req, parent, name, node, mode) {
             Ok(i) => i,
-            // Another client made it first: open it, unless O_EXCL.
+            // Another client made it first (the kernel knew the name as
+            // missing): open it, unless O_EXCL. The kernel takes the file
+            // for one it just made, so the checks of an open are made here.
             Err(e) if e == Errno::EEXIST && flags & libc::O_EXCL == 0 => {
                 let name = name_of(name)?;
                 let found = self.block(self.io.client.lookup(InodeId(parent), name))?;
                 let info = self.openable(found.id.0)?;
+                if !may_open(req, &info, flags) {
+                    return Err(Errno::EACCES);
+                }
                 self.names.lock().met(info.id.0, parent, name);
-                info
+                let fh = self.add_handle(info.clone(), flags);
+                if flags & libc::O_TRUNC != 0 && info.size > 0 {
+                    let change = InodeChange { mode: None, uid: None, gid: None, atime: None, mtime: None };
+                    if let Err(e) = self.set_attr(info.id.0, &change, Some(0)) {
+                        let _ = self.close_handle(fh);
+                        return Err(e);
+                    }
+                }
+                let info = self.inode(info.id.0)?;
+                return Ok((self.attr_of(&info), fh));
             }
             Err(e) => return Err(e),
         };
@@ -157,4 +171,34 @@ impl TierpoolFs {
         }
         self.inode(ino)
     }
+}
+
+/// Whether the caller of `req` may open `info` with `flags`, by its mode
+/// and owners, as the kernel checks an open (`default_permissions`): root
+/// always; else the owner's, group's or others' bits, the caller's groups
+/// read from `/proc` (its primary group if they cannot be).
+fn may_open(req: &Request, info: &InodeInfo, flags: i32) -> bool {
+    if req.uid() == 0 {
+        return true;
+    }
+    let want = match flags & libc::O_ACCMODE {
+        libc::O_RDONLY => 4,
+        libc::O_WRONLY => 2,
+        _ => 6,
+    } | if flags & libc::O_TRUNC != 0 { 2 } else { 0 };
+    let bits = if req.uid() == info.uid {
+        info.mode >> 6
+    } else if req.gid() == info.gid || groups_of(req.pid()).contains(&info.gid) {
+        info.mode >> 3
+    } else {
+        info.mode
+    };
+    bits & want == want
+}
+
+/// The supplementary groups of process `pid` (empty if not known).
+fn groups_of(pid: u32) -> Vec<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let line = status.lines().find_map(|l| l.strip_prefix("Groups:")).unwrap_or("");
+    line.split_whitespace().filter_map(|g| g.parse().ok()).collect()
 }

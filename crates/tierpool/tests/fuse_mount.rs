@@ -203,3 +203,23 @@ fn mount_pid(dir: &Path) -> i32 {
     }
     panic!("no mount process for {target}");
 }
+
+#[test]
+fn a_name_known_missing_and_then_made_elsewhere_opens_as_that_file() {
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    let m = Mount::new(&pool, "mnt");
+    // The kernel keeps the names as missing for a second, in which another
+    // client makes them.
+    assert_eq!(errno(fs::metadata(m.p("late.txt"))), libc::ENOENT);
+    assert_eq!(errno(fs::metadata(m.p("kept.txt"))), libc::ENOENT);
+    pool.put("/late.txt", b"written elsewhere, long");
+    pool.put("/kept.txt", b"kept whole");
+    // open(O_CREAT | O_TRUNC) meets the other client's file: cut, then written.
+    fs::write(m.p("late.txt"), b"new").unwrap();
+    assert_eq!(pool.get("/late.txt"), b"new");
+    // Without O_TRUNC: opened as it is, not made anew.
+    let mut f = fs::OpenOptions::new().create(true).append(true).open(m.p("kept.txt")).unwrap();
+    f.write_all(b", and more").unwrap();
+    drop(f);
+    assert_eq!(pool.get("/kept.txt"), b"kept whole, and more");
+}
