@@ -7,6 +7,8 @@
 //! - every live directory except the root is the entry of exactly one
 //!   directory, reachable from the root, and its `parent`/`name` match that
 //!   entry; every other live inode is the entry of exactly `links` directories;
+//! - the subdirectories kept for each live directory (`subdirs`, derived:
+//!   its link count is 2 more) are the directories among its entries;
 //! - every live or pending id is below `next_inode`; `pending_gc` holds no live inode;
 //! - a file has one chunk entry per chunk, each object no longer than its
 //!   share of the file; `pending_chunks` holds only versions of live files

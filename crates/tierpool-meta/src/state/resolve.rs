@@ -126,10 +126,11 @@ impl MetaState {
         id
     }
 
-    /// Subdirectories of the live directory `dir`, counted.
+    /// Subdirectories of the live directory `dir`, counted (an entry naming
+    /// no live inode, as a corrupt state could, counts as none).
     pub(super) fn count_subdirs(&self, dir: InodeId) -> u32 {
-        let children = self.children(dir).into_iter().flat_map(|c| c.values());
-        children.filter(|c| self.is_dir(**c)).count() as u32
+        let children = self.inodes.get(&dir).and_then(Inode::children).into_iter().flat_map(|c| c.values());
+        children.filter(|c| self.inodes.get(c).is_some_and(Inode::is_dir)).count() as u32
     }
 
     /// Subdirectories of the live directory `dir`, as kept.
