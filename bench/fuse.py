@@ -4,6 +4,9 @@
 Starts a local pool (2 workers) and mounts it, then measures:
   - sequential write and read of a file (2 GiB by default) in 1 MiB blocks:
     through the mount, with `tierpool put`/`get`, and on tmpfs (/dev/shm);
+  - extracting this Python's standard library from a tarball (`tar x`, then
+    `sync`) and archiving it back (`tar c`, read whole): through the mount, on
+    the local disk and on tmpfs;
   - creating, stat-ing and deleting 10,000 small files: through the mount, on
     tmpfs, and on a FUSE file system that stores nothing (the `null_fs` example
     of tierpool-fuse, mounted as the pool's mount is): FUSE's own ceiling here.
@@ -26,8 +29,11 @@ import statistics
 import shutil
 import subprocess
 import sys
+import sysconfig
+import tarfile
 import tempfile
 import time
+from typing import Optional
 
 import tierpool
 
@@ -81,23 +87,58 @@ def mount(cli: str, addr: str, mnt: str) -> None:
         raise SystemExit(f"tierpool mount failed: {p.stderr.strip()}")
 
 
+def digits(key: str) -> Optional[int]:
+    """Decimals a figure keeps: seconds three, rates none."""
+    return 3 if key.endswith(("tar_x_s", "tar_c_s")) else None
+
+
+def stdlib_tarball(dir: str) -> str:
+    """A tarball of this Python's standard library (without site-packages
+    and bytecode caches: a real source tree of a few thousand files) in `dir`."""
+    path = os.path.join(dir, "stdlib.tar")
+    skip = ("site-packages", "__pycache__")
+    with tarfile.open(path, "w") as t:
+        t.add(sysconfig.get_paths()["stdlib"], arcname="lib",
+              filter=lambda ti: None if any(p in ti.name.split("/") for p in skip) else ti)
+    return path
+
+
+def tree(dir: str, tarball: str) -> dict:
+    """Seconds to extract `tarball` into `dir` (with a `sync` after, so a
+    disk's writes count), then to archive the tree back, every byte read."""
+    out = {}
+    t = time.perf_counter()
+    subprocess.run(["tar", "xf", tarball, "-C", dir], check=True)
+    subprocess.run(["sync"], check=True)
+    out["tar_x_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    # Through a pipe: GNU tar writing to /dev/null itself would not read the files.
+    subprocess.run(f"tar cf - -C {dir} lib | cat > /dev/null", shell=True, check=True)
+    out["tar_c_s"] = time.perf_counter() - t
+    shutil.rmtree(os.path.join(dir, "lib"))
+    return out
+
+
 def null_fs_small_files(mnt: str, n: int) -> dict:
     """`small_files` on a FUSE file system that stores nothing, mounted at `mnt`."""
-    server = subprocess.Popen([NULL_FS, mnt], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server = subprocess.Popen([NULL_FS, mnt], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(100):
-            if os.path.ismount(mnt):
+            if os.path.ismount(mnt) or server.poll() is not None:
                 break
             time.sleep(0.05)
-        else:
-            raise SystemExit(f"null_fs did not mount: {server.stderr.read().decode() if server.stderr else ''}")
+        if not os.path.ismount(mnt):
+            raise SystemExit(f"null_fs did not mount at {mnt} (exit status {server.poll()})")
         os.makedirs(os.path.join(mnt, "small"))
         out = small_files(os.path.join(mnt, "small"), n)
         os.rmdir(os.path.join(mnt, "small"))
         return out
     finally:
         subprocess.run(["fusermount3", "-u", mnt], capture_output=True)
-        server.wait(timeout=30)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
 
 
 def umount(cli: str, mnt: str) -> None:
@@ -137,7 +178,7 @@ def wait_collected(cli: str, addr: str) -> None:
     raise SystemExit("the pool did not collect removed files within 60 s")
 
 
-def one_run(addr: str, mnt: str, local: str, shm: str, size: int, files: int) -> dict:
+def one_run(addr: str, mnt: str, local: str, shm: str, size: int, files: int, tarball: str, disk: str) -> dict:
     r: dict = {}
     r["tmpfs_write_mb_s"] = write_file(local, size)
     r["tmpfs_read_mb_s"] = read_file(local, size)
@@ -157,6 +198,9 @@ def one_run(addr: str, mnt: str, local: str, shm: str, size: int, files: int) ->
     for k, v in small_files(os.path.join(mnt, "small"), files).items():
         r[f"mount_small_{k}"] = v
     os.rmdir(os.path.join(mnt, "small"))
+    for where, dir in (("mount", mnt), ("disk", disk), ("tmpfs", shm)):
+        for k, v in tree(dir, tarball).items():
+            r[f"{where}_{k}"] = v
     umount(CLI, mnt)
     os.makedirs(os.path.join(shm, "small"))
     for k, v in small_files(os.path.join(shm, "small"), files).items():
@@ -193,26 +237,34 @@ def main() -> None:
     # Two workers whose memory holds the run's two files twice over: every
     # write and read is served by memory, as the CLI's are.
     mem = max(256 << 20, 2 * size)
+    disk = os.path.join(work, "disk")
+    os.makedirs(disk)
+    tarball = stdlib_tarball(work)
+    res["tarball_bytes"] = os.path.getsize(tarball)
+    with tarfile.open(tarball) as t:
+        res["tarball_files"] = sum(1 for m in t.getmembers() if m.isfile())
     runs = []
     try:
         with tierpool.local(workers=2, mem=mem, disk=2 * mem, log_sync=a.log_sync) as c:
             for _ in range(a.runs):
                 # Before every run: the previous run's freed memory may be back with the host.
                 res["memory_warmed_bytes"] = warm_memory(8 * size + (2 << 30))
-                runs.append(one_run(c.address, mnt, local, shm, size, a.files))
+                runs.append(one_run(c.address, mnt, local, shm, size, a.files, tarball, disk))
     finally:
         subprocess.run([CLI, "umount", mnt], capture_output=True)
         shutil.rmtree(shm, ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)
     for k in runs[0]:
-        res[k] = round(statistics.median(r[k] for r in runs))
+        res[k] = round(statistics.median(r[k] for r in runs), digits(k))
     res["mount_write_vs_cli_put"] = round(res["mount_write_mb_s"] / res["cli_put_mb_s"], 2)
     res["mount_read_vs_cli_get"] = round(res["mount_read_mb_s"] / res["cli_get_mb_s"], 2)
     res["mount_write_vs_tmpfs"] = round(res["mount_write_mb_s"] / res["tmpfs_write_mb_s"], 2)
     res["mount_read_vs_tmpfs"] = round(res["mount_read_mb_s"] / res["tmpfs_read_mb_s"], 2)
     for k in ("create_per_s", "stat_per_s", "delete_per_s"):
         res[f"mount_small_{k}_vs_null_fuse"] = round(res[f"mount_small_{k}"] / res[f"null_fuse_small_{k}"], 3)
-    res["each_run"] = [{k: round(v) for k, v in r.items()} for r in runs]
+    for k in ("tar_x_s", "tar_c_s"):
+        res[f"mount_{k}_vs_disk"] = round(res[f"mount_{k}"] / res[f"disk_{k}"], 2)
+    res["each_run"] = [{k: round(v, digits(k)) for k, v in r.items()} for r in runs]
     text = json.dumps(res, indent=2)
     print(text)
     os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
