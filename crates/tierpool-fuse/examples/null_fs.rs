@@ -271,13 +271,5 @@ fn main() -> std::io::Result<()> {
     };
     let root = Node { attr: root_attr, children: HashMap::new() };
     let fs = NullFs(Mutex::new(Nodes { nodes: HashMap::from([(ROOT, root)]), next: ROOT + 1 }));
-    let mut cfg = fuser::Config::default();
-    cfg.n_threads = Some(4);
-    cfg.clone_fd = true;
-    cfg.mount_options = vec![
-        fuser::MountOption::FSName("null".into()),
-        fuser::MountOption::Subtype("null".into()),
-        fuser::MountOption::DefaultPermissions,
-    ];
-    fuser::spawn_mount(fs, &mountpoint, &cfg)?.join()
+    fuser::spawn_mount(fs, &mountpoint, &tierpool_fuse::config("null"))?.join()
 }

@@ -44,26 +44,33 @@ pub use fs::{MountOptions, TierpoolFs};
 /// modes (`default_permissions`); mounted by another user, it serves that
 /// user only, as FUSE does by default.
 pub fn run(fs: TierpoolFs, mountpoint: &std::path::Path) -> std::io::Result<()> {
+    let session = fuser::spawn_mount(fs, mountpoint, &config("tierpool"))?;
+    // SAFETY: a plain getter.
+    let root = unsafe { libc::geteuid() } == 0;
+    if root {
+        raise_read_ahead(mountpoint);
+    }
+    session.join()
+}
+
+/// How a file system named `name` is mounted and served: as [`run`] mounts
+/// the pool (the benchmark's null file system is mounted the same way).
+pub fn config(name: &str) -> fuser::Config {
     let mut cfg = fuser::Config::default();
     cfg.n_threads = Some(4);
     // Each serving thread reads requests from its own clone of the device:
     // parallel reads no longer queue behind one another.
     cfg.clone_fd = true;
     cfg.mount_options = vec![
-        fuser::MountOption::FSName("tierpool".into()),
-        fuser::MountOption::Subtype("tierpool".into()),
+        fuser::MountOption::FSName(name.into()),
+        fuser::MountOption::Subtype(name.into()),
         fuser::MountOption::DefaultPermissions,
     ];
     // SAFETY: a plain getter.
-    let root = unsafe { libc::geteuid() } == 0;
-    if root {
+    if unsafe { libc::geteuid() } == 0 {
         cfg.acl = fuser::SessionACL::All;
     }
-    let session = fuser::spawn_mount(fs, mountpoint, &cfg)?;
-    if root {
-        raise_read_ahead(mountpoint);
-    }
-    session.join()
+    cfg
 }
 
 /// Kernel read-ahead for the mount, per file read in order. The kernel
