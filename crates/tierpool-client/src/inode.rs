@@ -184,6 +184,39 @@ impl Client {
         Self::info_reply(self.meta(MetaOp::UpdateFile { inode, size, truncate, chunks }).await?)
     }
 
+    /// Publishes a writer's changes to a file (`UpdateFile` or
+    /// `UpdateInline`), then makes the attribute changes of `change` (as
+    /// [`Client::set_inode`]), in one request answered once both are
+    /// durable: the inode as after both. Each op succeeds or fails on its
+    /// own (see `MetaMany`): the error of the publish is reported first.
+    pub async fn publish_with(&self, publish: MetaOp, change: &InodeChange) -> Result<InodeInfo> {
+        let (MetaOp::UpdateFile { inode, .. } | MetaOp::UpdateInline { inode, .. }) = publish else {
+            return Err(Error::invalid("only UpdateFile and UpdateInline publish a writer's changes"));
+        };
+        if *change == InodeChange::default() {
+            return Self::info_reply(self.meta(publish).await?);
+        }
+        let set = MetaOp::SetInode {
+            inode,
+            mode: change.mode,
+            uid: change.uid,
+            gid: change.gid,
+            atime: change.atime,
+            mtime: change.mtime,
+        };
+        let (uid, gid) = self.inner.cfg.owner;
+        let ops = vec![publish, set];
+        match self.coord(CoordRequest::MetaMany { ops, owner: tierpool_meta::Owner { uid, gid } }).await? {
+            CoordResponse::MetaMany(r) if r.len() == 2 => {
+                let mut r = r.into_iter();
+                let (published, set) = (r.next().expect("two"), r.next().expect("two"));
+                published?;
+                Self::info_reply(set?)
+            }
+            other => Err(unexpected(other)),
+        }
+    }
+
     /// Stores `data` as chunk `index` of `inode` at `version`, unpublished;
     /// returns the reference that publishes it.
     pub async fn put_version(

@@ -42,7 +42,7 @@ pub use region::RegionOptions;
 pub use region_handle::{PoolBackend, Region};
 pub use replication::Replicated;
 pub use tierpool_cache::CacheStats;
-pub use tierpool_meta::{DirEntry, DirName, InodeInfo, InodeKind, NewNode, SnapshotSummary, WriteMode};
+pub use tierpool_meta::{DirEntry, DirName, InodeInfo, InodeKind, MetaOp, NewNode, SnapshotSummary, WriteMode};
 pub use tierpool_net::auth::{Secret, SECRET_FILE_ENV};
 pub use tierpool_net::{Background, Step};
 pub use tierpool_proto::ChunkPlace;

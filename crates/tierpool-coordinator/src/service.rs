@@ -582,6 +582,26 @@ impl Coordinator {
         Ok(CoordResponse::MetaMany(out))
     }
 
+    /// Whether `len` bytes of `what` may be kept inline: the state takes
+    /// any small file; the room for them is this coordinator's to give.
+    fn inline_room(&self, what: &str, len: u64) -> Result<()> {
+        let full = |why: String| Err(Error::new(ErrorKind::PoolFull, format!("{what}: {why}")));
+        if len > self.cfg.inline_max {
+            return full(format!(
+                "{len} bytes are more than this coordinator keeps inline (--inline-max {})",
+                self.cfg.inline_max
+            ));
+        }
+        let (_, held) = self.inner.lock().engine.state().inline_usage();
+        if held + len > self.cfg.inline_total {
+            return full(format!(
+                "the room for small files kept inline is full (--inline-total {})",
+                self.cfg.inline_total
+            ));
+        }
+        Ok(())
+    }
+
     /// Refuses ops only the coordinator itself may run, removals that
     /// would lose data a worker still serves, and drains the other workers
     /// cannot hold.
@@ -598,25 +618,8 @@ impl Coordinator {
                 own("a join that takes partitions at once")
             }
             MetaOp::SetSpeed { .. } => own("SetSpeed (the coordinator measures workers' bandwidth)"),
-            MetaOp::CommitInline { path, data, .. } => {
-                // The state takes any small file; the room for them is this coordinator's to give.
-                let len = data.len() as u64;
-                let full = |why: String| Err(Error::new(ErrorKind::PoolFull, format!("{path}: {why}")));
-                if len > self.cfg.inline_max {
-                    return full(format!(
-                        "{len} bytes are more than this coordinator keeps inline (--inline-max {})",
-                        self.cfg.inline_max
-                    ));
-                }
-                let (_, held) = self.inner.lock().engine.state().inline_usage();
-                if held + len > self.cfg.inline_total {
-                    return full(format!(
-                        "the room for small files kept inline is full (--inline-total {})",
-                        self.cfg.inline_total
-                    ));
-                }
-                Ok(())
-            }
+            MetaOp::CommitInline { path, data, .. } => self.inline_room(path, data.len() as u64),
+            MetaOp::UpdateInline { inode, data, .. } => self.inline_room(&format!("inode {inode}"), data.len() as u64),
             MetaOp::SetReplication { .. } => own("SetReplication (a pool's --replicas is set when it is created)"),
             MetaOp::RegionRestore { done: false, .. } => {
                 Err(Error::invalid("a region's restore starts with RestoreRegion, which checks who has it open"))

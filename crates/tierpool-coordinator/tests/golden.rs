@@ -173,7 +173,16 @@ fn a_coordinator_recovers_from_golden_files() {
         let (state, lsn, _writer) = log::open(&meta).unwrap();
         assert_eq!((lsn, dump::dump(&state)), (LOG_V14_RECORDS, expected("state-log-v14.txt")), "{file}");
     }
+    let dir = tempfile::tempdir().unwrap();
+    let meta = dir.path().join("meta");
+    std::fs::create_dir_all(&meta).unwrap();
+    std::fs::copy(golden("log-v15"), meta.join(format!("log-{:020}", 1))).unwrap();
+    let (state, lsn, _writer) = log::open(&meta).unwrap();
+    assert_eq!((lsn, dump::dump(&state)), (LOG_V15_RECORDS, expected("state-log-v15.txt")), "log-v15");
 }
+
+/// Records in `log-v15`.
+const LOG_V15_RECORDS: u64 = 130;
 
 /// Records in `log-v14`.
 const LOG_V14_RECORDS: u64 = 124;
@@ -966,7 +975,7 @@ fn log_v14_replays_to_its_state_and_encodes_to_the_same_bytes() {
     assert_eq!(dump::dump(&state), expected("state-log-v14.txt"));
     let mut again = Vec::new();
     for r in &recs {
-        encode_record(r, &mut again);
+        encode_record_in(14, r, &mut again).unwrap();
     }
     assert!(again == seg, "log records of version 14 no longer encode as they did");
     let modes = |r: &&LogRecord| matches!(&r.op, MetaOp::SetWriteMode { .. });
@@ -990,6 +999,56 @@ fn snapshot_v13_decodes_to_its_state_and_encodes_to_the_same_bytes() {
     for v in 2..=12 {
         assert!(encode_snapshot_in(v, lsn, &state).is_err(), "snapshot version {v}");
     }
+}
+
+#[test]
+fn log_v15_replays_to_its_state_and_encodes_to_the_same_bytes() {
+    let seg = read("log-v15");
+    let recs = records(&seg);
+    assert_eq!(recs.len() as u64, LOG_V15_RECORDS);
+    assert_eq!(recs[..LOG_V14_RECORDS as usize], records(&read("log-v14"))[..], "the records of log-v14 come first");
+    let state = replay(&recs);
+    state.check_invariants().unwrap();
+    assert_eq!(dump::dump(&state), expected("state-log-v15.txt"));
+    let mut again = Vec::new();
+    for r in &recs {
+        encode_record(r, &mut again);
+    }
+    assert!(again == seg, "log records of version 15 no longer encode as they did");
+    let updates = |r: &&LogRecord| matches!(&r.op, MetaOp::UpdateInline { .. });
+    assert_eq!(recs.iter().filter(updates).count(), 3);
+    for r in recs.iter().filter(updates) {
+        let e = encode_record_in(14, r, &mut Vec::new()).unwrap_err();
+        assert_eq!(e.message, "small contents given to a file have no log record version 14 form");
+    }
+    assert_eq!(state.stat("/index").unwrap().inline.as_deref(), Some(&b"index, small now"[..]));
+    assert_eq!(state.stat("/out2").unwrap().inline, None, "emptied");
+    // Its state has a snapshot form in the current snapshot version.
+    let (lsn, again) = decode_snapshot(&encode_snapshot(LOG_V15_RECORDS, &state)).unwrap();
+    assert_eq!((lsn, again), (LOG_V15_RECORDS, state));
+}
+
+/// The records of `log-v15`: those of `log-v14`, then `/index` (stored
+/// chunks) given small contents twice, and a file made by name given some
+/// and then emptied (the snapshot format did not change).
+fn log_v15_records() -> Vec<LogRecord> {
+    use bytes::Bytes;
+    use tierpool_types::InodeId;
+    let mut recs = log_v14_records();
+    let mut state = replay(&recs);
+    let index = state.stat("/index").unwrap().id;
+    let update = |inode, version, data: &'static [u8]| MetaOp::UpdateInline { inode, version, data: Bytes::from(data) };
+    push(&mut recs, &mut state, MetaOp::AllocInodes { count: 2 });
+    let v = state.next_inode().0 - 2;
+    push(&mut recs, &mut state, update(index, v, b"index, small"));
+    push(&mut recs, &mut state, update(index, v + 1, b"index, small now"));
+    let node = tierpool_meta::NewNode::File { chunk_size: 4096 };
+    push(&mut recs, &mut state, MetaOp::MakeAt { parent: InodeId::ROOT, name: "out2".into(), node, mode: 0o600 });
+    let out2 = state.stat("/out2").unwrap().id;
+    push(&mut recs, &mut state, MetaOp::AllocInodes { count: 1 });
+    let w = state.next_inode().0 - 1;
+    push(&mut recs, &mut state, update(out2, w, b""));
+    recs
 }
 
 /// The records of `log-v14`: those of `log-v13`, then write modes of
@@ -1099,16 +1158,15 @@ fn log_v12_records() -> Vec<LogRecord> {
 #[test]
 #[ignore = "writes the golden files of a new version: TIERPOOL_WRITE_GOLDEN=1 cargo test --test golden -- --ignored"]
 fn write_missing_golden_files_of_the_current_versions() {
-    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v14").exists() {
+    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v15").exists() {
         return;
     }
-    let recs = log_v14_records();
+    let recs = log_v15_records();
     let (mut seg, mut state) = (Vec::new(), MetaState::new());
     for r in &recs {
         state.execute_as(&r.op, r.owner, r.time).unwrap();
         encode_record(r, &mut seg);
     }
-    std::fs::write(golden("log-v14"), seg).unwrap();
-    std::fs::write(golden("state-log-v14.txt"), dump::dump(&state)).unwrap();
-    std::fs::write(golden("snapshot-v13"), encode_snapshot(LOG_V14_RECORDS, &state)).unwrap();
+    std::fs::write(golden("log-v15"), seg).unwrap();
+    std::fs::write(golden("state-log-v15.txt"), dump::dump(&state)).unwrap();
 }

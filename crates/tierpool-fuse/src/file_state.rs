@@ -17,8 +17,10 @@
 //! so a reader may fetch one without holding the state.
 //!
 //! Publishing sends every local chunk, then commits `stored` with the size
-//! and the smallest size the file was cut to (`cut`). Versions this writer
-//! stored and then replaced, or cut away, before publishing are `garbage`.
+//! and the smallest size the file was cut to (`cut`). A small file whose
+//! bytes are all held here is published with them instead (inline: no
+//! chunk is sent). Versions this writer stored and then replaced, or cut
+//! away, before publishing are `garbage`.
 
 use bytes::Bytes;
 use std::collections::BTreeMap;
@@ -367,6 +369,38 @@ impl FileState {
             return None;
         }
         Some(Commit { size: self.size, cut: self.cut, chunks: self.stored.iter().map(|(i, r)| (*i, *r)).collect() })
+    }
+
+    /// The file's whole contents when they may be published inline (see
+    /// `MetaOp::UpdateInline`): it changed, holds at most `max` bytes in
+    /// one chunk, and every byte is held here, being written (zeros past
+    /// the local bytes). `None` otherwise: it is published by chunks.
+    pub fn small_contents(&self, max: u64) -> Option<Vec<u8>> {
+        if !self.changed || self.size > max.min(self.chunk_size) {
+            return None;
+        }
+        if self.size == 0 {
+            return Some(Vec::new());
+        }
+        match self.local.get(&0) {
+            Some(Local::Dirty { data, .. }) if self.local.len() == 1 => {
+                let mut out = data.clone();
+                out.resize(self.size as usize, 0);
+                Some(out)
+            }
+            _ => None,
+        }
+    }
+
+    /// The inline publish of [`FileState::small_contents`] went through:
+    /// the file is now `size` bytes in `chunks`, and every version this
+    /// writer stored is garbage.
+    pub fn published_inline(&mut self, size: u64, chunks: Vec<ChunkRef>) {
+        let stored = std::mem::take(&mut self.stored);
+        self.garbage.extend(stored.iter().map(|(i, r)| r.key(self.inode, *i)));
+        self.local.clear();
+        self.dirty_bytes = 0;
+        self.published(size, chunks);
     }
 
     /// The commit went through: the file is now `size` bytes in `chunks`.

@@ -160,6 +160,10 @@ impl TierpoolFs {
             cut.map_err(|e| crate::errno::errno(&e))?;
         }
         if *change != InodeChange::default() {
+            // Of a file with changes waiting to be published: made with them.
+            if let Some(info) = self.open_file(ino).and_then(|f| f.defer_change(change)) {
+                return Ok(info);
+            }
             // Published first, so that a later publish does not move the times set now.
             if let Some(f) = self.open_file(ino) {
                 f.publish(&self.io).map_err(|e| crate::errno::errno(&e))?;

@@ -20,7 +20,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
-use tierpool_client::{Client, InodeInfo, Placing};
+use tierpool_client::{Client, InodeChange, InodeInfo, InodeKind, MetaOp, Placing};
 use tierpool_types::{ChunkKey, ChunkRef, Error, ErrorKind, InodeId, Result};
 use tokio::runtime::Handle;
 use tokio::sync::OnceCell;
@@ -61,6 +61,10 @@ struct Inner {
     /// Of a small file the metadata holds inline: its chunk 0 as last seen
     /// with its bytes (still read after the file loses its last name).
     inline: Option<(ChunkRef, Bytes)>,
+    /// Attribute changes made while local changes were unpublished, and
+    /// when (ns): shown here at once, published with the changes.
+    pending: InodeChange,
+    pending_at: u64,
 }
 
 pub struct OpenFile {
@@ -85,6 +89,8 @@ impl OpenFile {
             unlinked: false,
             read_end: 0,
             inline,
+            pending: InodeChange::default(),
+            pending_at: 0,
         };
         OpenFile { inode: info_id, inner: Mutex::new(inner), frozen: false }
     }
@@ -110,6 +116,13 @@ impl OpenFile {
         if g.state.changed() {
             (i.mtime, i.ctime) = (g.changed_at, g.changed_at);
         }
+        let p = &g.pending;
+        if *p != InodeChange::default() {
+            i.mode = p.mode.unwrap_or(i.mode);
+            (i.uid, i.gid) = (p.uid.unwrap_or(i.uid), p.gid.unwrap_or(i.gid));
+            (i.atime, i.mtime) = (p.atime.unwrap_or(i.atime), p.mtime.unwrap_or(i.mtime));
+            i.ctime = i.ctime.max(g.pending_at);
+        }
         if g.unlinked {
             i.nlink = 0;
         }
@@ -128,6 +141,26 @@ impl OpenFile {
             g.inline = inline_of(&info).or(g.inline.take());
         }
         g.info = InodeInfo { chunks: Vec::new(), ..info };
+    }
+
+    /// Makes the attribute changes `change` here, to be published with the
+    /// local changes (one commit at `close` or `fsync`, not one each, as
+    /// `tar` makes three to every file it writes); the inode as this mount
+    /// now shows it. `None` if nothing is waiting to be published: the
+    /// caller makes them at once.
+    pub fn defer_change(&self, change: &InodeChange) -> Option<InodeInfo> {
+        {
+            let mut g = self.inner.lock();
+            if self.frozen || g.unlinked || !g.state.changed() {
+                return None;
+            }
+            let p = &mut g.pending;
+            p.mode = change.mode.or(p.mode);
+            (p.uid, p.gid) = (change.uid.or(p.uid), change.gid.or(p.gid));
+            (p.atime, p.mtime) = (change.atime.or(p.atime), change.mtime.or(p.mtime));
+            g.pending_at = crate::attr::time_ns();
+        }
+        Some(self.info())
     }
 
     /// The inode lost its last name: nothing is published any more.
@@ -241,6 +274,7 @@ impl OpenFile {
         }
         let full = g.state.write(offset, data);
         g.changed_at = crate::attr::time_ns();
+        g.pending.mtime = None; // a write after setting the time moves it on
         for index in full {
             send(io, &mut g, index)?;
         }
@@ -260,6 +294,7 @@ impl OpenFile {
         }
         g.state.truncate(size);
         g.changed_at = crate::attr::time_ns();
+        g.pending.mtime = None;
         Ok(())
     }
 
@@ -286,6 +321,9 @@ impl OpenFile {
             return Ok(());
         }
         g.error = None;
+        if self.publish_inline(io, &mut g)? {
+            return Ok(());
+        }
         loop {
             for index in g.state.dirty_chunks() {
                 send(io, &mut g, index)?;
@@ -306,28 +344,56 @@ impl OpenFile {
             c.cut,
             c.chunks.len()
         );
-        match io.rt.block_on(io.client.update_file(inode, c.size, c.cut, c.chunks)) {
-            Ok(info) => {
-                g.state.published(info.size, info.chunks.clone());
-                g.inline = inline_of(&info).or(g.inline.take());
-                let through = info.origin.as_ref().is_some_and(|o| o.dirty);
-                g.info = InodeInfo { chunks: Vec::new(), ..info.clone() };
-                if through {
-                    // Beneath an attachment that writes through: below before close or fsync
-                    // returns; one that writes back: on the workers' disks.
-                    io.rt.block_on(io.client.persist(&format!("inode {inode}"), info, false))?;
-                }
+        let op = MetaOp::UpdateFile { inode, size: c.size, truncate: c.cut, chunks: c.chunks };
+        let got = io.rt.block_on(io.client.publish_with(op, &g.pending));
+        if let Some(info) = answered(&mut g, got)? {
+            g.state.published(info.size, info.chunks.clone());
+            g.inline = inline_of(&info).or(g.inline.take());
+            let through = info.origin.as_ref().is_some_and(|o| o.dirty);
+            g.info = InodeInfo { chunks: Vec::new(), ..info.clone() };
+            if through {
+                // Beneath an attachment that writes through: below before close or fsync
+                // returns; one that writes back: on the workers' disks.
+                io.rt.block_on(io.client.persist(&format!("inode {inode}"), info, false))?;
             }
-            Err(e) if e.kind == ErrorKind::NotFound => {
-                tracing::debug!("inode {inode} was unlinked while open: its changes stay local");
-                g.unlinked = true;
-            }
-            Err(e) => return Err(e),
         }
-        let garbage = g.state.take_garbage();
-        let client = io.client.clone();
-        io.rt.spawn(async move { client.discard_versions(garbage).await });
+        discard_garbage(io, &mut g);
         Ok(())
+    }
+
+    /// Publishes a small file whose bytes are all held here with them, held
+    /// by the metadata (no worker stores it); `false` if it is not such a
+    /// file (or the coordinator has no room left for it): it is published
+    /// by chunks. Not for files of an under-store, which are written to it
+    /// from their chunks.
+    fn publish_inline(&self, io: &Io, g: &mut Inner) -> Result<bool> {
+        if g.info.origin.is_some() || g.info.kind != InodeKind::File {
+            return Ok(false);
+        }
+        collect(io, g, true);
+        if let Some(e) = g.error.take() {
+            return Err(e);
+        }
+        let max = io.rt.block_on(io.client.layout())?.inline_max;
+        let Some(data) = g.state.small_contents(max) else { return Ok(false) };
+        let inode = g.state.inode();
+        let version = io.rt.block_on(io.client.fresh_version())?;
+        tracing::debug!("inode {inode}: publishing {} bytes inline as version {version}", data.len());
+        let op = MetaOp::UpdateInline { inode, version, data: Bytes::from(data) };
+        let got = io.rt.block_on(io.client.publish_with(op, &g.pending));
+        if let Err(e) = &got {
+            if e.kind == ErrorKind::PoolFull {
+                tracing::debug!("inode {inode}: not kept inline ({e}); publishing its chunk");
+                return Ok(false);
+            }
+        }
+        if let Some(info) = answered(g, got)? {
+            g.state.published_inline(info.size, info.chunks.clone());
+            g.inline = inline_of(&info);
+            g.info = InodeInfo { chunks: Vec::new(), ..info };
+        }
+        discard_garbage(io, g);
+        Ok(true)
     }
 
     /// The last handle closed: waits for sends in flight and deletes every
@@ -348,6 +414,30 @@ impl OpenFile {
         // Before the release is answered: the space is free once it is.
         io.rt.block_on(io.client.discard_versions(keys));
     }
+}
+
+/// The answer to a publish of `g`: the inode as published, `None` if the
+/// file was unlinked meanwhile (its changes stay local).
+fn answered(g: &mut Inner, got: Result<InodeInfo>) -> Result<Option<InodeInfo>> {
+    match got {
+        Ok(info) => {
+            g.pending = InodeChange::default();
+            Ok(Some(info))
+        }
+        Err(e) if e.kind == ErrorKind::NotFound => {
+            tracing::debug!("inode {} was unlinked while open: its changes stay local", g.state.inode());
+            g.unlinked = true;
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Deletes, in the background, the versions `g` stored that nothing will publish.
+fn discard_garbage(io: &Io, g: &mut Inner) {
+    let garbage = g.state.take_garbage();
+    let client = io.client.clone();
+    io.rt.spawn(async move { client.discard_versions(garbage).await });
 }
 
 /// Hands chunk `index` out to be stored as a fresh version, keeping at

@@ -129,6 +129,14 @@ pub enum MetaOp {
     /// garbage collection; `mtime` and `ctime` become `now`.
     /// Reply: [`MetaReply::Info`].
     UpdateFile { inode: InodeId, size: u64, truncate: Option<u64>, chunks: Vec<(u64, ChunkRef)> },
+    /// The whole contents of file `inode` become `data`, held by the
+    /// metadata as its chunk 0 (see `state/inline.rs`), at version
+    /// `ChunkRef::INLINE_BIT | version` (`version` fresh: caches key a
+    /// chunk by its version). As `UpdateFile` cutting the file to
+    /// `data.len()` with that chunk: every stored chunk it had is replaced.
+    /// At most `INLINE_MAX` and `chunk_size` bytes; not of a region, nor of
+    /// a file of an under-store. Reply: [`MetaReply::Info`], with the bytes.
+    UpdateInline { inode: InodeId, version: u64, data: bytes::Bytes },
     /// These replaced chunk versions were deleted from every worker: forget them.
     GcChunksDone { keys: Vec<ChunkKey> },
     /// `SetAttrs` of the inode `inode` (and everything beneath it, for a directory).

@@ -307,6 +307,7 @@ impl MetaState {
             MetaOp::UpdateFile { inode, size, truncate, chunks } => {
                 self.update_file(*inode, *size, *truncate, chunks, now)
             }
+            MetaOp::UpdateInline { inode, version, data } => self.update_inline(*inode, *version, data, now),
             MetaOp::GcChunksDone { keys } => Ok(self.gc_chunks_done(keys)),
             MetaOp::SetAttrsAt { inode, priority, pinned } => {
                 self.live(*inode)?;

@@ -23,8 +23,9 @@ pub const MAGIC: [u8; 2] = *b"TP";
 /// under-stores (attachments, origins of files, chunks below); 9: write-back
 /// (chunks kept on disk, the `back` write mode); 10: a file persisted below
 /// names the key it was written to; 11: workers say when files were last
-/// used (`LastUse`); 18: the metadata log's figures in the status.
-pub const PROTOCOL_VERSION: u8 = 18;
+/// used (`LastUse`); 18: the metadata log's figures in the status; 19:
+/// `UpdateInline` (small contents given to an existing file).
+pub const PROTOCOL_VERSION: u8 = 19;
 pub const FRAME_HEADER_LEN: usize = 12;
 /// Largest encoded message (a listing of a very large directory fits).
 pub const MAX_HEADER_LEN: u32 = 256 << 20;

@@ -2,7 +2,8 @@
 //! owners and times are kept by the pool (the CLI and a second mount see
 //! them), writes after `chmod` keep the mode, `mkdir` keeps its mode, and
 //! the kernel checks permissions against the pool's owners and modes for
-//! another user.
+//! another user. Changes to a file being written are published with its
+//! bytes (at `close` or `fsync`), and a write after them moves its time on.
 
 mod common;
 use common::{Mount, Pool};
@@ -72,6 +73,54 @@ fn chmod_and_utimens_are_kept_by_the_pool() {
     // and a missing file is ENOENT
     let e = fs::set_permissions(m.p("nope"), Permissions::from_mode(0o600)).unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
+}
+
+#[test]
+fn attribute_changes_of_a_file_being_written_are_published_with_it() {
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    let m = Mount::new(&pool, "mnt");
+    let t = UNIX_EPOCH + Duration::new(1_000_000_000, 5);
+    let (mut f, big) = (File::create(m.p("f")).unwrap(), File::create(m.p("big")).unwrap());
+    f.write_all(b"being written").unwrap();
+    (&big).write_all(&vec![7u8; 100_000]).unwrap();
+    for (file, name) in [(&f, "f"), (&big, "big")] {
+        // As `tar` does: owner, mode, then times, on the open file.
+        std::os::unix::fs::fchown(file, Some(4242), Some(4343)).unwrap();
+        file.set_permissions(Permissions::from_mode(0o604)).unwrap();
+        file.set_times(FileTimes::new().set_modified(t).set_accessed(t)).unwrap();
+        // This mount shows them at once, others once the file is published
+        // (a process started meanwhile publishes it: its copy of the
+        // descriptor is closed when it starts).
+        let md = fs::metadata(m.p(name)).unwrap();
+        assert_eq!((md.uid(), md.gid(), md.mode() & 0o7777, md.modified().unwrap()), (4242, 4343, 0o604, t));
+    }
+    f.sync_all().unwrap();
+    drop(big);
+    for name in ["/f", "/big"] {
+        let st = stat_json(&pool, name);
+        assert_eq!(
+            (st["uid"].as_u64(), st["gid"].as_u64(), st["mode"].as_str()),
+            (Some(4242), Some(4343), Some("604"))
+        );
+        assert_eq!(
+            (st["mtime_ns"].as_u64(), st["atime_ns"].as_u64()),
+            (Some(1_000_000_000_000_000_005), Some(1_000_000_000_000_000_005))
+        );
+    }
+    assert_eq!(pool.get("/f"), b"being written");
+    assert_eq!(fs::read(m.p("big")).unwrap(), vec![7u8; 100_000]);
+    // A write after the time was set moves it on; the mode set stays.
+    f.write_all(b" more").unwrap();
+    f.set_permissions(Permissions::from_mode(0o600)).unwrap();
+    f.set_times(FileTimes::new().set_modified(t)).unwrap();
+    f.write_all(b"!").unwrap();
+    drop(f);
+    let st = stat_json(&pool, "/f");
+    assert_eq!(st["mode"], "600");
+    let now = std::time::SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64;
+    let mtime = st["mtime_ns"].as_u64().unwrap();
+    assert!(now - mtime < 60_000_000_000, "the write after utimens set the time to now: {st}");
+    assert_eq!(pool.get("/f"), b"being written more!");
 }
 
 /// Runs `sh -c script` as user and group `id`; returns whether it succeeded and its stderr.

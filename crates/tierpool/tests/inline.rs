@@ -1,7 +1,8 @@
 //! Small files kept inline by the metadata, with real processes: written
 //! and read without a worker, counted in `status`, kept across a
-//! coordinator `kill -9`, readable with every worker down, turned into an
-//! ordinary file by a write through the mount, and bounded by the
+//! coordinator `kill -9`, readable with every worker down, written whole
+//! through the mount, turned into an ordinary file by a write through the
+//! mount that grows it past the limit and back, and bounded by the
 //! coordinator's `--inline-max` and `--inline-total`.
 
 mod common;
@@ -57,7 +58,7 @@ fn small_files_live_in_the_metadata_through_crashes_and_without_workers() {
 }
 
 #[test]
-fn a_write_through_the_mount_turns_a_small_file_into_an_ordinary_one() {
+fn a_write_through_the_mount_turns_a_small_file_into_an_ordinary_one_and_back() {
     let pool = Pool::start(1, "16MiB", "64MiB");
     let m = Mount::new(&pool, "mnt");
     pool.put("/f", b"0123456789");
@@ -74,9 +75,12 @@ fn a_write_through_the_mount_turns_a_small_file_into_an_ordinary_one() {
     assert!(pool.get("/f") == want);
     assert_eq!(stat(&pool, "/f")["inline"], false);
     assert_eq!(pool.status()["inline"]["files"], 0);
-    // Cut back to a few bytes, it stays an ordinary file with those bytes.
+    // Cut back to a few bytes, the mount publishes it inline again, and
+    // its chunks on the worker go.
     fs::OpenOptions::new().write(true).open(m.p("f")).unwrap().set_len(3).unwrap();
     assert_eq!(pool.get("/f"), b"012");
+    assert_eq!(stat(&pool, "/f")["inline"], true);
+    pool.settle(0);
     // A small file open on the mount is still read after it loses its name.
     pool.put("/held", b"held bytes");
     let mut f = fs::File::open(m.p("held")).unwrap();
@@ -84,6 +88,57 @@ fn a_write_through_the_mount_turns_a_small_file_into_an_ordinary_one() {
     let mut got = Vec::new();
     f.read_to_end(&mut got).unwrap();
     assert_eq!(got, b"held bytes");
+}
+
+#[test]
+fn small_files_written_through_the_mount_are_published_with_their_bytes() {
+    let mut pool = Pool::start_with(1, "16MiB", "64MiB", &["--inline-total", "4200"]);
+    let m = Mount::new(&pool, "mnt");
+    let small = data(8, 4096);
+    fs::write(m.p("small"), &small).unwrap();
+    fs::write(m.p("empty"), b"").unwrap();
+    {
+        // Written in pieces, with a hole, then given times and a mode:
+        // the times set last are kept.
+        let mut f = fs::File::create(m.p("pieces")).unwrap();
+        f.write_all(b"abc").unwrap();
+        f.seek(SeekFrom::Start(10)).unwrap();
+        f.write_all(b"xyz").unwrap();
+        f.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o640)).unwrap();
+        f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000)).unwrap();
+    }
+    assert!(pool.get("/small") == small);
+    assert_eq!(pool.get("/pieces"), b"abc\0\0\0\0\0\0\0xyz");
+    assert_eq!(pool.get("/empty"), b"");
+    for p in ["/small", "/pieces"] {
+        assert_eq!(stat(&pool, p)["inline"], true, "{p}");
+    }
+    let st = stat(&pool, "/pieces");
+    assert_eq!(
+        (st["mode"].as_str(), st["mtime_ns"].as_u64()),
+        (Some("640"), Some(1_000_000_000 * 1_000_000_000)),
+        "{st}"
+    );
+    assert_eq!(pool.fresh_status()["inline"]["bytes"], 4096 + 13);
+    assert_eq!(pool.used(), 0, "nothing of them is on the worker");
+    // Past the room the coordinator gives (--inline-total 4200): on the worker.
+    let more = data(9, 4000);
+    fs::write(m.p("more"), &more).unwrap();
+    assert!(pool.get("/more") == more);
+    assert_eq!(stat(&pool, "/more")["inline"], false);
+    assert_eq!(pool.used(), 4000);
+    // Rewritten through the mount: the new bytes, still inline.
+    fs::write(m.p("small"), b"rewritten").unwrap();
+    assert_eq!(pool.get("/small"), b"rewritten");
+    assert_eq!(fs::read(m.p("small")).unwrap(), b"rewritten");
+    // Acknowledged is durable.
+    drop(m);
+    pool.kill_coordinator();
+    pool.start_coordinator();
+    pool.wait_alive(1);
+    assert_eq!(pool.get("/small"), b"rewritten");
+    assert_eq!(pool.get("/pieces"), b"abc\0\0\0\0\0\0\0xyz");
+    assert!(pool.get("/more") == more);
 }
 
 #[test]

@@ -250,7 +250,8 @@ fn op_to_v1(op: &MetaOp) -> Result<OpV1> {
         | MetaOp::Checkpoint { .. }
         | MetaOp::RegionRestore { .. }
         | MetaOp::Transact { .. }
-        | MetaOp::SetWriteMode { .. } => {
+        | MetaOp::SetWriteMode { .. }
+        | MetaOp::UpdateInline { .. } => {
             return Err(corrupt("an op added after log record version 1 has no form in it"))
         }
     })

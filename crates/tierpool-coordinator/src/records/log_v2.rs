@@ -226,7 +226,8 @@ fn op_to_v2(op: &MetaOp) -> Result<OpV2> {
         | MetaOp::Checkpoint { .. }
         | MetaOp::RegionRestore { .. }
         | MetaOp::Transact { .. }
-        | MetaOp::SetWriteMode { .. } => {
+        | MetaOp::SetWriteMode { .. }
+        | MetaOp::UpdateInline { .. } => {
             return Err(corrupt("moves and membership ops have no form in log record version 2"))
         }
     })

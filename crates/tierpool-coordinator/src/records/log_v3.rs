@@ -239,7 +239,8 @@ pub(super) fn op_to_v3(op: &MetaOp) -> Result<OpV3> {
         | MetaOp::Checkpoint { .. }
         | MetaOp::RegionRestore { .. }
         | MetaOp::Transact { .. }
-        | MetaOp::SetWriteMode { .. } => {
+        | MetaOp::SetWriteMode { .. }
+        | MetaOp::UpdateInline { .. } => {
             return Err(super::frozen::corrupt("an op added after log record version 3 has no form in it"))
         }
     })

@@ -27,6 +27,7 @@ pub mod log_v11;
 pub mod log_v12;
 pub mod log_v13;
 pub mod log_v14;
+pub mod log_v15;
 pub mod log_v2;
 pub mod log_v3;
 pub mod log_v4;
@@ -57,7 +58,7 @@ use tierpool_meta::{MetaOp, MetaState, Owner};
 use tierpool_types::{Error, ErrorKind, Result};
 
 /// The version new log records are written in.
-pub const LOG_RECORD_VERSION: u8 = 14;
+pub const LOG_RECORD_VERSION: u8 = 15;
 /// The version new snapshots are written in.
 pub const SNAPSHOT_VERSION: u8 = 13;
 const SNAPSHOT_MAGIC: &[u8; 6] = b"TPSNAP";
@@ -84,13 +85,18 @@ fn decode<T: DeserializeOwned>(b: &[u8], what: &str) -> Result<T> {
 
 /// Appends the framed record to `out`, in the newest version.
 pub fn encode_record(rec: &LogRecord, out: &mut Vec<u8>) {
-    let record = log_v14::RecordV14::try_from(rec).expect("version 14 holds every op");
+    let record = log_v15::RecordV15::try_from(rec).expect("version 15 holds every op");
     frame_record(LOG_RECORD_VERSION, &encode(&record), out);
 }
 
 /// Appends the framed record to `out` in an older `version` (to check that
 /// golden files of released versions still encode as they did).
 pub fn encode_record_in(version: u8, rec: &LogRecord, out: &mut Vec<u8>) -> Result<()> {
+    if version < 15 && log_v15::inline_update(&rec.op) {
+        return Err(Error::invalid(format!(
+            "small contents given to a file have no log record version {version} form"
+        )));
+    }
     if version < 14 && log_v14::write_mode(&rec.op) {
         return Err(Error::invalid(format!("a file's own write mode has no log record version {version} form")));
     }
@@ -134,7 +140,8 @@ pub fn encode_record_in(version: u8, rec: &LogRecord, out: &mut Vec<u8>) -> Resu
         11 => frame_record(11, &encode(&log_v11::RecordV11::try_from(rec)?), out),
         12 => frame_record(12, &encode(&log_v12::RecordV12::try_from(rec)?), out),
         13 => frame_record(13, &encode(&log_v13::RecordV13::try_from(rec)?), out),
-        14 => encode_record(rec, out),
+        14 => frame_record(14, &encode(&log_v14::RecordV14::try_from(rec)?), out),
+        15 => encode_record(rec, out),
         v => return Err(Error::invalid(format!("no log record version {v}"))),
     }
     Ok(())
@@ -193,6 +200,7 @@ pub fn decode_record(buf: &[u8]) -> Decoded {
         12 => decode::<log_v12::RecordV12>(&body[1..], "log record").and_then(LogRecord::try_from),
         13 => decode::<log_v13::RecordV13>(&body[1..], "log record").and_then(LogRecord::try_from),
         14 => decode::<log_v14::RecordV14>(&body[1..], "log record").and_then(LogRecord::try_from),
+        15 => decode::<log_v15::RecordV15>(&body[1..], "log record").and_then(LogRecord::try_from),
         v => Err(Error::new(
             ErrorKind::Corrupt,
             format!("log record version {v} is not known to this build (it reads up to {LOG_RECORD_VERSION})"),

@@ -1,7 +1,8 @@
 //! `FileState` against a byte vector, with the real metadata state machine
 //! as the coordinator and a map as the workers: after any sequence of
-//! writes, cuts, sends (completed in any order, or failed) and publishes,
-//! reads through the state equal the model, a fresh open after a publish
+//! writes, cuts, sends (completed in any order, or failed) and publishes
+//! (by chunks, or of a small file with its bytes, inline), reads through
+//! the state equal the model, a fresh open after a publish
 //! reads what was published, and garbage collection never deletes a
 //! version that is still referenced.
 
@@ -11,6 +12,8 @@ use std::collections::HashMap;
 use tierpool_meta::{InodeInfo, MetaOp, MetaReply, MetaState, NewNode};
 
 const CS: u64 = 4096;
+/// Files of at most this many bytes may be published inline here.
+const INLINE: u64 = 3000;
 
 struct Harness {
     meta: MetaState,
@@ -49,6 +52,11 @@ impl Harness {
     }
 
     fn fetch(&self, index: u64, r: ChunkRef) -> Bytes {
+        if r.is_inline() {
+            let info = self.meta.stat("/f").unwrap();
+            assert_eq!((index, info.chunks.first()), (0, Some(&r)), "an inline chunk read is the published one");
+            return info.inline.expect("an inline chunk comes with its bytes");
+        }
         let key = r.key(self.state.inode(), index);
         let data = self.store.get(&key).unwrap_or_else(|| panic!("chunk {key} is not stored")).clone();
         assert_eq!((data.len() as u64, crc32c::crc32c(&data)), (r.len, r.checksum), "chunk {key}");
@@ -105,7 +113,23 @@ impl Harness {
         }
     }
 
-    fn publish(&mut self) {
+    fn publish(&mut self, inline: bool) {
+        while !self.inflight.is_empty() {
+            self.answer(0, true);
+        }
+        if let Some(data) = self.state.small_contents(INLINE).filter(|_| inline) {
+            self.now += 1;
+            let op = MetaOp::UpdateInline { inode: self.state.inode(), version: self.next_version, data: data.into() };
+            self.next_version += 1;
+            let MetaReply::Info(info) = self.meta.execute(&op, self.now).unwrap() else { panic!("no info") };
+            self.state.published_inline(info.size, info.chunks);
+            assert!(!self.state.changed() && self.state.dirty_chunks().is_empty());
+            for k in self.state.take_garbage() {
+                self.store.remove(&k);
+            }
+            self.published = self.model.clone();
+            return;
+        }
         loop {
             for i in self.state.dirty_chunks() {
                 self.send(i);
@@ -179,18 +203,19 @@ enum Op {
     Truncate(u64),
     SendOldest,
     Answer { k: usize, ok: bool },
-    Publish,
+    Publish { inline: bool },
     Collect,
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        6 => (0..6 * CS, 1..2 * CS + 100, any::<u8>(), any::<bool>())
+        // Small files too, to be published inline.
+        6 => (prop_oneof![0..6 * CS, 0..INLINE], prop_oneof![1..2 * CS + 100, 1..500u64], any::<u8>(), any::<bool>())
             .prop_map(|(offset, len, seed, eager)| Op::Write { offset, len, seed, eager }),
-        2 => (0..7 * CS).prop_map(Op::Truncate),
+        2 => prop_oneof![0..7 * CS, 0..INLINE + 200].prop_map(Op::Truncate),
         2 => Just(Op::SendOldest),
         3 => (any::<usize>(), prop::bool::weighted(0.8)).prop_map(|(k, ok)| Op::Answer { k, ok }),
-        2 => Just(Op::Publish),
+        2 => any::<bool>().prop_map(|inline| Op::Publish { inline }),
         1 => Just(Op::Collect),
     ]
 }
@@ -214,17 +239,54 @@ proptest! {
                     }
                 }
                 Op::Answer { k, ok } => h.answer(k, ok),
-                Op::Publish => h.publish(),
+                Op::Publish { inline } => h.publish(inline),
                 Op::Collect => h.collect(),
             }
             h.check();
             let held: u64 = h.state.dirty_chunks().iter().map(|i| h.state.local[i].len() as u64).sum();
             prop_assert_eq!(h.state.dirty_bytes(), held);
         }
-        h.publish();
+        h.publish(true);
         h.collect();
         h.check();
+        // Nothing is left behind: the workers hold exactly the published chunks.
+        let info = h.meta.stat("/f").unwrap();
+        let mut held: Vec<ChunkKey> = h.store.keys().copied().collect();
+        held.sort();
+        let want: Vec<ChunkKey> =
+            (info.chunks.iter().enumerate()).filter(|(_, r)| r.is_stored()).map(|(i, r)| r.key(info.id, i as u64)).collect();
+        prop_assert_eq!(held, want);
     }
+}
+
+#[test]
+fn a_small_file_held_here_whole_is_published_with_its_bytes() {
+    let mut s = FileState::new(InodeId(7), CS, 0, Vec::new());
+    assert_eq!(s.small_contents(INLINE), None, "nothing changed");
+    s.write(0, b"abc");
+    s.write(10, b"xyz");
+    assert_eq!(s.small_contents(INLINE).unwrap(), b"abc\0\0\0\0\0\0\0xyz");
+    assert_eq!(s.small_contents(5), None, "past the limit");
+    s.truncate(20);
+    assert_eq!(s.small_contents(INLINE).unwrap().len(), 20, "zeros past the bytes written");
+    s.truncate(0);
+    assert_eq!(s.small_contents(INLINE).unwrap(), b"");
+    // A chunk on its way to a worker, or stored by this writer: by chunks.
+    s.write(0, b"abc");
+    s.send(0, 9).unwrap();
+    assert_eq!(s.small_contents(INLINE), None);
+    let r9 = ChunkRef { version: 9, len: 3, checksum: crc32c::crc32c(b"abc"), home: None };
+    s.sent(0, r9);
+    assert_eq!(s.small_contents(INLINE), None);
+    // Written again, it is held whole here: the stored version is garbage once published inline.
+    assert_eq!(s.loads_for_write(1, 1), vec![(0, r9)]);
+    s.install(0, b"abc");
+    s.write(1, b"B");
+    assert_eq!(s.small_contents(INLINE).unwrap(), b"aBc");
+    let inline = ChunkRef { version: ChunkRef::INLINE_BIT | 10, ..ChunkRef::inline(b"aBc") };
+    s.published_inline(3, vec![inline]);
+    assert_eq!((s.changed(), s.dirty_bytes(), s.source(0, 0, 3)), (false, 0, Source::Stored(inline)));
+    assert_eq!(s.take_garbage(), vec![ChunkKey::hashed(InodeId(7), 0, 9)]);
 }
 
 #[test]

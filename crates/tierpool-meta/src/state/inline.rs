@@ -3,13 +3,16 @@
 //! chunk 0 (a version with [`ChunkRef::INLINE_BIT`]); nothing of it is on
 //! the workers. A reader gets them with the file's chunk list, so a small
 //! file is written and read in one round trip to the coordinator.
+//! `UpdateInline` gives an existing file such contents (a mount publishing
+//! a small file it wrote whole), at a fresh version each time.
 //!
 //! Invariants: `inline` holds an entry for exactly the live files whose
 //! chunk 0 is inline, with that chunk's length and CRC; `bytes` is the sum
 //! of the entries' lengths. An op that gives chunk 0 another version, or
 //! cuts it away, drops the entry ([`MetaState::settle_inline`]); so does
 //! the file's removal. Writers change such a file as any other: a rewrite
-//! of chunk 0 goes to the workers, and the file stops being inline.
+//! of chunk 0 goes to the workers, and the file stops being inline (the
+//! mount publishes it inline again while it stays small).
 
 use super::create::NewFile;
 use super::inode::{Body, Owner};
@@ -97,6 +100,44 @@ impl MetaState {
             self.inline.insert(file.inode, file.data.clone());
         }
         Ok(MetaReply::Info(self.info(file.inode)))
+    }
+
+    /// `UpdateInline`: the whole contents of file `id` become `data`, held
+    /// here as chunk 0 at version `INLINE_BIT | version`.
+    pub(super) fn update_inline(
+        &mut self,
+        id: InodeId,
+        version: u64,
+        data: &Bytes,
+        now: Timestamp,
+    ) -> Result<MetaReply> {
+        let n = self.live(id)?;
+        if let Some(o) = &n.origin {
+            let e = format!("inode {id}: is the under-store key {}, whose bytes are not kept inline", o.key);
+            return Err(Error::invalid(e));
+        }
+        let len = data.len() as u64;
+        let chunk_size = match &n.body {
+            Body::File { chunk_size, .. } => *chunk_size,
+            _ => u64::MAX, // refused by the update's check below
+        };
+        if len > INLINE_MAX || len > chunk_size {
+            return Err(Error::invalid(format!(
+                "inode {id}: {len} bytes are too many to keep inline (at most {} here)",
+                INLINE_MAX.min(chunk_size)
+            )));
+        }
+        if version == 0 || version & !(ChunkRef::INLINE_BIT - 1) != 0 {
+            return Err(Error::invalid(format!("inode {id}: {version} is not a version an inline chunk can take")));
+        }
+        let r = ChunkRef { version: ChunkRef::INLINE_BIT | version, ..ChunkRef::inline(data) };
+        let updates = if len == 0 { Vec::new() } else { vec![(0, r)] };
+        let plan = self.check_update(id, len, Some(len), &updates, true)?;
+        self.apply_update(id, plan, &updates, now);
+        if len > 0 {
+            self.inline.insert(id, data.clone());
+        }
+        Ok(MetaReply::Info(self.info(id)))
     }
 
     /// After the chunks of file `id` changed: drops its inline bytes if

@@ -55,7 +55,7 @@ impl MetaState {
             if !seen.insert(f.inode) {
                 return Err(Error::invalid(format!("inode {}: a transaction commits each file once", f.inode)));
             }
-            plans.push(self.check_update(f.inode, f.size, f.truncate, &f.chunks)?);
+            plans.push(self.check_update(f.inode, f.size, f.truncate, &f.chunks, false)?);
         }
         // Validated: mutate.
         let undo = (!ns.is_empty()).then(|| self.arm_undo());
@@ -110,7 +110,7 @@ impl MetaState {
                 self.check_reserved(file.inode)?;
                 let body = Body::File { size: 0, chunk_size: *chunk_size, chunks: Vec::new() };
                 self.add_entry(parent, name, file.inode, Inode::new(*mode, owner, now, body), now);
-                let plan = self.check_update(file.inode, file.size, file.truncate, &file.chunks)?;
+                let plan = self.check_update(file.inode, file.size, file.truncate, &file.chunks, false)?;
                 self.apply_update(file.inode, plan, &file.chunks, now);
             }
         }

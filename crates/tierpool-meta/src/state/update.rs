@@ -34,19 +34,22 @@ impl MetaState {
         updates: &[(u64, ChunkRef)],
         now: Timestamp,
     ) -> Result<MetaReply> {
-        let plan = self.check_update(id, size, truncate, updates)?;
+        let plan = self.check_update(id, size, truncate, updates, false)?;
         self.apply_update(id, plan, updates, now);
         Ok(MetaReply::Info(self.info(id)))
     }
 
     /// Validates an update of file `id` without changing anything: what
-    /// [`MetaState::apply_update`] then does.
+    /// [`MetaState::apply_update`] then does. `inline`: the update brings
+    /// chunk 0 inline (`UpdateInline`), else it may only name the inline
+    /// chunk the file has.
     pub(super) fn check_update(
         &self,
         id: InodeId,
         size: u64,
         truncate: Option<u64>,
         updates: &[(u64, ChunkRef)],
+        inline: bool,
     ) -> Result<UpdatePlan> {
         let n = self.live(id)?;
         let Body::File { size: old_size, chunk_size, chunks } = &n.body else {
@@ -82,7 +85,7 @@ impl MetaState {
             if r.is_below() {
                 return Err(Error::invalid(format!("inode {id}: chunk {i} cannot be sent below")));
             }
-            if r.is_inline() && chunks.get(*i as usize) != Some(r) {
+            if r.is_inline() && !inline && chunks.get(*i as usize) != Some(r) {
                 return Err(Error::invalid(format!("inode {id}: chunk {i} cannot be sent inline")));
             }
             if !r.is_hole() && self.retired.contains(&r.version) {

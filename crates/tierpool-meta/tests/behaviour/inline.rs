@@ -1,6 +1,6 @@
-//! `CommitInline`: small files whose bytes the state holds, by examples and
-//! against a model of a file's bytes as writers grow, rewrite and cut it
-//! across the inline size (the state's chunk list, with stored versions
+//! `CommitInline` and `UpdateInline`: small files whose bytes the state
+//! holds, by examples and against a model of a file's bytes as writers
+//! grow, rewrite and cut it across the inline size (the state's chunk list, with stored versions
 //! looked up in a fake store and inline ones in the state, must always
 //! read as the model's bytes).
 
@@ -127,16 +127,75 @@ fn bad_inline_commits_and_updates_are_refused() {
     assert!(msg.contains("cannot be sent inline"), "{msg}");
 }
 
+fn update_inline(inode: InodeId, version: u64, data: &[u8]) -> MetaOp {
+    MetaOp::UpdateInline { inode, version, data: Bytes::copy_from_slice(data) }
+}
+
+#[test]
+fn an_existing_file_takes_small_contents_inline_at_a_fresh_version_each_time() {
+    let mut s = ready();
+    let f = commit(&mut s, "/f", CHUNK + 10);
+    s.take_garbage();
+    let i = info(&mut s, update_inline(f.id, 50, b"small now"));
+    assert_eq!((i.size, i.chunks.len()), (9, 1));
+    assert_eq!(i.chunks[0], ChunkRef { version: ChunkRef::INLINE_BIT | 50, ..ChunkRef::inline(b"small now") });
+    assert_eq!(i.inline.as_deref(), Some(&b"small now"[..]));
+    let gone = s.take_garbage().keys;
+    assert_eq!(gone, vec![f.chunks[0].key(f.id, 0), f.chunks[1].key(f.id, 1)], "both stored chunks are replaced");
+    assert_eq!(s.inline_usage(), (1, 9));
+    // Again, at another version: the bytes held are the new ones, and none are garbage.
+    let i = info(&mut s, update_inline(f.id, 51, b"smaller"));
+    assert_eq!(
+        (i.size, i.chunks[0].version, i.inline.as_deref()),
+        (7, ChunkRef::INLINE_BIT | 51, Some(&b"smaller"[..]))
+    );
+    assert_eq!(s.inline_usage(), (1, 7));
+    assert!(s.take_garbage().keys.is_empty());
+    // Emptied: no chunk, nothing held.
+    let i = info(&mut s, update_inline(f.id, 52, b""));
+    assert_eq!((i.size, i.chunks.len(), i.inline), (0, 0, None));
+    assert_eq!(s.inline_usage(), (0, 0));
+    // A file made by name, with no chunk yet, takes them too.
+    let node = tierpool_meta::NewNode::File { chunk_size: CHUNK };
+    let e = info(&mut s, MetaOp::MakeAt { parent: InodeId::ROOT, name: "e".into(), node, mode: 0o644 });
+    assert_eq!(info(&mut s, update_inline(e.id, 53, b"e")).inline.as_deref(), Some(&b"e"[..]));
+    s.check_invariants().unwrap();
+}
+
+#[test]
+fn bad_inline_updates_are_refused() {
+    let mut s = ready();
+    let f = commit(&mut s, "/f", 10);
+    let big = vec![1u8; CHUNK as usize + 1];
+    let (kind, msg) = fails(&mut s, update_inline(f.id, 5, &big));
+    assert_eq!(kind, ErrorKind::InvalidArgument);
+    assert_eq!(msg, format!("inode {}: {} bytes are too many to keep inline (at most {CHUNK} here)", f.id, CHUNK + 1));
+    for v in [0, ChunkRef::INLINE_BIT, ChunkRef::INLINE_BIT | 5] {
+        let (kind, msg) = fails(&mut s, update_inline(f.id, v, b"x"));
+        assert_eq!(kind, ErrorKind::InvalidArgument);
+        assert_eq!(msg, format!("inode {}: {v} is not a version an inline chunk can take", f.id));
+    }
+    s.execute(&mkdir_op("/d", false), 8).unwrap();
+    let d = s.stat("/d").unwrap().id;
+    let (kind, _) = fails(&mut s, update_inline(d, 5, b"x"));
+    assert_eq!(kind, ErrorKind::IsADirectory);
+    let (kind, _) = fails(&mut s, update_inline(InodeId(999_999), 5, b"x"));
+    assert_eq!(kind, ErrorKind::NotFound);
+    assert_eq!(s.stat("/f").unwrap(), f, "nothing changed");
+    s.check_invariants().unwrap();
+}
+
 /// What a writer does to the file `/f`.
 #[derive(Clone, Debug)]
 enum Step {
     /// Replaces it with `len` bytes of `fill`, written whole.
     Put { len: u64, fill: u8 },
     /// Writes `len` bytes of `fill` at `offset`, as the mount does: every
-    /// chunk touched is sent as a new version with its whole new contents.
-    Write { offset: u64, len: u64, fill: u8 },
-    /// Cuts or extends it to `size`.
-    Truncate { size: u64 },
+    /// chunk touched is sent as a new version with its whole new contents,
+    /// or, with `whole` and a result that fits, the whole file inline.
+    Write { offset: u64, len: u64, fill: u8, whole: bool },
+    /// Cuts or extends it to `size` (`whole`: as for `Write`).
+    Truncate { size: u64, whole: bool },
 }
 
 /// Files of at most this many bytes are put inline here.
@@ -146,8 +205,9 @@ fn step() -> impl Strategy<Value = Step> {
     let size = prop_oneof![0..=LIMIT + 10, LIMIT - 10..=LIMIT + 10, 0..=3 * CHUNK];
     prop_oneof![
         (size.clone(), any::<u8>()).prop_map(|(len, fill)| Step::Put { len, fill }),
-        (0..=2 * CHUNK, 1..=CHUNK + 100, any::<u8>()).prop_map(|(offset, len, fill)| Step::Write { offset, len, fill }),
-        size.prop_map(|size| Step::Truncate { size }),
+        (0..=2 * CHUNK, 1..=CHUNK + 100, any::<u8>(), any::<bool>())
+            .prop_map(|(offset, len, fill, whole)| Step::Write { offset, len, fill, whole }),
+        (size, any::<bool>()).prop_map(|(size, whole)| Step::Truncate { size, whole }),
     ]
 }
 
@@ -203,36 +263,46 @@ proptest! {
                     }
                     (model, inode) = (data, Some(id));
                 }
-                Step::Write { offset, len, fill } => {
+                Step::Write { offset, len, fill, whole } => {
                     let Some(id) = inode else { continue };
                     let end = (offset + len) as usize;
                     if model.len() < end {
                         model.resize(end, 0);
                     }
                     model[offset as usize..end].fill(fill);
-                    let mut chunks = Vec::new();
-                    for index in offset / CHUNK..=(end as u64 - 1) / CHUNK {
-                        let from = (index * CHUNK) as usize;
-                        let data = &model[from..(from + CHUNK as usize).min(model.len())];
-                        version += 1;
-                        store.insert(ChunkKey::hashed(id, index, version), data.to_vec());
-                        chunks.push((index, stored(version, data)));
+                    version += 1;
+                    if whole && model.len() as u64 <= LIMIT {
+                        info(&mut s, update_inline(id, version, &model));
+                    } else {
+                        let mut chunks = Vec::new();
+                        for index in offset / CHUNK..=(end as u64 - 1) / CHUNK {
+                            let from = (index * CHUNK) as usize;
+                            let data = &model[from..(from + CHUNK as usize).min(model.len())];
+                            version += 1;
+                            store.insert(ChunkKey::hashed(id, index, version), data.to_vec());
+                            chunks.push((index, stored(version, data)));
+                        }
+                        info(&mut s, MetaOp::UpdateFile { inode: id, size: model.len() as u64, truncate: None, chunks });
                     }
-                    info(&mut s, MetaOp::UpdateFile { inode: id, size: model.len() as u64, truncate: None, chunks });
                 }
-                Step::Truncate { size } => {
+                Step::Truncate { size, whole } => {
                     let Some(id) = inode else { continue };
                     let cut = (size as usize) < model.len();
                     model.resize(size as usize, 0);
-                    let mut chunks = Vec::new();
-                    if cut && size % CHUNK != 0 {
-                        let index = size / CHUNK;
-                        let data = &model[(index * CHUNK) as usize..];
-                        version += 1;
-                        store.insert(ChunkKey::hashed(id, index, version), data.to_vec());
-                        chunks.push((index, stored(version, data)));
+                    version += 1;
+                    if whole && size <= LIMIT {
+                        info(&mut s, update_inline(id, version, &model));
+                    } else {
+                        let mut chunks = Vec::new();
+                        if cut && size % CHUNK != 0 {
+                            let index = size / CHUNK;
+                            let data = &model[(index * CHUNK) as usize..];
+                            version += 1;
+                            store.insert(ChunkKey::hashed(id, index, version), data.to_vec());
+                            chunks.push((index, stored(version, data)));
+                        }
+                        info(&mut s, MetaOp::UpdateFile { inode: id, size, truncate: Some(size), chunks });
                     }
-                    info(&mut s, MetaOp::UpdateFile { inode: id, size, truncate: Some(size), chunks });
                 }
             }
             s.check_invariants().unwrap();

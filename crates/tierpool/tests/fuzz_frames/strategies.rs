@@ -153,6 +153,10 @@ fn meta_op(sample: &MetaOp) -> BoxedStrategy<MetaOp> {
         M::UpdateFile { .. } => (inode(), num(), ots(), many((num(), chunk_ref()).boxed()))
             .prop_map(|(inode, size, truncate, chunks)| M::UpdateFile { inode, size, truncate, chunks })
             .boxed(),
+        M::UpdateInline { .. } => {
+            let data = proptest::collection::vec(any::<u8>(), 0..300).prop_map(bytes::Bytes::from);
+            (inode(), num(), data).prop_map(|(inode, version, data)| M::UpdateInline { inode, version, data }).boxed()
+        }
         M::GcChunksDone { .. } => many(key()).prop_map(|keys| M::GcChunksDone { keys }).boxed(),
         M::SetAttrsAt { .. } => (inode(), oprio(), obool())
             .prop_map(|(inode, priority, pinned)| M::SetAttrsAt { inode, priority, pinned })
