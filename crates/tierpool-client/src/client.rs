@@ -194,6 +194,7 @@ impl Client {
             req,
             CoordRequest::Meta { .. }
                 | CoordRequest::MetaMany { .. }
+                | CoordRequest::MetaStat { .. }
                 | CoordRequest::TxBegin { .. }
                 | CoordRequest::TxCommit { .. }
         );

@@ -78,7 +78,8 @@ impl Client {
         Ok(out)
     }
 
-    /// Creates entry `name` in `parent`, owned by `owner`.
+    /// Creates entry `name` in `parent`, owned by `owner`: the new inode,
+    /// and `parent` as the change left it.
     pub async fn make_at(
         &self,
         parent: InodeId,
@@ -86,7 +87,7 @@ impl Client {
         node: NewNode,
         mode: u32,
         owner: Owner,
-    ) -> Result<InodeInfo> {
+    ) -> Result<(InodeInfo, InodeInfo)> {
         if matches!(node, NewNode::Dir) {
             if let Some((store, key, _)) = self.through_key_at(&self.attachments().await?, parent, name).await? {
                 self.lookup_absent(parent, name).await?;
@@ -94,7 +95,20 @@ impl Client {
             }
         }
         let op = MetaOp::MakeAt { parent, name: name.into(), node, mode };
-        Self::info_reply(self.meta_as(op, tierpool_meta::Owner { uid: owner.0, gid: owner.1 }).await?)
+        let (reply, mut dirs) = self.meta_seen(op, owner, vec![parent]).await?;
+        Ok((Self::info_reply(reply)?, dirs.remove(0)))
+    }
+
+    /// Runs the namespace change `op` as `owner`: its reply, and the
+    /// directories `dirs` as it left them (one request).
+    async fn meta_seen(&self, op: MetaOp, owner: Owner, dirs: Vec<InodeId>) -> Result<(MetaReply, Vec<InodeInfo>)> {
+        let (n, owner) = (dirs.len(), tierpool_meta::Owner { uid: owner.0, gid: owner.1 });
+        match self.coord(CoordRequest::MetaStat { op, owner, stat: dirs }).await? {
+            CoordResponse::MetaStat { reply, stats } if stats.len() == n => {
+                Ok((reply, stats.into_iter().collect::<Result<Vec<_>>>()?))
+            }
+            other => Err(unexpected(other)),
+        }
     }
 
     /// `AlreadyExists` if `parent` has an entry `name`.
@@ -106,14 +120,18 @@ impl Client {
         }
     }
 
-    /// A new name for the non-directory `inode` (a hard link).
-    pub async fn link_at(&self, inode: InodeId, parent: InodeId, name: &str) -> Result<InodeInfo> {
-        Self::info_reply(self.meta(MetaOp::LinkAt { inode, parent, name: name.into() }).await?)
+    /// A new name for the non-directory `inode` (a hard link): the inode,
+    /// and `parent` as the change left it.
+    pub async fn link_at(&self, inode: InodeId, parent: InodeId, name: &str) -> Result<(InodeInfo, InodeInfo)> {
+        let op = MetaOp::LinkAt { inode, parent, name: name.into() };
+        let (reply, mut dirs) = self.meta_seen(op, self.inner.cfg.owner, vec![parent]).await?;
+        Ok((Self::info_reply(reply)?, dirs.remove(0)))
     }
 
     /// `rmdir` with `dir`, `unlink` without. Beneath an attachment that
     /// mirrors names, the object (or empty directory) below goes first.
-    pub async fn remove_at(&self, parent: InodeId, name: &str, dir: bool) -> Result<()> {
+    /// Returns `parent` as the change left it.
+    pub async fn remove_at(&self, parent: InodeId, name: &str, dir: bool) -> Result<InodeInfo> {
         if let Some((store, key, _)) = self.through_key_at(&self.attachments().await?, parent, name).await? {
             let info = self.lookup(parent, name).await?;
             match (info.kind == InodeKind::Dir, dir) {
@@ -126,12 +144,20 @@ impl Client {
             }
             store.delete(&key, false).await?;
         }
-        self.meta(MetaOp::RemoveAt { parent, name: name.into(), dir }).await.map(|_| ())
+        let op = MetaOp::RemoveAt { parent, name: name.into(), dir };
+        Ok(self.meta_seen(op, self.inner.cfg.owner, vec![parent]).await?.1.remove(0))
     }
 
     /// Beneath an attachment that mirrors names, the object (or tree) below
-    /// moves first (a file not below yet just takes its new key).
-    pub async fn rename_at(&self, from: (InodeId, &str), to: (InodeId, &str), noreplace: bool) -> Result<()> {
+    /// moves first (a file not below yet just takes its new key). Returns
+    /// both directories as the change left them (the same one twice for a
+    /// rename within one).
+    pub async fn rename_at(
+        &self,
+        from: (InodeId, &str),
+        to: (InodeId, &str),
+        noreplace: bool,
+    ) -> Result<(InodeInfo, InodeInfo)> {
         let all = self.attachments().await?;
         if let (Some((store, key, a)), Some((_, to_key, b))) =
             (self.through_key_at(&all, from.0, from.1).await?, self.through_key_at(&all, to.0, to.1).await?)
@@ -155,7 +181,9 @@ impl Client {
             new_name: to.1.into(),
             noreplace,
         };
-        self.meta(op).await.map(|_| ())
+        let (_, mut dirs) = self.meta_seen(op, self.inner.cfg.owner, vec![from.0, to.0]).await?;
+        let to_dir = dirs.pop().expect("two asked for");
+        Ok((dirs.pop().expect("two asked for"), to_dir))
     }
 
     pub async fn set_inode(&self, inode: InodeId, c: &InodeChange) -> Result<InodeInfo> {

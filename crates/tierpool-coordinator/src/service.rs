@@ -497,6 +497,24 @@ impl Coordinator {
         Ok(CoordResponse::Meta(reply))
     }
 
+    /// `meta` of a namespace change, and the inodes `stat` as it left them
+    /// (read under the same lock, so no other op comes between).
+    async fn meta_stat(&self, op: MetaOp, owner: Owner, stat: Vec<InodeId>) -> Result<CoordResponse> {
+        check_batch(stat.len())?;
+        if matches!(op, MetaOp::AllocInodes { .. } | MetaOp::RegisterWorker { .. }) {
+            return Err(Error::invalid("MetaStat is for changes of the namespace; ask for ids with Meta"));
+        }
+        self.check_from_outside(&op)?;
+        let (applied, stats) = {
+            let mut g = self.inner.lock();
+            let applied = self.apply(&mut g, op, owner)?;
+            let stats = stat.iter().map(|id| g.engine.state().stat_inode(*id, false)).collect();
+            (applied, stats)
+        };
+        let reply = self.finish(applied).await?;
+        Ok(CoordResponse::MetaStat { reply, stats })
+    }
+
     /// Marks a region as being restored, unless another session has it open
     /// (its cache would keep serving the bytes being replaced).
     async fn restore_region(&self, session: u64, path: String, name: String, owner: Owner) -> Result<CoordResponse> {
@@ -711,6 +729,7 @@ impl Coordinator {
             CoordRequest::Ping => Ok(CoordResponse::Pong),
             CoordRequest::Meta { op, owner } => self.meta(op, owner).await,
             CoordRequest::MetaMany { ops, owner } => self.meta_many(ops, owner).await,
+            CoordRequest::MetaStat { op, owner, stat } => self.meta_stat(op, owner, stat).await,
             CoordRequest::StatMany { paths } => {
                 check_batch(paths.len())?;
                 let infos = self.query(|s| Ok(paths.iter().map(|p| s.stat(p)).collect())).await?;

@@ -5,6 +5,7 @@
 use crate::attr::attr;
 use crate::cache::ChunkCache;
 use crate::errno::errno;
+use crate::fresh::Fresh;
 use crate::names::Names;
 use crate::open_file::{Io, OpenFile};
 use crate::xattr;
@@ -19,7 +20,7 @@ use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 use tierpool_client::{Background, Client, InodeInfo, Step};
 use tierpool_types::{ByteSize, InodeId};
 use tokio::runtime::Handle;
@@ -68,6 +69,8 @@ pub struct TierpoolFs {
     pub(crate) names: Mutex<Names>,
     /// Entries beneath `.snapshots` the kernel was given, by number.
     pub(crate) snaps: Mutex<crate::snapshots::SnapInodes>,
+    /// Directories as this mount's last change in each left them.
+    pub(crate) fresh: Mutex<Fresh>,
     next_fh: AtomicU64,
     /// The kernel maps files opened with `direct_io` (see `open_flags`).
     direct_mmap: AtomicBool,
@@ -91,6 +94,7 @@ impl TierpoolFs {
             dirs: Mutex::new(HashMap::new()),
             names: Mutex::default(),
             snaps: Mutex::default(),
+            fresh: Mutex::new(Fresh::new(TTL)),
             next_fh: AtomicU64::new(1),
             direct_mmap: AtomicBool::new(false),
             holds: None,
@@ -249,6 +253,10 @@ impl Filesystem for TierpoolFs {
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        // The re-read the kernel makes of a directory this mount just changed.
+        if let Some(i) = self.fresh.lock().take(ino.0, Instant::now()) {
+            return reply.attr(&TTL, &attr(&i));
+        }
         match self.inode(ino.0) {
             Ok(i) => reply.attr(&TTL, &attr(&i)),
             Err(e) => reply.error(e),
@@ -274,6 +282,7 @@ impl Filesystem for TierpoolFs {
         reply: ReplyAttr,
     ) {
         let change = tierpool_client::InodeChange { mode, uid, gid, atime: atime.map(ns), mtime: mtime.map(ns) };
+        self.fresh.lock().forget(ino.0);
         match self.writable(ino.0).and_then(|()| self.set_attr(ino.0, &change, size)) {
             Ok(i) => reply.attr(&TTL, &attr(&i)),
             Err(e) => reply.error(e),
@@ -336,8 +345,9 @@ impl Filesystem for TierpoolFs {
         let linked = (self.writable(ino.0).and_then(|()| self.writable(newparent.0)))
             .and_then(|()| name_of(newname))
             .and_then(|n| {
-                let i = self.block(self.io.client.link_at(InodeId(ino.0), InodeId(newparent.0), n))?;
+                let (i, dir) = self.block(self.io.client.link_at(InodeId(ino.0), InodeId(newparent.0), n))?;
                 self.names.lock().met(ino.0, newparent.0, n);
+                self.fresh.lock().put(dir, Instant::now());
                 Ok(i)
             })
             .map(|i| self.attr_of(&i));
@@ -491,6 +501,8 @@ impl Filesystem for TierpoolFs {
         _position: u32,
         reply: ReplyEmpty,
     ) {
+        // Attributes of its own, or a control acting on others (see `controls.rs`).
+        self.fresh.lock().clear();
         reply_empty(
             self.writable(ino.0).and_then(|()| self.set_xattr(ino.0, name.to_str().unwrap_or(""), value)),
             reply,

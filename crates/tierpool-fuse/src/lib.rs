@@ -28,6 +28,7 @@ mod controls;
 mod errno;
 mod file_state;
 mod files;
+mod fresh;
 mod fs;
 mod names;
 mod namespace;

@@ -6,6 +6,7 @@ use crate::attr::{attr, file_type};
 use crate::fs::{name_of, TierpoolFs};
 use fuser::{Errno, FileAttr, FileType, Request};
 use std::ffi::OsStr;
+use std::time::Instant;
 use tierpool_client::{InodeInfo, InodeKind, NewNode};
 use tierpool_types::InodeId;
 
@@ -32,8 +33,9 @@ impl TierpoolFs {
     ) -> Result<InodeInfo, Errno> {
         let name = name_of(name)?;
         let owner = (req.uid(), req.gid());
-        let info = self.block(self.io.client.make_at(InodeId(parent), name, node, mode & 0o7777, owner))?;
+        let (info, dir) = self.block(self.io.client.make_at(InodeId(parent), name, node, mode & 0o7777, owner))?;
         self.names.lock().met(info.id.0, parent, name);
+        self.fresh.lock().put(dir, Instant::now());
         Ok(info)
     }
 
@@ -66,7 +68,13 @@ impl TierpoolFs {
     pub(crate) fn remove(&self, parent: u64, name: &OsStr, dir: bool) -> Result<(), Errno> {
         let name = name_of(name)?;
         let open = self.open_child(parent, name);
-        self.block(self.io.client.remove_at(InodeId(parent), name, dir))?;
+        let after = self.block(self.io.client.remove_at(InodeId(parent), name, dir))?;
+        let mut fresh = self.fresh.lock();
+        if dir {
+            fresh.clear(); // the directory removed may be there
+        }
+        fresh.put(after, Instant::now());
+        drop(fresh);
         self.forget_if_gone(open);
         Ok(())
     }
@@ -87,8 +95,14 @@ impl TierpoolFs {
         };
         let replaced = self.open_child(new_parent, new_name);
         let client = &self.io.client;
-        self.block(client.rename_at((InodeId(parent), name), (InodeId(new_parent), new_name), noreplace))?;
+        let (from, to) =
+            self.block(client.rename_at((InodeId(parent), name), (InodeId(new_parent), new_name), noreplace))?;
         self.names.lock().renamed(parent, name, new_parent, new_name);
+        let mut fresh = self.fresh.lock();
+        fresh.clear(); // the entry moved (and one replaced) may be there
+        fresh.put(from, Instant::now());
+        fresh.put(to, Instant::now());
+        drop(fresh);
         self.forget_if_gone(replaced);
         Ok(())
     }

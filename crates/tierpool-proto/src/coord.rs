@@ -50,6 +50,11 @@ pub enum CoordRequest {
     /// undoes the others); answered once all are durable: `MetaMany`, one
     /// result per op in order. At most [`MAX_BATCH`] ops.
     MetaMany { ops: Vec<MetaOp>, owner: Owner },
+    /// `Meta`, and the live inodes `stat` (at most [`MAX_BATCH`]) as the op
+    /// left them, without chunk lists, in one answer once the op is
+    /// durable: `MetaStat`. A file system asks so for the directories a
+    /// namespace change touched, whose attributes the kernel reads next.
+    MetaStat { op: MetaOp, owner: Owner, stat: Vec<InodeId> },
     /// The inode at each of `paths`, as `Stat` gives it: `Infos`, one result
     /// per path in order. At most [`MAX_BATCH`] paths.
     StatMany { paths: Vec<String> },
@@ -83,7 +88,7 @@ pub enum CoordRequest {
     TxRenew { session: u64, txs: Vec<u64> },
 }
 
-/// Most ops of a `MetaMany`, or paths of a `StatMany`.
+/// Most ops of a `MetaMany`, paths of a `StatMany` or inodes of a `MetaStat`.
 pub const MAX_BATCH: usize = 1024;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -109,6 +114,11 @@ pub enum CoordResponse {
     Fsck(Vec<FsckEntry>),
     Attachments(Vec<AttachedDir>),
     MetaMany(Vec<Result<MetaReply>>),
+    /// The op's reply and one result per inode asked for, in order.
+    MetaStat {
+        reply: MetaReply,
+        stats: Vec<Result<InodeInfo>>,
+    },
     Infos(Vec<Result<InodeInfo>>),
     Snapshots(Vec<tierpool_meta::SnapshotSummary>),
     /// A transaction opened.

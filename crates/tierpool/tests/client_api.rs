@@ -210,3 +210,32 @@ fn writers_are_never_taken_for_orphans_whenever_their_ids_were_reserved() {
         }
     });
 }
+
+#[test]
+fn namespace_changes_by_inode_answer_with_their_directories_as_they_left_them() {
+    use tierpool_client::NewNode;
+    use tierpool_types::{ErrorKind, InodeId};
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let c = Client::connect(pool.client_config()).await.unwrap();
+        let root = InodeId::ROOT;
+        let (d, after) = c.make_at(root, "d", NewNode::Dir, 0o755, (0, 0)).await.unwrap();
+        assert_eq!(after, c.stat_inode(root, false).await.unwrap(), "the root as the mkdir left it");
+        assert_eq!((after.size, after.nlink), (1, 3));
+        let (f, after) = c.make_at(d.id, "f", NewNode::File { chunk_size: 4096 }, 0o644, (0, 0)).await.unwrap();
+        assert_eq!((after.id, after.size, after.nlink, after.mtime), (d.id, 1, 2, f.ctime));
+        let (_, after) = c.link_at(f.id, root, "g").await.unwrap();
+        assert_eq!((after.id, after.size), (root, 2));
+        let (from, to) = c.rename_at((d.id, "f"), (root, "h"), false).await.unwrap();
+        assert_eq!((from.id, from.size, to.id, to.size), (d.id, 0, root, 3));
+        assert_eq!(to, c.stat_inode(root, false).await.unwrap());
+        let after = c.remove_at(root, "g", false).await.unwrap();
+        assert_eq!((after.id, after.size), (root, 2));
+        let after = c.remove_at(root, "d", true).await.unwrap();
+        assert_eq!((after.size, after.nlink), (1, 2));
+        // A failed change answers with its error, and nothing else.
+        let e = c.remove_at(root, "d", true).await.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::NotFound);
+    });
+}

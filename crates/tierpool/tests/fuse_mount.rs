@@ -1,6 +1,7 @@
 //! The pool through a real FUSE mount: POSIX calls with exact bytes and exact
 //! errno values, files larger than the pool's memory, shared mmap writes,
-//! capacity in statfs, and a mount daemon killed with -9.
+//! capacity in statfs, a mount daemon killed with -9, and a directory's
+//! attributes after this mount's and other clients' changes in it.
 
 mod common;
 use common::{data, Mount, Pool};
@@ -222,4 +223,47 @@ fn a_name_known_missing_and_then_made_elsewhere_opens_as_that_file() {
     f.write_all(b", and more").unwrap();
     drop(f);
     assert_eq!(pool.get("/kept.txt"), b"kept whole, and more");
+}
+
+#[test]
+fn a_directory_this_mount_changed_shows_the_change_and_later_other_clients_changes() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    let m = Mount::new(&pool, "mnt");
+    fs::create_dir(m.p("d")).unwrap();
+    let pool_view = |p: &str| -> serde_json::Value { serde_json::from_str(&pool.ok(&["stat", "--json", p])).unwrap() };
+    // Read through an open handle: no lookup by name refreshes it, the
+    // kernel asks the mount for the attributes it dropped.
+    let dir = fs::File::open(m.p("d")).unwrap();
+    // Each change here: the directory as the pool has it after the change.
+    let same = |what: &str| {
+        let (md, st) = (dir.metadata().unwrap(), pool_view("/d"));
+        let shown = (md.size(), md.nlink(), md.mtime() as u64 * 1_000_000_000 + md.mtime_nsec() as u64);
+        let kept = (st["size"].as_u64().unwrap(), st["nlink"].as_u64().unwrap(), st["mtime_ns"].as_u64().unwrap());
+        assert_eq!(shown, (kept.0, kept.1, kept.2), "after {what}");
+    };
+    fs::write(m.p("d/a"), b"a").unwrap();
+    same("a create");
+    fs::create_dir(m.p("d/sub")).unwrap();
+    same("a mkdir");
+    assert_eq!(dir.metadata().unwrap().nlink(), 3);
+    fs::rename(m.p("d/a"), m.p("d/b")).unwrap();
+    same("a rename");
+    fs::hard_link(m.p("d/b"), m.p("d/c")).unwrap();
+    same("a link");
+    fs::remove_file(m.p("d/c")).unwrap();
+    same("an unlink");
+    fs::remove_dir(m.p("d/sub")).unwrap();
+    same("an rmdir");
+    // A change of the directory itself right after a change in it is shown.
+    fs::write(m.p("d/e"), b"e").unwrap();
+    fs::set_permissions(m.p("d"), fs::Permissions::from_mode(0o700)).unwrap();
+    assert_eq!(fs::metadata(m.p("d")).unwrap().mode() & 0o7777, 0o700);
+    same("a chmod");
+    // Another client's change is seen within the kernel's second.
+    fs::write(m.p("d/f"), b"f").unwrap();
+    pool.ok(&["mkdir", "/d/elsewhere"]);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    same("another client's mkdir");
+    assert_eq!(dir.metadata().unwrap().nlink(), 3);
 }

@@ -401,6 +401,10 @@ fn coord(sample: &CoordRequest) -> BoxedStrategy<CoordRequest> {
             let op = prop::strategy::Union::new(every_variant::<MetaOp>().iter().map(meta_op));
             (prop::collection::vec(op, 0..8), owner()).prop_map(|(ops, owner)| C::MetaMany { ops, owner }).boxed()
         }
+        C::MetaStat { .. } => {
+            let op = prop::strategy::Union::new(every_variant::<MetaOp>().iter().map(meta_op));
+            (op, owner(), many(inode())).prop_map(|(op, owner, stat)| C::MetaStat { op, owner, stat }).boxed()
+        }
         C::StatMany { .. } => prop::collection::vec(text(), 0..8).prop_map(|paths| C::StatMany { paths }).boxed(),
         C::Snapshots { .. } => prop::option::of(text()).prop_map(|path| C::Snapshots { path }).boxed(),
         C::RestoreRegion { .. } => (num(), text(), text(), owner())
