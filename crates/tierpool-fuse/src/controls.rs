@@ -18,6 +18,11 @@ use tierpool_types::InodeId;
 
 impl TierpoolFs {
     pub(crate) fn get_xattr(&self, ino: u64, name: &str) -> Result<Vec<u8>, Errno> {
+        // No other is kept: the kernel asks for `security.capability` before
+        // a file's first write and at every `chown`, which costs nothing then.
+        if !crate::xattr::is_ours(name) {
+            return Err(Errno::from_i32(libc::ENODATA));
+        }
         if name != TIERS {
             let info = self.inode(ino)?;
             return get(name, &info);

@@ -510,7 +510,12 @@ impl Filesystem for TierpoolFs {
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let r = self.inode(ino.0).and_then(|_| Err(xattr::remove_error(name.to_str().unwrap_or(""))));
+        // `chown` removes `security.capability` first: answered without a round trip.
+        let name = name.to_str().unwrap_or("");
+        let r = match xattr::is_ours(name) {
+            true => self.inode(ino.0).and_then(|_| Err(xattr::remove_error(name))),
+            false => Err(xattr::remove_error(name)),
+        };
         reply_empty(r, reply)
     }
 

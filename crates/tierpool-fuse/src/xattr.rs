@@ -125,8 +125,13 @@ pub fn parse(name: &str, value: &[u8]) -> Result<Change, Errno> {
 }
 
 /// Why attribute `name` cannot be removed.
+/// Whether `name` is one of tierpool's attributes (no other is kept).
+pub fn is_ours(name: &str) -> bool {
+    [PRIORITY, PINNED, REPLICAS, PLACEMENT, TIERS, WRITE_MODE].contains(&name)
+}
+
 pub fn remove_error(name: &str) -> Errno {
-    if [PRIORITY, PINNED, REPLICAS, PLACEMENT, TIERS, WRITE_MODE].contains(&name) {
+    if is_ours(name) {
         Errno::EPERM
     } else {
         Errno::from_i32(libc::ENODATA)
