@@ -216,7 +216,9 @@ impl Client {
     /// `UpdateInline`), then makes the attribute changes of `change` (as
     /// [`Client::set_inode`]), in one request answered once both are
     /// durable: the inode as after both. Each op succeeds or fails on its
-    /// own (see `MetaMany`): the error of the publish is reported first.
+    /// own (see `MetaMany`): a failed publish is the error; attributes
+    /// that could not be set after a publish are logged, and the published
+    /// inode is returned (the changes it published are in the pool).
     pub async fn publish_with(&self, publish: MetaOp, change: &InodeChange) -> Result<InodeInfo> {
         let (MetaOp::UpdateFile { inode, .. } | MetaOp::UpdateInline { inode, .. }) = publish else {
             return Err(Error::invalid("only UpdateFile and UpdateInline publish a writer's changes"));
@@ -238,8 +240,14 @@ impl Client {
             CoordResponse::MetaMany(r) if r.len() == 2 => {
                 let mut r = r.into_iter();
                 let (published, set) = (r.next().expect("two"), r.next().expect("two"));
-                published?;
-                Self::info_reply(set?)
+                let published = Self::info_reply(published?)?;
+                match set {
+                    Ok(reply) => Self::info_reply(reply),
+                    Err(e) => {
+                        tracing::warn!("inode {inode}: published, but its attributes were not set: {e}");
+                        Ok(published)
+                    }
+                }
             }
             other => Err(unexpected(other)),
         }

@@ -5,10 +5,13 @@
 //! next. They are answered from here, without asking the coordinator.
 //! Pure: no I/O, time passed in.
 //!
-//! Invariants: an entry is served at most once, and only within `TTL` of
-//! being given (as long as the kernel itself keeps attributes: another
-//! client's change is seen as late as it would be anyway); any other
-//! change this mount makes to that inode drops its entry first.
+//! Invariants: an entry is served at most once, within `TTL` of being
+//! given, and for what is left of `TTL` (so another client's change is seen
+//! as late as it would be had the kernel kept the attributes); any other
+//! change this mount makes to that inode drops its entry before and after
+//! it. Changes run on several threads, so an answer is kept only if no
+//! other change was noted since its change began (`epoch`): answers that
+//! crossed are dropped, never kept out of order.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -20,35 +23,57 @@ const SWEEP_ABOVE: usize = 1024;
 pub struct Fresh {
     ttl: Duration,
     entries: HashMap<u64, (InodeInfo, Instant)>,
+    /// Bumped by every change noted here.
+    epoch: u64,
 }
 
 impl Fresh {
     pub fn new(ttl: Duration) -> Fresh {
-        Fresh { ttl, entries: HashMap::new() }
+        Fresh { ttl, entries: HashMap::new(), epoch: 0 }
     }
 
-    /// `info` as a change made by this mount left it, at `now`.
-    pub fn put(&mut self, info: InodeInfo, now: Instant) {
+    /// To pass to [`Fresh::put`] with the answer of a change starting now.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// `infos` as a change made by this mount left them, at `now`; the
+    /// change began at `epoch`. If another was noted since, they may be
+    /// older than what it left: they are dropped instead.
+    pub fn put(&mut self, epoch: u64, infos: impl IntoIterator<Item = InodeInfo>, now: Instant) {
+        let crossed = epoch != self.epoch;
+        self.epoch += 1;
         if self.entries.len() >= SWEEP_ABOVE {
             let ttl = self.ttl;
             self.entries.retain(|_, (_, at)| now.duration_since(*at) < ttl);
         }
-        self.entries.insert(info.id.0, (info, now));
+        for info in infos {
+            match crossed {
+                true => self.entries.remove(&info.id.0),
+                false => self.entries.insert(info.id.0, (info, now)),
+            };
+        }
     }
 
-    /// The attributes of `ino` given within `TTL` of `now`, once.
-    pub fn take(&mut self, ino: u64, now: Instant) -> Option<InodeInfo> {
+    /// The attributes of `ino` given within `TTL` of `now`, once, with
+    /// what is left of `TTL`.
+    pub fn take(&mut self, ino: u64, now: Instant) -> Option<(InodeInfo, Duration)> {
         let (info, at) = self.entries.remove(&ino)?;
-        (now.duration_since(at) < self.ttl).then_some(info)
+        let left = self.ttl.checked_sub(now.duration_since(at)).filter(|d| !d.is_zero())?;
+        Some((info, left))
     }
 
-    /// This mount changes `ino` otherwise: what was given is stale.
+    /// This mount changes `ino` otherwise (call before and after): what
+    /// was given is stale.
     pub fn forget(&mut self, ino: u64) {
+        self.epoch += 1;
         self.entries.remove(&ino);
     }
 
-    /// A change whose effect on other inodes is not known here.
+    /// A change whose effect on other inodes is not known here (call
+    /// before and after).
     pub fn clear(&mut self) {
+        self.epoch += 1;
         self.entries.clear();
     }
 
@@ -69,22 +94,52 @@ mod tests {
         InodeInfo { id: InodeId(id), size, ..s.stat("/").unwrap() }
     }
 
+    fn put(f: &mut Fresh, info: InodeInfo, now: Instant) {
+        let e = f.epoch();
+        f.put(e, [info], now);
+    }
+
     #[test]
-    fn attributes_are_served_once_within_the_ttl() {
+    fn attributes_are_served_once_within_the_ttl_for_what_is_left_of_it() {
         let t0 = Instant::now();
+        let ms = Duration::from_millis;
         let mut f = Fresh::new(Duration::from_secs(1));
-        f.put(dir(5, 1), t0);
-        f.put(dir(5, 2), t0 + Duration::from_millis(10));
-        assert_eq!(f.take(5, t0 + Duration::from_millis(900)).map(|i| i.size), Some(2), "the latest");
-        assert_eq!(f.take(5, t0 + Duration::from_millis(901)), None, "once");
-        f.put(dir(6, 1), t0);
+        put(&mut f, dir(5, 1), t0);
+        put(&mut f, dir(5, 2), t0 + ms(10));
+        assert_eq!(f.take(5, t0 + ms(900)).map(|(i, left)| (i.size, left)), Some((2, ms(110))), "the latest");
+        assert_eq!(f.take(5, t0 + ms(901)), None, "once");
+        put(&mut f, dir(6, 1), t0);
         assert_eq!(f.take(6, t0 + Duration::from_secs(1)), None, "not past the ttl");
-        f.put(dir(7, 1), t0);
+        put(&mut f, dir(7, 1), t0);
         f.forget(7);
         assert_eq!(f.take(7, t0), None);
-        f.put(dir(8, 1), t0);
+        put(&mut f, dir(8, 1), t0);
         f.clear();
         assert_eq!(f.take(8, t0), None);
+    }
+
+    #[test]
+    fn answers_of_changes_that_crossed_another_are_dropped() {
+        let t0 = Instant::now();
+        let mut f = Fresh::new(Duration::from_secs(1));
+        // A create in 5 begins; a chmod of 5 is noted (before and after
+        // its own request) while it runs: the create's answer may predate it.
+        let create = f.epoch();
+        f.forget(5);
+        f.forget(5);
+        f.put(create, [dir(5, 1)], t0);
+        assert_eq!(f.take(5, t0), None);
+        // Two creates in 6 at once: the later answer may be the older.
+        put(&mut f, dir(6, 1), t0);
+        let (a, b) = (f.epoch(), f.epoch());
+        f.put(a, [dir(6, 3)], t0);
+        f.put(b, [dir(6, 2)], t0);
+        assert_eq!(f.take(6, t0), None, "dropped, not kept out of order");
+        // One at a time: kept.
+        let c = f.epoch();
+        f.put(c, [dir(6, 4), dir(7, 1)], t0);
+        assert_eq!(f.take(6, t0).map(|(i, _)| i.size), Some(4));
+        assert_eq!(f.take(7, t0).map(|(i, _)| i.size), Some(1));
     }
 
     #[test]
@@ -92,9 +147,9 @@ mod tests {
         let t0 = Instant::now();
         let mut f = Fresh::new(Duration::from_secs(1));
         for id in 0..SWEEP_ABOVE as u64 {
-            f.put(dir(id, 0), t0);
+            put(&mut f, dir(id, 0), t0);
         }
-        f.put(dir(99_999, 0), t0 + Duration::from_secs(2));
+        put(&mut f, dir(99_999, 0), t0 + Duration::from_secs(2));
         assert_eq!(f.len(), 1);
     }
 }

@@ -254,8 +254,8 @@ impl Filesystem for TierpoolFs {
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         // The re-read the kernel makes of a directory this mount just changed.
-        if let Some(i) = self.fresh.lock().take(ino.0, Instant::now()) {
-            return reply.attr(&TTL, &attr(&i));
+        if let Some((i, left)) = self.fresh.lock().take(ino.0, Instant::now()) {
+            return reply.attr(&left, &attr(&i));
         }
         match self.inode(ino.0) {
             Ok(i) => reply.attr(&TTL, &attr(&i)),
@@ -283,7 +283,9 @@ impl Filesystem for TierpoolFs {
     ) {
         let change = tierpool_client::InodeChange { mode, uid, gid, atime: atime.map(ns), mtime: mtime.map(ns) };
         self.fresh.lock().forget(ino.0);
-        match self.writable(ino.0).and_then(|()| self.set_attr(ino.0, &change, size)) {
+        let changed = self.writable(ino.0).and_then(|()| self.set_attr(ino.0, &change, size));
+        self.fresh.lock().forget(ino.0);
+        match changed {
             Ok(i) => reply.attr(&TTL, &attr(&i)),
             Err(e) => reply.error(e),
         }
@@ -345,9 +347,10 @@ impl Filesystem for TierpoolFs {
         let linked = (self.writable(ino.0).and_then(|()| self.writable(newparent.0)))
             .and_then(|()| name_of(newname))
             .and_then(|n| {
+                let epoch = self.fresh.lock().epoch();
                 let (i, dir) = self.block(self.io.client.link_at(InodeId(ino.0), InodeId(newparent.0), n))?;
                 self.names.lock().met(ino.0, newparent.0, n);
-                self.fresh.lock().put(dir, Instant::now());
+                self.fresh.lock().put(epoch, [dir], Instant::now());
                 Ok(i)
             })
             .map(|i| self.attr_of(&i));
@@ -503,10 +506,9 @@ impl Filesystem for TierpoolFs {
     ) {
         // Attributes of its own, or a control acting on others (see `controls.rs`).
         self.fresh.lock().clear();
-        reply_empty(
-            self.writable(ino.0).and_then(|()| self.set_xattr(ino.0, name.to_str().unwrap_or(""), value)),
-            reply,
-        )
+        let set = self.writable(ino.0).and_then(|()| self.set_xattr(ino.0, name.to_str().unwrap_or(""), value));
+        self.fresh.lock().clear();
+        reply_empty(set, reply)
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {

@@ -33,9 +33,10 @@ impl TierpoolFs {
     ) -> Result<InodeInfo, Errno> {
         let name = name_of(name)?;
         let owner = (req.uid(), req.gid());
+        let epoch = self.fresh.lock().epoch();
         let (info, dir) = self.block(self.io.client.make_at(InodeId(parent), name, node, mode & 0o7777, owner))?;
         self.names.lock().met(info.id.0, parent, name);
-        self.fresh.lock().put(dir, Instant::now());
+        self.fresh.lock().put(epoch, [dir], Instant::now());
         Ok(info)
     }
 
@@ -68,13 +69,15 @@ impl TierpoolFs {
     pub(crate) fn remove(&self, parent: u64, name: &OsStr, dir: bool) -> Result<(), Errno> {
         let name = name_of(name)?;
         let open = self.open_child(parent, name);
+        let epoch = {
+            let mut fresh = self.fresh.lock();
+            if dir {
+                fresh.clear(); // the directory removed may be there
+            }
+            fresh.epoch()
+        };
         let after = self.block(self.io.client.remove_at(InodeId(parent), name, dir))?;
-        let mut fresh = self.fresh.lock();
-        if dir {
-            fresh.clear(); // the directory removed may be there
-        }
-        fresh.put(after, Instant::now());
-        drop(fresh);
+        self.fresh.lock().put(epoch, [after], Instant::now());
         self.forget_if_gone(open);
         Ok(())
     }
@@ -95,14 +98,15 @@ impl TierpoolFs {
         };
         let replaced = self.open_child(new_parent, new_name);
         let client = &self.io.client;
+        let epoch = {
+            let mut fresh = self.fresh.lock();
+            fresh.clear(); // the entry moved (and one replaced) may be there
+            fresh.epoch()
+        };
         let (from, to) =
             self.block(client.rename_at((InodeId(parent), name), (InodeId(new_parent), new_name), noreplace))?;
         self.names.lock().renamed(parent, name, new_parent, new_name);
-        let mut fresh = self.fresh.lock();
-        fresh.clear(); // the entry moved (and one replaced) may be there
-        fresh.put(from, Instant::now());
-        fresh.put(to, Instant::now());
-        drop(fresh);
+        self.fresh.lock().put(epoch, [from, to], Instant::now());
         self.forget_if_gone(replaced);
         Ok(())
     }

@@ -151,7 +151,8 @@ impl OpenFile {
     pub fn defer_change(&self, change: &InodeChange) -> Option<InodeInfo> {
         {
             let mut g = self.inner.lock();
-            if self.frozen || g.unlinked || !g.state.changed() {
+            // Not after a failed publish: made at once, their error is theirs.
+            if self.frozen || g.unlinked || !g.state.changed() || g.error.is_some() {
                 return None;
             }
             let p = &mut g.pending;
@@ -370,11 +371,14 @@ impl OpenFile {
         if g.info.origin.is_some() || g.info.kind != InodeKind::File {
             return Ok(false);
         }
+        let max = io.rt.block_on(io.client.layout())?.inline_max;
+        if g.state.size() > max {
+            return Ok(false); // sends in flight keep going meanwhile
+        }
         collect(io, g, true);
         if let Some(e) = g.error.take() {
             return Err(e);
         }
-        let max = io.rt.block_on(io.client.layout())?.inline_max;
         let Some(data) = g.state.small_contents(max) else { return Ok(false) };
         let inode = g.state.inode();
         let version = io.rt.block_on(io.client.fresh_version())?;
@@ -410,6 +414,13 @@ impl OpenFile {
                 tracing::warn!("inode {}: unpublished changes dropped at the last close", g.state.inode());
             }
             keys.extend(g.state.unpublished());
+        }
+        // Attribute changes waiting for a publish that failed: acknowledged, so made on their own.
+        let pending = std::mem::take(&mut g.pending);
+        if pending != InodeChange::default() && !g.unlinked {
+            if let Err(e) = io.rt.block_on(io.client.set_inode(g.state.inode(), &pending)) {
+                tracing::warn!("inode {}: attribute changes not made: {e}", g.state.inode());
+            }
         }
         // Before the release is answered: the space is free once it is.
         io.rt.block_on(io.client.discard_versions(keys));

@@ -44,7 +44,7 @@ impl Harness {
             store: HashMap::new(),
             state,
             inflight: Vec::new(),
-            next_version: 1,
+            next_version: 2, // 1 is no version an inline chunk takes
             model: Vec::new(),
             published: Vec::new(),
             now: 10,

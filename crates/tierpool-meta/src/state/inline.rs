@@ -127,7 +127,8 @@ impl MetaState {
                 INLINE_MAX.min(chunk_size)
             )));
         }
-        if version == 0 || version & !(ChunkRef::INLINE_BIT - 1) != 0 {
+        // Version 1 is `CommitInline`'s; ids handed out start above it.
+        if version <= 1 || version & !(ChunkRef::INLINE_BIT - 1) != 0 {
             return Err(Error::invalid(format!("inode {id}: {version} is not a version an inline chunk can take")));
         }
         let r = ChunkRef { version: ChunkRef::INLINE_BIT | version, ..ChunkRef::inline(data) };

@@ -170,7 +170,7 @@ fn bad_inline_updates_are_refused() {
     let (kind, msg) = fails(&mut s, update_inline(f.id, 5, &big));
     assert_eq!(kind, ErrorKind::InvalidArgument);
     assert_eq!(msg, format!("inode {}: {} bytes are too many to keep inline (at most {CHUNK} here)", f.id, CHUNK + 1));
-    for v in [0, ChunkRef::INLINE_BIT, ChunkRef::INLINE_BIT | 5] {
+    for v in [0, 1, ChunkRef::INLINE_BIT, ChunkRef::INLINE_BIT | 5] {
         let (kind, msg) = fails(&mut s, update_inline(f.id, v, b"x"));
         assert_eq!(kind, ErrorKind::InvalidArgument);
         assert_eq!(msg, format!("inode {}: {v} is not a version an inline chunk can take", f.id));
