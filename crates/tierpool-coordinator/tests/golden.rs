@@ -83,102 +83,39 @@ fn snapshot_v1_is_migrated_to_its_state() {
 /// snapshot, or a segment of old records. It recovers the same state.
 #[test]
 fn a_coordinator_recovers_from_golden_files() {
-    let dir = tempfile::tempdir().unwrap();
-    let meta = dir.path().join("meta");
-    std::fs::create_dir_all(&meta).unwrap();
-    std::fs::copy(golden("log-v1"), meta.join(format!("log-{:020}", 1))).unwrap();
-    let (state, lsn, _writer) = log::open(&meta).unwrap();
-    assert_eq!((lsn, dump::dump(&state)), (28, expected("state-log-v1.txt")));
-
-    let dir = tempfile::tempdir().unwrap();
-    let meta = dir.path().join("meta");
-    std::fs::create_dir_all(&meta).unwrap();
-    std::fs::copy(golden("snapshot-v1"), meta.join("snapshot")).unwrap();
-    let (state, lsn, _writer) = log::open(&meta).unwrap();
-    assert_eq!((lsn, dump::dump(&state)), (77, expected("state-snapshot-v1.txt")));
-
-    for (file, name) in [("log-v5", format!("log-{:020}", 1)), ("snapshot-v6", "snapshot".to_string())] {
+    let cases: &[(&str, u64, &str)] = &[
+        ("log-v1", 28, "state-log-v1.txt"),
+        ("snapshot-v1", 77, "state-snapshot-v1.txt"),
+        ("log-v5", 51, "state-log-v5.txt"),
+        ("snapshot-v6", 51, "state-log-v5.txt"),
+        ("log-v6", 59, "state-log-v6.txt"),
+        ("snapshot-v7", 59, "state-log-v6.txt"),
+        ("log-v7", 72, "state-log-v7.txt"),
+        ("snapshot-v8", 72, "state-log-v7.txt"),
+        ("log-v8", 76, "state-log-v8.txt"),
+        ("log-v9", LOG_V9_RECORDS, "state-log-v9.txt"),
+        ("snapshot-v9", LOG_V9_RECORDS, "state-log-v9.txt"),
+        ("log-v10", LOG_V10_RECORDS, "state-log-v10.txt"),
+        ("snapshot-v10", LOG_V10_RECORDS, "state-log-v10.txt"),
+        ("log-v11", LOG_V11_RECORDS, "state-log-v11.txt"),
+        ("snapshot-v11", LOG_V11_RECORDS, "state-log-v11.txt"),
+        ("log-v12", LOG_V12_RECORDS, "state-log-v12.txt"),
+        ("snapshot-v12", LOG_V12_RECORDS, "state-log-v12.txt"),
+        ("log-v13", LOG_V13_RECORDS, "state-log-v13.txt"),
+        ("log-v14", LOG_V14_RECORDS, "state-log-v14.txt"),
+        ("snapshot-v13", LOG_V14_RECORDS, "state-log-v14.txt"),
+        ("log-v15", LOG_V15_RECORDS, "state-log-v15.txt"),
+    ];
+    for (file, lsn, state) in cases {
         let dir = tempfile::tempdir().unwrap();
         let meta = dir.path().join("meta");
         std::fs::create_dir_all(&meta).unwrap();
+        // A snapshot file, or the first segment of the log.
+        let name = if file.starts_with("snapshot") { "snapshot".to_string() } else { format!("log-{:020}", 1) };
         std::fs::copy(golden(file), meta.join(name)).unwrap();
-        let (state, lsn, _writer) = log::open(&meta).unwrap();
-        assert_eq!((lsn, dump::dump(&state)), (51, expected("state-log-v5.txt")), "{file}");
+        let (recovered, at, _writer) = log::open(&meta).unwrap();
+        assert_eq!((at, dump::dump(&recovered)), (*lsn, expected(state)), "{file}");
     }
-    for (file, name) in [("log-v6", format!("log-{:020}", 1)), ("snapshot-v7", "snapshot".to_string())] {
-        let dir = tempfile::tempdir().unwrap();
-        let meta = dir.path().join("meta");
-        std::fs::create_dir_all(&meta).unwrap();
-        std::fs::copy(golden(file), meta.join(name)).unwrap();
-        let (state, lsn, _writer) = log::open(&meta).unwrap();
-        assert_eq!((lsn, dump::dump(&state)), (59, expected("state-log-v6.txt")), "{file}");
-    }
-    for (file, name) in [("log-v7", format!("log-{:020}", 1)), ("snapshot-v8", "snapshot".to_string())] {
-        let dir = tempfile::tempdir().unwrap();
-        let meta = dir.path().join("meta");
-        std::fs::create_dir_all(&meta).unwrap();
-        std::fs::copy(golden(file), meta.join(name)).unwrap();
-        let (state, lsn, _writer) = log::open(&meta).unwrap();
-        assert_eq!((lsn, dump::dump(&state)), (72, expected("state-log-v7.txt")), "{file}");
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let meta = dir.path().join("meta");
-    std::fs::create_dir_all(&meta).unwrap();
-    std::fs::copy(golden("log-v8"), meta.join(format!("log-{:020}", 1))).unwrap();
-    let (state, lsn, _writer) = log::open(&meta).unwrap();
-    assert_eq!((lsn, dump::dump(&state)), (76, expected("state-log-v8.txt")));
-    for (file, name) in [("log-v9", format!("log-{:020}", 1)), ("snapshot-v9", "snapshot".to_string())] {
-        let dir = tempfile::tempdir().unwrap();
-        let meta = dir.path().join("meta");
-        std::fs::create_dir_all(&meta).unwrap();
-        std::fs::copy(golden(file), meta.join(name)).unwrap();
-        let (state, lsn, _writer) = log::open(&meta).unwrap();
-        assert_eq!((lsn, dump::dump(&state)), (LOG_V9_RECORDS, expected("state-log-v9.txt")), "{file}");
-    }
-    for (file, name) in [("log-v10", format!("log-{:020}", 1)), ("snapshot-v10", "snapshot".to_string())] {
-        let dir = tempfile::tempdir().unwrap();
-        let meta = dir.path().join("meta");
-        std::fs::create_dir_all(&meta).unwrap();
-        std::fs::copy(golden(file), meta.join(name)).unwrap();
-        let (state, lsn, _writer) = log::open(&meta).unwrap();
-        assert_eq!((lsn, dump::dump(&state)), (LOG_V10_RECORDS, expected("state-log-v10.txt")), "{file}");
-    }
-    for (file, name) in [("log-v11", format!("log-{:020}", 1)), ("snapshot-v11", "snapshot".to_string())] {
-        let dir = tempfile::tempdir().unwrap();
-        let meta = dir.path().join("meta");
-        std::fs::create_dir_all(&meta).unwrap();
-        std::fs::copy(golden(file), meta.join(name)).unwrap();
-        let (state, lsn, _writer) = log::open(&meta).unwrap();
-        assert_eq!((lsn, dump::dump(&state)), (LOG_V11_RECORDS, expected("state-log-v11.txt")), "{file}");
-    }
-    for (file, name) in [("log-v12", format!("log-{:020}", 1)), ("snapshot-v12", "snapshot".to_string())] {
-        let dir = tempfile::tempdir().unwrap();
-        let meta = dir.path().join("meta");
-        std::fs::create_dir_all(&meta).unwrap();
-        std::fs::copy(golden(file), meta.join(name)).unwrap();
-        let (state, lsn, _writer) = log::open(&meta).unwrap();
-        assert_eq!((lsn, dump::dump(&state)), (LOG_V12_RECORDS, expected("state-log-v12.txt")), "{file}");
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let meta = dir.path().join("meta");
-    std::fs::create_dir_all(&meta).unwrap();
-    std::fs::copy(golden("log-v13"), meta.join(format!("log-{:020}", 1))).unwrap();
-    let (state, lsn, _writer) = log::open(&meta).unwrap();
-    assert_eq!((lsn, dump::dump(&state)), (LOG_V13_RECORDS, expected("state-log-v13.txt")), "log-v13");
-    for (file, name) in [("log-v14", format!("log-{:020}", 1)), ("snapshot-v13", "snapshot".to_string())] {
-        let dir = tempfile::tempdir().unwrap();
-        let meta = dir.path().join("meta");
-        std::fs::create_dir_all(&meta).unwrap();
-        std::fs::copy(golden(file), meta.join(name)).unwrap();
-        let (state, lsn, _writer) = log::open(&meta).unwrap();
-        assert_eq!((lsn, dump::dump(&state)), (LOG_V14_RECORDS, expected("state-log-v14.txt")), "{file}");
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let meta = dir.path().join("meta");
-    std::fs::create_dir_all(&meta).unwrap();
-    std::fs::copy(golden("log-v15"), meta.join(format!("log-{:020}", 1))).unwrap();
-    let (state, lsn, _writer) = log::open(&meta).unwrap();
-    assert_eq!((lsn, dump::dump(&state)), (LOG_V15_RECORDS, expected("state-log-v15.txt")), "log-v15");
 }
 
 /// Records in `log-v15`.
