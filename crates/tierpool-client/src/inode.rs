@@ -10,7 +10,7 @@ use crate::client::{unexpected, unexpected_meta, Client};
 use crate::placing::Placing;
 use bytes::Bytes;
 use std::collections::BTreeMap;
-use tierpool_meta::{DirName, InodeInfo, InodeKind, MetaOp, MetaReply, NewNode};
+use tierpool_meta::{DirEntry, DirName, InodeInfo, InodeKind, MetaOp, MetaReply, NewNode};
 use tierpool_proto::{ChunkPlace, CoordRequest, CoordResponse, WorkerRequest, WorkerResponse};
 use tierpool_types::{ChunkAttrs, ChunkKey, ChunkRef, Error, ErrorKind, InodeId, Priority, Result, WorkerId};
 
@@ -56,6 +56,15 @@ impl Client {
     pub async fn read_dir(&self, id: InodeId) -> Result<(InodeId, Vec<DirName>)> {
         match self.coord(CoordRequest::ReadDir { id }).await? {
             CoordResponse::Names { parent, entries } => Ok((parent, entries)),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// The entries of directory `id` with their inodes (without chunk
+    /// lists), read at one moment, and the directory holding it.
+    pub async fn read_dir_plus(&self, id: InodeId) -> Result<(InodeId, Vec<DirEntry>)> {
+        match self.coord(CoordRequest::ReadDirPlus { id }).await? {
+            CoordResponse::Listing { parent, entries } => Ok((parent, entries)),
             other => Err(unexpected(other)),
         }
     }

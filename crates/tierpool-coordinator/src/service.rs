@@ -747,6 +747,10 @@ impl Coordinator {
                 Ok(CoordResponse::Info(self.query(|s| s.stat_inode(id, chunks)).await?))
             }
             CoordRequest::ReadDir { id } => self.read_dir(id).await,
+            CoordRequest::ReadDirPlus { id } => {
+                let (parent, entries) = self.query(|s| Ok((s.parent_of(id)?, s.read_dir_plus(id)?))).await?;
+                Ok(CoordResponse::Listing { parent, entries })
+            }
             CoordRequest::Hold { session, inodes } => self.hold(session, inodes),
             CoordRequest::Lease { session, inodes } => {
                 self.inner.lock().engine.lease(session, inodes, self.now());

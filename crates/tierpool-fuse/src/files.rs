@@ -81,11 +81,12 @@ impl TierpoolFs {
     }
 
     pub(crate) fn open_handle(&self, ino: u64, flags: i32) -> Result<u64, Errno> {
-        let info = match self.openable(ino) {
-            Ok(i) => i,
+        let epoch = self.fresh.lock().epoch();
+        let (info, fetched) = match self.openable(ino) {
+            Ok(i) => (i, true),
             // Unlinked but still open here: a new handle shares the open file.
             Err(e) if e == Errno::ENOENT => match self.open_file(ino) {
-                Some(f) => InodeInfo { chunks: Vec::new(), ..f.info() },
+                Some(f) => (InodeInfo { chunks: Vec::new(), ..f.info() }, false),
                 None => return Err(e),
             },
             Err(e) => return Err(e),
@@ -94,7 +95,12 @@ impl TierpoolFs {
             // A file of an under-store: refused (ESTALE) if its object changed below.
             self.block(self.io.client.check_origin(&format!("inode {ino}"), &info))?;
         }
-        Ok(self.add_handle(info, flags))
+        let fh = self.add_handle(info, flags);
+        if fetched {
+            // Its attributes as fetched serve the kernel's re-reads for a while.
+            self.fresh.lock().opened(epoch, ino, std::time::Instant::now());
+        }
+        Ok(fh)
     }
 
     pub(crate) fn create_file(

@@ -12,6 +12,16 @@
 //! it. Changes run on several threads, so an answer is kept only if no
 //! other change was noted since its change began (`epoch`): answers that
 //! crossed are dropped, never kept out of order.
+//!
+//! Files this mount opens are fetched from the coordinator then (an open
+//! reads what was published before it: close-to-open), and the kernel asks
+//! for their attributes again after each read (it drops the access time).
+//! Those are answered from the open file while this mount noted no change
+//! at all since the open's fetch began, within `TTL` of it and for what is
+//! left of `TTL` (so again no staler than the kernel's own keeping): any
+//! change here (a name made or removed, an attribute set) ends that.
+//! The attributes a directory listing was read with (readdirplus) are
+//! handed to the kernel on the same terms ([`Fresh::left`]).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -23,13 +33,16 @@ const SWEEP_ABOVE: usize = 1024;
 pub struct Fresh {
     ttl: Duration,
     entries: HashMap<u64, (InodeInfo, Instant)>,
+    /// Files opened: when their attributes were fetched, and the epoch
+    /// the fetch began at.
+    opened: HashMap<u64, (Instant, u64)>,
     /// Bumped by every change noted here.
     epoch: u64,
 }
 
 impl Fresh {
     pub fn new(ttl: Duration) -> Fresh {
-        Fresh { ttl, entries: HashMap::new(), epoch: 0 }
+        Fresh { ttl, entries: HashMap::new(), opened: HashMap::new(), epoch: 0 }
     }
 
     /// To pass to [`Fresh::put`] with the answer of a change starting now.
@@ -63,6 +76,35 @@ impl Fresh {
         Some((info, left))
     }
 
+    /// The file `ino` was opened with attributes fetched at `now`, by a
+    /// request that began at `epoch`.
+    pub fn opened(&mut self, epoch: u64, ino: u64, now: Instant) {
+        if self.opened.len() >= SWEEP_ABOVE {
+            let ttl = self.ttl;
+            self.opened.retain(|_, (at, _)| now.duration_since(*at) < ttl);
+        }
+        match epoch == self.epoch {
+            true => self.opened.insert(ino, (now, epoch)),
+            false => self.opened.remove(&ino),
+        };
+    }
+
+    /// What is left of `TTL` for the attributes the open of `ino` fetched,
+    /// if no change was noted here since that fetch began.
+    pub fn opened_left(&self, ino: u64, now: Instant) -> Option<Duration> {
+        let (at, epoch) = self.opened.get(&ino)?;
+        Some(self.left(*epoch, *at, now)).filter(|d| !d.is_zero())
+    }
+
+    /// What is left of `TTL` for attributes read at `at` by a request that
+    /// began at `epoch`: nothing if a change was noted here since.
+    pub fn left(&self, epoch: u64, at: Instant, now: Instant) -> Duration {
+        match epoch == self.epoch {
+            true => self.ttl.saturating_sub(now.duration_since(at)),
+            false => Duration::ZERO,
+        }
+    }
+
     /// This mount changes `ino` otherwise (call before and after): what
     /// was given is stale.
     pub fn forget(&mut self, ino: u64) {
@@ -79,7 +121,7 @@ impl Fresh {
 
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.entries.len()
+        self.entries.len() + self.opened.len()
     }
 }
 
@@ -143,6 +185,56 @@ mod tests {
     }
 
     #[test]
+    fn an_open_files_attributes_serve_while_nothing_changed_here_since_its_fetch_began() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut f = Fresh::new(Duration::from_secs(1));
+        let e = f.epoch();
+        f.opened(e, 5, t0);
+        assert_eq!(f.opened_left(5, t0 + ms(300)), Some(ms(700)), "what is left of the ttl");
+        assert_eq!(f.opened_left(5, t0 + ms(300)), Some(ms(700)), "not only once");
+        assert_eq!(f.opened_left(5, t0 + Duration::from_secs(1)), None, "not past the ttl");
+        assert_eq!(f.opened_left(6, t0), None, "not opened");
+        // Any change noted here ends it: of this file, of another inode, of a directory.
+        for change in [
+            |f: &mut Fresh| f.forget(5),
+            |f: &mut Fresh| f.forget(9),
+            |f: &mut Fresh| f.clear(),
+            |f: &mut Fresh| put(f, dir(1, 1), Instant::now()),
+        ] {
+            let e = f.epoch();
+            f.opened(e, 5, t0);
+            assert!(f.opened_left(5, t0).is_some());
+            change(&mut f);
+            assert_eq!(f.opened_left(5, t0), None);
+        }
+        // A fetch that crossed a change is not kept, and drops what an earlier open left.
+        let e = f.epoch();
+        f.opened(e, 7, t0);
+        let late = f.epoch();
+        f.forget(8);
+        f.opened(late, 7, t0);
+        let e = f.epoch();
+        f.opened(late, 7, t0);
+        assert_eq!(f.opened_left(7, t0), None);
+        f.opened(e, 7, t0);
+        assert!(f.opened_left(7, t0).is_some());
+    }
+
+    #[test]
+    fn what_is_left_of_the_ttl_for_attributes_read_at_an_epoch() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut f = Fresh::new(Duration::from_secs(1));
+        let e = f.epoch();
+        assert_eq!(f.left(e, t0, t0 + ms(250)), ms(750));
+        assert_eq!(f.left(e, t0, t0 + ms(1500)), Duration::ZERO, "past the ttl");
+        f.forget(3);
+        assert_eq!(f.left(e, t0, t0), Duration::ZERO, "a change was noted since");
+        assert_eq!(f.left(f.epoch(), t0, t0), ms(1000));
+    }
+
+    #[test]
     fn expired_entries_are_swept_out() {
         let t0 = Instant::now();
         let mut f = Fresh::new(Duration::from_secs(1));
@@ -151,5 +243,11 @@ mod tests {
         }
         put(&mut f, dir(99_999, 0), t0 + Duration::from_secs(2));
         assert_eq!(f.len(), 1);
+        let e = f.epoch();
+        for id in 0..SWEEP_ABOVE as u64 {
+            f.opened(e, id, t0);
+        }
+        f.opened(e, 99_999, t0 + Duration::from_secs(2));
+        assert_eq!(f.len(), 2);
     }
 }

@@ -11,8 +11,8 @@ use crate::open_file::{Io, OpenFile};
 use crate::xattr;
 use fuser::{
     Errno, FileAttr, FileHandle, Filesystem, FopenFlags, Generation, INodeNo, LockOwner, OpenFlags, RenameFlags,
-    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite,
-    ReplyXattr, Request, TimeOrNow, WriteFlags,
+    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen,
+    ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -55,15 +55,22 @@ pub(crate) struct OpenHandle {
 
 /// Open files by inode, with the number of handles open on each.
 pub(crate) type OpenFiles = HashMap<u64, (Arc<OpenFile>, usize)>;
-/// One entry of a directory listing: inode, kind, name.
-pub(crate) type Listing = Vec<(u64, fuser::FileType, String)>;
+/// An open directory's entries: inode, kind, name, from `.` and `..` on;
+/// with the inodes they were read with (not beneath `.snapshots`), when,
+/// and at which epoch of `fresh`.
+pub(crate) struct Listing {
+    pub entries: Vec<(u64, fuser::FileType, String)>,
+    /// Of the entries after `.` and `..`, in order.
+    pub infos: Option<Vec<InodeInfo>>,
+    pub read: (Instant, u64),
+}
 
 /// The file system: see the crate documentation.
 pub struct TierpoolFs {
     pub(crate) io: Io,
     pub(crate) files: Arc<Mutex<OpenFiles>>,
     pub(crate) handles: Mutex<HashMap<u64, OpenHandle>>,
-    /// Listings of open directories: (inode, kind, name) from `.` and `..` on.
+    /// Listings of open directories.
     pub(crate) dirs: Mutex<HashMap<u64, Listing>>,
     /// Where each inode the kernel knows was met (for the ops that take a path).
     pub(crate) names: Mutex<Names>,
@@ -74,6 +81,8 @@ pub struct TierpoolFs {
     next_fh: AtomicU64,
     /// The kernel maps files opened with `direct_io` (see `open_flags`).
     direct_mmap: AtomicBool,
+    /// The kernel asks for listings with attributes (readdirplus).
+    pub(crate) readdirplus: AtomicBool,
     /// Renews the holds on open inodes while the mount lives.
     holds: Option<Background>,
 }
@@ -97,6 +106,7 @@ impl TierpoolFs {
             fresh: Mutex::new(Fresh::new(TTL)),
             next_fh: AtomicU64::new(1),
             direct_mmap: AtomicBool::new(false),
+            readdirplus: AtomicBool::new(false),
             holds: None,
         };
         fs.holds = Some(fs.start_holds());
@@ -225,6 +235,11 @@ impl Filesystem for TierpoolFs {
         let _ = config.add_capabilities(fuser::InitFlags::FUSE_BIG_WRITES | fuser::InitFlags::FUSE_MAX_PAGES);
         let direct_mmap = config.add_capabilities(fuser::InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP).is_ok();
         self.direct_mmap.store(direct_mmap, Ordering::Relaxed);
+        // Listings carry their entries' attributes, so reading a directory
+        // and then each of its entries (`ls -l`, `tar c`, `find`) costs one
+        // round trip, not one a name.
+        let plus = config.add_capabilities(fuser::InitFlags::FUSE_DO_READDIRPLUS).is_ok();
+        self.readdirplus.store(plus, Ordering::Relaxed);
         let _ = config.set_max_write(crate::attr::IO_BLOCK).or_else(|max| config.set_max_write(max));
         let _ = config.set_max_readahead(crate::attr::IO_BLOCK).or_else(|max| config.set_max_readahead(max));
         Ok(())
@@ -256,6 +271,11 @@ impl Filesystem for TierpoolFs {
         // The re-read the kernel makes of a directory this mount just changed.
         if let Some((i, left)) = self.fresh.lock().take(ino.0, Instant::now()) {
             return reply.attr(&left, &attr(&i));
+        }
+        // The re-read after a read of a file this mount just opened.
+        let opened = self.fresh.lock().opened_left(ino.0, Instant::now());
+        if let Some((left, f)) = opened.zip(self.open_file(ino.0)) {
+            return reply.attr(&left, &attr(&f.info()));
         }
         match self.inode(ino.0) {
             Ok(i) => reply.attr(&TTL, &attr(&i)),
@@ -351,6 +371,10 @@ impl Filesystem for TierpoolFs {
                 let (i, dir) = self.block(self.io.client.link_at(InodeId(ino.0), InodeId(newparent.0), n))?;
                 self.names.lock().met(ino.0, newparent.0, n);
                 self.fresh.lock().put(epoch, [dir], Instant::now());
+                // Open here: its view takes the new link count.
+                if let Some(f) = self.open_file(ino.0) {
+                    f.refresh(i.clone());
+                }
                 Ok(i)
             })
             .map(|i| self.attr_of(&i));
@@ -466,10 +490,26 @@ impl Filesystem for TierpoolFs {
 
     fn readdir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
         let dirs = self.dirs.lock();
-        let Some(entries) = dirs.get(&fh.0) else { return reply.error(Errno::EBADF) };
-        for (i, (child, kind, name)) in entries.iter().enumerate().skip(offset as usize) {
+        let Some(listing) = dirs.get(&fh.0) else { return reply.error(Errno::EBADF) };
+        for (i, (child, kind, name)) in listing.entries.iter().enumerate().skip(offset as usize) {
             if reply.add(INodeNo(*child), (i + 1) as u64, *kind, name) {
                 break;
+            }
+        }
+        reply.ok()
+    }
+
+    fn readdirplus(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
+        let entries = match self.plus_entries(ino.0, fh.0, offset) {
+            Ok(e) => e,
+            Err(e) => return reply.error(e),
+        };
+        for entry in entries {
+            if reply.add(entry.attr.ino, entry.next, &entry.name, &entry.ttl, &entry.attr, Generation(0)) {
+                break;
+            }
+            if entry.counts {
+                self.names.lock().met(entry.attr.ino.0, ino.0, &entry.name);
             }
         }
         reply.ok()

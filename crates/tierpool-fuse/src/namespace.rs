@@ -3,10 +3,11 @@
 //! parent directory's inode, so no path is ever resolved here.
 
 use crate::attr::{attr, file_type};
-use crate::fs::{name_of, TierpoolFs};
+use crate::fs::{name_of, Listing, TierpoolFs};
 use fuser::{Errno, FileAttr, FileType, Request};
 use std::ffi::OsStr;
-use std::time::Instant;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 use tierpool_client::{InodeInfo, InodeKind, NewNode};
 use tierpool_types::InodeId;
 
@@ -129,11 +130,75 @@ impl TierpoolFs {
 
     /// Lists directory `ino` once for a whole `opendir`..`releasedir`.
     pub(crate) fn open_dir(&self, ino: u64) -> Result<u64, Errno> {
-        let (parent, entries) = self.block(self.io.client.read_dir(InodeId(ino)))?;
+        let epoch = self.fresh.lock().epoch();
+        let client = &self.io.client;
+        let (parent, entries, infos) = match self.readdirplus.load(Ordering::Relaxed) {
+            true => {
+                let (parent, entries) = self.block(client.read_dir_plus(InodeId(ino)))?;
+                let names = entries.iter().map(|e| (e.info.id.0, file_type(e.info.kind), e.name.clone())).collect();
+                (parent, names, Some(entries.into_iter().map(|e| e.info).collect()))
+            }
+            false => {
+                let (parent, entries) = self.block(client.read_dir(InodeId(ino)))?;
+                (parent, entries.into_iter().map(|e| (e.id.0, file_type(e.kind), e.name)).collect(), None)
+            }
+        };
         let mut all = vec![(ino, FileType::Directory, ".".to_string()), (parent.0, FileType::Directory, "..".into())];
-        all.extend(entries.into_iter().map(|e| (e.id.0, file_type(e.kind), e.name)));
+        all.extend::<Vec<_>>(entries);
         let fh = self.new_fh();
-        self.dirs.lock().insert(fh, all);
+        self.dirs.lock().insert(fh, Listing { entries: all, infos, read: (Instant::now(), epoch) });
         Ok(fh)
     }
+
+    /// The entries of open directory `fh` (`dir`) from `offset` on, as
+    /// readdirplus hands them to the kernel: each with its attributes,
+    /// kept by the kernel for what is left of `TTL` since they were read
+    /// (nothing if this mount changed anything since). Every entry but
+    /// `.` and `..` counts as a lookup. A listing read without them
+    /// (beneath `.snapshots`) looks each entry up.
+    pub(crate) fn plus_entries(&self, dir: u64, fh: u64, offset: u64) -> Result<Vec<PlusEntry>, Errno> {
+        let (window, infos, (at, epoch)) = {
+            let dirs = self.dirs.lock();
+            let listing = dirs.get(&fh).ok_or(Errno::EBADF)?;
+            let from = (offset as usize).min(listing.entries.len());
+            let to = (from + PLUS_WINDOW).min(listing.entries.len());
+            let infos = listing.infos.as_ref().map(|i| i[from.saturating_sub(2)..to.saturating_sub(2)].to_vec());
+            (listing.entries[from..to].to_vec(), infos, listing.read)
+        };
+        let ttl = self.fresh.lock().left(epoch, at, Instant::now());
+        let mut infos = infos.map(Vec::into_iter);
+        let mut out = Vec::with_capacity(window.len());
+        for (i, (child, kind, name)) in window.into_iter().enumerate() {
+            let next = offset + i as u64 + 1;
+            if next <= 2 {
+                // The kernel takes nothing of `.` and `..` but their numbers and kinds.
+                let attr = FileAttr { ino: fuser::INodeNo(child), kind, ..crate::attr::absent() };
+                out.push(PlusEntry { name, attr, ttl: Duration::ZERO, next, counts: false });
+                continue;
+            }
+            match infos.as_mut().and_then(Iterator::next) {
+                Some(info) => out.push(PlusEntry { attr: self.attr_of(&info), name, ttl, next, counts: true }),
+                None => match self.lookup_entry(dir, OsStr::new(&name)) {
+                    Ok(attr) => out.push(PlusEntry { name, attr, ttl: crate::fs::TTL, next, counts: false }),
+                    Err(e) if e == Errno::ENOENT => {} // gone since the listing was read
+                    Err(e) => return Err(e),
+                },
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Entries looked at by one readdirplus: more than fit in its reply.
+const PLUS_WINDOW: usize = 256;
+
+/// One entry of a readdirplus reply.
+pub(crate) struct PlusEntry {
+    pub name: String,
+    pub attr: FileAttr,
+    pub ttl: Duration,
+    /// The offset of the entry after it.
+    pub next: u64,
+    /// Handing it to the kernel counts as a lookup of its inode here.
+    pub counts: bool,
 }

@@ -121,6 +121,7 @@ impl TierpoolFs {
 
     /// The listing of directory `ino` beneath `.snapshots`.
     pub(crate) fn snap_open_dir(&self, ino: u64) -> Result<u64, Errno> {
+        let epoch = self.fresh.lock().epoch();
         let path = self.snap_path(ino)?;
         let entries = self.block(self.io.client.list(&path))?;
         if !self.block(self.io.client.stat(&path)).is_ok_and(|i| i.kind == InodeKind::Dir) {
@@ -131,7 +132,8 @@ impl TierpoolFs {
         all.extend(entries.into_iter().map(|e| (snaps.number(&join(&path, &e.name)), file_type(e.info.kind), e.name)));
         drop(snaps);
         let fh = self.new_fh();
-        self.dirs.lock().insert(fh, all);
+        let read = (std::time::Instant::now(), epoch);
+        self.dirs.lock().insert(fh, crate::fs::Listing { entries: all, infos: None, read });
         Ok(fh)
     }
 

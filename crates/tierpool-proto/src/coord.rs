@@ -31,6 +31,10 @@ pub enum CoordRequest {
     StatInode { id: InodeId, chunks: bool },
     /// The entries of directory `id` and the directory holding it: `Names`.
     ReadDir { id: InodeId },
+    /// `ReadDir` with each entry's inode as `StatInode` gives it without
+    /// chunks, read at one moment: `Listing`. A file system hands them to
+    /// the kernel with the names, sparing a lookup of each.
+    ReadDirPlus { id: InodeId },
     /// Client `session` has these inodes open: their chunks must outlive
     /// their names. Replaces the session's earlier set; lapses unless
     /// renewed within the hold period. `Done`.
@@ -110,6 +114,11 @@ pub enum CoordResponse {
     Names {
         parent: InodeId,
         entries: Vec<DirName>,
+    },
+    /// The entries of a directory with their inodes, and the directory holding it.
+    Listing {
+        parent: InodeId,
+        entries: Vec<DirEntry>,
     },
     Fsck(Vec<FsckEntry>),
     Attachments(Vec<AttachedDir>),

@@ -267,3 +267,98 @@ fn a_directory_this_mount_changed_shows_the_change_and_later_other_clients_chang
     same("another client's mkdir");
     assert_eq!(dir.metadata().unwrap().nlink(), 3);
 }
+
+#[test]
+fn a_listing_gives_each_entry_the_attributes_the_pool_has_and_this_mounts_changes_at_once() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    let (m, other) = (Mount::new(&pool, "mnt"), Mount::new(&pool, "other"));
+    fs::create_dir(m.p("d")).unwrap();
+    // Sizes and modes that differ from entry to entry, so an attribute
+    // handed to the kernel with the wrong name would show.
+    for i in 0..40u32 {
+        fs::write(other.p(&format!("d/f{i:02}")), vec![b'x'; i as usize * 7]).unwrap();
+        fs::set_permissions(other.p(&format!("d/f{i:02}")), fs::Permissions::from_mode(0o600 + i % 8)).unwrap();
+    }
+    fs::create_dir(other.p("d/sub")).unwrap();
+    std::os::unix::fs::symlink("f01", other.p("d/link")).unwrap();
+    let pool_view = |p: &str| -> serde_json::Value { serde_json::from_str(&pool.ok(&["stat", "--json", p])).unwrap() };
+    let check = |what: &str| {
+        let mut names: Vec<String> =
+            fs::read_dir(m.p("d")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        names.sort();
+        assert_eq!(names.len(), 42, "{what}");
+        for name in names {
+            let (md, st) = (fs::symlink_metadata(m.p(&format!("d/{name}"))).unwrap(), pool_view(&format!("/d/{name}")));
+            let shown = (md.ino(), md.size(), md.mode() & 0o7777, md.nlink());
+            let kept = (
+                st["inode"].as_u64().unwrap(),
+                st["size"].as_u64().unwrap(),
+                u32::from_str_radix(st["mode"].as_str().unwrap(), 8).unwrap() & 0o7777,
+                st["nlink"].as_u64().unwrap(),
+            );
+            assert_eq!(shown, kept, "{what}: d/{name}");
+        }
+    };
+    check("another client's files");
+    // This mount's own change between the reading of a listing and its entries.
+    let listing = fs::read_dir(m.p("d")).unwrap();
+    fs::set_permissions(m.p("d/f03"), fs::Permissions::from_mode(0o640)).unwrap();
+    fs::hard_link(m.p("d/f04"), m.p("d/f04-again")).unwrap();
+    assert_eq!(listing.count(), 42, "the entries as the directory was opened");
+    assert_eq!(fs::metadata(m.p("d/f03")).unwrap().mode() & 0o7777, 0o640);
+    assert_eq!(fs::metadata(m.p("d/f04")).unwrap().nlink(), 2);
+    fs::remove_file(m.p("d/f04-again")).unwrap();
+    // Another client's changes are seen within the kernel's second.
+    let _ = fs::read_dir(m.p("d")).unwrap().count();
+    fs::set_permissions(other.p("d/f05"), fs::Permissions::from_mode(0o604)).unwrap();
+    fs::write(other.p("d/f06"), b"rewritten elsewhere").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    check("another client's later changes");
+    assert_eq!(fs::read(m.p("d/f06")).unwrap(), b"rewritten elsewhere");
+    // A file this mount is writing shows its unpublished size in a listing.
+    let mut f = fs::OpenOptions::new().write(true).open(m.p("d/f07")).unwrap();
+    f.write_all(&[b'y'; 1000]).unwrap();
+    let listed = fs::read_dir(m.p("d")).unwrap().count();
+    assert_eq!((listed, fs::metadata(m.p("d/f07")).unwrap().size()), (42, 1000));
+}
+
+#[test]
+fn an_open_files_attributes_after_its_reads_follow_this_mounts_changes_at_once_and_others_within_a_second() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    let (m, other) = (Mount::new(&pool, "mnt"), Mount::new(&pool, "other"));
+    fs::write(m.p("f"), b"first bytes").unwrap();
+    let mut f = fs::File::open(m.p("f")).unwrap();
+    let mut got = String::new();
+    f.read_to_string(&mut got).unwrap();
+    assert_eq!(got, "first bytes");
+    // After a read the kernel asks for the attributes again.
+    let md = f.metadata().unwrap();
+    assert_eq!((md.size(), md.nlink(), md.mode() & 0o7777), (11, 1, 0o644));
+    // This mount's changes show at once.
+    fs::hard_link(m.p("f"), m.p("g")).unwrap();
+    assert_eq!(f.metadata().unwrap().nlink(), 2);
+    fs::set_permissions(m.p("g"), fs::Permissions::from_mode(0o600)).unwrap();
+    f.seek(SeekFrom::Start(0)).unwrap();
+    f.read_to_string(&mut got).unwrap();
+    assert_eq!(f.metadata().unwrap().mode() & 0o7777, 0o600);
+    fs::remove_file(m.p("g")).unwrap();
+    f.seek(SeekFrom::Start(0)).unwrap();
+    f.read_to_string(&mut got).unwrap();
+    assert_eq!(f.metadata().unwrap().nlink(), 1);
+    // Another client's within the kernel's second.
+    let mut f = fs::File::open(m.p("f")).unwrap();
+    fs::set_permissions(other.p("f"), fs::Permissions::from_mode(0o640)).unwrap();
+    fs::hard_link(other.p("f"), other.p("h")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    got.clear();
+    f.read_to_string(&mut got).unwrap();
+    let md = f.metadata().unwrap();
+    assert_eq!((md.mode() & 0o7777, md.nlink()), (0o640, 2));
+    fs::remove_file(m.p("f")).unwrap();
+    got.clear();
+    f.seek(SeekFrom::Start(0)).unwrap();
+    f.read_to_string(&mut got).unwrap();
+    assert_eq!((got.as_str(), f.metadata().unwrap().nlink()), ("first bytes", 1));
+}
