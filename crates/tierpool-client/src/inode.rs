@@ -10,7 +10,7 @@ use crate::client::{unexpected, unexpected_meta, Client};
 use crate::placing::Placing;
 use bytes::Bytes;
 use std::collections::BTreeMap;
-use tierpool_meta::{DirEntry, DirName, InodeInfo, InodeKind, MetaOp, MetaReply, NewNode};
+use tierpool_meta::{DirName, InodeInfo, InodeKind, MetaOp, MetaReply, NewNode};
 use tierpool_proto::{ChunkPlace, CoordRequest, CoordResponse, WorkerRequest, WorkerResponse};
 use tierpool_types::{ChunkAttrs, ChunkKey, ChunkRef, Error, ErrorKind, InodeId, Priority, Result, WorkerId};
 
@@ -60,11 +60,11 @@ impl Client {
         }
     }
 
-    /// The entries of directory `id` with their inodes (without chunk
-    /// lists), read at one moment, and the directory holding it.
-    pub async fn read_dir_plus(&self, id: InodeId) -> Result<(InodeId, Vec<DirEntry>)> {
-        match self.coord(CoordRequest::ReadDirPlus { id }).await? {
-            CoordResponse::Listing { parent, entries } => Ok((parent, entries)),
+    /// The live inodes `ids` (at most `MAX_BATCH`) without chunk lists,
+    /// read at one moment: one result per inode, in order.
+    pub async fn stat_inodes(&self, ids: Vec<InodeId>) -> Result<Vec<Result<InodeInfo>>> {
+        match self.coord(CoordRequest::StatInodes { ids }).await? {
+            CoordResponse::Infos(infos) => Ok(infos),
             other => Err(unexpected(other)),
         }
     }

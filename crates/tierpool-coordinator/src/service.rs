@@ -747,9 +747,10 @@ impl Coordinator {
                 Ok(CoordResponse::Info(self.query(|s| s.stat_inode(id, chunks)).await?))
             }
             CoordRequest::ReadDir { id } => self.read_dir(id).await,
-            CoordRequest::ReadDirPlus { id } => {
-                let (parent, entries) = self.query(|s| Ok((s.parent_of(id)?, s.read_dir_plus(id)?))).await?;
-                Ok(CoordResponse::Listing { parent, entries })
+            CoordRequest::StatInodes { ids } => {
+                check_batch(ids.len())?;
+                let infos = self.query(|s| Ok(ids.iter().map(|id| s.stat_inode(*id, false)).collect())).await?;
+                Ok(CoordResponse::Infos(infos))
             }
             CoordRequest::Hold { session, inodes } => self.hold(session, inodes),
             CoordRequest::Lease { session, inodes } => {

@@ -83,10 +83,10 @@ impl TierpoolFs {
     pub(crate) fn open_handle(&self, ino: u64, flags: i32) -> Result<u64, Errno> {
         let epoch = self.fresh.lock().epoch();
         let (info, fetched) = match self.openable(ino) {
-            Ok(i) => (i, true),
+            Ok(i) => (i, Some(std::time::Instant::now())),
             // Unlinked but still open here: a new handle shares the open file.
             Err(e) if e == Errno::ENOENT => match self.open_file(ino) {
-                Some(f) => (InodeInfo { chunks: Vec::new(), ..f.info() }, false),
+                Some(f) => (InodeInfo { chunks: Vec::new(), ..f.info() }, None),
                 None => return Err(e),
             },
             Err(e) => return Err(e),
@@ -96,9 +96,9 @@ impl TierpoolFs {
             self.block(self.io.client.check_origin(&format!("inode {ino}"), &info))?;
         }
         let fh = self.add_handle(info, flags);
-        if fetched {
+        if let Some(at) = fetched {
             // Its attributes as fetched serve the kernel's re-reads for a while.
-            self.fresh.lock().opened(epoch, ino, std::time::Instant::now());
+            self.fresh.lock().opened(epoch, ino, at);
         }
         Ok(fh)
     }
@@ -128,7 +128,10 @@ impl TierpoolFs {
                 let fh = self.add_handle(info.clone(), flags);
                 if flags & libc::O_TRUNC != 0 && info.size > 0 {
                     let change = InodeChange { mode: None, uid: None, gid: None, atime: None, mtime: None };
-                    if let Err(e) = self.set_attr(info.id.0, &change, Some(0)) {
+                    self.fresh.lock().forget(info.id.0);
+                    let cut = self.set_attr(info.id.0, &change, Some(0));
+                    self.fresh.lock().forget(info.id.0);
+                    if let Err(e) = cut {
                         let _ = self.close_handle(fh);
                         return Err(e);
                     }
@@ -145,12 +148,28 @@ impl TierpoolFs {
     /// Publishes what the handle's file holds and detaches the handle.
     pub(crate) fn close_handle(&self, fh: u64) -> Result<(), Errno> {
         let Some(h) = self.handles.lock().remove(&fh) else { return Err(Errno::EBADF) };
-        let published = h.file.publish(&self.io);
-        self.detach(h.ino);
+        let published = self.publishing(h.ino, &h.file, || {
+            let published = h.file.publish(&self.io);
+            self.detach(h.ino);
+            published
+        });
         published.map_err(|e| {
             tracing::error!("inode {}: could not publish on close: {e}", h.ino);
             crate::errno::errno(&e)
         })
+    }
+
+    /// Runs `publish`, which publishes what `file` (`ino`) holds: noted in
+    /// `fresh` before and after if there is anything to publish, as any
+    /// other change this mount makes (attributes read before it are stale).
+    pub(crate) fn publishing<T>(&self, ino: u64, file: &OpenFile, publish: impl FnOnce() -> T) -> T {
+        if !file.unpublished() {
+            return publish();
+        }
+        self.fresh.lock().forget(ino);
+        let r = publish();
+        self.fresh.lock().forget(ino);
+        r
     }
 
     /// `truncate`/`ftruncate`, `chmod`, `chown` and `utimens`.

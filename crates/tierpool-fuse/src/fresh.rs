@@ -209,16 +209,15 @@ mod tests {
             assert_eq!(f.opened_left(5, t0), None);
         }
         // A fetch that crossed a change is not kept, and drops what an earlier open left.
-        let e = f.epoch();
-        f.opened(e, 7, t0);
         let late = f.epoch();
         f.forget(8);
         f.opened(late, 7, t0);
-        let e = f.epoch();
-        f.opened(late, 7, t0);
         assert_eq!(f.opened_left(7, t0), None);
+        let e = f.epoch();
         f.opened(e, 7, t0);
         assert!(f.opened_left(7, t0).is_some());
+        f.opened(late, 7, t0);
+        assert_eq!(f.opened_left(7, t0), None, "dropped by the crossed fetch");
     }
 
     #[test]

@@ -7,6 +7,7 @@ use crate::cache::ChunkCache;
 use crate::errno::errno;
 use crate::fresh::Fresh;
 use crate::names::Names;
+use crate::namespace::Listing;
 use crate::open_file::{Io, OpenFile};
 use crate::xattr;
 use fuser::{
@@ -55,15 +56,6 @@ pub(crate) struct OpenHandle {
 
 /// Open files by inode, with the number of handles open on each.
 pub(crate) type OpenFiles = HashMap<u64, (Arc<OpenFile>, usize)>;
-/// An open directory's entries: inode, kind, name, from `.` and `..` on;
-/// with the inodes they were read with (not beneath `.snapshots`), when,
-/// and at which epoch of `fresh`.
-pub(crate) struct Listing {
-    pub entries: Vec<(u64, fuser::FileType, String)>,
-    /// Of the entries after `.` and `..`, in order.
-    pub infos: Option<Vec<InodeInfo>>,
-    pub read: (Instant, u64),
-}
 
 /// The file system: see the crate documentation.
 pub struct TierpoolFs {
@@ -81,8 +73,6 @@ pub struct TierpoolFs {
     next_fh: AtomicU64,
     /// The kernel maps files opened with `direct_io` (see `open_flags`).
     direct_mmap: AtomicBool,
-    /// The kernel asks for listings with attributes (readdirplus).
-    pub(crate) readdirplus: AtomicBool,
     /// Renews the holds on open inodes while the mount lives.
     holds: Option<Background>,
 }
@@ -106,7 +96,6 @@ impl TierpoolFs {
             fresh: Mutex::new(Fresh::new(TTL)),
             next_fh: AtomicU64::new(1),
             direct_mmap: AtomicBool::new(false),
-            readdirplus: AtomicBool::new(false),
             holds: None,
         };
         fs.holds = Some(fs.start_holds());
@@ -235,11 +224,10 @@ impl Filesystem for TierpoolFs {
         let _ = config.add_capabilities(fuser::InitFlags::FUSE_BIG_WRITES | fuser::InitFlags::FUSE_MAX_PAGES);
         let direct_mmap = config.add_capabilities(fuser::InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP).is_ok();
         self.direct_mmap.store(direct_mmap, Ordering::Relaxed);
-        // Listings carry their entries' attributes, so reading a directory
-        // and then each of its entries (`ls -l`, `tar c`, `find`) costs one
-        // round trip, not one a name.
-        let plus = config.add_capabilities(fuser::InitFlags::FUSE_DO_READDIRPLUS).is_ok();
-        self.readdirplus.store(plus, Ordering::Relaxed);
+        // Listings carry their entries' attributes (readdirplus), so reading
+        // a directory and then each of its entries (`ls -l`, `tar c`,
+        // `find`) costs a round trip per 256 entries, not one a name.
+        let _ = config.add_capabilities(fuser::InitFlags::FUSE_DO_READDIRPLUS);
         let _ = config.set_max_write(crate::attr::IO_BLOCK).or_else(|max| config.set_max_write(max));
         let _ = config.set_max_readahead(crate::attr::IO_BLOCK).or_else(|max| config.set_max_readahead(max));
         Ok(())
@@ -371,9 +359,9 @@ impl Filesystem for TierpoolFs {
                 let (i, dir) = self.block(self.io.client.link_at(InodeId(ino.0), InodeId(newparent.0), n))?;
                 self.names.lock().met(ino.0, newparent.0, n);
                 self.fresh.lock().put(epoch, [dir], Instant::now());
-                // Open here: its view takes the new link count.
+                // Open here: its view takes the new link count (its contents stay).
                 if let Some(f) = self.open_file(ino.0) {
-                    f.refresh(i.clone());
+                    f.refresh(InodeInfo { chunks: Vec::new(), ..i.clone() });
                 }
                 Ok(i)
             })
@@ -455,12 +443,16 @@ impl Filesystem for TierpoolFs {
     }
 
     fn flush(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
-        let r = self.handle(fh).and_then(|(_, f, _, _)| f.publish(&self.io).map_err(|e| errno(&e)));
+        let r = self
+            .handle(fh)
+            .and_then(|(ino, f, _, _)| self.publishing(ino, &f, || f.publish(&self.io)).map_err(|e| errno(&e)));
         reply_empty(r, reply)
     }
 
     fn fsync(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
-        let r = self.handle(fh).and_then(|(_, f, _, _)| f.sync(&self.io).map_err(|e| errno(&e)));
+        let r = self
+            .handle(fh)
+            .and_then(|(ino, f, _, _)| self.publishing(ino, &f, || f.sync(&self.io)).map_err(|e| errno(&e)));
         reply_empty(r, reply)
     }
 

@@ -3,13 +3,12 @@
 //! parent directory's inode, so no path is ever resolved here.
 
 use crate::attr::{attr, file_type};
-use crate::fs::{name_of, Listing, TierpoolFs};
+use crate::fs::{name_of, TierpoolFs};
 use fuser::{Errno, FileAttr, FileType, Request};
 use std::ffi::OsStr;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tierpool_client::{InodeInfo, InodeKind, NewNode};
-use tierpool_types::InodeId;
+use tierpool_types::{ErrorKind, InodeId};
 
 impl TierpoolFs {
     pub(crate) fn lookup_entry(&self, parent: u64, name: &OsStr) -> Result<FileAttr, Errno> {
@@ -131,66 +130,143 @@ impl TierpoolFs {
     /// Lists directory `ino` once for a whole `opendir`..`releasedir`.
     pub(crate) fn open_dir(&self, ino: u64) -> Result<u64, Errno> {
         let epoch = self.fresh.lock().epoch();
-        let client = &self.io.client;
-        let (parent, entries, infos) = match self.readdirplus.load(Ordering::Relaxed) {
-            true => {
-                let (parent, entries) = self.block(client.read_dir_plus(InodeId(ino)))?;
-                let names = entries.iter().map(|e| (e.info.id.0, file_type(e.info.kind), e.name.clone())).collect();
-                (parent, names, Some(entries.into_iter().map(|e| e.info).collect()))
-            }
-            false => {
-                let (parent, entries) = self.block(client.read_dir(InodeId(ino)))?;
-                (parent, entries.into_iter().map(|e| (e.id.0, file_type(e.kind), e.name)).collect(), None)
-            }
-        };
+        let (parent, entries) = self.block(self.io.client.read_dir(InodeId(ino)))?;
         let mut all = vec![(ino, FileType::Directory, ".".to_string()), (parent.0, FileType::Directory, "..".into())];
-        all.extend::<Vec<_>>(entries);
+        all.extend(entries.into_iter().map(|e| (e.id.0, file_type(e.kind), e.name)));
         let fh = self.new_fh();
-        self.dirs.lock().insert(fh, Listing { entries: all, infos, read: (Instant::now(), epoch) });
+        self.dirs.lock().insert(fh, Listing { entries: all, snap: false, read: (Instant::now(), epoch), attrs: None });
         Ok(fh)
     }
 
     /// The entries of open directory `fh` (`dir`) from `offset` on, as
     /// readdirplus hands them to the kernel: each with its attributes,
-    /// kept by the kernel for what is left of `TTL` since they were read
-    /// (nothing if this mount changed anything since). Every entry but
-    /// `.` and `..` counts as a lookup. A listing read without them
-    /// (beneath `.snapshots`) looks each entry up.
+    /// fetched for up to `PLUS_WINDOW` entries at a time (one request) and
+    /// kept for the next calls while they may be. The kernel keeps an
+    /// entry for what is left of `TTL` since both its name and its
+    /// attributes were read, nothing if this mount changed anything since
+    /// (a name removed here is never handed out again). Every entry but
+    /// `.` and `..` counts as a lookup; one gone since the listing was
+    /// read is left out (and nothing is answered only at the end of the
+    /// listing: that ends it). Beneath `.snapshots` each entry is looked up.
     pub(crate) fn plus_entries(&self, dir: u64, fh: u64, offset: u64) -> Result<Vec<PlusEntry>, Errno> {
-        let (window, infos, (at, epoch)) = {
+        let mut from = offset as usize;
+        loop {
+            let (out, looked) = self.plus_window(dir, fh, from)?;
+            if !out.is_empty() || looked == from {
+                return Ok(out);
+            }
+            from = looked; // all gone: on to the next ones
+        }
+    }
+
+    /// `plus_entries` of one window from `from`; and the offset after the
+    /// last entry looked at (`from` at the end of the listing).
+    fn plus_window(&self, dir: u64, fh: u64, from: usize) -> Result<(Vec<PlusEntry>, usize), Errno> {
+        let (from, window, snap, listed, cached) = {
             let dirs = self.dirs.lock();
-            let listing = dirs.get(&fh).ok_or(Errno::EBADF)?;
-            let from = (offset as usize).min(listing.entries.len());
-            let to = (from + PLUS_WINDOW).min(listing.entries.len());
-            let infos = listing.infos.as_ref().map(|i| i[from.saturating_sub(2)..to.saturating_sub(2)].to_vec());
-            (listing.entries[from..to].to_vec(), infos, listing.read)
+            let l = dirs.get(&fh).ok_or(Errno::EBADF)?;
+            let from = from.min(l.entries.len());
+            let size = if l.snap { SNAP_WINDOW } else { PLUS_WINDOW };
+            let window = l.entries[from..(from + size).min(l.entries.len())].to_vec();
+            let cached = (l.attrs.as_ref())
+                .filter(|a| a.from <= from && from < a.from + a.infos.len())
+                .map(|a| (a.infos[from - a.from..].to_vec(), a.read));
+            (from, window, l.snap, l.read, cached)
         };
-        let ttl = self.fresh.lock().left(epoch, at, Instant::now());
-        let mut infos = infos.map(Vec::into_iter);
+        let now = Instant::now();
+        let usable = |(_, (at, epoch)): &(Vec<Option<InodeInfo>>, (Instant, u64))| {
+            !self.fresh.lock().left(*epoch, *at, now).is_zero()
+        };
+        let (infos, read) = match cached.filter(usable) {
+            Some(c) => c,
+            None if snap => (Vec::new(), listed),
+            None => {
+                let infos = self.fetch_attrs(from, &window)?;
+                if let Some(l) = self.dirs.lock().get_mut(&fh) {
+                    l.attrs = Some(Attrs { from, infos: infos.0.clone(), read: infos.1 });
+                }
+                infos
+            }
+        };
+        let ttl = {
+            let (fresh, now) = (self.fresh.lock(), Instant::now());
+            fresh.left(listed.1, listed.0, now).min(fresh.left(read.1, read.0, now))
+        };
         let mut out = Vec::with_capacity(window.len());
+        let mut looked = from;
         for (i, (child, kind, name)) in window.into_iter().enumerate() {
-            let next = offset + i as u64 + 1;
-            if next <= 2 {
+            let next = (from + i + 1) as u64;
+            if from + i < 2 {
                 // The kernel takes nothing of `.` and `..` but their numbers and kinds.
                 let attr = FileAttr { ino: fuser::INodeNo(child), kind, ..crate::attr::absent() };
                 out.push(PlusEntry { name, attr, ttl: Duration::ZERO, next, counts: false });
-                continue;
-            }
-            match infos.as_mut().and_then(Iterator::next) {
-                Some(info) => out.push(PlusEntry { attr: self.attr_of(&info), name, ttl, next, counts: true }),
-                None => match self.lookup_entry(dir, OsStr::new(&name)) {
+            } else if snap {
+                match self.lookup_entry(dir, OsStr::new(&name)) {
                     Ok(attr) => out.push(PlusEntry { name, attr, ttl: crate::fs::TTL, next, counts: false }),
                     Err(e) if e == Errno::ENOENT => {} // gone since the listing was read
                     Err(e) => return Err(e),
-                },
+                }
+            } else {
+                match infos.get(i) {
+                    None => break,   // beyond what was fetched: the kernel asks again from here
+                    Some(None) => {} // gone since the listing was read
+                    Some(Some(info)) => out.push(PlusEntry { attr: self.attr_of(info), name, ttl, next, counts: true }),
+                }
             }
+            looked = next as usize;
         }
-        Ok(out)
+        Ok((out, looked))
+    }
+
+    /// The attributes of the entries of `window` (entries `from` on of a
+    /// listing), in one request: `None` for `.`, `..` and an entry gone.
+    fn fetch_attrs(&self, from: usize, window: &[(u64, FileType, String)]) -> Result<AttrsRead, Errno> {
+        let epoch = self.fresh.lock().epoch();
+        let dots = 2usize.saturating_sub(from).min(window.len());
+        let ids: Vec<InodeId> = window[dots..].iter().map(|(child, _, _)| InodeId(*child)).collect();
+        let got = match ids.is_empty() {
+            true => Vec::new(),
+            false => self.block(self.io.client.stat_inodes(ids))?,
+        };
+        let mut infos = vec![None; dots];
+        for r in got {
+            infos.push(match r {
+                Ok(info) => Some(info),
+                Err(e) if e.kind == ErrorKind::NotFound => None,
+                Err(e) => return Err(crate::errno::errno(&e)),
+            });
+        }
+        Ok((infos, (Instant::now(), epoch)))
     }
 }
 
-/// Entries looked at by one readdirplus: more than fit in its reply.
+/// An open directory: its entries (inode, kind, name, from `.` and `..`
+/// on) as read when it was opened, when and at which epoch of `fresh`,
+/// and the attributes last fetched for some of them.
+pub(crate) struct Listing {
+    pub entries: Vec<(u64, FileType, String)>,
+    /// Beneath `.snapshots`: entries are looked up one by one.
+    pub snap: bool,
+    pub read: (Instant, u64),
+    pub attrs: Option<Attrs>,
+}
+
+/// Attributes of entries `from..from + infos.len()` of a listing (`None`:
+/// `.`, `..`, or gone), when they were read and at which epoch.
+pub(crate) struct Attrs {
+    from: usize,
+    infos: Vec<Option<InodeInfo>>,
+    read: (Instant, u64),
+}
+
+type AttrsRead = (Vec<Option<InodeInfo>>, (Instant, u64));
+
+/// Entries whose attributes one readdirplus fetches (at most `MAX_BATCH`):
+/// more than fit in its reply, kept for the calls after it.
 const PLUS_WINDOW: usize = 256;
+/// Entries one readdirplus beneath `.snapshots` looks up one by one: about
+/// what fits in its reply.
+const SNAP_WINDOW: usize = 32;
 
 /// One entry of a readdirplus reply.
 pub(crate) struct PlusEntry {

@@ -301,6 +301,12 @@ impl OpenFile {
 
     /// `fsync`: publishes, then, of a file that writes back (its own mode,
     /// else its attachment's), writes it to its under-store before returning.
+    /// Whether it holds changes (bytes or attributes) a publish would make.
+    pub fn unpublished(&self) -> bool {
+        let g = self.inner.lock();
+        !g.unlinked && (g.state.changed() || g.pending != InodeChange::default())
+    }
+
     pub fn sync(&self, io: &Io) -> Result<()> {
         self.publish(io)?;
         let (inode, below) = {

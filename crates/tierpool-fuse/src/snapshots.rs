@@ -133,7 +133,7 @@ impl TierpoolFs {
         drop(snaps);
         let fh = self.new_fh();
         let read = (std::time::Instant::now(), epoch);
-        self.dirs.lock().insert(fh, crate::fs::Listing { entries: all, infos: None, read });
+        self.dirs.lock().insert(fh, crate::namespace::Listing { entries: all, snap: true, read, attrs: None });
         Ok(fh)
     }
 

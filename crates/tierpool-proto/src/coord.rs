@@ -31,10 +31,12 @@ pub enum CoordRequest {
     StatInode { id: InodeId, chunks: bool },
     /// The entries of directory `id` and the directory holding it: `Names`.
     ReadDir { id: InodeId },
-    /// `ReadDir` with each entry's inode as `StatInode` gives it without
-    /// chunks, read at one moment: `Listing`. A file system hands them to
-    /// the kernel with the names, sparing a lookup of each.
-    ReadDirPlus { id: InodeId },
+    /// The live inodes `ids` as `StatInode` gives them without chunk
+    /// lists, read at one moment: `Infos`, one result per inode in order
+    /// (`NotFound` for one with no name left). At most [`MAX_BATCH`]. A
+    /// file system hands them to the kernel with a listing's names,
+    /// sparing a lookup of each.
+    StatInodes { ids: Vec<InodeId> },
     /// Client `session` has these inodes open: their chunks must outlive
     /// their names. Replaces the session's earlier set; lapses unless
     /// renewed within the hold period. `Done`.
@@ -92,7 +94,7 @@ pub enum CoordRequest {
     TxRenew { session: u64, txs: Vec<u64> },
 }
 
-/// Most ops of a `MetaMany`, paths of a `StatMany` or inodes of a `MetaStat`.
+/// Most ops of a `MetaMany`, paths of a `StatMany` or inodes of a `MetaStat` or `StatInodes`.
 pub const MAX_BATCH: usize = 1024;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -114,11 +116,6 @@ pub enum CoordResponse {
     Names {
         parent: InodeId,
         entries: Vec<DirName>,
-    },
-    /// The entries of a directory with their inodes, and the directory holding it.
-    Listing {
-        parent: InodeId,
-        entries: Vec<DirEntry>,
     },
     Fsck(Vec<FsckEntry>),
     Attachments(Vec<AttachedDir>),

@@ -274,53 +274,112 @@ fn a_listing_gives_each_entry_the_attributes_the_pool_has_and_this_mounts_change
     let pool = Pool::start(1, "16MiB", "64MiB");
     let (m, other) = (Mount::new(&pool, "mnt"), Mount::new(&pool, "other"));
     fs::create_dir(m.p("d")).unwrap();
-    // Sizes and modes that differ from entry to entry, so an attribute
-    // handed to the kernel with the wrong name would show.
-    for i in 0..40u32 {
-        fs::write(other.p(&format!("d/f{i:02}")), vec![b'x'; i as usize * 7]).unwrap();
-        fs::set_permissions(other.p(&format!("d/f{i:02}")), fs::Permissions::from_mode(0o600 + i % 8)).unwrap();
+    // More entries than one fetch of attributes takes (256), with sizes and
+    // modes that differ from entry to entry, so an attribute handed to the
+    // kernel with the wrong name would show.
+    const FILES: usize = 300;
+    for i in 0..FILES {
+        fs::write(other.p(&format!("d/f{i:03}")), vec![b'x'; i * 7]).unwrap();
+        fs::set_permissions(other.p(&format!("d/f{i:03}")), fs::Permissions::from_mode(0o600 + i as u32 % 8)).unwrap();
     }
     fs::create_dir(other.p("d/sub")).unwrap();
-    std::os::unix::fs::symlink("f01", other.p("d/link")).unwrap();
-    let pool_view = |p: &str| -> serde_json::Value { serde_json::from_str(&pool.ok(&["stat", "--json", p])).unwrap() };
+    std::os::unix::fs::symlink("f001", other.p("d/link")).unwrap();
     let check = |what: &str| {
-        let mut names: Vec<String> =
-            fs::read_dir(m.p("d")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
-        names.sort();
-        assert_eq!(names.len(), 42, "{what}");
-        for name in names {
-            let (md, st) = (fs::symlink_metadata(m.p(&format!("d/{name}"))).unwrap(), pool_view(&format!("/d/{name}")));
-            let shown = (md.ino(), md.size(), md.mode() & 0o7777, md.nlink());
-            let kept = (
-                st["inode"].as_u64().unwrap(),
-                st["size"].as_u64().unwrap(),
-                u32::from_str_radix(st["mode"].as_str().unwrap(), 8).unwrap() & 0o7777,
-                st["nlink"].as_u64().unwrap(),
-            );
-            assert_eq!(shown, kept, "{what}: d/{name}");
-        }
+        let kept: serde_json::Value = serde_json::from_str(&pool.ok(&["ls", "--json", "/d"])).unwrap();
+        let kept: std::collections::BTreeMap<String, (u64, u64, u32, u64)> = (kept.as_array().unwrap().iter())
+            .map(|e| {
+                let mode = u32::from_str_radix(e["mode"].as_str().unwrap(), 8).unwrap() & 0o7777;
+                let v = (e["inode"].as_u64().unwrap(), e["size"].as_u64().unwrap(), mode, e["nlink"].as_u64().unwrap());
+                (e["name"].as_str().unwrap().to_string(), v)
+            })
+            .collect();
+        let shown: std::collections::BTreeMap<String, (u64, u64, u32, u64)> = fs::read_dir(m.p("d"))
+            .unwrap()
+            .map(|e| {
+                let name = e.unwrap().file_name().into_string().unwrap();
+                let md = fs::symlink_metadata(m.p(&format!("d/{name}"))).unwrap();
+                (name, (md.ino(), md.size(), md.mode() & 0o7777, md.nlink()))
+            })
+            .collect();
+        assert_eq!(shown.len(), FILES + 2, "{what}");
+        assert_eq!(shown, kept, "{what}");
     };
     check("another client's files");
-    // This mount's own change between the reading of a listing and its entries.
+    // This mount's own changes between the reading of a listing and its entries.
     let listing = fs::read_dir(m.p("d")).unwrap();
-    fs::set_permissions(m.p("d/f03"), fs::Permissions::from_mode(0o640)).unwrap();
-    fs::hard_link(m.p("d/f04"), m.p("d/f04-again")).unwrap();
-    assert_eq!(listing.count(), 42, "the entries as the directory was opened");
-    assert_eq!(fs::metadata(m.p("d/f03")).unwrap().mode() & 0o7777, 0o640);
-    assert_eq!(fs::metadata(m.p("d/f04")).unwrap().nlink(), 2);
-    fs::remove_file(m.p("d/f04-again")).unwrap();
+    fs::set_permissions(m.p("d/f003"), fs::Permissions::from_mode(0o640)).unwrap();
+    fs::hard_link(m.p("d/f004"), m.p("d/f004-again")).unwrap();
+    fs::rename(m.p("d/f005"), m.p("d/g005")).unwrap();
+    assert_eq!(listing.count(), FILES + 2, "the names as the directory was opened");
+    assert_eq!(fs::metadata(m.p("d/f003")).unwrap().mode() & 0o7777, 0o640);
+    assert_eq!(fs::metadata(m.p("d/f004")).unwrap().nlink(), 2);
+    assert_eq!(errno(fs::metadata(m.p("d/f005"))), libc::ENOENT, "a name moved away here is not handed out again");
+    assert_eq!(fs::metadata(m.p("d/g005")).unwrap().size(), 35);
+    fs::remove_file(m.p("d/f004-again")).unwrap();
+    fs::rename(m.p("d/g005"), m.p("d/f005")).unwrap();
     // Another client's changes are seen within the kernel's second.
     let _ = fs::read_dir(m.p("d")).unwrap().count();
-    fs::set_permissions(other.p("d/f05"), fs::Permissions::from_mode(0o604)).unwrap();
-    fs::write(other.p("d/f06"), b"rewritten elsewhere").unwrap();
+    fs::set_permissions(other.p("d/f006"), fs::Permissions::from_mode(0o604)).unwrap();
+    fs::write(other.p("d/f007"), b"rewritten elsewhere").unwrap();
+    fs::remove_file(other.p("d/f299")).unwrap();
+    fs::write(other.p("d/f299"), b"made again elsewhere").unwrap();
     std::thread::sleep(std::time::Duration::from_millis(1100));
     check("another client's later changes");
-    assert_eq!(fs::read(m.p("d/f06")).unwrap(), b"rewritten elsewhere");
+    assert_eq!(fs::read(m.p("d/f007")).unwrap(), b"rewritten elsewhere");
     // A file this mount is writing shows its unpublished size in a listing.
-    let mut f = fs::OpenOptions::new().write(true).open(m.p("d/f07")).unwrap();
+    let mut f = fs::OpenOptions::new().write(true).open(m.p("d/f008")).unwrap();
     f.write_all(&[b'y'; 1000]).unwrap();
     let listed = fs::read_dir(m.p("d")).unwrap().count();
-    assert_eq!((listed, fs::metadata(m.p("d/f07")).unwrap().size()), (42, 1000));
+    assert_eq!((listed, fs::metadata(m.p("d/f008")).unwrap().size()), (FILES + 2, 1000));
+    drop(f);
+    // A file published here between two reads of one listing: the
+    // attributes fetched for the rest of it are not handed out as fresh.
+    let dir = fs::File::open(m.p("d")).unwrap();
+    let first = getdents(&dir);
+    assert!(!first.is_empty() && !first.contains(&"f100".to_string()), "{first:?}");
+    let mut g = fs::OpenOptions::new().write(true).open(m.p("d/f100")).unwrap();
+    g.write_all(&[b'z'; 5000]).unwrap();
+    drop(g);
+    while !getdents(&dir).is_empty() {}
+    assert_eq!(fs::metadata(m.p("d/f100")).unwrap().size(), 5000);
+    // Entries gone since the directory was opened, more than one fetch of
+    // attributes takes in a row: the listing goes on past them.
+    let dir = fs::File::open(m.p("d")).unwrap();
+    for i in 0..290 {
+        fs::remove_file(other.p(&format!("d/f{i:03}"))).unwrap();
+    }
+    let mut names = Vec::new();
+    loop {
+        let got = getdents(&dir);
+        if got.is_empty() {
+            break;
+        }
+        names.extend(got);
+    }
+    names.sort();
+    let mut want: Vec<String> = (290..FILES).map(|i| format!("f{i:03}")).collect();
+    want.extend([".", "..", "link", "sub"].map(String::from));
+    want.sort();
+    assert_eq!(names, want);
+}
+
+/// The names of one `getdents64` of at most 512 bytes from `dir`: a part
+/// of a listing, as a program reading it slowly gets it.
+fn getdents(dir: &fs::File) -> Vec<String> {
+    use std::os::fd::AsRawFd;
+    let mut buf = [0u8; 512];
+    let n = unsafe { libc::syscall(libc::SYS_getdents64, dir.as_raw_fd(), buf.as_mut_ptr(), buf.len()) };
+    assert!(n >= 0, "getdents64: {}", std::io::Error::last_os_error());
+    let (mut at, mut names) = (0usize, Vec::new());
+    while at < n as usize {
+        // struct linux_dirent64: ino u64, off i64, reclen u16, type u8, name
+        let reclen = u16::from_ne_bytes([buf[at + 16], buf[at + 17]]) as usize;
+        let name = &buf[at + 19..at + reclen];
+        let end = name.iter().position(|b| *b == 0).unwrap_or(name.len());
+        names.push(String::from_utf8_lossy(&name[..end]).into_owned());
+        at += reclen;
+    }
+    names
 }
 
 #[test]

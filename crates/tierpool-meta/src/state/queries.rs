@@ -64,13 +64,6 @@ impl MetaState {
             .collect())
     }
 
-    /// The entries of directory `id` with their inodes as `stat` shows
-    /// them, without a file's chunk list.
-    pub fn read_dir_plus(&self, id: InodeId) -> Result<Vec<DirEntry>> {
-        let names = self.read_dir(id)?;
-        Ok(names.into_iter().map(|e| DirEntry { info: self.info_with(e.id, false), name: e.name }).collect())
-    }
-
     /// The directory holding directory `id` (the root holds itself).
     pub fn parent_of(&self, id: InodeId) -> Result<InodeId> {
         let n = self.live(id)?;

@@ -393,7 +393,7 @@ fn coord(sample: &CoordRequest) -> BoxedStrategy<CoordRequest> {
         C::Lookup { .. } => (inode(), text()).prop_map(|(parent, name)| C::Lookup { parent, name }).boxed(),
         C::StatInode { .. } => (inode(), any::<bool>()).prop_map(|(id, chunks)| C::StatInode { id, chunks }).boxed(),
         C::ReadDir { .. } => inode().prop_map(|id| C::ReadDir { id }).boxed(),
-        C::ReadDirPlus { .. } => inode().prop_map(|id| C::ReadDirPlus { id }).boxed(),
+        C::StatInodes { .. } => many(inode()).prop_map(|ids| C::StatInodes { ids }).boxed(),
         C::Hold { .. } => (num(), many(inode())).prop_map(|(session, inodes)| C::Hold { session, inodes }).boxed(),
         C::Lease { .. } => (num(), many(inode())).prop_map(|(session, inodes)| C::Lease { session, inodes }).boxed(),
         C::Fsck { .. } => text().prop_map(|path| C::Fsck { path }).boxed(),
