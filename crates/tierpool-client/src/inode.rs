@@ -11,7 +11,7 @@ use crate::placing::Placing;
 use bytes::Bytes;
 use std::collections::BTreeMap;
 use tierpool_meta::{DirName, InodeInfo, InodeKind, MetaOp, MetaReply, NewNode};
-use tierpool_proto::{ChunkPlace, CoordRequest, CoordResponse, WorkerRequest, WorkerResponse};
+use tierpool_proto::{ChangesAnswer, ChunkPlace, CoordRequest, CoordResponse, WorkerRequest, WorkerResponse};
 use tierpool_types::{ChunkAttrs, ChunkKey, ChunkRef, Error, ErrorKind, InodeId, Priority, Result, WorkerId};
 
 /// Who a new inode belongs to: `(uid, gid)`.
@@ -65,6 +65,18 @@ impl Client {
     pub async fn stat_inodes(&self, ids: Vec<InodeId>) -> Result<Vec<Result<InodeInfo>>> {
         match self.coord(CoordRequest::StatInodes { ids }).await? {
             CoordResponse::Infos(infos) => Ok(infos),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// What changed in the pool since position `since` of change feed
+    /// `feed` (`None`: only where the feed is now), waiting up to `wait`
+    /// for a change when there is none yet: for keeping copies of names
+    /// and attributes (see `CoordRequest::Changes`).
+    pub async fn changes(&self, feed: u64, since: Option<u64>, wait: std::time::Duration) -> Result<ChangesAnswer> {
+        let wait_ms = wait.as_millis().min(u128::from(tierpool_proto::MAX_CHANGES_WAIT_MS)) as u32;
+        match self.coord(CoordRequest::Changes { feed, since, wait_ms }).await? {
+            CoordResponse::Changes(a) => Ok(a),
             other => Err(unexpected(other)),
         }
     }

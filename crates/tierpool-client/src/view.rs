@@ -48,6 +48,9 @@ pub struct StatusView {
     /// 0: fsynced before every acknowledgement), `lsn` (the last change),
     /// `synced_lsn` (the last one fsynced) and `syncs` (fsyncs since it started).
     pub metadata_log: tierpool_proto::MetadataLogStatus,
+    /// The change feed mounts follow: changes kept `from` an lsn to `next`,
+    /// in `ops` ops and `items` items, and the `followers` waiting now.
+    pub change_feed: tierpool_proto::ChangeFeedStatus,
 }
 
 /// Copies of chunks: what the pool keeps, and what is short of copies
@@ -255,6 +258,7 @@ impl StatusView {
             snapshots: s.snapshots.clone(),
             transactions: s.transactions.clone(),
             metadata_log: s.metadata_log.clone(),
+            change_feed: s.change_feed.clone(),
         }
     }
 }

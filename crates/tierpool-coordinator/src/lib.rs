@@ -19,6 +19,7 @@
 //! it, and so does the coordinator to the workers it calls.
 
 pub mod effects;
+mod feed;
 pub mod log;
 pub mod migrate;
 pub mod records;

@@ -6,6 +6,7 @@
 //! queued while `inner` is held, right after the op was applied; an op's
 //! effects are carried out only once its record is durable.
 
+use crate::feed::Feed;
 use crate::log::LogWriter;
 use crate::records::{encode_record, LogRecord};
 use crate::sweep::Swept;
@@ -20,8 +21,9 @@ use tierpool_meta::engine::{Effect, Engine, Sweep};
 use tierpool_meta::{Garbage, MetaOp, MetaReply, MetaState, Owner, TxFile, TxNs};
 use tierpool_net::{Credentials, Handler, Pool, PoolConfig};
 use tierpool_proto::{
-    AttachedDir, AttachmentStatus, CoordRequest, CoordResponse, InlineStatus, Layout, MetadataLogStatus, PoolStatus,
-    SnapshotStatus, TransactionStatus, WorkerRequest, WorkerResponse, WorkerStats, MAX_BATCH,
+    AttachedDir, AttachmentStatus, ChangeFeedStatus, ChangesAnswer, CoordRequest, CoordResponse, InlineStatus, Layout,
+    MetadataLogStatus, PoolStatus, SnapshotStatus, TransactionStatus, WorkerRequest, WorkerResponse, WorkerStats,
+    MAX_BATCH, MAX_CHANGES_WAIT_MS,
 };
 use tierpool_proto::{Worker, WorkerStatus};
 use tierpool_types::{ByteSize, ChunkKey, Error, ErrorKind, InodeId, Result, WorkerId};
@@ -51,6 +53,8 @@ struct Inner {
     /// The lsn of the last op that may have changed the partition table:
     /// the version workers order tables by (at start, the recovered lsn).
     table_version: u64,
+    /// What the latest ops changed, for clients that keep copies.
+    feed: Feed,
 }
 
 pub struct Coordinator {
@@ -75,6 +79,10 @@ pub struct Coordinator {
     /// Effects waiting for the changes they rest on to be fsynced, in lsn
     /// order (see `carry_out`).
     deferred: Mutex<VecDeque<(u64, Vec<Effect>)>>,
+    /// Wakes the `Changes` requests waiting for a change.
+    feed_wake: tokio::sync::Notify,
+    /// `Changes` requests waiting now.
+    followers: std::sync::atomic::AtomicU64,
 }
 
 /// Inode ids a recovered pool skips when its log was fsynced within a
@@ -98,11 +106,14 @@ impl Coordinator {
     ) -> Arc<Self> {
         let mut engine = Engine::new(state, cfg.engine());
         engine.set_check_writes(cfg.check_writes);
+        engine.note_changes(true);
+        // Named anew at each start: positions of an earlier run mean nothing.
+        let feed = Feed::new(now_nanos() ^ (u64::from(std::process::id()) << 32), lsn + 1);
         Arc::new_cyclic(|me| Coordinator {
             cfg,
             me: me.clone(),
             started: Instant::now(),
-            inner: Mutex::new(Inner { engine, lsn, since_snapshot: 0, table_version: lsn }),
+            inner: Mutex::new(Inner { engine, lsn, since_snapshot: 0, table_version: lsn, feed }),
             log,
             stats: Mutex::new(HashMap::new()),
             pools: Mutex::new(HashMap::new()),
@@ -112,6 +123,8 @@ impl Coordinator {
             reclaim_wake: tokio::sync::Notify::new(),
             migrate_wake: tokio::sync::Notify::new(),
             deferred: Mutex::new(VecDeque::new()),
+            feed_wake: tokio::sync::Notify::new(),
+            followers: Default::default(),
         })
     }
 
@@ -212,6 +225,11 @@ impl Coordinator {
         if effects.contains(&Effect::Placement) {
             g.table_version = lsn;
         }
+        let changes = g.engine.take_changes();
+        if !changes.is_empty() {
+            g.feed.record(lsn, changes);
+            self.feed_wake.notify_waiters();
+        }
         let mut bytes = Vec::new();
         encode_record(&LogRecord { lsn, time, owner, op }, &mut bytes);
         self.log.append(bytes, lsn);
@@ -228,6 +246,26 @@ impl Coordinator {
         self.log.wait_durable(lsn).await?;
         self.carry_out(effects, lsn);
         Ok(reply)
+    }
+
+    /// The changes since `since` of feed `feed`, waiting up to `wait` for
+    /// one when there is none yet.
+    async fn changes(&self, feed: u64, since: Option<u64>, wait: Duration) -> ChangesAnswer {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            // Listening before looking: a change recorded in between wakes it.
+            let woken = self.feed_wake.notified();
+            let mut woken = std::pin::pin!(woken);
+            woken.as_mut().enable();
+            let a = self.inner.lock().feed.read(feed, since);
+            if a.lost || !a.inodes.is_empty() || !a.entries.is_empty() || since.is_none() {
+                return a;
+            }
+            let _waiting = Following::of(&self.followers);
+            if tokio::time::timeout_at(deadline, woken).await.is_err() {
+                return a;
+            }
+        }
     }
 
     /// Runs a read-only query and waits until what it saw is durable.
@@ -476,6 +514,11 @@ impl Coordinator {
                 lsn: g.lsn,
                 synced_lsn: self.log.synced(),
                 syncs: self.log.syncs(),
+            },
+            change_feed: {
+                let (from, next, ops, items) = g.feed.extent();
+                let followers = self.followers.load(std::sync::atomic::Ordering::Relaxed);
+                ChangeFeedStatus { from, next, ops, items, followers }
             },
         }
     }
@@ -788,6 +831,9 @@ impl Coordinator {
                 self.inner.lock().engine.tx_abort(session, tx);
                 Ok(CoordResponse::Done)
             }
+            CoordRequest::Changes { feed, since, wait_ms } => Ok(CoordResponse::Changes(
+                self.changes(feed, since, Duration::from_millis(wait_ms.min(MAX_CHANGES_WAIT_MS).into())).await,
+            )),
             CoordRequest::TxRenew { session, txs } => {
                 self.inner.lock().engine.tx_renew(session, &txs, self.now())?;
                 Ok(CoordResponse::Done)
@@ -828,6 +874,22 @@ fn drain_fits(id: WorkerId, drained: &WorkerStats, others: &[&WorkerStats]) -> R
         ));
     }
     Ok(())
+}
+
+/// A `Changes` request counted among the followers while it waits.
+struct Following<'a>(&'a std::sync::atomic::AtomicU64);
+
+impl<'a> Following<'a> {
+    fn of(n: &'a std::sync::atomic::AtomicU64) -> Following<'a> {
+        n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Following(n)
+    }
+}
+
+impl Drop for Following<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 #[cfg(test)]

@@ -168,7 +168,11 @@ impl TierpoolFs {
         }
         self.fresh.lock().forget(ino);
         let r = publish();
-        self.fresh.lock().forget(ino);
+        // What the publish left (the feed brings it back as a change).
+        let left = file.info();
+        let mut fresh = self.fresh.lock();
+        fresh.forget(ino);
+        fresh.own(&left);
         r
     }
 

@@ -23,12 +23,15 @@
 //! The attributes a directory listing was read with (readdirplus) are
 //! handed to the kernel on the same terms ([`Fresh::left`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 use tierpool_client::InodeInfo;
 
 /// Entries beyond which expired ones are swept out.
 const SWEEP_ABOVE: usize = 1024;
+/// Own changes remembered at most (then forgotten: their notifications
+/// are only passed on to the kernel, which is never wrong).
+const OWN_MAX: usize = 65_536;
 
 pub struct Fresh {
     ttl: Duration,
@@ -38,11 +41,14 @@ pub struct Fresh {
     opened: HashMap<u64, (Instant, u64)>,
     /// Bumped by every change noted here.
     epoch: u64,
+    /// Inodes with the `ctime` this mount's changes left them with (for
+    /// telling its own changes in the pool's feed, `watch.rs`).
+    own: HashSet<(u64, u64)>,
 }
 
 impl Fresh {
     pub fn new(ttl: Duration) -> Fresh {
-        Fresh { ttl, entries: HashMap::new(), opened: HashMap::new(), epoch: 0 }
+        Fresh { ttl, entries: HashMap::new(), opened: HashMap::new(), epoch: 0, own: HashSet::new() }
     }
 
     /// To pass to [`Fresh::put`] with the answer of a change starting now.
@@ -61,6 +67,7 @@ impl Fresh {
             self.entries.retain(|_, (_, at)| now.duration_since(*at) < ttl);
         }
         for info in infos {
+            self.own(&info);
             match crossed {
                 true => self.entries.remove(&info.id.0),
                 false => self.entries.insert(info.id.0, (info, now)),
@@ -102,6 +109,31 @@ impl Fresh {
         match epoch == self.epoch {
             true => self.ttl.saturating_sub(now.duration_since(at)),
             false => Duration::ZERO,
+        }
+    }
+
+    /// `info` is as a change this mount made left it.
+    pub fn own(&mut self, info: &InodeInfo) {
+        if self.own.len() >= OWN_MAX {
+            self.own.clear();
+        }
+        self.own.insert((info.id.0, info.ctime));
+    }
+
+    /// Whether `ino` with `ctime` is as one of this mount's changes left it.
+    pub fn is_own(&self, ino: u64, ctime: u64) -> bool {
+        ctime != 0 && self.own.contains(&(ino, ctime))
+    }
+
+    /// Other clients changed `inos`: what was given of them is stale, and
+    /// attributes read before may be.
+    pub fn changed(&mut self, inos: &[u64]) {
+        if inos.is_empty() {
+            return;
+        }
+        self.epoch += 1;
+        for ino in inos {
+            self.entries.remove(ino);
         }
     }
 
@@ -231,6 +263,35 @@ mod tests {
         f.forget(3);
         assert_eq!(f.left(e, t0, t0), Duration::ZERO, "a change was noted since");
         assert_eq!(f.left(f.epoch(), t0, t0), ms(1000));
+    }
+
+    #[test]
+    fn own_changes_are_known_by_the_ctime_they_left_and_other_clients_changes_drop_what_was_given() {
+        let t0 = Instant::now();
+        let mut f = Fresh::new(Duration::from_secs(1));
+        let at = |id, ctime| InodeInfo { ctime, ..dir(id, 0) };
+        put(&mut f, at(5, 100), t0);
+        f.own(&at(6, 200));
+        assert!(f.is_own(5, 100) && f.is_own(6, 200), "what a change here left");
+        assert!(!f.is_own(5, 101), "a later change, by anyone");
+        assert!(!f.is_own(7, 100), "never changed here");
+        assert!(
+            !f.is_own(8, 0) && {
+                f.own(&at(8, 0));
+                !f.is_own(8, 0)
+            },
+            "a removed inode is no one's"
+        );
+        f.own(&at(6, 300));
+        assert!(f.is_own(6, 200) && f.is_own(6, 300), "each change here");
+        // Another client changes 5: the attributes given are dropped, and
+        // a request that began before is told so by the epoch.
+        let e = f.epoch();
+        f.changed(&[]);
+        assert_eq!(f.epoch(), e, "nothing changed: nothing dropped");
+        f.changed(&[5]);
+        assert_ne!(f.epoch(), e);
+        assert_eq!(f.take(5, t0), None);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use crate::fresh::Fresh;
 use crate::names::Names;
 use crate::namespace::Listing;
 use crate::open_file::{Io, OpenFile};
+use crate::watch::Watch;
 use crate::xattr;
 use fuser::{
     Errno, FileAttr, FileHandle, Filesystem, FopenFlags, Generation, INodeNo, LockOwner, OpenFlags, RenameFlags,
@@ -26,8 +27,9 @@ use tierpool_client::{Background, Client, InodeInfo, Step};
 use tierpool_types::{ByteSize, InodeId};
 use tokio::runtime::Handle;
 
-/// How long the kernel may keep attributes and names (short: other clients
-/// change the namespace too).
+/// How long the kernel may keep attributes and names when the mount does
+/// not follow the pool's changes (short: other clients change the
+/// namespace too); see `watch.rs` for when it may keep them longer.
 pub(crate) const TTL: Duration = Duration::from_secs(1);
 /// Block size `statfs` reports.
 pub(crate) const BLOCK: u32 = 4096;
@@ -65,11 +67,13 @@ pub struct TierpoolFs {
     /// Listings of open directories.
     pub(crate) dirs: Mutex<HashMap<u64, Listing>>,
     /// Where each inode the kernel knows was met (for the ops that take a path).
-    pub(crate) names: Mutex<Names>,
+    pub(crate) names: Arc<Mutex<Names>>,
     /// Entries beneath `.snapshots` the kernel was given, by number.
     pub(crate) snaps: Mutex<crate::snapshots::SnapInodes>,
     /// Directories as this mount's last change in each left them.
-    pub(crate) fresh: Mutex<Fresh>,
+    pub(crate) fresh: Arc<Mutex<Fresh>>,
+    /// Whether the kernel may keep answers long (see `watch.rs`).
+    pub(crate) watch: Arc<Watch>,
     next_fh: AtomicU64,
     /// The kernel maps files opened with `direct_io` (see `open_flags`).
     direct_mmap: AtomicBool,
@@ -91,15 +95,21 @@ impl TierpoolFs {
             files: Arc::default(),
             handles: Mutex::new(HashMap::new()),
             dirs: Mutex::new(HashMap::new()),
-            names: Mutex::default(),
+            names: Arc::default(),
             snaps: Mutex::default(),
-            fresh: Mutex::new(Fresh::new(TTL)),
+            fresh: Arc::new(Mutex::new(Fresh::new(TTL))),
+            watch: Arc::default(),
             next_fh: AtomicU64::new(1),
             direct_mmap: AtomicBool::new(false),
             holds: None,
         };
         fs.holds = Some(fs.start_holds());
         fs
+    }
+
+    /// What following the pool's changes takes (see [`crate::watch::follow`]).
+    pub(crate) fn watch_parts(&self) -> crate::watch::Parts {
+        crate::watch::parts_of(&self.io.client, &self.io.rt, &self.watch, &self.fresh, &self.names)
     }
 
     /// Renews this mount's holds on its open inodes every `HOLD_EVERY`,
@@ -204,9 +214,9 @@ fn open_flags(flags: i32, direct_mmap: bool) -> FopenFlags {
     }
 }
 
-fn reply_entry(r: Result<FileAttr, Errno>, reply: ReplyEntry) {
+fn reply_entry(r: Result<FileAttr, Errno>, ttl: Duration, reply: ReplyEntry) {
     match r {
-        Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+        Ok(a) => reply.entry(&ttl, &a, Generation(0)),
         Err(e) => reply.error(e),
     }
 }
@@ -234,11 +244,13 @@ impl Filesystem for TierpoolFs {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let began = Instant::now();
         match self.lookup_entry(parent.0, name) {
             // A name that is not there is remembered by the kernel as long
             // as one that is (a negative entry: node 0): creating a file
             // then costs no lookup. This mount's own creates, renames and
-            // links replace it at once; another client's within `TTL`.
+            // links replace it at once; another client's within `TTL` (the
+            // feed does not know what the kernel keeps as missing).
             // (Not beneath `.snapshots`, which snapshots change.)
             Err(e)
                 if e == Errno::ENOENT
@@ -247,7 +259,12 @@ impl Filesystem for TierpoolFs {
             {
                 reply.entry(&TTL, &crate::attr::absent(), Generation(0))
             }
-            r => reply_entry(r, reply),
+            // Snapshots come and go without a change to any inode: not
+            // followed by the feed.
+            r if crate::snapshots::is_snap(parent.0) || name == crate::snapshots::SNAPSHOTS => {
+                reply_entry(r, TTL, reply)
+            }
+            r => reply_entry(r, self.watch.ttl(began), reply),
         }
     }
 
@@ -256,6 +273,7 @@ impl Filesystem for TierpoolFs {
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        let began = Instant::now();
         // The re-read the kernel makes of a directory this mount just changed.
         if let Some((i, left)) = self.fresh.lock().take(ino.0, Instant::now()) {
             return reply.attr(&left, &attr(&i));
@@ -266,7 +284,8 @@ impl Filesystem for TierpoolFs {
             return reply.attr(&left, &attr(&f.info()));
         }
         match self.inode(ino.0) {
-            Ok(i) => reply.attr(&TTL, &attr(&i)),
+            Ok(i) if crate::snapshots::is_snap(ino.0) => reply.attr(&TTL, &attr(&i)),
+            Ok(i) => reply.attr(&self.watch.ttl(began), &attr(&i)),
             Err(e) => reply.error(e),
         }
     }
@@ -289,12 +308,18 @@ impl Filesystem for TierpoolFs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
+        let began = Instant::now();
         let change = tierpool_client::InodeChange { mode, uid, gid, atime: atime.map(ns), mtime: mtime.map(ns) };
         self.fresh.lock().forget(ino.0);
         let changed = self.writable(ino.0).and_then(|()| self.set_attr(ino.0, &change, size));
-        self.fresh.lock().forget(ino.0);
+        let mut fresh = self.fresh.lock();
+        fresh.forget(ino.0);
+        if let Ok(i) = &changed {
+            fresh.own(i);
+        }
+        drop(fresh);
         match changed {
-            Ok(i) => reply.attr(&TTL, &attr(&i)),
+            Ok(i) => reply.attr(&self.watch.ttl(began), &attr(&i)),
             Err(e) => reply.error(e),
         }
     }
@@ -308,16 +333,15 @@ impl Filesystem for TierpoolFs {
     }
 
     fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
-        reply_entry(
-            self.writable(parent.0).and_then(|()| self.make_node(req, parent.0, name, mode & !umask, rdev)),
-            reply,
-        )
+        let began = Instant::now();
+        let made = self.writable(parent.0).and_then(|()| self.make_node(req, parent.0, name, mode & !umask, rdev));
+        reply_entry(made, self.watch.ttl(began), reply)
     }
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
-        let node = tierpool_client::NewNode::Dir;
+        let (began, node) = (Instant::now(), tierpool_client::NewNode::Dir);
         let made = self.writable(parent.0).and_then(|()| self.make(req, parent.0, name, node, mode & !umask));
-        reply_entry(made.map(|i| attr(&i)), reply)
+        reply_entry(made.map(|i| attr(&i)), self.watch.ttl(began), reply)
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -329,11 +353,12 @@ impl Filesystem for TierpoolFs {
     }
 
     fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
+        let began = Instant::now();
         let made = self.writable(parent.0).and_then(|()| target.to_str().ok_or(Errno::EINVAL)).and_then(|t| {
             let node = tierpool_client::NewNode::Symlink { target: t.to_string() };
             self.make(req, parent.0, link_name, node, 0o777)
         });
-        reply_entry(made.map(|i| attr(&i)), reply)
+        reply_entry(made.map(|i| attr(&i)), self.watch.ttl(began), reply)
     }
 
     fn rename(
@@ -352,13 +377,17 @@ impl Filesystem for TierpoolFs {
     }
 
     fn link(&self, _req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
+        let began = Instant::now();
         let linked = (self.writable(ino.0).and_then(|()| self.writable(newparent.0)))
             .and_then(|()| name_of(newname))
             .and_then(|n| {
                 let epoch = self.fresh.lock().epoch();
                 let (i, dir) = self.block(self.io.client.link_at(InodeId(ino.0), InodeId(newparent.0), n))?;
                 self.names.lock().met(ino.0, newparent.0, n);
-                self.fresh.lock().put(epoch, [dir], Instant::now());
+                let mut fresh = self.fresh.lock();
+                fresh.put(epoch, [dir], Instant::now());
+                fresh.own(&i);
+                drop(fresh);
                 // Open here: its view takes the new link count (its contents stay).
                 if let Some(f) = self.open_file(ino.0) {
                     f.refresh(InodeInfo { chunks: Vec::new(), ..i.clone() });
@@ -366,7 +395,7 @@ impl Filesystem for TierpoolFs {
                 Ok(i)
             })
             .map(|i| self.attr_of(&i));
-        reply_entry(linked, reply)
+        reply_entry(linked, self.watch.ttl(began), reply)
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
@@ -390,10 +419,11 @@ impl Filesystem for TierpoolFs {
         flags: i32,
         reply: ReplyCreate,
     ) {
+        let began = Instant::now();
         match self.writable(parent.0).and_then(|()| self.create_file(req, parent.0, name, mode & !umask, flags)) {
             Ok((a, fh)) => {
                 let fopen = open_flags(flags, self.direct_mmap.load(Ordering::Relaxed));
-                reply.created(&TTL, &a, Generation(0), FileHandle(fh), fopen)
+                reply.created(&self.watch.ttl(began), &a, Generation(0), FileHandle(fh), fopen)
             }
             Err(e) => reply.error(e),
         }

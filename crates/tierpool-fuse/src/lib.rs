@@ -34,6 +34,7 @@ mod names;
 mod namespace;
 mod open_file;
 mod snapshots;
+mod watch;
 mod xattr;
 
 pub use fs::{MountOptions, TierpoolFs};
@@ -45,7 +46,10 @@ pub use fs::{MountOptions, TierpoolFs};
 /// modes (`default_permissions`); mounted by another user, it serves that
 /// user only, as FUSE does by default.
 pub fn run(fs: TierpoolFs, mountpoint: &std::path::Path) -> std::io::Result<()> {
+    let parts = fs.watch_parts();
+    let at = watch::start(&parts);
     let session = fuser::spawn_mount(fs, mountpoint, &config("tierpool"))?;
+    watch::follow(parts, session.notifier(), at);
     // SAFETY: a plain getter.
     let root = unsafe { libc::geteuid() } == 0;
     if root {

@@ -58,6 +58,11 @@ impl Names {
         }
     }
 
+    /// Every inode the kernel knows, with the directory and name it was last met by.
+    pub fn all(&self) -> Vec<(u64, u64, String)> {
+        self.met.iter().map(|(ino, e)| (*ino, e.parent, e.name.clone())).collect()
+    }
+
     /// The directory and name `ino` was last met by, if the kernel knows it.
     pub fn get(&self, ino: u64) -> Option<(u64, String)> {
         self.met.get(&ino).map(|e| (e.parent, e.name.clone()))

@@ -36,7 +36,9 @@ impl TierpoolFs {
         let epoch = self.fresh.lock().epoch();
         let (info, dir) = self.block(self.io.client.make_at(InodeId(parent), name, node, mode & 0o7777, owner))?;
         self.names.lock().met(info.id.0, parent, name);
-        self.fresh.lock().put(epoch, [dir], Instant::now());
+        let mut fresh = self.fresh.lock();
+        fresh.put(epoch, [dir], Instant::now());
+        fresh.own(&info);
         Ok(info)
     }
 

@@ -32,7 +32,9 @@
 
 mod attrs;
 mod before;
+mod changes;
 pub use before::{FileShape, Image};
+pub use changes::Changes;
 mod check;
 mod create;
 mod inline;
@@ -118,6 +120,9 @@ pub struct MetaState {
     /// Inodes as they were before the ops since the engine last looked
     /// changed them; not part of the state proper (see `before`).
     before: before::Before,
+    /// What the ops since the shell last looked changed; not part of the
+    /// state proper (see `changes`).
+    changes: changes::Noted,
 }
 
 /// Garbage just made: removed files' inodes and replaced chunk versions.
@@ -205,6 +210,7 @@ impl MetaState {
             subdirs: Subdirs::default(),
             fresh: Fresh::default(),
             before: before::Before::default(),
+            changes: changes::Noted::default(),
         }
     }
 

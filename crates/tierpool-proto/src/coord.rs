@@ -92,6 +92,31 @@ pub enum CoordRequest {
     /// Client `session` still runs transactions `txs`: `Done`, or
     /// `Conflict` naming one that is not open (any more).
     TxRenew { session: u64, txs: Vec<u64> },
+    /// What changed since position `since` of change feed `feed` (`None`:
+    /// only where the feed is now), waiting up to `wait_ms` (at most
+    /// [`MAX_CHANGES_WAIT_MS`]) for a change when there is none yet:
+    /// `Changes`. For clients that keep copies of names and attributes.
+    Changes { feed: u64, since: Option<u64>, wait_ms: u32 },
+}
+
+/// The longest a `Changes` request waits for a change.
+pub const MAX_CHANGES_WAIT_MS: u32 = 10_000;
+
+/// What changed since a position of the coordinator's change feed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangesAnswer {
+    /// The feed's name (new at each start of the coordinator).
+    pub feed: u64,
+    /// The position to ask from next.
+    pub next: u64,
+    /// Changes were lost (too far behind, another feed, too many at once):
+    /// drop every copy kept, then go on from `next`.
+    pub lost: bool,
+    /// Inodes changed, made or removed, each with its `ctime` after (0: gone).
+    pub inodes: Vec<(InodeId, u64)>,
+    /// Entries added or removed: directory, name, and the directory's
+    /// `ctime` after the op that changed it.
+    pub entries: Vec<(InodeId, String, u64)>,
 }
 
 /// Most ops of a `MetaMany`, paths of a `StatMany` or inodes of a `MetaStat` or `StatInodes`.
@@ -135,6 +160,7 @@ pub enum CoordResponse {
     TxCommitted {
         already: bool,
     },
+    Changes(ChangesAnswer),
 }
 
 /// A directory attached to an under-store.

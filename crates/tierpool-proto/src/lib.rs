@@ -22,11 +22,13 @@ pub mod handshake;
 pub mod status;
 pub mod worker;
 
-pub use coord::{AttachedDir, CoordRequest, CoordResponse, FsckEntry, Layout, MAX_BATCH};
+pub use coord::{
+    AttachedDir, ChangesAnswer, CoordRequest, CoordResponse, FsckEntry, Layout, MAX_BATCH, MAX_CHANGES_WAIT_MS,
+};
 pub use frame::{FrameHeader, FRAME_HEADER_LEN, MAX_HEADER_LEN, MAX_PAYLOAD_LEN, PROTOCOL_VERSION};
 pub use status::{
-    AttachmentStatus, InlineStatus, MetadataLogStatus, MigrationStatus, PoolStatus, ReplicationStatus, SnapshotStatus,
-    TransactionStatus, WorkerStats, WorkerStatus,
+    AttachmentStatus, ChangeFeedStatus, InlineStatus, MetadataLogStatus, MigrationStatus, PoolStatus,
+    ReplicationStatus, SnapshotStatus, TransactionStatus, WorkerStats, WorkerStatus,
 };
 pub use worker::{ChunkPlace, WorkerRequest, WorkerResponse};
 

@@ -64,6 +64,22 @@ pub struct PoolStatus {
     pub transactions: TransactionStatus,
     /// The coordinator's metadata log.
     pub metadata_log: MetadataLogStatus,
+    /// The change feed mounts follow.
+    pub change_feed: ChangeFeedStatus,
+}
+
+/// The change feed (`CoordRequest::Changes`): what it keeps, and who follows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangeFeedStatus {
+    /// Changes are kept from this lsn on, up to `next` (the next op's).
+    pub from: u64,
+    pub next: u64,
+    /// Ops that changed something kept, and their items (inodes and entries).
+    pub ops: u64,
+    pub items: u64,
+    /// Readers waiting for a change now (a mount following the feed waits
+    /// most of the time).
+    pub followers: u64,
 }
 
 /// The metadata log: how it is fsynced and how far.

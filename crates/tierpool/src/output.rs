@@ -95,6 +95,13 @@ pub fn status_text(v: &StatusView, bar: bool) -> String {
             l.sync_every_ms, l.synced_lsn, l.lsn
         );
     }
+    if v.change_feed.followers > 0 {
+        let f = &v.change_feed;
+        out += &format!(
+            "change feed: {} following (mounts keeping names and attributes), {} changes of the last {} ops kept\n",
+            f.followers, f.items, f.ops
+        );
+    }
     if v.transactions.open > 0 || v.transactions.tasks > 0 {
         out += &format!("transactions: {} open, {} task ids committed\n", v.transactions.open, v.transactions.tasks);
     }

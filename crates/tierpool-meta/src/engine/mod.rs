@@ -156,6 +156,7 @@ impl Engine {
             Ok(r) => r,
             Err(e) => {
                 self.state.take_before();
+                self.state.take_changes();
                 return Err(e);
             }
         };
@@ -470,6 +471,17 @@ impl Engine {
 
     /// Turns the write-write check of commits off or on (only to show that
     /// a history checker notices the lost updates it lets through).
+    /// Turns the notes of what each op changes on or off (see
+    /// [`MetaState::take_changes`]).
+    pub fn note_changes(&mut self, on: bool) {
+        self.state.note_changes(on);
+    }
+
+    /// What the ops since the last call changed.
+    pub fn take_changes(&mut self) -> crate::Changes {
+        self.state.take_changes()
+    }
+
     pub fn set_check_writes(&mut self, on: bool) {
         self.txs.set_check_writes(on);
     }

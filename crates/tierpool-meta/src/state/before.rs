@@ -83,6 +83,7 @@ impl MetaState {
     /// Notes inode `id` as it is now, unless noted already since the notes
     /// were last taken: call before any change of it or of its inline bytes.
     pub(super) fn keep_before(&mut self, id: InodeId) {
+        self.note_inode(id);
         let note = self.before.on && !self.before.images.contains_key(&id);
         let undo = self.before.undo.as_ref().is_some_and(|u| !u.contains_key(&id));
         if !note && !undo {

@@ -123,6 +123,7 @@ impl MetaState {
             subdirs: Default::default(),
             fresh: Default::default(),
             before: Default::default(),
+            changes: Default::default(),
         };
         let mut s = s;
         let dirs: Vec<InodeId> = s.inodes.iter().filter(|(_, n)| n.is_dir()).map(|(id, _)| *id).collect();

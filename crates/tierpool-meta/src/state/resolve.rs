@@ -101,6 +101,7 @@ impl MetaState {
     /// (and counts as one more subdirectory of `dir`). Link counts of
     /// files are the caller's.
     pub(super) fn link(&mut self, dir: InodeId, name: &str, id: InodeId) {
+        self.note_entry(dir, name);
         let children = self.node_mut(dir).children_mut().expect("link into a directory");
         let old = children.insert(name.to_owned(), id);
         debug_assert!(old.is_none(), "link over an existing entry {name}");
@@ -113,6 +114,7 @@ impl MetaState {
 
     /// Removes entry `name` from `dir`, returning the inode it named.
     pub(super) fn unlink(&mut self, dir: InodeId, name: &str) -> InodeId {
+        self.note_entry(dir, name);
         let children = self.node_mut(dir).children_mut().expect("unlink from a directory");
         let id = children.remove(name).expect("unlink of an existing entry");
         if self.is_dir(id) {

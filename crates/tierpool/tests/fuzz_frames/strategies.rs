@@ -423,6 +423,10 @@ fn coord(sample: &CoordRequest) -> BoxedStrategy<CoordRequest> {
             .boxed(),
         C::TxAbort { .. } => (num(), num()).prop_map(|(session, tx)| C::TxAbort { session, tx }).boxed(),
         C::TxRenew { .. } => (num(), many(num())).prop_map(|(session, txs)| C::TxRenew { session, txs }).boxed(),
+        // Short waits: a fuzzed request that waits long only slows the run.
+        C::Changes { .. } => (num(), prop::option::of(num()), 0..20u32)
+            .prop_map(|(feed, since, wait_ms)| C::Changes { feed, since, wait_ms })
+            .boxed(),
     }
 }
 

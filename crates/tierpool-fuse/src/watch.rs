@@ -1,0 +1,275 @@
+//! Keeping the kernel's names and attributes for long: the mount follows
+//! the coordinator's change feed and tells the kernel to drop what other
+//! clients change (FUSE notifications), so the kernel may keep what it is
+//! given for [`LONG`] instead of [`TTL`] and answer repeated lookups and
+//! stats itself.
+//!
+//! Invariants:
+//! - an answer is given for `LONG` only if it was fetched after the
+//!   position the mount follows the feed from was taken, and the feed
+//!   answered within [`HEALTHY`] (a poll waits at most [`POLL`]);
+//!   otherwise for `TTL`, as without the feed. So every change made after
+//!   such a fetch reaches the mount, which drops the kernel's copy: the
+//!   kernel is late by the feed's delay, not by `LONG`.
+//! - the kernel's own handling of a change holds no race with a
+//!   notification: a lookup or listing holds its directory's lock until
+//!   the entry is in place, and an entry's notification takes that lock;
+//!   attributes fetched before an inode's notification are ignored by the
+//!   kernel (it counts attribute versions).
+//! - changes this mount made itself are known by the `ctime` they left
+//!   (`Fresh::is_own`): the kernel already has them, and dropping them
+//!   would only cost lookups. A change whose answer has not come back yet
+//!   is not yet known as one's own: it is dropped, which is never wrong.
+//! - when the feed says changes were lost (the coordinator restarted, or
+//!   the mount fell too far behind), every inode and name the kernel was
+//!   given (`Names`) is dropped before answers may be kept long again.
+//!   Names missing from the pool (negative entries) and names of a hard
+//!   link other than the last met are not known here: negative entries are
+//!   given for `TTL` only, and the latter is a stated limit.
+//!
+//! Notifications are sent by a thread of their own, with no lock of this
+//! mount held: the kernel may wait, to deliver one, for a request in the
+//! same directory to finish, and that request may need the runtime the
+//! feed is read on.
+
+use crate::fresh::Fresh;
+use crate::fs::TTL;
+use crate::names::Names;
+use fuser::{INodeNo, Notifier};
+use parking_lot::Mutex;
+use std::collections::HashSet;
+use std::ffi::OsStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+use tierpool_client::{ChangesAnswer, Client};
+use tokio::runtime::Handle;
+
+/// How long the kernel keeps names and attributes while the feed is followed.
+pub(crate) const LONG: Duration = Duration::from_secs(30);
+/// The feed counts as followed this long after its last answer.
+const HEALTHY: Duration = Duration::from_secs(3);
+/// How long one poll waits for a change.
+const POLL: Duration = Duration::from_secs(1);
+/// The pause after an answer with changes, so that a busy pool's changes
+/// come a batch per request rather than one request each (the kernel
+/// learns of a change this much later at most).
+const GATHER: Duration = Duration::from_millis(20);
+/// How long a mount waits for the feed's position before it serves.
+const START_WITHIN: Duration = Duration::from_secs(2);
+/// The pause after a failed poll.
+const RETRY: Duration = Duration::from_millis(500);
+
+/// Whether answers may be kept long: see the module documentation.
+pub(crate) struct Watch {
+    base: Instant,
+    /// When the feed last answered (ns since `base`; 0: not since it failed).
+    heard: AtomicU64,
+    /// When the position followed was taken (ns since `base`; MAX: none).
+    from: AtomicU64,
+}
+
+impl Default for Watch {
+    fn default() -> Watch {
+        Watch { base: Instant::now(), heard: AtomicU64::new(0), from: AtomicU64::new(u64::MAX) }
+    }
+}
+
+impl Watch {
+    fn ns(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.base).as_nanos() as u64
+    }
+
+    /// How long the kernel may keep what a request that began at `began` fetched.
+    pub(crate) fn ttl(&self, began: Instant) -> Duration {
+        let now = self.ns(Instant::now());
+        let heard = self.heard.load(Ordering::Acquire);
+        let fresh = heard != 0 && now.saturating_sub(heard) < HEALTHY.as_nanos() as u64;
+        match fresh && self.from.load(Ordering::Acquire) <= self.ns(began) {
+            true => LONG,
+            false => TTL,
+        }
+    }
+
+    fn heard(&self, at: Instant) {
+        self.heard.store(self.ns(at).max(1), Ordering::Release);
+    }
+
+    fn failed(&self) {
+        self.heard.store(0, Ordering::Release);
+    }
+
+    fn position_taken(&self, at: Instant) {
+        self.from.store(self.ns(at), Ordering::Release);
+    }
+}
+
+/// What the poller needs of the file system, held weakly: it stops with the mount.
+pub(crate) struct Parts {
+    pub client: Client,
+    pub rt: Handle,
+    pub watch: Weak<Watch>,
+    pub fresh: Weak<Mutex<Fresh>>,
+    pub names: Weak<Mutex<Names>>,
+}
+
+/// The feed's position now, taken before the mount serves its first
+/// request (so its first answers may be kept long); `None` if the
+/// coordinator does not answer at once (the follower takes it later).
+pub(crate) fn start(parts: &Parts) -> Option<(u64, u64)> {
+    let asked = parts.client.changes(0, None, Duration::ZERO);
+    let a = parts.rt.block_on(async { tokio::time::timeout(START_WITHIN, asked).await }).ok()?.ok()?;
+    if let Some(w) = parts.watch.upgrade() {
+        let now = Instant::now();
+        w.position_taken(now);
+        w.heard(now);
+    }
+    Some((a.feed, a.next))
+}
+
+/// Follows the feed from `at` (see [`start`]) until the mount goes,
+/// telling the kernel through `notifier`.
+pub(crate) fn follow(parts: Parts, notifier: Notifier, at: Option<(u64, u64)>) {
+    let (tell, told) = std::sync::mpsc::channel::<Vec<Stale>>();
+    let sender = std::thread::Builder::new().name("fuse-notify".into()).spawn(move || {
+        for batch in told {
+            tracing::debug!("telling the kernel to drop {} inodes and names changed elsewhere", batch.len());
+            for d in batch {
+                // An entry or inode the kernel does not hold: nothing to drop.
+                let _ = match d {
+                    Stale::Inode(ino) => notifier.inval_inode(INodeNo(ino), 0, 0),
+                    Stale::Entry(dir, name) => notifier.inval_entry(INodeNo(dir), OsStr::new(&name)),
+                };
+            }
+        }
+    });
+    if let Err(e) = sender {
+        tracing::warn!("cannot follow the pool's changes (names and attributes kept for {TTL:?}): {e}");
+        return;
+    }
+    let rt = parts.rt.clone();
+    rt.spawn(async move {
+        let mut at = at;
+        let mut failing = false;
+        loop {
+            let Some(watch) = parts.watch.upgrade() else { return };
+            let (feed, since) = at.map_or((0, None), |(f, n)| (f, Some(n)));
+            let answer = parts.client.changes(feed, since, POLL).await;
+            let now = Instant::now();
+            let a = match answer {
+                Ok(a) => a,
+                Err(e) => {
+                    watch.failed();
+                    if !failing {
+                        tracing::warn!("cannot follow the pool's changes (names and attributes kept for {TTL:?}): {e}");
+                    }
+                    failing = true;
+                    drop(watch);
+                    tokio::time::sleep(RETRY).await;
+                    continue;
+                }
+            };
+            if failing {
+                tracing::info!("following the pool's changes again");
+                failing = false;
+            }
+            let (Some(fresh), Some(names)) = (parts.fresh.upgrade(), parts.names.upgrade()) else { return };
+            if since.is_none() || a.lost {
+                if a.lost {
+                    tracing::info!("changes of the pool were lost: dropping every name and attribute the kernel holds");
+                    let _ = tell.send(drop_all(&fresh, &names));
+                }
+                watch.position_taken(now);
+            } else {
+                let drops = drop_changed(&a, &fresh);
+                if !drops.is_empty() {
+                    let _ = tell.send(drops);
+                }
+            }
+            at = Some((a.feed, a.next));
+            watch.heard(now);
+            let busy = !a.inodes.is_empty() || !a.entries.is_empty();
+            drop((watch, fresh, names));
+            if busy {
+                tokio::time::sleep(GATHER).await;
+            }
+        }
+    });
+}
+
+/// What the kernel is told to drop.
+enum Stale {
+    Inode(u64),
+    Entry(u64, String),
+}
+
+/// What the kernel is to drop of what `a` changed: all but this mount's own changes.
+fn drop_changed(a: &ChangesAnswer, fresh: &Mutex<Fresh>) -> Vec<Stale> {
+    let mut fresh = fresh.lock();
+    let foreign: HashSet<u64> =
+        a.inodes.iter().filter(|(id, ctime)| !fresh.is_own(id.0, *ctime)).map(|(id, _)| id.0).collect();
+    let foreign: Vec<u64> = foreign.into_iter().collect();
+    fresh.changed(&foreign);
+    let mut drops: Vec<Stale> = foreign.into_iter().map(Stale::Inode).collect();
+    // An entry this mount changed is known by the ctime its change left the directory with.
+    for (dir, name, ctime) in &a.entries {
+        if !fresh.is_own(dir.0, *ctime) {
+            drops.push(Stale::Entry(dir.0, name.clone()));
+        }
+    }
+    drops
+}
+
+/// Every inode and name the kernel was given, to drop.
+fn drop_all(fresh: &Mutex<Fresh>, names: &Mutex<Names>) -> Vec<Stale> {
+    fresh.lock().clear();
+    let known = names.lock().all();
+    let mut drops = vec![Stale::Inode(INodeNo::ROOT.0)];
+    for (ino, parent, name) in known {
+        drops.extend([Stale::Inode(ino), Stale::Entry(parent, name)]);
+    }
+    drops
+}
+
+/// Keeps the parts alive only as long as the file system holds them.
+pub(crate) fn parts_of(
+    client: &Client,
+    rt: &Handle,
+    watch: &Arc<Watch>,
+    fresh: &Arc<Mutex<Fresh>>,
+    names: &Arc<Mutex<Names>>,
+) -> Parts {
+    Parts {
+        client: client.clone(),
+        rt: rt.clone(),
+        watch: Arc::downgrade(watch),
+        fresh: Arc::downgrade(fresh),
+        names: Arc::downgrade(names),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_kept_long_only_while_the_feed_answers_and_if_fetched_after_its_position() {
+        let ms = Duration::from_millis;
+        let w = Watch { base: Instant::now() - Duration::from_secs(60), ..Watch::default() };
+        let t0 = Instant::now();
+        assert_eq!(w.ttl(t0), TTL, "not following yet");
+        w.position_taken(t0);
+        w.heard(t0);
+        assert_eq!((w.ttl(t0), w.ttl(t0 + ms(5))), (LONG, LONG));
+        assert_eq!(w.ttl(t0 - ms(1)), TTL, "fetched before the position");
+        w.position_taken(t0 + ms(10));
+        assert_eq!(w.ttl(t0 + ms(9)), TTL, "fetched before the new position");
+        assert_eq!(w.ttl(t0 + ms(10)), LONG);
+        w.failed();
+        assert_eq!(w.ttl(t0 + ms(10)), TTL, "the feed failed");
+        w.heard(Instant::now() - HEALTHY - ms(1));
+        assert_eq!(w.ttl(t0 + ms(10)), TTL, "not heard from lately");
+        w.heard(Instant::now());
+        assert_eq!(w.ttl(t0 + ms(10)), LONG, "heard again, from the same position");
+    }
+}

@@ -1,0 +1,121 @@
+//! What the ops changed, for clients that keep copies of what they read
+//! (a mount's kernel keeps names and attributes): the inodes changed,
+//! made or removed, and the directory entries added or removed.
+//!
+//! While noting is on, every inode an op is about to change is noted (the
+//! hook `before` uses, so nothing that changes an inode escapes it), and
+//! every entry added or removed (`link` and `unlink`, which every
+//! namespace change goes through) is noted by directory and name. The
+//! shell takes the notes after each op. Like the other notes, they say
+//! what just happened, not what the state is: two states compare equal
+//! whatever they hold, and nothing of it is stored. An op that fails, or
+//! steps undone, may leave notes of inodes they did not change in the end:
+//! a reader drops a copy it did not need to, never keeps a stale one.
+
+use super::MetaState;
+use crate::Timestamp;
+use tierpool_types::InodeId;
+
+/// The notes taken since they were last taken.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Noted {
+    on: bool,
+    inodes: Vec<InodeId>,
+    entries: Vec<(InodeId, String)>,
+}
+
+impl PartialEq for Noted {
+    fn eq(&self, _: &Noted) -> bool {
+        true
+    }
+}
+
+impl Eq for Noted {}
+
+/// What ops changed, each item once, in id (then name) order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Inodes changed, made or removed, each with its `ctime` after the
+    /// ops (0: no longer live).
+    pub inodes: Vec<(InodeId, Timestamp)>,
+    /// Entries added or removed: directory, name, and the directory's
+    /// `ctime` after the ops.
+    pub entries: Vec<(InodeId, String, Timestamp)>,
+}
+
+impl Changes {
+    pub fn is_empty(&self) -> bool {
+        self.inodes.is_empty() && self.entries.is_empty()
+    }
+}
+
+impl MetaState {
+    /// Turns the notes of changes on or off (off drops any taken).
+    pub fn note_changes(&mut self, on: bool) {
+        self.changes = Noted { on, ..Noted::default() };
+    }
+
+    /// What the ops run since the last call changed.
+    pub fn take_changes(&mut self) -> Changes {
+        let mut inodes = std::mem::take(&mut self.changes.inodes);
+        let mut entries = std::mem::take(&mut self.changes.entries);
+        inodes.sort_unstable();
+        inodes.dedup();
+        entries.sort_unstable();
+        entries.dedup();
+        let ctime = |id: &InodeId| self.inodes.get(id).map_or(0, |n| n.ctime);
+        let entries = entries.into_iter().map(|(dir, name)| (dir, name, ctime(&dir))).collect();
+        let inodes = inodes.into_iter().map(|id| (id, ctime(&id))).collect();
+        Changes { inodes, entries }
+    }
+
+    pub(super) fn note_inode(&mut self, id: InodeId) {
+        if self.changes.on {
+            self.changes.inodes.push(id);
+        }
+    }
+
+    pub(super) fn note_entry(&mut self, dir: InodeId, name: &str) {
+        if self.changes.on {
+            self.changes.entries.push((dir, name.to_owned()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{MetaOp, MetaState};
+    use tierpool_types::InodeId;
+
+    fn mkdir(s: &mut MetaState, path: &str, now: u64) -> InodeId {
+        s.execute(&MetaOp::Mkdir { path: path.into(), parents: false, mode: 0o755 }, now).unwrap();
+        s.stat(path).unwrap().id
+    }
+
+    #[test]
+    fn every_inode_and_entry_an_op_changes_is_noted_once_with_its_ctime_after() {
+        let mut s = MetaState::new();
+        s.execute(&MetaOp::Init { partitions: 4 }, 1).unwrap();
+        assert!(s.take_changes().is_empty(), "off: nothing noted");
+        s.note_changes(true);
+        let d = mkdir(&mut s, "/d", 10);
+        let c = s.take_changes();
+        assert_eq!(c.inodes, vec![(InodeId::ROOT, 10), (d, 10)]);
+        assert_eq!(c.entries, vec![(InodeId::ROOT, "d".to_string(), 10)]);
+        let f = mkdir(&mut s, "/d/f", 20);
+        s.take_changes();
+        s.execute(&MetaOp::Rename { from: "/d/f".into(), to: "/g".into() }, 30).unwrap();
+        let c = s.take_changes();
+        assert_eq!(c.inodes, vec![(InodeId::ROOT, 30), (d, 30), (f, 30)]);
+        assert_eq!(c.entries, vec![(InodeId::ROOT, "g".to_string(), 30), (d, "f".to_string(), 30)]);
+        s.execute(&MetaOp::Remove { path: "/g".into(), recursive: false }, 40).unwrap();
+        let c = s.take_changes();
+        assert_eq!(c.inodes, vec![(InodeId::ROOT, 40), (f, 0)], "a removed inode: ctime 0");
+        assert_eq!(c.entries, vec![(InodeId::ROOT, "g".to_string(), 40)]);
+        assert!(s.execute(&MetaOp::Remove { path: "/nope".into(), recursive: false }, 50).is_err());
+        assert!(s.take_changes().is_empty(), "a failed op validates before it changes anything");
+        s.note_changes(false);
+        s.execute(&MetaOp::Mkdir { path: "/e".into(), parents: false, mode: 0o755 }, 60).unwrap();
+        assert!(s.take_changes().is_empty());
+    }
+}

@@ -1,0 +1,104 @@
+//! A mount follows the pool's change feed: the kernel keeps names and
+//! attributes past the second it kept them for without it, and drops them
+//! when another client changes them, or when the feed was lost (a
+//! coordinator started again).
+
+mod common;
+use common::{Mount, Pool, Reaped};
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Far below the 30 s the kernel keeps answers for while the feed is
+/// followed: a change seen within it was passed on, not waited out.
+const SEEN_WITHIN: Duration = Duration::from_secs(10);
+
+fn signal(pid: u32, sig: i32) {
+    // SAFETY: a plain system call on a child process of this test.
+    assert_eq!(unsafe { libc::kill(pid as i32, sig) }, 0);
+}
+
+/// Waits until `check` holds, for at most `SEEN_WITHIN`.
+fn seen(what: &str, check: impl Fn() -> bool) {
+    let t = Instant::now();
+    while !check() {
+        assert!(t.elapsed() < SEEN_WITHIN, "{what}: not seen within {SEEN_WITHIN:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `stat` of `path` from another thread, which the coordinator being
+/// stopped must not hold up: `None` if it took longer than `limit`.
+fn stat_alone(path: &Path, limit: Duration) -> Option<(u64, u64, u32)> {
+    let (tx, rx) = mpsc::channel();
+    let path = path.to_path_buf();
+    std::thread::spawn(move || {
+        let md = fs::metadata(&path).unwrap();
+        let _ = tx.send((md.ino(), md.size(), md.mode() & 0o7777));
+    });
+    rx.recv_timeout(limit).ok()
+}
+
+#[test]
+fn the_kernel_keeps_names_and_attributes_and_drops_what_other_clients_change() {
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    let (a, b) = (Mount::new(&pool, "a"), Mount::new(&pool, "b"));
+    fs::create_dir(b.p("d")).unwrap();
+    for (name, bytes) in [("f", &b"one"[..]), ("g", b"short"), ("i", b"moved")] {
+        fs::write(b.p(&format!("d/{name}")), bytes).unwrap();
+    }
+    seen("the mounts following the feed in the status", || pool.status()["change_feed"]["followers"] == 2);
+    // The feed brings this mount the other one's changes (and the kernel
+    // drops what they touched) within far less than a second.
+    std::thread::sleep(Duration::from_secs(1));
+    let f = fs::metadata(a.p("d/f")).unwrap();
+    assert_eq!(fs::metadata(a.p("d/g")).unwrap().size(), 5);
+    assert!(a.p("d/i").exists());
+    assert!(!a.p("d/j").exists());
+    // Kept: with the coordinator stopped, past the second, the kernel
+    // answers alone.
+    let coordinator = pool.coordinator.as_ref().unwrap().id();
+    signal(coordinator, libc::SIGSTOP);
+    std::thread::sleep(Duration::from_millis(1500));
+    let kept = stat_alone(&a.p("d/f"), Duration::from_secs(3));
+    signal(coordinator, libc::SIGCONT);
+    assert_eq!(kept, Some((f.ino(), 3, f.mode() & 0o7777)), "kept by the kernel");
+    // Another client's changes reach the kernel.
+    fs::set_permissions(b.p("d/f"), fs::Permissions::from_mode(0o600)).unwrap();
+    fs::write(b.p("d/g"), b"much longer now").unwrap();
+    fs::rename(b.p("d/i"), b.p("d/k")).unwrap();
+    fs::write(b.p("d/j"), b"made").unwrap();
+    seen("a chmod", || fs::metadata(a.p("d/f")).unwrap().mode() & 0o7777 == 0o600);
+    seen("a new size", || fs::metadata(a.p("d/g")).unwrap().size() == 15);
+    assert_eq!(fs::read(a.p("d/g")).unwrap(), b"much longer now");
+    seen("a rename", || !a.p("d/i").exists() && a.p("d/k").exists());
+    assert_eq!(fs::read(a.p("d/k")).unwrap(), b"moved");
+    seen("a create", || a.p("d/j").exists());
+    // This mount's own changes are shown at once, as before.
+    fs::set_permissions(a.p("d/f"), fs::Permissions::from_mode(0o640)).unwrap();
+    assert_eq!(fs::metadata(a.p("d/f")).unwrap().mode() & 0o7777, 0o640);
+    fs::remove_file(a.p("d/k")).unwrap();
+    assert!(!a.p("d/k").exists());
+    seen("the other way", || fs::metadata(b.p("d/f")).unwrap().mode() & 0o7777 == 0o640 && !b.p("d/k").exists());
+}
+
+#[test]
+fn a_coordinator_started_again_has_mounts_drop_everything_their_kernel_keeps() {
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    let (a, b) = (Mount::new(&pool, "a"), Mount::new(&pool, "b"));
+    fs::create_dir(b.p("d")).unwrap();
+    fs::write(b.p("d/f"), b"one").unwrap();
+    fs::write(b.p("d/gone"), b"two").unwrap();
+    assert_eq!(fs::metadata(a.p("d/f")).unwrap().mode() & 0o7777, 0o644);
+    assert!(a.p("d/gone").exists());
+    // kill -9, and a new coordinator on the same address: its feed is new.
+    signal(pool.coordinator.as_ref().unwrap().id(), libc::SIGKILL);
+    let _again = Reaped(Some(pool.spawn_coordinator()));
+    pool.wait_alive(1);
+    fs::set_permissions(b.p("d/f"), fs::Permissions::from_mode(0o600)).unwrap();
+    fs::remove_file(b.p("d/gone")).unwrap();
+    seen("a chmod after the restart", || fs::metadata(a.p("d/f")).unwrap().mode() & 0o7777 == 0o600);
+    seen("an unlink after the restart", || !a.p("d/gone").exists());
+}
