@@ -169,10 +169,12 @@ impl TierpoolFs {
         self.fresh.lock().forget(ino);
         let r = publish();
         // What the publish left (the feed brings it back as a change).
-        let left = file.info();
+        let left = file.take_published();
         let mut fresh = self.fresh.lock();
         fresh.forget(ino);
-        fresh.own(&left);
+        if let Some(ctime) = left {
+            fresh.own_ctime(ino, ctime);
+        }
         r
     }
 

@@ -112,12 +112,17 @@ impl Fresh {
         }
     }
 
-    /// `info` is as a change this mount made left it.
+    /// `info` is as a change this mount made left it (the change's own answer).
     pub fn own(&mut self, info: &InodeInfo) {
+        self.own_ctime(info.id.0, info.ctime);
+    }
+
+    /// A change this mount made left `ino` with `ctime`.
+    pub fn own_ctime(&mut self, ino: u64, ctime: u64) {
         if self.own.len() >= OWN_MAX {
             self.own.clear();
         }
-        self.own.insert((info.id.0, info.ctime));
+        self.own.insert((ino, ctime));
     }
 
     /// Whether `ino` with `ctime` is as one of this mount's changes left it.

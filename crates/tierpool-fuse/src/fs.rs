@@ -264,6 +264,9 @@ impl Filesystem for TierpoolFs {
             r if crate::snapshots::is_snap(parent.0) || name == crate::snapshots::SNAPSHOTS => {
                 reply_entry(r, TTL, reply)
             }
+            // An open file answers with its own view, which the kernel does
+            // not order against notifications as it does fetched attributes.
+            Ok(a) if self.open_file(a.ino.0).is_some() => reply_entry(Ok(a), TTL, reply),
             r => reply_entry(r, self.watch.ttl(began), reply),
         }
     }
@@ -284,7 +287,7 @@ impl Filesystem for TierpoolFs {
             return reply.attr(&left, &attr(&f.info()));
         }
         match self.inode(ino.0) {
-            Ok(i) if crate::snapshots::is_snap(ino.0) => reply.attr(&TTL, &attr(&i)),
+            Ok(i) if crate::snapshots::is_snap(ino.0) || self.open_file(ino.0).is_some() => reply.attr(&TTL, &attr(&i)),
             Ok(i) => reply.attr(&self.watch.ttl(began), &attr(&i)),
             Err(e) => reply.error(e),
         }
@@ -308,18 +311,12 @@ impl Filesystem for TierpoolFs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        let began = Instant::now();
         let change = tierpool_client::InodeChange { mode, uid, gid, atime: atime.map(ns), mtime: mtime.map(ns) };
         self.fresh.lock().forget(ino.0);
         let changed = self.writable(ino.0).and_then(|()| self.set_attr(ino.0, &change, size));
-        let mut fresh = self.fresh.lock();
-        fresh.forget(ino.0);
-        if let Ok(i) = &changed {
-            fresh.own(i);
-        }
-        drop(fresh);
+        self.fresh.lock().forget(ino.0);
         match changed {
-            Ok(i) => reply.attr(&self.watch.ttl(began), &attr(&i)),
+            Ok(i) => reply.attr(&TTL, &attr(&i)),
             Err(e) => reply.error(e),
         }
     }
@@ -333,15 +330,14 @@ impl Filesystem for TierpoolFs {
     }
 
     fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
-        let began = Instant::now();
         let made = self.writable(parent.0).and_then(|()| self.make_node(req, parent.0, name, mode & !umask, rdev));
-        reply_entry(made, self.watch.ttl(began), reply)
+        reply_entry(made, TTL, reply)
     }
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
-        let (began, node) = (Instant::now(), tierpool_client::NewNode::Dir);
+        let node = tierpool_client::NewNode::Dir;
         let made = self.writable(parent.0).and_then(|()| self.make(req, parent.0, name, node, mode & !umask));
-        reply_entry(made.map(|i| attr(&i)), self.watch.ttl(began), reply)
+        reply_entry(made.map(|i| attr(&i)), TTL, reply)
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -353,12 +349,11 @@ impl Filesystem for TierpoolFs {
     }
 
     fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
-        let began = Instant::now();
         let made = self.writable(parent.0).and_then(|()| target.to_str().ok_or(Errno::EINVAL)).and_then(|t| {
             let node = tierpool_client::NewNode::Symlink { target: t.to_string() };
             self.make(req, parent.0, link_name, node, 0o777)
         });
-        reply_entry(made.map(|i| attr(&i)), self.watch.ttl(began), reply)
+        reply_entry(made.map(|i| attr(&i)), TTL, reply)
     }
 
     fn rename(
@@ -377,7 +372,6 @@ impl Filesystem for TierpoolFs {
     }
 
     fn link(&self, _req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
-        let began = Instant::now();
         let linked = (self.writable(ino.0).and_then(|()| self.writable(newparent.0)))
             .and_then(|()| name_of(newname))
             .and_then(|n| {
@@ -395,7 +389,7 @@ impl Filesystem for TierpoolFs {
                 Ok(i)
             })
             .map(|i| self.attr_of(&i));
-        reply_entry(linked, self.watch.ttl(began), reply)
+        reply_entry(linked, TTL, reply)
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
@@ -419,11 +413,10 @@ impl Filesystem for TierpoolFs {
         flags: i32,
         reply: ReplyCreate,
     ) {
-        let began = Instant::now();
         match self.writable(parent.0).and_then(|()| self.create_file(req, parent.0, name, mode & !umask, flags)) {
             Ok((a, fh)) => {
                 let fopen = open_flags(flags, self.direct_mmap.load(Ordering::Relaxed));
-                reply.created(&self.watch.ttl(began), &a, Generation(0), FileHandle(fh), fopen)
+                reply.created(&TTL, &a, Generation(0), FileHandle(fh), fopen)
             }
             Err(e) => reply.error(e),
         }

@@ -65,6 +65,9 @@ struct Inner {
     /// when (ns): shown here at once, published with the changes.
     pending: InodeChange,
     pending_at: u64,
+    /// The `ctime` the last publish left the inode with, as the
+    /// coordinator answered it (taken by `take_published`).
+    published: Option<u64>,
 }
 
 pub struct OpenFile {
@@ -91,6 +94,7 @@ impl OpenFile {
             inline,
             pending: InodeChange::default(),
             pending_at: 0,
+            published: None,
         };
         OpenFile { inode: info_id, inner: Mutex::new(inner), frozen: false }
     }
@@ -162,6 +166,11 @@ impl OpenFile {
             g.pending_at = crate::attr::time_ns();
         }
         Some(self.info())
+    }
+
+    /// The `ctime` the last publish since the last call left the inode with.
+    pub fn take_published(&self) -> Option<u64> {
+        self.inner.lock().published.take()
     }
 
     /// The inode lost its last name: nothing is published any more.
@@ -357,6 +366,7 @@ impl OpenFile {
             g.state.published(info.size, info.chunks.clone());
             g.inline = inline_of(&info).or(g.inline.take());
             let through = info.origin.as_ref().is_some_and(|o| o.dirty);
+            g.published = Some(info.ctime);
             g.info = InodeInfo { chunks: Vec::new(), ..info.clone() };
             if through {
                 // Beneath an attachment that writes through: below before close or fsync
@@ -400,6 +410,7 @@ impl OpenFile {
         if let Some(info) = answered(g, got)? {
             g.state.published_inline(info.size, info.chunks.clone());
             g.inline = inline_of(&info);
+            g.published = Some(info.ctime);
             g.info = InodeInfo { chunks: Vec::new(), ..info };
         }
         discard_garbage(io, g);

@@ -11,11 +11,14 @@
 //!   otherwise for `TTL`, as without the feed. So every change made after
 //!   such a fetch reaches the mount, which drops the kernel's copy: the
 //!   kernel is late by the feed's delay, not by `LONG`.
-//! - the kernel's own handling of a change holds no race with a
-//!   notification: a lookup or listing holds its directory's lock until
-//!   the entry is in place, and an entry's notification takes that lock;
-//!   attributes fetched before an inode's notification are ignored by the
-//!   kernel (it counts attribute versions).
+//! - the kernel's own handling of a lookup or `getattr` holds no race with
+//!   a notification: a lookup holds its directory's lock until the entry
+//!   is in place, and an entry's notification takes that lock; attributes
+//!   fetched before an inode's notification are ignored by the kernel (it
+//!   counts attribute versions). It does not count them for the answers to
+//!   changes (create, mkdir, link, setattr...), which a notification of a
+//!   later change by another client may overtake: those are given for
+//!   `TTL`, and so is what an open file answers with (its own view).
 //! - changes this mount made itself are known by the `ctime` they left
 //!   (`Fresh::is_own`): the kernel already has them, and dropping them
 //!   would only cost lookups. A change whose answer has not come back yet
@@ -175,11 +178,14 @@ pub(crate) fn follow(parts: Parts, notifier: Notifier, at: Option<(u64, u64)>) {
             }
             let (Some(fresh), Some(names)) = (parts.fresh.upgrade(), parts.names.upgrade()) else { return };
             if since.is_none() || a.lost {
+                // First: what is fetched from now on may be kept long;
+                // what was fetched before is kept for `TTL` at most, or
+                // is among the names dropped next.
+                watch.position_taken(now);
                 if a.lost {
                     tracing::info!("changes of the pool were lost: dropping every name and attribute the kernel holds");
                     let _ = tell.send(drop_all(&fresh, &names));
                 }
-                watch.position_taken(now);
             } else {
                 let drops = drop_changed(&a, &fresh);
                 if !drops.is_empty() {

@@ -11,6 +11,12 @@
 //! whatever they hold, and nothing of it is stored. An op that fails, or
 //! steps undone, may leave notes of inodes they did not change in the end:
 //! a reader drops a copy it did not need to, never keeps a stale one.
+//!
+//! Each changed inode is reported with its `ctime` after the ops only if
+//! they moved it forward (or made the inode); otherwise with 0, which no
+//! client can have seen: a change that leaves the `ctime` as it was (a link
+//! count lowered by the removal of a tree) or takes it back (a restore)
+//! must not pass for the change a client made at that `ctime`.
 
 use super::MetaState;
 use crate::Timestamp;
@@ -20,7 +26,8 @@ use tierpool_types::InodeId;
 #[derive(Clone, Debug, Default)]
 pub(super) struct Noted {
     on: bool,
-    inodes: Vec<InodeId>,
+    /// Each inode as first noted, with its `ctime` then (`None`: not live).
+    inodes: Vec<(InodeId, Option<Timestamp>)>,
     entries: Vec<(InodeId, String)>,
 }
 
@@ -36,10 +43,10 @@ impl Eq for Noted {}
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Changes {
     /// Inodes changed, made or removed, each with its `ctime` after the
-    /// ops (0: no longer live).
+    /// ops if they moved it forward, else 0 (also: no longer live).
     pub inodes: Vec<(InodeId, Timestamp)>,
     /// Entries added or removed: directory, name, and the directory's
-    /// `ctime` after the ops.
+    /// `ctime` as reported in `inodes`.
     pub entries: Vec<(InodeId, String, Timestamp)>,
 }
 
@@ -57,21 +64,34 @@ impl MetaState {
 
     /// What the ops run since the last call changed.
     pub fn take_changes(&mut self) -> Changes {
-        let mut inodes = std::mem::take(&mut self.changes.inodes);
+        let mut noted = std::mem::take(&mut self.changes.inodes);
         let mut entries = std::mem::take(&mut self.changes.entries);
-        inodes.sort_unstable();
-        inodes.dedup();
+        // Stable: the first note of each inode, from before the ops, stays.
+        noted.sort_by_key(|(id, _)| *id);
+        noted.dedup_by_key(|(id, _)| *id);
         entries.sort_unstable();
         entries.dedup();
-        let ctime = |id: &InodeId| self.inodes.get(id).map_or(0, |n| n.ctime);
-        let entries = entries.into_iter().map(|(dir, name)| (dir, name, ctime(&dir))).collect();
-        let inodes = inodes.into_iter().map(|id| (id, ctime(&id))).collect();
+        let inodes: Vec<(InodeId, Timestamp)> = noted
+            .into_iter()
+            .map(|(id, before)| {
+                let after = self.inodes.get(&id).map(|n| n.ctime);
+                let moved = match (before, after) {
+                    (_, None) => 0,
+                    (Some(b), Some(a)) if a <= b => 0,
+                    (_, Some(a)) => a,
+                };
+                (id, moved)
+            })
+            .collect();
+        let ctime = |dir: InodeId| inodes.binary_search_by_key(&dir, |(id, _)| *id).map_or(0, |i| inodes[i].1);
+        let entries = entries.into_iter().map(|(dir, name)| (dir, name, ctime(dir))).collect();
         Changes { inodes, entries }
     }
 
     pub(super) fn note_inode(&mut self, id: InodeId) {
         if self.changes.on {
-            self.changes.inodes.push(id);
+            let before = self.inodes.get(&id).map(|n| n.ctime);
+            self.changes.inodes.push((id, before));
         }
     }
 
@@ -114,6 +134,17 @@ mod tests {
         assert_eq!(c.entries, vec![(InodeId::ROOT, "g".to_string(), 40)]);
         assert!(s.execute(&MetaOp::Remove { path: "/nope".into(), recursive: false }, 50).is_err());
         assert!(s.take_changes().is_empty(), "a failed op validates before it changes anything");
+        // A change that leaves a ctime as it was (or takes it back) is no one's.
+        s.execute(&MetaOp::Mkdir { path: "/h".into(), parents: false, mode: 0o755 }, 45).unwrap();
+        let h = s.stat("/h").unwrap().id;
+        s.take_changes();
+        s.execute(&MetaOp::Mkdir { path: "/h/i".into(), parents: false, mode: 0o755 }, 44).unwrap();
+        let c = s.take_changes();
+        assert_eq!(c.inodes.iter().find(|(id, _)| *id == h), Some(&(h, 0)), "a clock that went back");
+        assert_eq!(c.entries, vec![(h, "i".to_string(), 0)]);
+        s.execute(&MetaOp::Remove { path: "/h".into(), recursive: true }, 46).unwrap();
+        let c = s.take_changes();
+        assert!(c.entries.contains(&(h, "i".to_string(), 0)), "entries of a removed tree: {:?}", c.entries);
         s.note_changes(false);
         s.execute(&MetaOp::Mkdir { path: "/e".into(), parents: false, mode: 0o755 }, 60).unwrap();
         assert!(s.take_changes().is_empty());

@@ -251,6 +251,9 @@ impl MetaState {
                 self.collect_inode(i, stores);
             }
             if let Body::Dir { children, .. } = n.body {
+                for name in children.keys() {
+                    self.note_entry(i, name);
+                }
                 stack.extend(children.into_values());
             }
         }
