@@ -19,6 +19,11 @@
 //! for *synced*, so a machine crash that loses the last period's changes
 //! never leaves a file naming deleted chunks.
 //!
+//! Space ahead of the records is allocated in steps ([`RESERVE`]): records
+//! are written into a file whose size already covers them, so an fsync does
+//! not also have to commit a new file size each time. The allocated space
+//! reads as zeros, and recovery takes zeros after the last record as the end.
+//!
 //! Recovery: load the snapshot, replay every record with lsn > S; a torn tail
 //! of the last segment is cut off (its records were never acknowledged, or,
 //! fsynced within a period, lost with the machine after they were). A
@@ -30,7 +35,9 @@
 
 use crate::records::{decode_record, decode_snapshot, encode_snapshot, Decoded};
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
@@ -38,6 +45,9 @@ use std::time::{Duration, Instant};
 use tierpool_meta::MetaState;
 use tierpool_types::{Error, ErrorKind, Result};
 use tokio::sync::watch;
+
+/// Space allocated at a time ahead of the records of a segment.
+pub const RESERVE: u64 = 4 << 20;
 
 enum Item {
     Records {
@@ -198,12 +208,13 @@ pub fn open_with(dir: &Path, sync: LogSync) -> Result<(MetaState, u64, LogWriter
             let _ = std::fs::remove_file(p);
         }
     }
-    let file = open_segment(dir, lsn + 1).map_err(|e| Error::from(e).context("opening metadata log"))?;
+    let segment = Segment::open(dir, lsn + 1).map_err(|e| Error::from(e).context("opening metadata log"))?;
     let (tx, rx) = mpsc::channel();
     let (durable, durable_rx) = watch::channel(lsn);
     let (synced, synced_rx) = watch::channel(lsn);
     let syncs = Arc::new(AtomicU64::new(0));
-    let flusher = Flusher { dir: dir.to_path_buf(), file, syncs: syncs.clone(), sync, durable, synced, unsynced: None };
+    let flusher =
+        Flusher { dir: dir.to_path_buf(), segment, syncs: syncs.clone(), sync, durable, synced, unsynced: None };
     std::thread::Builder::new()
         .name("meta-log".into())
         .spawn(move || flusher.run(rx))
@@ -211,10 +222,59 @@ pub fn open_with(dir: &Path, sync: LogSync) -> Result<(MetaState, u64, LogWriter
     Ok((state, lsn, LogWriter { tx, durable: durable_rx, synced: synced_rx, syncs, sync }))
 }
 
-fn open_segment(dir: &Path, first_lsn: u64) -> std::io::Result<File> {
-    let f = OpenOptions::new().create(true).append(true).open(dir.join(segment_name(first_lsn)))?;
-    sync_dir(dir)?;
-    Ok(f)
+/// The segment being written: its records end at `end`; its file is
+/// allocated up to `reserved` (zeros beyond `end`).
+struct Segment {
+    file: File,
+    end: u64,
+    reserved: u64,
+    /// Cleared when the file system cannot allocate ahead: records are
+    /// then appended, growing the file with each write.
+    allocating: bool,
+}
+
+impl Segment {
+    /// Opens segment `first_lsn` for writing after the records it holds
+    /// (none, unless the last run ended before writing past a snapshot).
+    fn open(dir: &Path, first_lsn: u64) -> std::io::Result<Segment> {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(dir.join(segment_name(first_lsn)))?;
+        sync_dir(dir)?;
+        let mut held = Vec::new();
+        (&file).read_to_end(&mut held)?;
+        let mut end = 0;
+        while let Decoded::Record(_, used) = decode_record(&held[end..]) {
+            end += used;
+        }
+        Ok(Segment { file, end: end as u64, reserved: held.len() as u64, allocating: true })
+    }
+
+    /// Writes `buf` after the records, allocating more space first if it
+    /// does not fit in what is allocated.
+    fn append(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        let end = self.end + buf.len() as u64;
+        if end > self.reserved && self.allocating {
+            let to = end + RESERVE;
+            // Mode 0: the file's size grows to `to`; what is not written reads as zeros.
+            // SAFETY: a plain system call on a descriptor this segment owns.
+            let r =
+                unsafe { libc::fallocate(self.file.as_raw_fd(), 0, self.reserved as i64, (to - self.reserved) as i64) };
+            if r == 0 {
+                self.reserved = to;
+            } else {
+                let e = std::io::Error::last_os_error();
+                tracing::info!("metadata log: cannot allocate ahead ({e}); appending instead");
+                self.allocating = false;
+            }
+        }
+        self.file.write_all_at(buf, self.end)?;
+        self.end = end;
+        Ok(())
+    }
 }
 
 fn replay_segment(path: &Path, last: bool, state: &mut MetaState, lsn: &mut u64) -> Result<u64> {
@@ -244,6 +304,8 @@ fn replay_segment(path: &Path, last: bool, state: &mut MetaState, lsn: &mut u64)
                 *lsn = rec.lsn;
                 n += 1;
             }
+            // Space allocated ahead that no record reached.
+            Decoded::Torn(_) if buf[off..].iter().all(|&b| b == 0) => return Ok(n),
             Decoded::Unusable(e) => {
                 return Err(Error::new(
                     ErrorKind::Corrupt,
@@ -278,7 +340,7 @@ fn write_snapshot(dir: &Path, _lsn: u64, bytes: &[u8]) -> std::io::Result<()> {
 
 struct Flusher {
     dir: PathBuf,
-    file: File,
+    segment: Segment,
     syncs: Arc<AtomicU64>,
     sync: LogSync,
     durable: watch::Sender<u64>,
@@ -337,7 +399,7 @@ impl Flusher {
     /// [`LogSync::Every`] they may now be acknowledged.
     fn write(&mut self, buf: &mut Vec<u8>, top: Option<u64>) {
         let Some(top) = top.filter(|_| !buf.is_empty()) else { return };
-        self.file.write_all(buf).unwrap_or_else(|e| fatal("append", e));
+        self.segment.append(buf).unwrap_or_else(|e| fatal("append", e));
         buf.clear();
         let since = self.unsynced.map_or_else(Instant::now, |(_, since)| since);
         self.unsynced = Some((top, since));
@@ -349,7 +411,7 @@ impl Flusher {
     /// fdatasyncs what was written, and publishes it as synced and durable.
     fn fsync(&mut self) {
         let Some((top, _)) = self.unsynced.take() else { return };
-        self.file.sync_data().unwrap_or_else(|e| fatal("fdatasync", e));
+        self.segment.file.sync_data().unwrap_or_else(|e| fatal("fdatasync", e));
         self.syncs.fetch_add(1, Ordering::Relaxed);
         self.synced.send_replace(top);
         self.durable.send_replace(top);
@@ -359,7 +421,7 @@ impl Flusher {
     fn rotate(&mut self, lsn: u64, bytes: &[u8]) {
         write_snapshot(&self.dir, lsn, bytes).unwrap_or_else(|e| fatal("writing snapshot", e));
         let old = segments(&self.dir).unwrap_or_default();
-        self.file = open_segment(&self.dir, lsn + 1).unwrap_or_else(|e| fatal("opening segment", e));
+        self.segment = Segment::open(&self.dir, lsn + 1).unwrap_or_else(|e| fatal("opening segment", e));
         for (first, p) in old {
             if first <= lsn {
                 let _ = std::fs::remove_file(p);

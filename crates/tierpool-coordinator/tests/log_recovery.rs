@@ -68,12 +68,61 @@ async fn torn_tail_is_cut_and_earlier_records_kept() {
         .map(|e| e.unwrap().path())
         .find(|p| p.file_name().unwrap().to_str().unwrap().starts_with("log-"))
         .unwrap();
-    let bytes = std::fs::read(&seg).unwrap();
-    assert!(!bytes.is_empty());
-    std::fs::write(&seg, &bytes[..bytes.len() - 3]).unwrap();
+    let mut bytes = std::fs::read(&seg).unwrap();
+    let end = records_end(&bytes);
+    assert!(end > 0);
+    // The last record loses its last bytes; the space allocated after it stays.
+    bytes[end - 3..end].fill(0);
+    std::fs::write(&seg, &bytes).unwrap();
     let recovered = reopened_state(tmp.path());
     assert_eq!(recovered, live, "the torn record is gone, everything before it is there");
     assert_ne!(recovered, with_100);
+}
+
+/// Where the records of a segment end: the zeros after them are space
+/// allocated ahead.
+fn records_end(bytes: &[u8]) -> usize {
+    bytes.len() - bytes.iter().rev().take_while(|&&b| b == 0).count()
+}
+
+fn segments(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut segs: Vec<_> = std::fs::read_dir(dir.join("meta"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with("log-"))
+        .collect();
+    segs.sort();
+    segs
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn space_allocated_ahead_reads_as_the_end_of_the_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = open(tmp.path(), 1_000_000);
+    c.initialise().await.unwrap();
+    for i in 0..20 {
+        c.execute(mkdir(i), Owner::default()).await.unwrap();
+    }
+    let live = c.state();
+    drop(c);
+    let segs = segments(tmp.path());
+    assert_eq!(segs.len(), 1);
+    let bytes = std::fs::read(&segs[0]).unwrap();
+    assert!(bytes.len() as u64 >= log::RESERVE, "{} bytes: space is allocated ahead", bytes.len());
+    assert!(records_end(&bytes) < bytes.len() && records_end(&bytes) > 0);
+    // A run that ended with its segment allocated ahead, and then another
+    // segment after it (a run that stopped between a snapshot and the
+    // removal of older segments): the first is sealed, and its zeros are
+    // still its end, not a corrupt record.
+    let later = segs[0].with_file_name("log-00000000000099999999");
+    std::fs::write(&later, vec![0u8; 4096]).unwrap();
+    assert_eq!(reopened_state(tmp.path()), live);
+    // Reopened: compacted, and what comes next is written after it.
+    let c = open(tmp.path(), 1_000_000);
+    c.execute(mkdir(100), Owner::default()).await.unwrap();
+    let with_100 = c.state();
+    drop(c);
+    assert_eq!(reopened_state(tmp.path()), with_100);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
