@@ -241,9 +241,7 @@ impl FileState {
             let n = (cs as usize - from).min(data.len() - at);
             let (buf, covered) = self.dirty_mut(index);
             let before = buf.len();
-            if buf.capacity() == 0 {
-                buf.reserve_exact(cs as usize);
-            }
+            grow(buf, from + n, cs as usize);
             if from >= buf.len() {
                 // Appending (the common case): no zeroing of what is copied next.
                 buf.resize(from, 0);
@@ -452,6 +450,20 @@ fn cover(ranges: &mut Vec<(u64, u64)>, a: u64, b: u64) {
     let at = ranges.partition_point(|r| r.0 < a);
     ranges.insert(at, (a, b));
 }
+
+/// Room for `needed` bytes in a chunk's buffer of at most `chunk_size`:
+/// doubling from [`FIRST_ROOM`], so a small file holds little (and a new
+/// file's first write touches few fresh pages), never more than a chunk.
+fn grow(buf: &mut Vec<u8>, needed: usize, chunk_size: usize) {
+    if needed <= buf.capacity() {
+        return;
+    }
+    let room = needed.max(2 * buf.capacity()).max(FIRST_ROOM).min(chunk_size.max(needed));
+    buf.reserve_exact(room - buf.len());
+}
+
+/// The first room a chunk's buffer is given.
+const FIRST_ROOM: usize = 64 << 10;
 
 fn is_complete(ranges: &[(u64, u64)], chunk_size: u64) -> bool {
     ranges.first() == Some(&(0, chunk_size))
