@@ -236,16 +236,20 @@ impl Client {
     /// Publishes a writer's changes to a file (`UpdateFile` or
     /// `UpdateInline`), then makes the attribute changes of `change` (as
     /// [`Client::set_inode`]), in one request answered once both are
-    /// durable: the inode as after both. Each op succeeds or fails on its
-    /// own (see `MetaMany`): a failed publish is the error; attributes
+    /// durable: the inode as after both, and the `ctime` each op that was
+    /// made left it with, in order (a client telling its own changes in
+    /// the change feed knows them by these). Each op succeeds or fails on
+    /// its own (see `MetaMany`): a failed publish is the error; attributes
     /// that could not be set after a publish are logged, and the published
     /// inode is returned (the changes it published are in the pool).
-    pub async fn publish_with(&self, publish: MetaOp, change: &InodeChange) -> Result<InodeInfo> {
+    pub async fn publish_with(&self, publish: MetaOp, change: &InodeChange) -> Result<(InodeInfo, Vec<u64>)> {
         let (MetaOp::UpdateFile { inode, .. } | MetaOp::UpdateInline { inode, .. }) = publish else {
             return Err(Error::invalid("only UpdateFile and UpdateInline publish a writer's changes"));
         };
         if *change == InodeChange::default() {
-            return Self::info_reply(self.meta(publish).await?);
+            let info = Self::info_reply(self.meta(publish).await?)?;
+            let ctimes = vec![info.ctime];
+            return Ok((info, ctimes));
         }
         let set = MetaOp::SetInode {
             inode,
@@ -262,11 +266,15 @@ impl Client {
                 let mut r = r.into_iter();
                 let (published, set) = (r.next().expect("two"), r.next().expect("two"));
                 let published = Self::info_reply(published?)?;
-                match set {
-                    Ok(reply) => Self::info_reply(reply),
+                match set.and_then(Self::info_reply) {
+                    Ok(set) => {
+                        let ctimes = vec![published.ctime, set.ctime];
+                        Ok((set, ctimes))
+                    }
                     Err(e) => {
                         tracing::warn!("inode {inode}: published, but its attributes were not set: {e}");
-                        Ok(published)
+                        let ctimes = vec![published.ctime];
+                        Ok((published, ctimes))
                     }
                 }
             }

@@ -142,6 +142,12 @@ impl TierpoolFs {
             Err(e) => return Err(e),
         };
         let fh = self.add_handle(info.clone(), flags);
+        // As the make left it: its open file's view answers the kernel's
+        // re-reads for a while (after a write, before a chown...).
+        let mut fresh = self.fresh.lock();
+        let epoch = fresh.epoch();
+        fresh.opened(epoch, info.id.0, std::time::Instant::now());
+        drop(fresh);
         Ok((self.attr_of(&info), fh))
     }
 
@@ -172,7 +178,7 @@ impl TierpoolFs {
         let left = file.take_published();
         let mut fresh = self.fresh.lock();
         fresh.forget(ino);
-        if let Some(ctime) = left {
+        for ctime in left {
             fresh.own_ctime(ino, ctime);
         }
         r

@@ -142,6 +142,12 @@ impl Fresh {
         }
     }
 
+    /// What was given of `ino` is stale (a change kept by its open file:
+    /// no answer in flight can be older than that file's view).
+    pub fn given_stale(&mut self, ino: u64) {
+        self.entries.remove(&ino);
+    }
+
     /// This mount changes `ino` otherwise (call before and after): what
     /// was given is stale.
     pub fn forget(&mut self, ino: u64) {

@@ -6,6 +6,7 @@ use crate::attr::attr;
 use crate::cache::ChunkCache;
 use crate::errno::errno;
 use crate::fresh::Fresh;
+use crate::known::KnownDirs;
 use crate::names::Names;
 use crate::namespace::Listing;
 use crate::open_file::{Io, OpenFile};
@@ -74,6 +75,8 @@ pub struct TierpoolFs {
     pub(crate) fresh: Arc<Mutex<Fresh>>,
     /// Whether the kernel may keep answers long (see `watch.rs`).
     pub(crate) watch: Arc<Watch>,
+    /// Directories whose every name is known here (see `known.rs`).
+    pub(crate) known: Arc<Mutex<KnownDirs>>,
     next_fh: AtomicU64,
     /// The kernel maps files opened with `direct_io` (see `open_flags`).
     direct_mmap: AtomicBool,
@@ -99,6 +102,7 @@ impl TierpoolFs {
             snaps: Mutex::default(),
             fresh: Arc::new(Mutex::new(Fresh::new(TTL))),
             watch: Arc::default(),
+            known: Arc::default(),
             next_fh: AtomicU64::new(1),
             direct_mmap: AtomicBool::new(false),
             holds: None,
@@ -109,7 +113,14 @@ impl TierpoolFs {
 
     /// What following the pool's changes takes (see [`crate::watch::follow`]).
     pub(crate) fn watch_parts(&self) -> crate::watch::Parts {
-        crate::watch::parts_of(&self.io.client, &self.io.rt, &self.watch, &self.fresh, &self.names)
+        crate::watch::Parts {
+            client: self.io.client.clone(),
+            rt: self.io.rt.clone(),
+            watch: Arc::downgrade(&self.watch),
+            fresh: Arc::downgrade(&self.fresh),
+            names: Arc::downgrade(&self.names),
+            known: Arc::downgrade(&self.known),
+        }
     }
 
     /// Renews this mount's holds on its open inodes every `HOLD_EVERY`,
@@ -312,6 +323,16 @@ impl Filesystem for TierpoolFs {
         reply: ReplyAttr,
     ) {
         let change = tierpool_client::InodeChange { mode, uid, gid, atime: atime.map(ns), mtime: mtime.map(ns) };
+        // Kept by a file open here with unpublished changes, to go with its
+        // publish: nothing changes in the pool yet, and its view (which
+        // answers for it) has the change.
+        let deferred = (size.is_none() && change != Default::default() && self.writable(ino.0).is_ok())
+            .then(|| self.open_file(ino.0).and_then(|f| f.defer_change(&change)))
+            .flatten();
+        if let Some(i) = deferred {
+            self.fresh.lock().given_stale(ino.0);
+            return reply.attr(&TTL, &attr(&i));
+        }
         self.fresh.lock().forget(ino.0);
         let changed = self.writable(ino.0).and_then(|()| self.set_attr(ino.0, &change, size));
         self.fresh.lock().forget(ino.0);
@@ -376,7 +397,8 @@ impl Filesystem for TierpoolFs {
             .and_then(|()| name_of(newname))
             .and_then(|n| {
                 let epoch = self.fresh.lock().epoch();
-                let (i, dir) = self.block(self.io.client.link_at(InodeId(ino.0), InodeId(newparent.0), n))?;
+                let linked = self.block(self.io.client.link_at(InodeId(ino.0), InodeId(newparent.0), n));
+                let (i, dir) = self.known_after(linked, &[newparent.0], |known, _| known.added(newparent.0, n))?;
                 self.names.lock().met(ino.0, newparent.0, n);
                 let mut fresh = self.fresh.lock();
                 fresh.put(epoch, [dir], Instant::now());

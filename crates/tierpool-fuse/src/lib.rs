@@ -30,6 +30,7 @@ mod file_state;
 mod files;
 mod fresh;
 mod fs;
+mod known;
 mod names;
 mod namespace;
 mod open_file;

@@ -4,6 +4,7 @@
 
 use crate::attr::{attr, file_type};
 use crate::fs::{name_of, TierpoolFs};
+use crate::known::KnownDirs;
 use fuser::{Errno, FileAttr, FileType, Request};
 use std::ffi::OsStr;
 use std::time::{Duration, Instant};
@@ -16,6 +17,9 @@ impl TierpoolFs {
             return snap.map(|i| attr(&i));
         }
         let name = name_of(name)?;
+        if self.known.lock().lacks(parent, name) && self.watch.following(Instant::now()) {
+            return Err(Errno::ENOENT);
+        }
         let info = self.block(self.io.client.lookup(InodeId(parent), name))?;
         self.names.lock().met(info.id.0, parent, name);
         Ok(self.attr_of(&info))
@@ -33,8 +37,14 @@ impl TierpoolFs {
     ) -> Result<InodeInfo, Errno> {
         let name = name_of(name)?;
         let owner = (req.uid(), req.gid());
-        let epoch = self.fresh.lock().epoch();
-        let (info, dir) = self.block(self.io.client.make_at(InodeId(parent), name, node, mode & 0o7777, owner))?;
+        let (epoch, began) = (self.fresh.lock().epoch(), Instant::now());
+        let made = self.block(self.io.client.make_at(InodeId(parent), name, node, mode & 0o7777, owner));
+        let (info, dir) = self.known_after(made, &[parent], |known, (info, _)| {
+            known.added(parent, name);
+            if info.kind == InodeKind::Dir && self.watch.following(began) {
+                known.made(info.id.0);
+            }
+        })?;
         self.names.lock().met(info.id.0, parent, name);
         let mut fresh = self.fresh.lock();
         fresh.put(epoch, [dir], Instant::now());
@@ -78,7 +88,8 @@ impl TierpoolFs {
             }
             fresh.epoch()
         };
-        let after = self.block(self.io.client.remove_at(InodeId(parent), name, dir))?;
+        let removed = self.block(self.io.client.remove_at(InodeId(parent), name, dir));
+        let after = self.known_after(removed, &[parent], |known, _| known.removed(parent, name))?;
         self.fresh.lock().put(epoch, [after], Instant::now());
         self.forget_if_gone(open);
         Ok(())
@@ -105,12 +116,32 @@ impl TierpoolFs {
             fresh.clear(); // the entry moved (and one replaced) may be there
             fresh.epoch()
         };
-        let (from, to) =
-            self.block(client.rename_at((InodeId(parent), name), (InodeId(new_parent), new_name), noreplace))?;
+        let moved = self.block(client.rename_at((InodeId(parent), name), (InodeId(new_parent), new_name), noreplace));
+        let (from, to) = self.known_after(moved, &[parent, new_parent], |known, _| {
+            known.removed(parent, name);
+            known.added(new_parent, new_name);
+        })?;
         self.names.lock().renamed(parent, name, new_parent, new_name);
         self.fresh.lock().put(epoch, [from, to], Instant::now());
         self.forget_if_gone(replaced);
         Ok(())
+    }
+
+    /// Passes on the outcome of a change of entries of `dirs`, noting it
+    /// in the directories known whole (`known.rs`) with `noted` if it was
+    /// made; if it failed, its outcome may be unknown: they are forgotten.
+    pub(crate) fn known_after<T>(
+        &self,
+        outcome: Result<T, Errno>,
+        dirs: &[u64],
+        noted: impl FnOnce(&mut KnownDirs, &T),
+    ) -> Result<T, Errno> {
+        let mut known = self.known.lock();
+        match &outcome {
+            Ok(t) => noted(&mut known, t),
+            Err(_) => dirs.iter().for_each(|d| known.forget(*d)),
+        }
+        outcome
     }
 
     /// The inode of `parent/name` if this mount has it open.

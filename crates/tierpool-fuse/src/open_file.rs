@@ -28,6 +28,8 @@ use tokio::task::JoinHandle;
 
 /// Chunks stored in parallel by one file.
 const SEND_WINDOW: usize = 8;
+/// `ctime`s of publishes kept until taken (the latest).
+const PUBLISHED_KEPT: usize = 8;
 /// Chunks fetched ahead of a reader that reads in order.
 pub const READ_AHEAD_CHUNKS: u64 = 6;
 
@@ -65,9 +67,9 @@ struct Inner {
     /// when (ns): shown here at once, published with the changes.
     pending: InodeChange,
     pending_at: u64,
-    /// The `ctime` the last publish left the inode with, as the
-    /// coordinator answered it (taken by `take_published`).
-    published: Option<u64>,
+    /// The `ctime`s the publishes since the last `take_published` left
+    /// the inode with, as the coordinator answered them.
+    published: Vec<u64>,
 }
 
 pub struct OpenFile {
@@ -94,7 +96,7 @@ impl OpenFile {
             inline,
             pending: InodeChange::default(),
             pending_at: 0,
-            published: None,
+            published: Vec::new(),
         };
         OpenFile { inode: info_id, inner: Mutex::new(inner), frozen: false }
     }
@@ -168,9 +170,9 @@ impl OpenFile {
         Some(self.info())
     }
 
-    /// The `ctime` the last publish since the last call left the inode with.
-    pub fn take_published(&self) -> Option<u64> {
-        self.inner.lock().published.take()
+    /// The `ctime`s the publishes since the last call left the inode with.
+    pub fn take_published(&self) -> Vec<u64> {
+        std::mem::take(&mut self.inner.lock().published)
     }
 
     /// The inode lost its last name: nothing is published any more.
@@ -366,7 +368,6 @@ impl OpenFile {
             g.state.published(info.size, info.chunks.clone());
             g.inline = inline_of(&info).or(g.inline.take());
             let through = info.origin.as_ref().is_some_and(|o| o.dirty);
-            g.published = Some(info.ctime);
             g.info = InodeInfo { chunks: Vec::new(), ..info.clone() };
             if through {
                 // Beneath an attachment that writes through: below before close or fsync
@@ -410,7 +411,6 @@ impl OpenFile {
         if let Some(info) = answered(g, got)? {
             g.state.published_inline(info.size, info.chunks.clone());
             g.inline = inline_of(&info);
-            g.published = Some(info.ctime);
             g.info = InodeInfo { chunks: Vec::new(), ..info };
         }
         discard_garbage(io, g);
@@ -446,10 +446,14 @@ impl OpenFile {
 
 /// The answer to a publish of `g`: the inode as published, `None` if the
 /// file was unlinked meanwhile (its changes stay local).
-fn answered(g: &mut Inner, got: Result<InodeInfo>) -> Result<Option<InodeInfo>> {
+/// The outcome of a publish (`publish_with`), noted in `g`.
+fn answered(g: &mut Inner, got: Result<(InodeInfo, Vec<u64>)>) -> Result<Option<InodeInfo>> {
     match got {
-        Ok(info) => {
+        Ok((info, ctimes)) => {
             g.pending = InodeChange::default();
+            g.published.extend(ctimes);
+            let over = g.published.len().saturating_sub(PUBLISHED_KEPT);
+            g.published.drain(..over);
             Ok(Some(info))
         }
         Err(e) if e.kind == ErrorKind::NotFound => {

@@ -21,8 +21,13 @@
 //!   `TTL`, and so is what an open file answers with (its own view).
 //! - changes this mount made itself are known by the `ctime` they left
 //!   (`Fresh::is_own`): the kernel already has them, and dropping them
-//!   would only cost lookups. A change whose answer has not come back yet
-//!   is not yet known as one's own: it is dropped, which is never wrong.
+//!   would only cost lookups. The feed may bring a change before its
+//!   answer reaches the mount (the feed hears of it before it is durable),
+//!   so an answer with changes is looked at [`GATHER`] after it came. A
+//!   change whose answer has not come back by then is not known as one's
+//!   own: it is dropped, which is never wrong.
+//! - directories another client changed are no longer known whole
+//!   (`known.rs`), and none is when changes were lost.
 //! - when the feed says changes were lost (the coordinator restarted, or
 //!   the mount fell too far behind), every inode and name the kernel was
 //!   given (`Names`) is dropped before answers may be kept long again.
@@ -37,13 +42,14 @@
 
 use crate::fresh::Fresh;
 use crate::fs::TTL;
+use crate::known::KnownDirs;
 use crate::names::Names;
 use fuser::{INodeNo, Notifier};
 use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Weak;
 use std::time::{Duration, Instant};
 use tierpool_client::{ChangesAnswer, Client};
 use tokio::runtime::Handle;
@@ -54,9 +60,10 @@ pub(crate) const LONG: Duration = Duration::from_secs(30);
 const HEALTHY: Duration = Duration::from_secs(3);
 /// How long one poll waits for a change.
 const POLL: Duration = Duration::from_secs(1);
-/// The pause after an answer with changes, so that a busy pool's changes
-/// come a batch per request rather than one request each (the kernel
-/// learns of a change this much later at most).
+/// How long an answer with changes waits before it is looked at: the
+/// answers of this mount's own changes come back meanwhile, and a busy
+/// pool's changes come a batch per request rather than one request each
+/// (the kernel learns of a change this much later at most).
 const GATHER: Duration = Duration::from_millis(20);
 /// How long a mount waits for the feed's position before it serves.
 const START_WITHIN: Duration = Duration::from_secs(2);
@@ -85,13 +92,19 @@ impl Watch {
 
     /// How long the kernel may keep what a request that began at `began` fetched.
     pub(crate) fn ttl(&self, began: Instant) -> Duration {
-        let now = self.ns(Instant::now());
-        let heard = self.heard.load(Ordering::Acquire);
-        let fresh = heard != 0 && now.saturating_sub(heard) < HEALTHY.as_nanos() as u64;
-        match fresh && self.from.load(Ordering::Acquire) <= self.ns(began) {
+        match self.following(began) {
             true => LONG,
             false => TTL,
         }
+    }
+
+    /// Whether every change made after `began` will reach this mount: the
+    /// feed answers, and is followed from a position taken before `began`.
+    pub(crate) fn following(&self, began: Instant) -> bool {
+        let now = self.ns(Instant::now());
+        let heard = self.heard.load(Ordering::Acquire);
+        let fresh = heard != 0 && now.saturating_sub(heard) < HEALTHY.as_nanos() as u64;
+        fresh && self.from.load(Ordering::Acquire) <= self.ns(began)
     }
 
     fn heard(&self, at: Instant) {
@@ -114,6 +127,7 @@ pub(crate) struct Parts {
     pub watch: Weak<Watch>,
     pub fresh: Weak<Mutex<Fresh>>,
     pub names: Weak<Mutex<Names>>,
+    pub known: Weak<Mutex<KnownDirs>>,
 }
 
 /// The feed's position now, taken before the mount serves its first
@@ -176,7 +190,17 @@ pub(crate) fn follow(parts: Parts, notifier: Notifier, at: Option<(u64, u64)>) {
                 tracing::info!("following the pool's changes again");
                 failing = false;
             }
-            let (Some(fresh), Some(names)) = (parts.fresh.upgrade(), parts.names.upgrade()) else { return };
+            let busy = !a.inodes.is_empty() || !a.entries.is_empty();
+            if busy && since.is_some() && !a.lost {
+                drop(watch);
+                tokio::time::sleep(GATHER).await;
+            }
+            let Some(watch) = parts.watch.upgrade() else { return };
+            let (Some(fresh), Some(names), Some(known)) =
+                (parts.fresh.upgrade(), parts.names.upgrade(), parts.known.upgrade())
+            else {
+                return;
+            };
             if since.is_none() || a.lost {
                 // First: what is fetched from now on may be kept long;
                 // what was fetched before is kept for `TTL` at most, or
@@ -184,21 +208,17 @@ pub(crate) fn follow(parts: Parts, notifier: Notifier, at: Option<(u64, u64)>) {
                 watch.position_taken(now);
                 if a.lost {
                     tracing::info!("changes of the pool were lost: dropping every name and attribute the kernel holds");
+                    known.lock().clear();
                     let _ = tell.send(drop_all(&fresh, &names));
                 }
             } else {
-                let drops = drop_changed(&a, &fresh);
+                let drops = drop_changed(&a, &fresh, &known);
                 if !drops.is_empty() {
                     let _ = tell.send(drops);
                 }
             }
             at = Some((a.feed, a.next));
             watch.heard(now);
-            let busy = !a.inodes.is_empty() || !a.entries.is_empty();
-            drop((watch, fresh, names));
-            if busy {
-                tokio::time::sleep(GATHER).await;
-            }
         }
     });
 }
@@ -210,16 +230,21 @@ enum Stale {
 }
 
 /// What the kernel is to drop of what `a` changed: all but this mount's own changes.
-fn drop_changed(a: &ChangesAnswer, fresh: &Mutex<Fresh>) -> Vec<Stale> {
+fn drop_changed(a: &ChangesAnswer, fresh: &Mutex<Fresh>, known: &Mutex<KnownDirs>) -> Vec<Stale> {
     let mut fresh = fresh.lock();
     let foreign: HashSet<u64> =
         a.inodes.iter().filter(|(id, ctime)| !fresh.is_own(id.0, *ctime)).map(|(id, _)| id.0).collect();
     let foreign: Vec<u64> = foreign.into_iter().collect();
     fresh.changed(&foreign);
+    let mut known = known.lock();
+    for ino in &foreign {
+        known.forget(*ino);
+    }
     let mut drops: Vec<Stale> = foreign.into_iter().map(Stale::Inode).collect();
     // An entry this mount changed is known by the ctime its change left the directory with.
     for (dir, name, ctime) in &a.entries {
         if !fresh.is_own(dir.0, *ctime) {
+            known.forget(dir.0);
             drops.push(Stale::Entry(dir.0, name.clone()));
         }
     }
@@ -235,23 +260,6 @@ fn drop_all(fresh: &Mutex<Fresh>, names: &Mutex<Names>) -> Vec<Stale> {
         drops.extend([Stale::Inode(ino), Stale::Entry(parent, name)]);
     }
     drops
-}
-
-/// Keeps the parts alive only as long as the file system holds them.
-pub(crate) fn parts_of(
-    client: &Client,
-    rt: &Handle,
-    watch: &Arc<Watch>,
-    fresh: &Arc<Mutex<Fresh>>,
-    names: &Arc<Mutex<Names>>,
-) -> Parts {
-    Parts {
-        client: client.clone(),
-        rt: rt.clone(),
-        watch: Arc::downgrade(watch),
-        fresh: Arc::downgrade(fresh),
-        names: Arc::downgrade(names),
-    }
 }
 
 #[cfg(test)]

@@ -102,3 +102,49 @@ fn a_coordinator_started_again_has_mounts_drop_everything_their_kernel_keeps() {
     seen("a chmod after the restart", || fs::metadata(a.p("d/f")).unwrap().mode() & 0o7777 == 0o600);
     seen("an unlink after the restart", || !a.p("d/gone").exists());
 }
+
+/// Whether `path` exists, asked from another thread, which the coordinator
+/// being stopped must not hold up: `None` if it took longer than `limit`.
+fn exists_alone(path: &Path, limit: Duration) -> Option<bool> {
+    let (tx, rx) = mpsc::channel();
+    let path = path.to_path_buf();
+    std::thread::spawn(move || {
+        let _ = tx.send(path.exists());
+    });
+    rx.recv_timeout(limit).ok()
+}
+
+#[test]
+fn a_directory_this_mount_made_answers_missing_names_itself_until_another_client_changes_it() {
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    let (a, b) = (Mount::new(&pool, "a"), Mount::new(&pool, "b"));
+    fs::create_dir(b.p("theirs")).unwrap();
+    seen("the mounts following the feed in the status", || pool.status()["change_feed"]["followers"] == 2);
+    fs::create_dir(a.p("mine")).unwrap();
+    fs::write(a.p("mine/x"), b"x").unwrap();
+    fs::rename(a.p("mine/x"), a.p("mine/y")).unwrap();
+    assert!(!a.p("mine/x").exists());
+    assert_eq!(fs::read(a.p("mine/y")).unwrap(), b"x");
+    // Another client's directory: b made it, and `a` lists nothing of it.
+    assert!(a.p("theirs").is_dir());
+    // With the coordinator stopped, a name never looked up is known
+    // missing in the directory this mount made, and only there.
+    let coordinator = pool.coordinator.as_ref().unwrap().id();
+    signal(coordinator, libc::SIGSTOP);
+    let mine = exists_alone(&a.p("mine/never"), Duration::from_secs(2));
+    let theirs = exists_alone(&a.p("theirs/never"), Duration::from_secs(2));
+    signal(coordinator, libc::SIGCONT);
+    assert_eq!(mine, Some(false), "answered by the mount alone");
+    assert_eq!(theirs, None, "asked of the coordinator");
+    // Another client's new name in it is seen: the mount no longer answers
+    // for the directory, and the kernel drops the name it kept as missing.
+    assert!(!a.p("mine/z").exists());
+    fs::write(b.p("mine/z"), b"from b").unwrap();
+    seen("another client's name in a directory this mount made", || a.p("mine/z").exists());
+    assert_eq!(fs::read(a.p("mine/z")).unwrap(), b"from b");
+    seen("another client's missing name, asked again", || !a.p("mine/never").exists());
+    // This mount's own changes in it stay as they are.
+    fs::remove_file(a.p("mine/y")).unwrap();
+    assert!(!a.p("mine/y").exists());
+    seen("the other way", || !b.p("mine/y").exists() && b.p("mine/z").exists());
+}
