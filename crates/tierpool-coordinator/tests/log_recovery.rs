@@ -34,6 +34,32 @@ fn mkdir(i: u32) -> MetaOp {
     MetaOp::Mkdir { path: format!("/d{i}"), parents: false, mode: 0o755 }
 }
 
+/// Where the records of a segment end: the zeros after them are space
+/// allocated ahead.
+fn records_end(bytes: &[u8]) -> usize {
+    bytes.len() - bytes.iter().rev().take_while(|&&b| b == 0).count()
+}
+
+fn segments(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut segs: Vec<_> = std::fs::read_dir(dir.join("meta"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with("log-"))
+        .collect();
+    segs.sort();
+    segs
+}
+
+/// A new pool in `dir` with `n` directories made: its state.
+async fn with_dirs(dir: &Path, n: u32) -> MetaState {
+    let c = open(dir, 1_000_000);
+    c.initialise().await.unwrap();
+    for i in 0..n {
+        c.execute(mkdir(i), Owner::default()).await.unwrap();
+    }
+    c.state()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_changes_survive_reopen() {
     let tmp = tempfile::tempdir().unwrap();
@@ -51,23 +77,13 @@ async fn acknowledged_changes_survive_reopen() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn torn_tail_is_cut_and_earlier_records_kept() {
     let tmp = tempfile::tempdir().unwrap();
-    let c = open(tmp.path(), 1_000_000);
-    c.initialise().await.unwrap();
-    for i in 0..5 {
-        c.execute(mkdir(i), Owner::default()).await.unwrap();
-    }
-    let live = c.state();
-    drop(c);
+    let live = with_dirs(tmp.path(), 5).await;
     // Reopening compacts into a snapshot; write more, then tear the last record.
     let c = open(tmp.path(), 1_000_000);
     c.execute(mkdir(100), Owner::default()).await.unwrap();
     let with_100 = c.state();
     drop(c);
-    let seg = std::fs::read_dir(tmp.path().join("meta"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.file_name().unwrap().to_str().unwrap().starts_with("log-"))
-        .unwrap();
+    let seg = segments(tmp.path()).remove(0);
     let mut bytes = std::fs::read(&seg).unwrap();
     let end = records_end(&bytes);
     assert!(end > 0);
@@ -79,32 +95,10 @@ async fn torn_tail_is_cut_and_earlier_records_kept() {
     assert_ne!(recovered, with_100);
 }
 
-/// Where the records of a segment end: the zeros after them are space
-/// allocated ahead.
-fn records_end(bytes: &[u8]) -> usize {
-    bytes.len() - bytes.iter().rev().take_while(|&&b| b == 0).count()
-}
-
-fn segments(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut segs: Vec<_> = std::fs::read_dir(dir.join("meta"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with("log-"))
-        .collect();
-    segs.sort();
-    segs
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn space_allocated_ahead_reads_as_the_end_of_the_log() {
     let tmp = tempfile::tempdir().unwrap();
-    let c = open(tmp.path(), 1_000_000);
-    c.initialise().await.unwrap();
-    for i in 0..20 {
-        c.execute(mkdir(i), Owner::default()).await.unwrap();
-    }
-    let live = c.state();
-    drop(c);
+    let live = with_dirs(tmp.path(), 20).await;
     let segs = segments(tmp.path());
     assert_eq!(segs.len(), 1);
     let bytes = std::fs::read(&segs[0]).unwrap();
@@ -135,11 +129,7 @@ async fn snapshots_compact_the_log() {
     }
     let live = c.state();
     drop(c);
-    let segs: Vec<_> = std::fs::read_dir(tmp.path().join("meta"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n.starts_with("log-"))
-        .collect();
+    let segs = segments(tmp.path());
     assert_eq!(segs.len(), 1, "older segments are dropped after a snapshot: {segs:?}");
     assert!(tmp.path().join("meta/snapshot").exists());
     assert_eq!(reopened_state(tmp.path()), live);

@@ -29,16 +29,23 @@ fn seen(what: &str, check: impl Fn() -> bool) {
     }
 }
 
-/// `stat` of `path` from another thread, which the coordinator being
-/// stopped must not hold up: `None` if it took longer than `limit`.
-fn stat_alone(path: &Path, limit: Duration) -> Option<(u64, u64, u32)> {
+/// What `ask` answers, asked from another thread, which the coordinator
+/// being stopped must not hold up: `None` if it took longer than `limit`.
+fn alone<T: Send + 'static>(limit: Duration, ask: impl FnOnce() -> T + Send + 'static) -> Option<T> {
     let (tx, rx) = mpsc::channel();
-    let path = path.to_path_buf();
     std::thread::spawn(move || {
-        let md = fs::metadata(&path).unwrap();
-        let _ = tx.send((md.ino(), md.size(), md.mode() & 0o7777));
+        let _ = tx.send(ask());
     });
     rx.recv_timeout(limit).ok()
+}
+
+/// `stat` of `path` (ino, size, permission bits), asked `alone`.
+fn stat_alone(path: &Path, limit: Duration) -> Option<(u64, u64, u32)> {
+    let path = path.to_path_buf();
+    alone(limit, move || {
+        let md = fs::metadata(&path).unwrap();
+        (md.ino(), md.size(), md.mode() & 0o7777)
+    })
 }
 
 #[test]
@@ -103,15 +110,10 @@ fn a_coordinator_started_again_has_mounts_drop_everything_their_kernel_keeps() {
     seen("an unlink after the restart", || !a.p("d/gone").exists());
 }
 
-/// Whether `path` exists, asked from another thread, which the coordinator
-/// being stopped must not hold up: `None` if it took longer than `limit`.
+/// Whether `path` exists, asked `alone`.
 fn exists_alone(path: &Path, limit: Duration) -> Option<bool> {
-    let (tx, rx) = mpsc::channel();
     let path = path.to_path_buf();
-    std::thread::spawn(move || {
-        let _ = tx.send(path.exists());
-    });
-    rx.recv_timeout(limit).ok()
+    alone(limit, move || path.exists())
 }
 
 #[test]
