@@ -142,12 +142,6 @@ impl TierpoolFs {
             Err(e) => return Err(e),
         };
         let fh = self.add_handle(info.clone(), flags);
-        // As the make left it: its open file's view answers the kernel's
-        // re-reads for a while (after a write, before a chown...).
-        let mut fresh = self.fresh.lock();
-        let epoch = fresh.epoch();
-        fresh.opened(epoch, info.id.0, std::time::Instant::now());
-        drop(fresh);
         Ok((self.attr_of(&info), fh))
     }
 

@@ -37,18 +37,26 @@ impl TierpoolFs {
     ) -> Result<InodeInfo, Errno> {
         let name = name_of(name)?;
         let owner = (req.uid(), req.gid());
-        let (epoch, began) = (self.fresh.lock().epoch(), Instant::now());
+        let (epoch, began, seen) = (self.fresh.lock().epoch(), Instant::now(), self.known.lock().seen());
         let made = self.block(self.io.client.make_at(InodeId(parent), name, node, mode & 0o7777, owner));
         let (info, dir) = self.known_after(made, &[parent], |known, (info, _)| {
             known.added(parent, name);
             if info.kind == InodeKind::Dir && self.watch.following(began) {
-                known.made(info.id.0);
+                known.made(info.id.0, seen);
             }
         })?;
         self.names.lock().met(info.id.0, parent, name);
         let mut fresh = self.fresh.lock();
-        fresh.put(epoch, [dir], Instant::now());
+        let now = Instant::now();
+        fresh.put(epoch, [dir], now);
         fresh.own(&info);
+        if info.kind == InodeKind::File && fresh.epoch() == epoch + 1 {
+            // Nothing changed while it was made: as the make left it, the
+            // file (open here once `create` has it) answers the kernel's
+            // re-reads for a while (after a write, before a chown...).
+            let epoch = fresh.epoch();
+            fresh.opened(epoch, info.id.0, now);
+        }
         Ok(info)
     }
 

@@ -240,10 +240,14 @@ fn drop_changed(a: &ChangesAnswer, fresh: &Mutex<Fresh>, known: &Mutex<KnownDirs
     for ino in &foreign {
         known.forget(*ino);
     }
+    if !foreign.is_empty() {
+        known.heard();
+    }
     let mut drops: Vec<Stale> = foreign.into_iter().map(Stale::Inode).collect();
     // An entry this mount changed is known by the ctime its change left the directory with.
     for (dir, name, ctime) in &a.entries {
         if !fresh.is_own(dir.0, *ctime) {
+            known.heard();
             known.forget(dir.0);
             drops.push(Stale::Entry(dir.0, name.clone()));
         }
