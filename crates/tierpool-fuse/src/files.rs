@@ -178,7 +178,19 @@ impl TierpoolFs {
         r
     }
 
-    /// `truncate`/`ftruncate`, `chmod`, `chown` and `utimens`.
+    /// `chmod`, `chown` or `utimens` of a file open here with changes
+    /// waiting to be published: kept by it and made with them, nothing
+    /// changing in the pool yet; `None` if it has no such changes.
+    pub(crate) fn keep_for_publish(&self, ino: u64, change: &InodeChange) -> Option<InodeInfo> {
+        let info = self.open_file(ino)?.defer_change(change)?;
+        // No answer in flight is older than the file's view, which has the
+        // change: what was given is stale, the windows of `fresh` are not.
+        self.fresh.lock().given_stale(ino);
+        Some(info)
+    }
+
+    /// `truncate`/`ftruncate`, `chmod`, `chown` and `utimens` made in the
+    /// pool (a change an open file keeps is `keep_for_publish`).
     pub(crate) fn set_attr(&self, ino: u64, change: &InodeChange, size: Option<u64>) -> Result<InodeInfo, Errno> {
         if let Some(size) = size {
             // Attached for the cut, so a concurrent last close cannot drop it.
@@ -191,10 +203,6 @@ impl TierpoolFs {
             cut.map_err(|e| crate::errno::errno(&e))?;
         }
         if *change != InodeChange::default() {
-            // Of a file with changes waiting to be published: made with them.
-            if let Some(info) = self.open_file(ino).and_then(|f| f.defer_change(change)) {
-                return Ok(info);
-            }
             // Published first, so that a later publish does not move the times set now.
             if let Some(f) = self.open_file(ino) {
                 f.publish(&self.io).map_err(|e| crate::errno::errno(&e))?;

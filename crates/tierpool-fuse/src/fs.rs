@@ -323,14 +323,10 @@ impl Filesystem for TierpoolFs {
         reply: ReplyAttr,
     ) {
         let change = tierpool_client::InodeChange { mode, uid, gid, atime: atime.map(ns), mtime: mtime.map(ns) };
-        // Kept by a file open here with unpublished changes, to go with its
-        // publish: nothing changes in the pool yet, and its view (which
-        // answers for it) has the change.
-        let deferred = (size.is_none() && change != Default::default() && self.writable(ino.0).is_ok())
-            .then(|| self.open_file(ino.0).and_then(|f| f.defer_change(&change)))
+        let kept = (size.is_none() && change != Default::default() && self.writable(ino.0).is_ok())
+            .then(|| self.keep_for_publish(ino.0, &change))
             .flatten();
-        if let Some(i) = deferred {
-            self.fresh.lock().given_stale(ino.0);
+        if let Some(i) = kept {
             return reply.attr(&TTL, &attr(&i));
         }
         self.fresh.lock().forget(ino.0);

@@ -444,9 +444,9 @@ impl OpenFile {
     }
 }
 
-/// The answer to a publish of `g`: the inode as published, `None` if the
-/// file was unlinked meanwhile (its changes stay local).
-/// The outcome of a publish (`publish_with`), noted in `g`.
+/// The answer to a publish of `g` (`publish_with`), noted in it: the inode
+/// as published, `None` if the file was unlinked meanwhile (its changes
+/// stay local).
 fn answered(g: &mut Inner, got: Result<(InodeInfo, Vec<u64>)>) -> Result<Option<InodeInfo>> {
     match got {
         Ok((info, ctimes)) => {

@@ -161,7 +161,7 @@ pub(crate) fn follow(parts: Parts, notifier: Notifier, at: Option<(u64, u64)>) {
         }
     });
     if let Err(e) = sender {
-        tracing::warn!("cannot follow the pool's changes (names and attributes kept for {TTL:?}): {e}");
+        cannot_follow(&e);
         return;
     }
     let rt = parts.rt.clone();
@@ -178,7 +178,7 @@ pub(crate) fn follow(parts: Parts, notifier: Notifier, at: Option<(u64, u64)>) {
                 Err(e) => {
                     watch.failed();
                     if !failing {
-                        tracing::warn!("cannot follow the pool's changes (names and attributes kept for {TTL:?}): {e}");
+                        cannot_follow(&e);
                     }
                     failing = true;
                     drop(watch);
@@ -221,6 +221,10 @@ pub(crate) fn follow(parts: Parts, notifier: Notifier, at: Option<(u64, u64)>) {
             watch.heard(now);
         }
     });
+}
+
+fn cannot_follow(e: &dyn std::fmt::Display) {
+    tracing::warn!("cannot follow the pool's changes (names and attributes kept for {TTL:?}): {e}");
 }
 
 /// What the kernel is told to drop.
