@@ -2,9 +2,10 @@
 //! overwrites and garbage collection, commits all or nothing across files,
 //! the first committer winning, task ids committing once, a coordinator
 //! `kill -9` aborting what was open and keeping what committed; and
-//! list-append histories from several client processes, with a coordinator
-//! and a worker killed during the run, checked for snapshot isolation by
-//! `adya` (which must find lost updates when the write-write check is off).
+//! list-append and read-write-register histories from several client
+//! processes, with a coordinator and a worker killed during the run,
+//! checked for snapshot isolation by `adya` (which must find lost updates
+//! in both when the write-write check is off).
 
 mod common;
 use common::{data, Pool};
@@ -133,12 +134,59 @@ fn a_snapshot_read_outlives_an_overwrite_and_its_garbage_collection() {
     assert_eq!(s.get("/g"), b"new");
 }
 
-// ---- list-append histories checked by adya ----
+// ---- list-append and read-write-register histories checked by adya ----
+
+/// What the clients of a history do.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Workload {
+    /// Each key is a file of integers, one per line: appends and whole reads.
+    ListAppend,
+    /// Each key is a file holding one integer (or nothing at first),
+    /// overwritten in place: reads and writes of a register.
+    Register,
+}
+
+impl Workload {
+    fn name(self) -> &'static str {
+        match self {
+            Workload::ListAppend => "list-append",
+            Workload::Register => "rw-register",
+        }
+    }
+
+    fn from_name(name: &str) -> Workload {
+        if name == "rw-register" {
+            Workload::Register
+        } else {
+            Workload::ListAppend
+        }
+    }
+
+    /// The micro-op name of a write.
+    fn write_op(self) -> &'static str {
+        match self {
+            Workload::ListAppend => "append",
+            Workload::Register => "w",
+        }
+    }
+
+    /// What a read of a key returned, as the history writes it.
+    fn read_value(self, bytes: &[u8]) -> Value {
+        let values = parse(bytes);
+        match self {
+            Workload::ListAppend => json!(values),
+            Workload::Register => {
+                assert!(values.len() <= 1, "a register holds one value, not {values:?}");
+                json!(values.first())
+            }
+        }
+    }
+}
 
 /// Runs one client of a history (a process of its own: this test binary
 /// started again with `TIERPOOL_TX_CLIENT` set); otherwise does nothing.
 #[test]
-fn list_append_client() {
+fn history_client() {
     let Ok(spec) = std::env::var("TIERPOOL_TX_CLIENT") else { return };
     let spec: Value = serde_json::from_str(&spec).unwrap();
     run_client(&spec);
@@ -148,7 +196,7 @@ fn now_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64
 }
 
-/// The integers of a list file (one per line).
+/// The integers of a key's file (one per line).
 fn parse(bytes: &[u8]) -> Vec<u64> {
     String::from_utf8_lossy(bytes).split(['\n', '\0']).filter_map(|s| s.trim().parse().ok()).collect()
 }
@@ -156,6 +204,7 @@ fn parse(bytes: &[u8]) -> Vec<u64> {
 fn run_client(spec: &Value) {
     let id = spec["id"].as_u64().unwrap();
     let keys = spec["keys"].as_u64().unwrap();
+    let workload = Workload::from_name(spec["workload"].as_str().unwrap());
     let until = Instant::now() + Duration::from_millis(spec["millis"].as_u64().unwrap());
     let mut cfg = tierpool_client::ClientConfig::new(spec["addr"].as_str().unwrap());
     cfg.secret_file = Some(PathBuf::from(spec["secret"].as_str().unwrap()));
@@ -171,11 +220,11 @@ fn run_client(spec: &Value) {
     };
     let (mut process, mut counter) = (id * 1000, 0u64);
     while Instant::now() < until {
-        // Read-then-append of one key (what a lost update needs), or a few mixed micro-ops.
+        // Read-then-write of one key (what a lost update needs), or a few mixed micro-ops.
         let mut ops: Vec<(bool, u64, u64)> = Vec::new();
-        let mut op = |append: bool, k: u64, ops: &mut Vec<(bool, u64, u64)>| {
+        let mut op = |write: bool, k: u64, ops: &mut Vec<(bool, u64, u64)>| {
             counter += 1;
-            ops.push((append, k, id * 1_000_000 + counter));
+            ops.push((write, k, id * 1_000_000 + counter));
         };
         if rand(2) == 0 {
             let k = rand(keys);
@@ -183,35 +232,40 @@ fn run_client(spec: &Value) {
             op(true, k, &mut ops);
         } else {
             for _ in 0..1 + rand(3) {
-                let (append, k) = (rand(2) == 0, rand(keys));
-                op(append, k, &mut ops);
+                let (write, k) = (rand(2) == 0, rand(keys));
+                op(write, k, &mut ops);
             }
         }
-        let micro =
-            |reads: Option<&Vec<Vec<u64>>>| -> Vec<Value> {
-                let mut r = reads.map(|v| v.iter());
-                ops.iter()
-                    .map(|(append, k, v)| {
-                        if *append {
-                            json!(["append", k, v])
-                        } else {
-                            json!(["r", k, r.as_mut().and_then(|i| i.next())])
-                        }
-                    })
-                    .collect()
-            };
+        let micro = |reads: Option<&Vec<Value>>| -> Vec<Value> {
+            let mut r = reads.map(|v| v.iter());
+            ops.iter()
+                .map(|(write, k, v)| {
+                    if *write {
+                        json!([workload.write_op(), k, v])
+                    } else {
+                        json!(["r", k, r.as_mut().and_then(|i| i.next())])
+                    }
+                })
+                .collect()
+        };
         // One write per line: a client killed mid-run leaves whole lines (and at most a torn last one).
         let invoke = json!({"type": "invoke", "process": process, "value": micro(None), "time": now_ns()});
         out.write_all(format!("{invoke}\n").as_bytes()).unwrap();
-        let outcome: Result<Vec<Vec<u64>>, (bool, String)> = rt.block_on(async {
-            let mut tx = client.begin().await.map_err(|e| (false, e.to_string()))?;
+        let outcome: Result<Vec<Value>, (bool, String)> = rt.block_on(async {
+            let fail = |e: tierpool_types::Error| (false, e.to_string());
+            let mut tx = client.begin().await.map_err(fail)?;
             let mut reads = Vec::new();
-            for (append, k, v) in &ops {
+            for (write, k, v) in &ops {
                 let path = format!("/h/k{k}");
-                if *append {
-                    tx.append(&path, format!("{v}\n").as_bytes()).await.map_err(|e| (false, e.to_string()))?;
-                } else {
-                    reads.push(parse(&tx.read_all(&path).await.map_err(|e| (false, e.to_string()))?));
+                match (*write, workload) {
+                    (true, Workload::ListAppend) => {
+                        tx.append(&path, format!("{v}\n").as_bytes()).await.map_err(fail)?
+                    }
+                    // Every value is written at the same width, so a write replaces the whole register.
+                    (true, Workload::Register) => {
+                        tx.write(&path, 0, format!("{v:020}").as_bytes()).await.map_err(fail)?
+                    }
+                    (false, _) => reads.push(workload.read_value(&tx.read_all(&path).await.map_err(fail)?)),
                 }
             }
             match tx.commit(None).await {
@@ -247,16 +301,20 @@ enum Nemesis {
     Kills,
 }
 
-/// Runs `clients` processes appending to and reading `keys` lists for
-/// `millis`, then a final read of every list; returns the history's path,
-/// adya's exit code and output, and the counts of ok and failed transactions.
-fn history(
-    pool: &mut Pool,
-    clients: u64,
-    keys: u64,
-    millis: u64,
-    nemesis: Nemesis,
-) -> (PathBuf, i32, String, usize, usize) {
+/// A history's outcome: its file, adya's exit code and output, and the
+/// counts of committed and refused transactions.
+struct Checked {
+    path: PathBuf,
+    code: i32,
+    out: String,
+    ok: usize,
+    failed: usize,
+}
+
+/// Runs `clients` processes of `workload` over `keys` keys for `millis`,
+/// then a final read of every key, and has adya check the history for
+/// snapshot isolation.
+fn history(pool: &mut Pool, workload: Workload, clients: u64, keys: u64, millis: u64, nemesis: Nemesis) -> Checked {
     let s = Session::new(pool);
     pool.ok(&["mkdir", "/h"]);
     for k in 0..keys {
@@ -267,11 +325,11 @@ fn history(
     let mut children: Vec<_> = (0..clients)
         .map(|id| {
             let spec = json!({
-                "id": id, "keys": keys, "millis": millis, "addr": pool.addr,
+                "id": id, "keys": keys, "millis": millis, "addr": pool.addr, "workload": workload.name(),
                 "secret": pool.secret_file(), "out": dir.join(format!("client-{id}.jsonl")),
             });
             Command::new(&exe)
-                .args(["--exact", "list_append_client", "--nocapture", "--test-threads", "1"])
+                .args(["--exact", "history_client", "--nocapture", "--test-threads", "1"])
                 .env("TIERPOOL_TX_CLIENT", spec.to_string())
                 .stdout(std::process::Stdio::null())
                 .spawn()
@@ -312,7 +370,7 @@ fn history(
             let mut last = s.client.begin().await?;
             let mut reads = Vec::new();
             for k in 0..keys {
-                reads.push(json!(["r", k, parse(&last.read_all(&format!("/h/k{k}")).await?)]));
+                reads.push(json!(["r", k, workload.read_value(&last.read_all(&format!("/h/k{k}")).await?)]));
             }
             last.commit(None).await?;
             Ok(reads)
@@ -344,30 +402,34 @@ fn history(
         l["index"] = json!(i);
         writeln!(f, "{l}").unwrap();
     }
-    let (code, out) = adya(&path);
+    let (code, out) = adya(&path, workload);
     let info = text_count(&path, "\"info\"");
     eprintln!("{}: {ok} committed, {failed} refused, {info} unknown; adya exit {code}", path.display());
-    (path, code, out, ok, failed)
+    Checked { path, code, out, ok, failed }
 }
 
 fn text_count(path: &Path, what: &str) -> usize {
     std::fs::read_to_string(path).unwrap().matches(what).count()
 }
 
-/// `adya check` of a list-append history for snapshot isolation: exit
-/// code and output. Malformed histories (a value appended twice) count as
-/// anomalies, not as valid.
-fn adya(history: &Path) -> (i32, String) {
+/// `adya check` of a history for snapshot isolation: exit code and output.
+/// In a list-append history, malformed ones (a value appended twice) count
+/// as anomalies, not as valid. A register's versions are ordered by what
+/// each transaction read before it wrote (`--wfr-keys`) and by real time
+/// (`--linearizable-keys`: commits are ordered by the coordinator's log,
+/// and a transaction begins after every commit acknowledged before it).
+fn adya(history: &Path, workload: Workload) -> (i32, String) {
     let bin = std::env::var("TIERPOOL_ADYA")
         .map(PathBuf::from)
         .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/tierpool/adya/bin/adya"));
     assert!(bin.exists(), "{}: no adya here; scripts/adya.sh installs it (scripts/test.sh does)", bin.display());
-    let out = Command::new(&bin)
-        .args(["check", "-m", "list-append", "-c", "snapshot-isolation"])
-        .args(["-a", "duplicate-appends,unexpected-txn-micro-op-types"])
-        .arg(history)
-        .output()
-        .unwrap();
+    let mut cmd = Command::new(&bin);
+    cmd.args(["check", "-m", workload.name(), "-c", "snapshot-isolation"]);
+    match workload {
+        Workload::ListAppend => cmd.args(["-a", "duplicate-appends,unexpected-txn-micro-op-types"]),
+        Workload::Register => cmd.args(["--wfr-keys", "--linearizable-keys"]),
+    };
+    let out = cmd.arg(history).output().unwrap();
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     (out.status.code().unwrap_or(-1), text)
 }
@@ -375,20 +437,31 @@ fn adya(history: &Path) -> (i32, String) {
 #[test]
 fn list_append_histories_with_kills_are_snapshot_isolated() {
     let mut pool = Pool::start_with(3, "32MiB", "128MiB", &["--replicas", "2"]);
-    let (path, code, out, ok, failed) = history(&mut pool, 4, 4, 8000, Nemesis::Kills);
-    assert_eq!(code, 0, "adya found anomalies in {}:\n{out}", path.display());
-    assert!(out.contains("true"), "{out}");
+    let h = history(&mut pool, Workload::ListAppend, 4, 4, 8000, Nemesis::Kills);
+    assert_eq!(h.code, 0, "adya found anomalies in {}:\n{}", h.path.display(), h.out);
+    assert!(h.out.contains("true"), "{}", h.out);
     // Enough happened for the check to mean something: many commits, and contention.
-    assert!(ok >= 100 && failed >= 5, "{ok} committed, {failed} failed");
+    assert!(h.ok >= 100 && h.failed >= 5, "{} committed, {} failed", h.ok, h.failed);
+}
+
+#[test]
+fn register_histories_with_kills_are_snapshot_isolated() {
+    let mut pool = Pool::start_with(3, "32MiB", "128MiB", &["--replicas", "2"]);
+    let h = history(&mut pool, Workload::Register, 4, 4, 8000, Nemesis::Kills);
+    assert_eq!(h.code, 0, "adya found anomalies in {}:\n{}", h.path.display(), h.out);
+    assert!(h.out.contains("true"), "{}", h.out);
+    assert!(h.ok >= 100 && h.failed >= 5, "{} committed, {} failed", h.ok, h.failed);
 }
 
 #[test]
 fn without_the_write_write_check_adya_finds_lost_updates() {
-    let mut pool = Pool::start_with(2, "32MiB", "128MiB", &["--unsafe-no-write-check"]);
-    let (path, code, out, ok, _) = history(&mut pool, 4, 2, 4000, Nemesis::None);
-    assert!(ok >= 50, "{ok} committed");
-    assert_eq!(code, 1, "adya should flag {}:\n{out}", path.display());
-    assert!(out.contains("lost-update"), "{out}");
+    for workload in [Workload::ListAppend, Workload::Register] {
+        let mut pool = Pool::start_with(2, "32MiB", "128MiB", &["--unsafe-no-write-check"]);
+        let h = history(&mut pool, workload, 4, 2, 4000, Nemesis::None);
+        assert!(h.ok >= 50, "{workload:?}: {} committed", h.ok);
+        assert_eq!(h.code, 1, "adya should flag {}:\n{}", h.path.display(), h.out);
+        assert!(h.out.contains("lost-update"), "{workload:?}: {}", h.out);
+    }
 }
 
 #[test]
