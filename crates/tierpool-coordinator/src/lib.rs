@@ -89,6 +89,8 @@ pub struct CoordinatorConfig {
     pub speed_window: Duration,
     /// Most files one transaction may write.
     pub tx_max_files: usize,
+    /// Most region pages one transaction may write.
+    pub tx_max_pages: usize,
     /// Largest file the metadata keeps inline, bytes and all (0: none;
     /// at most `tierpool_meta::INLINE_MAX`).
     pub inline_max: u64,
@@ -129,6 +131,7 @@ impl CoordinatorConfig {
             speed_threshold: 20,
             speed_window: Duration::from_secs(30),
             tx_max_files: tierpool_meta::engine::transactions::MAX_TX_FILES,
+            tx_max_pages: tierpool_meta::engine::transactions::MAX_TX_PAGES,
             inline_max: DEFAULT_INLINE_MAX,
             inline_total: DEFAULT_INLINE_TOTAL,
             check_writes: true,
@@ -159,6 +162,7 @@ impl CoordinatorConfig {
             speed_threshold: self.speed_threshold,
             speed_window: self.speed_window,
             tx_max_files: self.tx_max_files,
+            tx_max_pages: self.tx_max_pages,
         }
     }
 }

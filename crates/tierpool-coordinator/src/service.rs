@@ -16,6 +16,7 @@ use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tierpool_meta::engine::transactions::Changes;
 use tierpool_meta::engine::transactions::Commit;
 use tierpool_meta::engine::{Effect, Engine, Sweep};
 use tierpool_meta::{Garbage, MetaOp, MetaReply, MetaState, Owner, TxFile, TxNs};
@@ -603,7 +604,7 @@ impl Coordinator {
         let now = self.now();
         let (applied, already, lsn) = {
             let mut g = self.inner.lock();
-            match g.engine.tx_commit(session, tx, task, files, ns, now)? {
+            match g.engine.tx_commit(session, tx, task, Changes { files, ns, ..Changes::default() }, now)? {
                 Commit::Run(op) => (Some(self.apply(&mut g, op, owner)?), false, 0),
                 Commit::Nothing => (None, false, g.lsn),
                 // The other attempt's commit may still be on its way to disk.

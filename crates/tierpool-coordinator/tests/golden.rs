@@ -105,6 +105,8 @@ fn a_coordinator_recovers_from_golden_files() {
         ("log-v14", LOG_V14_RECORDS, "state-log-v14.txt"),
         ("snapshot-v13", LOG_V14_RECORDS, "state-log-v14.txt"),
         ("log-v15", LOG_V15_RECORDS, "state-log-v15.txt"),
+        ("log-v16", LOG_V16_RECORDS, "state-log-v16.txt"),
+        ("snapshot-v14", LOG_V16_RECORDS, "state-log-v16.txt"),
     ];
     for (file, lsn, state) in cases {
         let dir = tempfile::tempdir().unwrap();
@@ -117,6 +119,9 @@ fn a_coordinator_recovers_from_golden_files() {
         assert_eq!((at, dump::dump(&recovered)), (*lsn, expected(state)), "{file}");
     }
 }
+
+/// Records in `log-v16`.
+const LOG_V16_RECORDS: u64 = 136;
 
 /// Records in `log-v15`.
 const LOG_V15_RECORDS: u64 = 130;
@@ -317,10 +322,14 @@ fn snapshot_v6_of_one_replica_nests_the_bytes_of_version_5() {
     assert_eq!(v12[6], 12);
     assert!(v12[19..].starts_with(&v11[19..]), "the nested version 11 state differs");
     assert_eq!(decode_snapshot(&v12).unwrap(), (lsn, state.clone()));
-    let v13 = encode_snapshot(lsn, &state);
+    let v13 = encode_snapshot_in(13, lsn, &state).unwrap();
     assert_eq!(v13[6], 13);
     assert!(v13[19..].starts_with(&v12[19..]), "the nested version 12 state differs");
-    assert_eq!(decode_snapshot(&v13).unwrap(), (lsn, state));
+    assert_eq!(decode_snapshot(&v13).unwrap(), (lsn, state.clone()));
+    let v14 = encode_snapshot(lsn, &state);
+    assert_eq!(v14[6], 14);
+    assert!(v14[19..].starts_with(&v13[19..]), "the nested version 13 state differs");
+    assert_eq!(decode_snapshot(&v14).unwrap(), (lsn, state));
 }
 
 #[test]
@@ -929,7 +938,10 @@ fn snapshot_v13_decodes_to_its_state_and_encodes_to_the_same_bytes() {
     assert_eq!(lsn, LOG_V14_RECORDS);
     assert_eq!(dump::dump(&state), expected("state-log-v14.txt"));
     assert_eq!(state, replay(&records(&read("log-v14"))));
-    assert!(encode_snapshot(lsn, &state) == bytes, "snapshots of version 13 no longer encode as they did");
+    assert!(
+        encode_snapshot_in(13, lsn, &state).unwrap() == bytes,
+        "snapshots of version 13 no longer encode as they did"
+    );
     let mode = |p: &str| state.stat(p).unwrap().origin.unwrap().mode;
     assert_eq!(mode("/lake/small"), Some(tierpool_meta::WriteMode::Back));
     assert_eq!(mode("/lake/renamed"), None);
@@ -949,7 +961,7 @@ fn log_v15_replays_to_its_state_and_encodes_to_the_same_bytes() {
     assert_eq!(dump::dump(&state), expected("state-log-v15.txt"));
     let mut again = Vec::new();
     for r in &recs {
-        encode_record(r, &mut again);
+        encode_record_in(15, r, &mut again).unwrap();
     }
     assert!(again == seg, "log records of version 15 no longer encode as they did");
     let updates = |r: &&LogRecord| matches!(&r.op, MetaOp::UpdateInline { .. });
@@ -963,6 +975,90 @@ fn log_v15_replays_to_its_state_and_encodes_to_the_same_bytes() {
     // Its state has a snapshot form in the current snapshot version.
     let (lsn, again) = decode_snapshot(&encode_snapshot(LOG_V15_RECORDS, &state)).unwrap();
     assert_eq!((lsn, again), (LOG_V15_RECORDS, state));
+}
+
+#[test]
+fn log_v16_replays_to_its_state_and_encodes_to_the_same_bytes() {
+    let seg = read("log-v16");
+    let recs = records(&seg);
+    assert_eq!(recs.len() as u64, LOG_V16_RECORDS);
+    assert_eq!(recs[..LOG_V15_RECORDS as usize], records(&read("log-v15"))[..], "the records of log-v15 come first");
+    assert_eq!(recs, log_v16_records(), "the records as written");
+    let state = replay(&recs);
+    state.check_invariants().unwrap();
+    assert_eq!(dump::dump(&state), expected("state-log-v16.txt"));
+    let mut again = Vec::new();
+    for r in &recs {
+        encode_record(r, &mut again);
+    }
+    assert!(again == seg, "log records of version 16 no longer encode as they did");
+    let pages = |r: &&LogRecord| {
+        matches!(&r.op, MetaOp::Transact { regions, .. } if !regions.is_empty())
+            || matches!(&r.op, MetaOp::RegionPagesWritten { .. })
+    };
+    assert_eq!(recs.iter().filter(pages).count(), 3);
+    for r in recs.iter().filter(pages) {
+        let e = encode_record_in(15, r, &mut Vec::new()).unwrap_err();
+        assert_eq!(e.message, "region pages of a transaction have no log record version 15 form");
+    }
+    // The second commit's pages are pending: only version 14 snapshots hold them.
+    assert_eq!(state.pending_pages().keys().copied().collect::<Vec<_>>(), vec![1]);
+    for v in 2..=13 {
+        assert!(encode_snapshot_in(v, LOG_V16_RECORDS, &state).is_err(), "snapshot version {v}");
+    }
+}
+
+#[test]
+fn snapshot_v14_decodes_to_its_state_and_encodes_to_the_same_bytes() {
+    let bytes = read("snapshot-v14");
+    let (lsn, state) = decode_snapshot(&bytes).unwrap();
+    assert_eq!(lsn, LOG_V16_RECORDS);
+    assert_eq!(dump::dump(&state), expected("state-log-v16.txt"));
+    assert_eq!(state, replay(&records(&read("log-v16"))));
+    assert!(encode_snapshot(lsn, &state) == bytes, "snapshots of version 14 no longer encode as they did");
+    let pending = &state.pending_pages()[&1];
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].pages.iter().map(|(i, b)| (*i, b.len())).collect::<Vec<_>>(), vec![(0, 4096), (5, 4096)]);
+}
+
+/// The records of `log-v16`: those of `log-v15`, then a region of six
+/// pages, a transaction writing two of its pages and a file, the pages
+/// said written, and a transaction writing two pages that stay pending.
+fn log_v16_records() -> Vec<LogRecord> {
+    use bytes::Bytes;
+    use tierpool_meta::{TxFile, TxRegion};
+    use tierpool_types::{ChunkAttrs, ChunkRef, InodeId};
+    let mut recs = log_v15_records();
+    let mut state = replay(&recs);
+    push(&mut recs, &mut state, MetaOp::AllocInodes { count: 2 });
+    let region = InodeId(state.next_inode().0 - 2);
+    let v = state.next_inode().0 - 1;
+    let op = MetaOp::CommitRegion {
+        path: "/mesh".into(),
+        inode: region,
+        size: 6 * 4096,
+        chunk_size: 8192,
+        attrs: ChunkAttrs::default(),
+        mode: 0o600,
+    };
+    push(&mut recs, &mut state, op);
+    let page = |byte: u8| Bytes::from(vec![byte; 4096]);
+    let index = state.stat("/index").unwrap().id;
+    let write = TxFile {
+        inode: index,
+        size: 100,
+        truncate: None,
+        chunks: vec![(0, ChunkRef { version: v, len: 100, checksum: 0x61, home: None })],
+    };
+    let pages = TxRegion { inode: region, pages: vec![(1, page(0x11)), (2, page(0x12))] };
+    let op = MetaOp::Transact { task: Some("step-1".into()), files: vec![write], ns: Vec::new(), regions: vec![pages] };
+    push(&mut recs, &mut state, op);
+    push(&mut recs, &mut state, MetaOp::RegionPagesWritten { id: 1 });
+    let pages = TxRegion { inode: region, pages: vec![(0, page(0x21)), (5, page(0x25))] };
+    let op = MetaOp::Transact { task: None, files: Vec::new(), ns: Vec::new(), regions: vec![pages] };
+    push(&mut recs, &mut state, op);
+    push(&mut recs, &mut state, MetaOp::Mkdir { path: "/p6".into(), parents: false, mode: 0o755 });
+    recs
 }
 
 /// The records of `log-v15`: those of `log-v14`, then `/index` (stored
@@ -1037,12 +1133,13 @@ fn log_v13_records() -> Vec<LogRecord> {
         TxNs::Rename { from: "/ledger".into(), to: "/out/ledger".into() },
     ];
     let write = TxFile { inode: index, size: 100, truncate: None, chunks: vec![(0, r(first + 2, 100, 0x52))] };
-    push(&mut recs, &mut state, MetaOp::Transact { task: None, files: vec![write], ns: steps });
+    push(&mut recs, &mut state, MetaOp::Transact { task: None, files: vec![write], ns: steps, regions: Vec::new() });
     let steps = vec![
         TxNs::Rename { from: "/out".into(), to: "/done".into() },
         TxNs::Remove { path: "/done".into(), recursive: true },
     ];
-    push(&mut recs, &mut state, MetaOp::Transact { task: Some("clean".into()), files: Vec::new(), ns: steps });
+    let op = MetaOp::Transact { task: Some("clean".into()), files: Vec::new(), ns: steps, regions: Vec::new() };
+    push(&mut recs, &mut state, op);
     // Padding to a round count: directories made outside transactions.
     for d in ["/p1", "/p2", "/p3", "/p4", "/p5"] {
         push(&mut recs, &mut state, MetaOp::Mkdir { path: d.into(), parents: false, mode: 0o755 });
@@ -1082,11 +1179,14 @@ fn log_v12_records() -> Vec<LogRecord> {
     let v = state.next_inode().0 - 1;
     let r = |len: u64, checksum: u32| ChunkRef { version: v, len, checksum, home: None };
     let one = TxFile { inode: a, size: 2 * 4096, truncate: None, chunks: vec![(1, r(4096, 0x41))] };
-    push(&mut recs, &mut state, MetaOp::Transact { task: Some("reduce-3".into()), files: vec![one], ns: Vec::new() });
+    let op = MetaOp::Transact { task: Some("reduce-3".into()), files: vec![one], ns: Vec::new(), regions: Vec::new() };
+    push(&mut recs, &mut state, op);
     let grow = TxFile { inode: a, size: 3 * 4096 + 10, truncate: None, chunks: vec![(3, r(10, 0x42))] };
     let cut = TxFile { inode: b, size: 100, truncate: Some(100), chunks: vec![(0, r(100, 0x43))] };
-    push(&mut recs, &mut state, MetaOp::Transact { task: None, files: vec![grow, cut], ns: Vec::new() });
-    push(&mut recs, &mut state, MetaOp::Transact { task: Some("report".into()), files: Vec::new(), ns: Vec::new() });
+    let op = MetaOp::Transact { task: None, files: vec![grow, cut], ns: Vec::new(), regions: Vec::new() };
+    push(&mut recs, &mut state, op);
+    let op = MetaOp::Transact { task: Some("report".into()), files: Vec::new(), ns: Vec::new(), regions: Vec::new() };
+    push(&mut recs, &mut state, op);
     recs
 }
 
@@ -1095,15 +1195,16 @@ fn log_v12_records() -> Vec<LogRecord> {
 #[test]
 #[ignore = "writes the golden files of a new version: TIERPOOL_WRITE_GOLDEN=1 cargo test --test golden -- --ignored"]
 fn write_missing_golden_files_of_the_current_versions() {
-    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v15").exists() {
+    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v16").exists() {
         return;
     }
-    let recs = log_v15_records();
+    let recs = log_v16_records();
     let (mut seg, mut state) = (Vec::new(), MetaState::new());
     for r in &recs {
         state.execute_as(&r.op, r.owner, r.time).unwrap();
         encode_record(r, &mut seg);
     }
-    std::fs::write(golden("log-v15"), seg).unwrap();
-    std::fs::write(golden("state-log-v15.txt"), dump::dump(&state)).unwrap();
+    std::fs::write(golden("log-v16"), seg).unwrap();
+    std::fs::write(golden("state-log-v16.txt"), dump::dump(&state)).unwrap();
+    std::fs::write(golden("snapshot-v14"), encode_snapshot(LOG_V16_RECORDS, &state)).unwrap();
 }

@@ -19,7 +19,10 @@ mod room;
 mod state;
 mod under;
 
-pub use ops::{DirEntry, DirName, InodeInfo, InodeKind, MetaOp, MetaReply, NewNode, TxFile, TxNs, WorkerRecord};
+pub use ops::{
+    DirEntry, DirName, InodeInfo, InodeKind, MetaOp, MetaReply, NewNode, TxFile, TxNs, TxRegion, WorkerRecord,
+    REGION_PAGE,
+};
 pub use path::{check_name, normalize};
 pub use room::{choose_to_free, RoomCandidate};
 pub use state::inode::{Body, Inode, Owner};

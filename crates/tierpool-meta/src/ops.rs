@@ -269,10 +269,16 @@ pub enum MetaOp {
     /// is an `UpdateFile` of a distinct file that existed before; then the
     /// steps of `ns` run in order, as the ops they name would. With
     /// `task`, fails `AlreadyExists` if a transaction of that task id
-    /// committed before, and records it otherwise. Write-write conflicts
-    /// are the engine's to check before it runs this. Reply:
-    /// [`MetaReply::Done`].
-    Transact { task: Option<String>, files: Vec<TxFile>, ns: Vec<TxNs> },
+    /// committed before, and records it otherwise. `regions` are pages of
+    /// memory regions, written in place on the workers once the op is
+    /// durable: the op keeps them as pending until `RegionPagesWritten`.
+    /// Write-write conflicts are the engine's to check before it runs
+    /// this. Reply: [`MetaReply::Done`].
+    Transact { task: Option<String>, files: Vec<TxFile>, ns: Vec<TxNs>, regions: Vec<TxRegion> },
+    /// The pages of the committed transaction pending as `id` (see
+    /// `MetaState::pending_pages`) are on the workers: they are forgotten.
+    /// Reply: [`MetaReply::Done`].
+    RegionPagesWritten { id: u64 },
     /// Gives the file at `path`, beneath an attachment, its own write mode
     /// (`None`: its attachment's again); with `recursive`, every file
     /// beneath the directory at `path`. A file replaced at its path
@@ -300,6 +306,19 @@ impl MetaOp {
                 | MetaOp::WorkerUp { .. }
         )
     }
+}
+
+/// A page of a memory region as transactions see it: they read, write
+/// and conflict by whole pages.
+pub const REGION_PAGE: u64 = 4096;
+
+/// Pages a transaction wrote in one memory region: each `(index, bytes)`
+/// is page `index` whole ([`REGION_PAGE`] bytes, fewer only for the last
+/// page of a region whose size is not a multiple of it), indexes rising.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxRegion {
+    pub inode: InodeId,
+    pub pages: Vec<(u64, bytes::Bytes)>,
 }
 
 /// One file a transaction wrote: as `UpdateFile`.

@@ -106,6 +106,9 @@ pub struct MetaState {
     snapshots: snapshots::Snapshots,
     /// Task ids of committed transactions: a task commits once.
     tasks: BTreeSet<String>,
+    /// Region pages of committed transactions not yet written on the
+    /// workers, by an id of their commit (see `state/transact.rs`).
+    pending_pages: BTreeMap<u64, Vec<crate::TxRegion>>,
     /// Whether a placement policy other than `hash` was ever set here since
     /// the state was loaded (or any inode has one): writers must then look
     /// up their directory's. Derived, never stored, never compared.
@@ -206,6 +209,7 @@ impl MetaState {
             inline: inline::Inline::default(),
             snapshots: snapshots::Snapshots::default(),
             tasks: BTreeSet::new(),
+            pending_pages: BTreeMap::new(),
             placed: Placed::default(),
             subdirs: Subdirs::default(),
             fresh: Fresh::default(),
@@ -360,7 +364,10 @@ impl MetaState {
                 self.checkpoint(&writable(path)?, name, (*inode, *version), chunks, now)
             }
             MetaOp::RegionRestore { path, name, done } => self.region_restore(&writable(path)?, name, *done, now),
-            MetaOp::Transact { task, files, ns } => self.transact(task.as_deref(), files, ns, owner, now),
+            MetaOp::Transact { task, files, ns, regions } => {
+                self.transact(task.as_deref(), (files, ns, regions), owner, now)
+            }
+            MetaOp::RegionPagesWritten { id } => self.pages_written(*id),
             MetaOp::SetWriteMode { path, mode, recursive } => {
                 self.set_write_mode(&writable(path)?, *mode, *recursive, now)
             }

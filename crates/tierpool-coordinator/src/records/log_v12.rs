@@ -66,9 +66,12 @@ impl TryFrom<RecordV12> for LogRecord {
     fn try_from(r: RecordV12) -> Result<Self> {
         let op = match r.op {
             OpV12::V11(op) => return LogRecord::try_from(RecordV11 { lsn: r.lsn, time: r.time, owner: r.owner, op }),
-            OpV12::Transact { task, files } => {
-                MetaOp::Transact { task, files: files.into_iter().map(file_of).collect(), ns: Vec::new() }
-            }
+            OpV12::Transact { task, files } => MetaOp::Transact {
+                task,
+                files: files.into_iter().map(file_of).collect(),
+                ns: Vec::new(),
+                regions: Vec::new(),
+            },
         };
         let owner = Owner { uid: r.owner.uid, gid: r.owner.gid };
         Ok(LogRecord { lsn: r.lsn, time: r.time, owner, op })

@@ -60,30 +60,37 @@ pub(super) fn file_of(f: TxFileV12) -> TxFile {
     }
 }
 
+pub(super) fn ns_v13(s: &TxNs) -> TxNsV13 {
+    match s {
+        TxNs::Mkdir { path, mode } => TxNsV13::Mkdir { path: path.clone(), mode: *mode },
+        TxNs::Create { path, mode, chunk_size, file } => {
+            TxNsV13::Create { path: path.clone(), mode: *mode, chunk_size: *chunk_size, file: file_v12(file) }
+        }
+        TxNs::Remove { path, recursive } => TxNsV13::Remove { path: path.clone(), recursive: *recursive },
+        TxNs::Rename { from, to } => TxNsV13::Rename { from: from.clone(), to: to.clone() },
+    }
+}
+
+pub(super) fn ns_of(s: TxNsV13) -> TxNs {
+    match s {
+        TxNsV13::Mkdir { path, mode } => TxNs::Mkdir { path, mode },
+        TxNsV13::Create { path, mode, chunk_size, file } => {
+            TxNs::Create { path, mode, chunk_size, file: file_of(file) }
+        }
+        TxNsV13::Remove { path, recursive } => TxNs::Remove { path, recursive },
+        TxNsV13::Rename { from, to } => TxNs::Rename { from, to },
+    }
+}
+
 impl TryFrom<&LogRecord> for RecordV13 {
     type Error = tierpool_types::Error;
     fn try_from(r: &LogRecord) -> Result<Self> {
         let owner = OwnerV2 { uid: r.owner.uid, gid: r.owner.gid };
         let op = match &r.op {
-            MetaOp::Transact { task, files, ns } if !ns.is_empty() => OpV13::Transact {
+            MetaOp::Transact { task, files, ns, .. } if !ns.is_empty() => OpV13::Transact {
                 task: task.clone(),
                 files: files.iter().map(file_v12).collect(),
-                ns: ns
-                    .iter()
-                    .map(|s| match s {
-                        TxNs::Mkdir { path, mode } => TxNsV13::Mkdir { path: path.clone(), mode: *mode },
-                        TxNs::Create { path, mode, chunk_size, file } => TxNsV13::Create {
-                            path: path.clone(),
-                            mode: *mode,
-                            chunk_size: *chunk_size,
-                            file: file_v12(file),
-                        },
-                        TxNs::Remove { path, recursive } => {
-                            TxNsV13::Remove { path: path.clone(), recursive: *recursive }
-                        }
-                        TxNs::Rename { from, to } => TxNsV13::Rename { from: from.clone(), to: to.clone() },
-                    })
-                    .collect(),
+                ns: ns.iter().map(ns_v13).collect(),
             },
             _ => OpV13::V12(RecordV12::try_from(r)?.op),
         };
@@ -99,17 +106,8 @@ impl TryFrom<RecordV13> for LogRecord {
             OpV13::Transact { task, files, ns } => MetaOp::Transact {
                 task,
                 files: files.into_iter().map(file_of).collect(),
-                ns: ns
-                    .into_iter()
-                    .map(|s| match s {
-                        TxNsV13::Mkdir { path, mode } => TxNs::Mkdir { path, mode },
-                        TxNsV13::Create { path, mode, chunk_size, file } => {
-                            TxNs::Create { path, mode, chunk_size, file: file_of(file) }
-                        }
-                        TxNsV13::Remove { path, recursive } => TxNs::Remove { path, recursive },
-                        TxNsV13::Rename { from, to } => TxNs::Rename { from, to },
-                    })
-                    .collect(),
+                ns: ns.into_iter().map(ns_of).collect(),
+                regions: Vec::new(),
             },
         };
         let owner = Owner { uid: r.owner.uid, gid: r.owner.gid };

@@ -227,7 +227,8 @@ fn op_to_v2(op: &MetaOp) -> Result<OpV2> {
         | MetaOp::RegionRestore { .. }
         | MetaOp::Transact { .. }
         | MetaOp::SetWriteMode { .. }
-        | MetaOp::UpdateInline { .. } => {
+        | MetaOp::UpdateInline { .. }
+        | MetaOp::RegionPagesWritten { .. } => {
             return Err(corrupt("moves and membership ops have no form in log record version 2"))
         }
     })

@@ -240,7 +240,8 @@ pub(super) fn op_to_v3(op: &MetaOp) -> Result<OpV3> {
         | MetaOp::RegionRestore { .. }
         | MetaOp::Transact { .. }
         | MetaOp::SetWriteMode { .. }
-        | MetaOp::UpdateInline { .. } => {
+        | MetaOp::UpdateInline { .. }
+        | MetaOp::RegionPagesWritten { .. } => {
             return Err(super::frozen::corrupt("an op added after log record version 3 has no form in it"))
         }
     })

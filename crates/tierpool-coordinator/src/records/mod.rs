@@ -28,6 +28,7 @@ pub mod log_v12;
 pub mod log_v13;
 pub mod log_v14;
 pub mod log_v15;
+pub mod log_v16;
 pub mod log_v2;
 pub mod log_v3;
 pub mod log_v4;
@@ -41,6 +42,7 @@ pub mod snapshot_v10;
 pub mod snapshot_v11;
 pub mod snapshot_v12;
 pub mod snapshot_v13;
+pub mod snapshot_v14;
 pub mod snapshot_v2;
 pub mod snapshot_v3;
 pub mod snapshot_v4;
@@ -58,9 +60,9 @@ use tierpool_meta::{MetaOp, MetaState, Owner};
 use tierpool_types::{Error, ErrorKind, Result};
 
 /// The version new log records are written in.
-pub const LOG_RECORD_VERSION: u8 = 15;
+pub const LOG_RECORD_VERSION: u8 = 16;
 /// The version new snapshots are written in.
-pub const SNAPSHOT_VERSION: u8 = 13;
+pub const SNAPSHOT_VERSION: u8 = 14;
 const SNAPSHOT_MAGIC: &[u8; 6] = b"TPSNAP";
 const SNAPSHOT_HEADER: usize = 19;
 const MAX_RECORD_LEN: u32 = 512 << 20;
@@ -85,13 +87,16 @@ fn decode<T: DeserializeOwned>(b: &[u8], what: &str) -> Result<T> {
 
 /// Appends the framed record to `out`, in the newest version.
 pub fn encode_record(rec: &LogRecord, out: &mut Vec<u8>) {
-    let record = log_v15::RecordV15::try_from(rec).expect("version 15 holds every op");
+    let record = log_v16::RecordV16::try_from(rec).expect("version 16 holds every op");
     frame_record(LOG_RECORD_VERSION, &encode(&record), out);
 }
 
 /// Appends the framed record to `out` in an older `version` (to check that
 /// golden files of released versions still encode as they did).
 pub fn encode_record_in(version: u8, rec: &LogRecord, out: &mut Vec<u8>) -> Result<()> {
+    if version < 16 && log_v16::region_pages(&rec.op) {
+        return Err(Error::invalid(format!("region pages of a transaction have no log record version {version} form")));
+    }
     if version < 15 && log_v15::inline_update(&rec.op) {
         return Err(Error::invalid(format!(
             "small contents given to a file have no log record version {version} form"
@@ -141,7 +146,8 @@ pub fn encode_record_in(version: u8, rec: &LogRecord, out: &mut Vec<u8>) -> Resu
         12 => frame_record(12, &encode(&log_v12::RecordV12::try_from(rec)?), out),
         13 => frame_record(13, &encode(&log_v13::RecordV13::try_from(rec)?), out),
         14 => frame_record(14, &encode(&log_v14::RecordV14::try_from(rec)?), out),
-        15 => encode_record(rec, out),
+        15 => frame_record(15, &encode(&log_v15::RecordV15::try_from(rec)?), out),
+        16 => encode_record(rec, out),
         v => return Err(Error::invalid(format!("no log record version {v}"))),
     }
     Ok(())
@@ -201,6 +207,7 @@ pub fn decode_record(buf: &[u8]) -> Decoded {
         13 => decode::<log_v13::RecordV13>(&body[1..], "log record").and_then(LogRecord::try_from),
         14 => decode::<log_v14::RecordV14>(&body[1..], "log record").and_then(LogRecord::try_from),
         15 => decode::<log_v15::RecordV15>(&body[1..], "log record").and_then(LogRecord::try_from),
+        16 => decode::<log_v16::RecordV16>(&body[1..], "log record").and_then(LogRecord::try_from),
         v => Err(Error::new(
             ErrorKind::Corrupt,
             format!("log record version {v} is not known to this build (it reads up to {LOG_RECORD_VERSION})"),
@@ -214,7 +221,7 @@ pub fn decode_record(buf: &[u8]) -> Decoded {
 
 /// The snapshot of `state` after record `lsn`, in the newest version.
 pub fn encode_snapshot(lsn: u64, state: &MetaState) -> Vec<u8> {
-    let snap = snapshot_v13::SnapshotV13 { lsn, state: snapshot_v13::StateV13::from_view(&state.view()) };
+    let snap = snapshot_v14::SnapshotV14 { lsn, state: snapshot_v14::StateV14::from_view(&state.view()) };
     frame_snapshot(SNAPSHOT_VERSION, &encode(&snap))
 }
 
@@ -223,6 +230,11 @@ pub fn encode_snapshot(lsn: u64, state: &MetaState) -> Vec<u8> {
 pub fn encode_snapshot_in(version: u8, lsn: u64, state: &MetaState) -> Result<Vec<u8>> {
     if version < 6 {
         unreplicated(&state.view(), version)?;
+    }
+    if version < 14 && snapshot_v14::pending(&state.view()) {
+        return Err(Error::invalid(format!(
+            "a state with region pages pending has no snapshot version {version} form"
+        )));
     }
     if version < 13 && snapshot_v13::own_modes(&state.view()) {
         return Err(Error::invalid(format!(
@@ -296,7 +308,11 @@ pub fn encode_snapshot_in(version: u8, lsn: u64, state: &MetaState) -> Result<Ve
             let snap = snapshot_v12::SnapshotV12 { lsn, state: snapshot_v12::StateV12::from_view(&state.view()) };
             Ok(frame_snapshot(12, &encode(&snap)))
         }
-        13 => Ok(encode_snapshot(lsn, state)),
+        13 => {
+            let snap = snapshot_v13::SnapshotV13 { lsn, state: snapshot_v13::StateV13::from_view(&state.view()) };
+            Ok(frame_snapshot(13, &encode(&snap)))
+        }
+        14 => Ok(encode_snapshot(lsn, state)),
         v => Err(Error::invalid(format!("no snapshot version {v} is written"))),
     }
 }
@@ -390,6 +406,10 @@ pub fn decode_snapshot(buf: &[u8]) -> Result<(u64, MetaState)> {
         }
         13 => {
             let s: snapshot_v13::SnapshotV13 = decode(body, what)?;
+            Ok((s.lsn, s.state.into_state().map_err(|e| e.context(what))?))
+        }
+        14 => {
+            let s: snapshot_v14::SnapshotV14 = decode(body, what)?;
             Ok((s.lsn, s.state.into_state().map_err(|e| e.context(what))?))
         }
         v => Err(corrupt(&format!("version {v} is not known to this build (it reads up to {SNAPSHOT_VERSION})"))),

@@ -61,6 +61,7 @@ impl StateV1 {
             snapshots: Default::default(),
             restoring: Default::default(),
             tasks: Default::default(),
+            pending_pages: Default::default(),
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,

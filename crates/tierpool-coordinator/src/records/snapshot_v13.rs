@@ -12,7 +12,7 @@ use super::log_v7::{mode_code, mode_of};
 use super::snapshot_v12::StateV12;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use tierpool_meta::{MetaState, StateView};
+use tierpool_meta::{MetaState, StateParts, StateView};
 use tierpool_types::{InodeId, Result};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,6 +35,10 @@ impl StateV13 {
     }
 
     pub fn into_state(self) -> Result<MetaState> {
+        MetaState::from_parts(self.into_parts()?).map_err(corrupt)
+    }
+
+    pub fn into_parts(self) -> Result<StateParts> {
         let StateV13 { v12, modes } = self;
         let mut parts = v12.v11.into_parts()?;
         parts.tasks = v12.tasks;
@@ -44,7 +48,7 @@ impl StateV13 {
                 .ok_or_else(|| corrupt(format!("write mode of inode {id}, which is no file beneath an attachment")))?;
             origin.mode = Some(mode_of(code)?);
         }
-        MetaState::from_parts(parts).map_err(corrupt)
+        Ok(parts)
     }
 }
 

@@ -85,6 +85,7 @@ impl StateV2 {
             snapshots: Default::default(),
             restoring: Default::default(),
             tasks: Default::default(),
+            pending_pages: Default::default(),
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,

@@ -60,6 +60,7 @@ impl StateV3 {
             snapshots: Default::default(),
             restoring: Default::default(),
             tasks: Default::default(),
+            pending_pages: Default::default(),
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,

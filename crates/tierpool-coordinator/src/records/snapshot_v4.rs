@@ -75,6 +75,7 @@ impl StateV4 {
             snapshots: Default::default(),
             restoring: Default::default(),
             tasks: Default::default(),
+            pending_pages: Default::default(),
             initialised: self.initialised,
             inodes,
             next_inode: self.next_inode,

@@ -670,6 +670,38 @@ fn released() -> Vec<(&'static str, Registry)> {
                 ],
             ),
         ),
+        (
+            "snapshot-v14",
+            trace_with(
+                t::<snapshot_v14::SnapshotV14>,
+                &[&t::<KindV1>, &t::<snapshot_v2::BodyV2>, &t::<snapshot_v10::FrozenBodyV10>],
+            ),
+        ),
+        (
+            "log-v16",
+            trace_with(
+                t::<log_v16::RecordV16>,
+                &[
+                    &t::<KindV1>,
+                    &t::<log_v1::NewNodeV1>,
+                    &t::<log_v3::OpV3>,
+                    &t::<log_v4::OpV4>,
+                    &t::<log_v5::OpV5>,
+                    &t::<log_v6::OpV6>,
+                    &t::<log_v7::OpV7>,
+                    &t::<log_v8::OpV8>,
+                    &t::<log_v9::OpV9>,
+                    &t::<log_v10::OpV10>,
+                    &t::<log_v11::OpV11>,
+                    &t::<log_v12::OpV12>,
+                    &t::<log_v13::OpV13>,
+                    &t::<log_v13::TxNsV13>,
+                    &t::<log_v14::OpV14>,
+                    &t::<log_v15::OpV15>,
+                    &t::<log_v16::OpV16>,
+                ],
+            ),
+        ),
     ]
 }
 

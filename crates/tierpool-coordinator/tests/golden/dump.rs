@@ -74,6 +74,14 @@ pub fn dump(s: &MetaState) -> String {
         for t in s.tasks() {
             writeln!(out, "task {t:?}").unwrap();
         }
+        // Region pages of commits not yet on the workers, only when some are.
+        for (id, regions) in s.pending_pages() {
+            for r in regions {
+                let pages: Vec<String> =
+                    r.pages.iter().map(|(i, b)| format!("{i}:{:08x}", crc32c::crc32c(b))).collect();
+                writeln!(out, "pending {id} inode {} pages {}", r.inode, pages.join(" ")).unwrap();
+            }
+        }
     }
     out
 }

@@ -58,6 +58,8 @@ pub struct EngineConfig {
     pub speed_window: Duration,
     /// Most files one transaction may write.
     pub tx_max_files: usize,
+    /// Most region pages one transaction may write.
+    pub tx_max_pages: usize,
 }
 
 /// What the shell must do for the engine.
@@ -128,7 +130,7 @@ impl Engine {
             synced: BTreeSet::new(),
             mover: Mover::new(cfg.max_moving),
             speeds: speeds::SpeedWatch::new(cfg.speed_threshold, cfg.speed_window),
-            txs: Transactions::new(cfg.hold_period, cfg.tx_max_files),
+            txs: Transactions::new(cfg.hold_period, cfg.tx_max_files, cfg.tx_max_pages),
             state,
             cfg,
         }
@@ -152,6 +154,14 @@ impl Engine {
         wall: Timestamp,
         now: Duration,
     ) -> Result<(MetaReply, Vec<Effect>)> {
+        // A restore about to begin: transactions that began before it no
+        // longer see the region's pages as they were.
+        let restoring = match op {
+            MetaOp::RegionRestore { path, done: false, .. } if self.txs.any_open() => {
+                self.state.stat(path).ok().map(|i| i.id)
+            }
+            _ => None,
+        };
         let reply = match self.state.execute_as(op, owner, wall) {
             Ok(r) => r,
             Err(e) => {
@@ -160,7 +170,7 @@ impl Engine {
                 return Err(e);
             }
         };
-        self.txs.after_op(self.state.take_before());
+        self.txs.after_op(op, self.state.take_before(), restoring);
         let mut effects = Vec::new();
         if op.changes_placement() {
             effects.push(Effect::Placement);
@@ -444,11 +454,25 @@ impl Engine {
         session: u64,
         tx: u64,
         task: Option<String>,
-        files: Vec<crate::TxFile>,
-        ns: Vec<crate::TxNs>,
+        changes: transactions::Changes,
         now: Duration,
     ) -> Result<Commit> {
-        let r = self.txs.commit(&self.state, session, tx, task, (files, ns), now);
+        let r = self.txs.commit(&self.state, session, tx, task, changes, now);
+        self.state.watch(self.txs.any_open());
+        r
+    }
+
+    /// What pages `first..first + count` of region `inode` held when
+    /// transaction `tx` began, for those a commit wrote since.
+    pub fn tx_pages(
+        &mut self,
+        session: u64,
+        tx: u64,
+        inode: InodeId,
+        pages: (u64, u64),
+        now: Duration,
+    ) -> Result<Vec<(u64, bytes::Bytes)>> {
+        let r = self.txs.pages_then(&self.state, session, tx, inode, pages, now);
         self.state.watch(self.txs.any_open());
         r
     }

@@ -21,6 +21,21 @@
 //! noted after `b`, or live if none was. Images no open transaction can
 //! see are dropped when transactions end.
 //!
+//! Pages of memory regions are not versioned: a commit's pages are
+//! written over the region's chunks in place once it is durable (see
+//! `state/transact.rs`). So each commit of pages brings what those pages
+//! held before, as the committing transaction read them in its own view
+//! (which is what they held just before the commit, since no commit
+//! since its begin wrote them: it would have lost otherwise). While other
+//! transactions are open, that image is kept in `page_past` under the
+//! op's number, as inode images are in `past`: a view reads a page as the
+//! first image kept after its begin, or as the workers hold it. The same
+//! notes decide conflicts by page: a transaction loses if a commit wrote a
+//! page it writes since it began. A restore of a region (its chunks
+//! copied back in place) since a transaction began fails every use of the
+//! region by that transaction. Writes to a region outside transactions
+//! (its mapped memory, flushed in place) are not seen by any of this.
+//!
 //! Open transactions live only in the coordinator's memory: a coordinator
 //! that restarts has none, and every transaction open in it fails (nothing
 //! of it was visible, so nothing is lost). A transaction not heard from
@@ -31,16 +46,24 @@
 //! - a commit whose files changed (size, or a chunk it writes) or whose
 //!   entries changed after its begin fails; one whose did not is let through;
 //! - `past` is empty when no transaction is open, and holds per inode
-//!   images in increasing op order, each newer than some open begin.
+//!   images in increasing op order, each newer than some open begin;
+//!   `page_past` and `restored` likewise, per region page and per region;
+//! - a view reads every page of a region written only in transactions as
+//!   it was after the last commit before its begin; a commit that writes a
+//!   page a commit since its begin wrote fails.
 
 use crate::state::{FileShape, Image};
-use crate::{InodeInfo, MetaOp, MetaState, TxFile, TxNs};
+use crate::{InodeInfo, MetaOp, MetaState, TxFile, TxNs, TxRegion};
+use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 use tierpool_types::{Error, ErrorKind, InodeId, Result};
 
 /// Most files one transaction writes, unless configured otherwise.
 pub const MAX_TX_FILES: usize = 1024;
+/// Most region pages one transaction writes, unless configured otherwise
+/// (16 MiB: they travel in the commit's log record).
+pub const MAX_TX_PAGES: usize = 4096;
 
 #[derive(Debug)]
 pub struct Transactions {
@@ -56,6 +79,15 @@ pub struct Transactions {
     hold: Duration,
     /// Most files one transaction writes.
     max_files: usize,
+    /// Most region pages one transaction writes.
+    max_pages: usize,
+    /// Per region page: (number of an op that committed it, what it held
+    /// before, if the committer said).
+    page_past: BTreeMap<(InodeId, u64), Vec<(u64, Option<Bytes>)>>,
+    /// Per region: the number of the last op that began a restore of it.
+    restored: BTreeMap<InodeId, u64>,
+    /// What the pages of the commit about to run held before it.
+    committing: Vec<TxRegion>,
 }
 
 #[derive(Debug)]
@@ -69,6 +101,8 @@ struct Tx {
     seen: Duration,
     /// Files it said it writes: their path (for errors) and chunks.
     writes: BTreeMap<InodeId, (String, BTreeSet<u64>)>,
+    /// Regions it said it writes: their path (for errors) and pages.
+    pages: BTreeMap<InodeId, (String, BTreeSet<u64>)>,
 }
 
 /// What a commit comes to.
@@ -83,9 +117,21 @@ pub enum Commit {
 }
 
 impl Transactions {
-    pub fn new(hold: Duration, max_files: usize) -> Transactions {
+    pub fn new(hold: Duration, max_files: usize, max_pages: usize) -> Transactions {
         let (open, past) = (BTreeMap::new(), BTreeMap::new());
-        Transactions { seq: 0, next_id: 1, open, past, check_writes: true, hold, max_files: max_files.max(1) }
+        Transactions {
+            seq: 0,
+            next_id: 1,
+            open,
+            past,
+            check_writes: true,
+            hold,
+            max_files: max_files.max(1),
+            max_pages: max_pages.max(1),
+            page_past: BTreeMap::new(),
+            restored: BTreeMap::new(),
+            committing: Vec::new(),
+        }
     }
 
     /// Turns the write-write check off (a test proving the history checker
@@ -94,11 +140,26 @@ impl Transactions {
         self.check_writes = on;
     }
 
-    /// An op ran: `changed` are the inodes it changed as they were before.
-    pub fn after_op(&mut self, changed: BTreeMap<InodeId, Image>) {
+    /// An op ran: `changed` are the inodes it changed as they were before;
+    /// `restoring` the region whose restore it began, if it did.
+    pub fn after_op(&mut self, op: &MetaOp, changed: BTreeMap<InodeId, Image>, restoring: Option<InodeId>) {
         self.seq += 1;
+        let before = std::mem::take(&mut self.committing);
         if self.open.is_empty() {
             return;
+        }
+        if let Some(id) = restoring {
+            self.restored.insert(id, self.seq);
+        }
+        if let MetaOp::Transact { regions, .. } = op {
+            for r in regions {
+                let was = before.iter().find(|b| b.inode == r.inode);
+                for (index, _) in &r.pages {
+                    let image = was.and_then(|b| b.pages.iter().find(|(i, _)| i == index)).map(|(_, b)| b.clone());
+                    let images = self.page_past.entry((r.inode, *index)).or_default();
+                    images.push((self.seq, image));
+                }
+            }
         }
         // An inode noted since the newest transaction began is seen by
         // every open one as that note or an older one: later notes are
@@ -116,7 +177,8 @@ impl Transactions {
     pub fn begin(&mut self, session: u64, now: Duration) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
-        let tx = Tx { session, begin: self.seq, began: now, seen: now, writes: BTreeMap::new() };
+        let tx =
+            Tx { session, begin: self.seq, began: now, seen: now, writes: BTreeMap::new(), pages: BTreeMap::new() };
         self.open.insert(id, tx);
         id
     }
@@ -168,6 +230,9 @@ impl Transactions {
         now: Duration,
     ) -> Result<()> {
         let begin = self.heard(state, session, tx, now)?.begin;
+        if self.region_then(state, begin, inode).is_some() {
+            return self.write_pages(state, tx, inode, path, chunks);
+        }
         if self.file_then(state, begin, inode).is_none() {
             return Err(Error::invalid(format!("{path}: inode {inode} is not a file this transaction sees")));
         }
@@ -184,6 +249,67 @@ impl Transactions {
             return Err(e);
         }
         Ok(())
+    }
+
+    /// Transaction `tx` writes `pages` of the region `inode` (at `path`).
+    fn write_pages(&mut self, state: &MetaState, tx: u64, inode: InodeId, path: &str, pages: &[u64]) -> Result<()> {
+        let t = self.open.get_mut(&tx).expect("heard from above");
+        let entry = t.pages.entry(inode).or_insert_with(|| (path.to_owned(), BTreeSet::new()));
+        entry.1.extend(pages.iter().copied());
+        let total: usize = t.pages.values().map(|(_, p)| p.len()).sum();
+        if total > self.max_pages {
+            self.end(tx);
+            return Err(too_many_pages(tx, self.max_pages));
+        }
+        if let Err(e) = self.check(state, tx) {
+            self.end(tx);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// What pages `first..first + count` of the region `inode` held when
+    /// transaction `tx` of `session` began, for those a commit wrote since
+    /// (the others read as the workers hold them). `Conflict` if the region
+    /// was restored since, or a page's earlier bytes are not known.
+    #[allow(clippy::too_many_arguments)]
+    pub fn pages_then(
+        &mut self,
+        state: &MetaState,
+        session: u64,
+        tx: u64,
+        inode: InodeId,
+        (first, count): (u64, u64),
+        now: Duration,
+    ) -> Result<Vec<(u64, Bytes)>> {
+        let begin = self.heard(state, session, tx, now)?.begin;
+        let Some(size) = self.region_then(state, begin, inode) else {
+            return Err(Error::invalid(format!("inode {inode} is not a region transaction {tx} sees")));
+        };
+        let pages = size.div_ceil(crate::REGION_PAGE);
+        if first >= pages || count > pages - first {
+            return Err(Error::invalid(format!("inode {inode}: pages {first}+{count} are not all in the region")));
+        }
+        if self.restored.get(&inode).is_some_and(|s| *s > begin) {
+            return Err(restored(tx, &format!("inode {inode}")));
+        }
+        let mut out = Vec::new();
+        for (&(_, index), images) in self.page_past.range((inode, first)..(inode, first + count)) {
+            match images.iter().find(|(s, _)| *s > begin) {
+                None => {}
+                Some((_, Some(bytes))) => out.push((index, bytes.clone())),
+                Some((_, None)) => {
+                    return Err(Error::new(
+                        ErrorKind::Conflict,
+                        format!(
+                            "inode {inode}: page {index} was rewritten after transaction {tx} began, and what it \
+                             held is not known; it is aborted"
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Renews transactions `txs` of `session`; fails naming the first
@@ -226,7 +352,7 @@ impl Transactions {
         session: u64,
         tx: u64,
         task: Option<String>,
-        changes: (Vec<TxFile>, Vec<TxNs>),
+        changes: Changes,
         now: Duration,
     ) -> Result<Commit> {
         // Another attempt at the task committed: that, not a conflict with
@@ -249,7 +375,7 @@ impl Transactions {
         tx: u64,
         begin: u64,
         task: Option<String>,
-        (files, ns): (Vec<TxFile>, Vec<TxNs>),
+        Changes { files, ns, regions, before }: Changes,
     ) -> Result<Commit> {
         if let Some(t) = &task {
             crate::check_task(t)?;
@@ -272,12 +398,25 @@ impl Transactions {
             let entry = t.writes.entry(f.inode).or_insert_with(|| (format!("inode {}", f.inode), BTreeSet::new()));
             entry.1.extend(f.chunks.iter().map(|(i, _)| *i));
         }
+        for r in &regions {
+            if self.region_then(state, begin, r.inode).is_none() {
+                return Err(Error::invalid(format!("inode {}: not a region transaction {tx} sees", r.inode)));
+            }
+            let t = self.open.get_mut(&tx).expect("heard from above");
+            let entry = t.pages.entry(r.inode).or_insert_with(|| (format!("inode {}", r.inode), BTreeSet::new()));
+            entry.1.extend(r.pages.iter().map(|(i, _)| *i));
+        }
+        let t = &self.open[&tx];
+        if t.pages.values().map(|(_, p)| p.len()).sum::<usize>() > self.max_pages {
+            return Err(too_many_pages(tx, self.max_pages));
+        }
         self.check(state, tx)?;
         self.check_entries(state, tx, begin, &ns)?;
-        if files.is_empty() && ns.is_empty() && task.is_none() {
+        if files.is_empty() && ns.is_empty() && regions.is_empty() && task.is_none() {
             return Ok(Commit::Nothing);
         }
-        Ok(Commit::Run(MetaOp::Transact { task, files, ns }))
+        self.committing = before;
+        Ok(Commit::Run(MetaOp::Transact { task, files, ns, regions }))
     }
 
     /// Fails if a commit changed an entry that the steps `ns` of
@@ -319,7 +458,39 @@ impl Transactions {
                 ));
             }
         }
+        for (inode, (path, pages)) in &t.pages {
+            if state.image(*inode).region_size().is_none() {
+                return Err(Error::new(
+                    ErrorKind::Conflict,
+                    format!("{path}: the region was removed after transaction {tx} began; it is aborted"),
+                ));
+            }
+            if self.restored.get(inode).is_some_and(|s| *s > t.begin) {
+                return Err(restored(tx, path));
+            }
+            let rewritten = pages
+                .iter()
+                .find(|p| self.page_past.get(&(*inode, **p)).and_then(|v| v.last()).is_some_and(|(s, _)| *s > t.begin));
+            if let Some(p) = rewritten {
+                return Err(Error::new(
+                    ErrorKind::Conflict,
+                    format!(
+                        "{path}: page {p} was rewritten by a transaction that committed after transaction {tx} \
+                         began; it is aborted (first committer wins)"
+                    ),
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// The size of region `inode` as a transaction that began at `begin`
+    /// sees it, if it sees a region there.
+    fn region_then(&self, state: &MetaState, begin: u64, inode: InodeId) -> Option<u64> {
+        match self.image(begin, inode) {
+            Some(img) => img.region_size(),
+            None => state.image(inode).region_size(),
+        }
     }
 
     /// The file `inode` as a transaction that began at `begin` sees it.
@@ -347,12 +518,21 @@ impl Transactions {
             return;
         }
         match self.open.values().map(|t| t.begin).min() {
-            None => self.past.clear(),
+            None => {
+                self.past.clear();
+                self.page_past.clear();
+                self.restored.clear();
+            }
             Some(oldest) => {
                 self.past.retain(|_, images| {
                     images.retain(|(s, _)| *s > oldest);
                     !images.is_empty()
                 });
+                self.page_past.retain(|_, images| {
+                    images.retain(|(s, _)| *s > oldest);
+                    !images.is_empty()
+                });
+                self.restored.retain(|_, s| *s > oldest);
             }
         }
     }
@@ -367,6 +547,27 @@ fn changed(then: Option<&FileShape>, now: Option<&FileShape>, chunks: &BTreeSet<
     }
     let i = chunks.iter().find(|i| then.chunks.get(**i as usize) != now.chunks.get(**i as usize))?;
     Some(format!("chunk {i} was rewritten"))
+}
+
+/// What a transaction commits: its writes of files, its namespace steps,
+/// the region pages it wrote, and what those pages held in its view.
+#[derive(Clone, Debug, Default)]
+pub struct Changes {
+    pub files: Vec<TxFile>,
+    pub ns: Vec<TxNs>,
+    pub regions: Vec<TxRegion>,
+    pub before: Vec<TxRegion>,
+}
+
+fn too_many_pages(tx: u64, max: usize) -> Error {
+    Error::invalid(format!("transaction {tx}: writes more than {max} region pages (the coordinator's --tx-max-pages)"))
+}
+
+fn restored(tx: u64, what: &str) -> Error {
+    Error::new(
+        ErrorKind::Conflict,
+        format!("{what}: the region was restored to a checkpoint after transaction {tx} began; it is aborted"),
+    )
 }
 
 /// The error of a request naming a transaction that is not open.

@@ -46,6 +46,14 @@ impl Image {
             _ => None,
         }
     }
+
+    /// The size of the region this image is, if it is one.
+    pub fn region_size(&self) -> Option<u64> {
+        match &self.inode.as_ref()?.body {
+            Body::Region { size, .. } => Some(*size),
+            _ => None,
+        }
+    }
 }
 
 /// The notes taken since the engine last took them, and those of an op

@@ -43,6 +43,8 @@ pub struct StateView<'a> {
     pub restoring: &'a BTreeMap<InodeId, (String, String)>,
     /// Task ids of committed transactions.
     pub tasks: &'a BTreeSet<String>,
+    /// Region pages of committed transactions not yet on the workers.
+    pub pending_pages: &'a BTreeMap<u64, Vec<crate::TxRegion>>,
 }
 
 /// Every field of a state, owned: what a decoded snapshot holds.
@@ -68,6 +70,7 @@ pub struct StateParts {
     pub snapshots: BTreeMap<(String, String), Snapshot>,
     pub restoring: BTreeMap<InodeId, (String, String)>,
     pub tasks: BTreeSet<String>,
+    pub pending_pages: BTreeMap<u64, Vec<crate::TxRegion>>,
 }
 
 impl MetaState {
@@ -94,6 +97,7 @@ impl MetaState {
             snapshots: &self.snapshots.named,
             restoring: &self.snapshots.restoring,
             tasks: &self.tasks,
+            pending_pages: &self.pending_pages,
         }
     }
 
@@ -119,6 +123,7 @@ impl MetaState {
             inline: super::inline::Inline::of(p.inline),
             snapshots: super::snapshots::Snapshots::of(p.snapshots, p.restoring),
             tasks: p.tasks,
+            pending_pages: p.pending_pages,
             placed: Default::default(),
             subdirs: Default::default(),
             fresh: Default::default(),
@@ -158,6 +163,7 @@ impl StateView<'_> {
             snapshots: self.snapshots.clone(),
             restoring: self.restoring.clone(),
             tasks: self.tasks.clone(),
+            pending_pages: self.pending_pages.clone(),
         }
     }
 }

@@ -15,19 +15,33 @@
 //! against its view of the past just before it runs the op, under the
 //! same lock.
 //!
+//! Pages of memory regions (`regions`) change in place on the workers, so
+//! the op cannot publish them by naming new versions: it keeps them, with
+//! the id of their commit, in `pending_pages` (and in every metadata
+//! snapshot) until `RegionPagesWritten` says they are on the workers. The
+//! commit happened when the op did; the coordinator writes the pages right
+//! after it is durable, and writes them again after a restart if it had
+//! not said they were written (writing a page twice with the same bytes is
+//! harmless, and no later commit can have written one of them meanwhile:
+//! a transaction that touches regions begins only once no pages are
+//! pending). Each region must be a live region, not being restored, and
+//! each page whole and inside it.
+//!
 //! A transaction may carry a task id: the state remembers the ids of those
 //! that committed, so of several attempts at one task (a task run again
 //! after a timeout, a speculative copy of it) exactly one commits; the
 //! others fail `AlreadyExists` and change nothing.
 //!
-//! Invariant: `tasks` holds only ids of at most [`MAX_TASK_ID`] bytes.
+//! Invariants: `tasks` holds only ids of at most [`MAX_TASK_ID`] bytes;
+//! every pending commit has pages, each region's indexes rising and each
+//! page at most [`REGION_PAGE`] bytes.
 
 use super::inode::{Body, Inode, Owner};
 use super::resolve::path_error;
 use super::snapshots::writable;
 use super::MetaState;
 use crate::path::display;
-use crate::{MetaReply, Timestamp, TxFile, TxNs};
+use crate::{MetaReply, Timestamp, TxFile, TxNs, TxRegion, REGION_PAGE};
 use std::collections::BTreeSet;
 use tierpool_types::{validate_chunk_size, Error, ErrorKind, Result};
 
@@ -38,8 +52,7 @@ impl MetaState {
     pub(super) fn transact(
         &mut self,
         task: Option<&str>,
-        files: &[TxFile],
-        ns: &[TxNs],
+        (files, ns, regions): (&[TxFile], &[TxNs], &[TxRegion]),
         owner: Owner,
         now: Timestamp,
     ) -> Result<MetaReply> {
@@ -56,6 +69,13 @@ impl MetaState {
                 return Err(Error::invalid(format!("inode {}: a transaction commits each file once", f.inode)));
             }
             plans.push(self.check_update(f.inode, f.size, f.truncate, &f.chunks, false)?);
+        }
+        let mut regions_seen = BTreeSet::new();
+        for r in regions {
+            if !regions_seen.insert(r.inode) {
+                return Err(Error::invalid(format!("inode {}: a transaction commits each region once", r.inode)));
+            }
+            self.check_pages(r)?;
         }
         // Validated: mutate.
         let undo = (!ns.is_empty()).then(|| self.arm_undo());
@@ -74,7 +94,63 @@ impl MetaState {
         if let Some(t) = task {
             self.tasks.insert(t.to_owned());
         }
+        let regions: Vec<TxRegion> = regions.iter().filter(|r| !r.pages.is_empty()).cloned().collect();
+        if !regions.is_empty() {
+            let id = self.pending_pages.last_key_value().map_or(1, |(id, _)| id + 1);
+            self.pending_pages.insert(id, regions);
+        }
         Ok(MetaReply::Done)
+    }
+
+    /// Fails unless `r`'s pages are whole pages of a live region, indexes
+    /// rising, and the region is not being restored.
+    fn check_pages(&self, r: &TxRegion) -> Result<()> {
+        let Some(Body::Region { size, .. }) = self.inodes.get(&r.inode).map(|n| &n.body) else {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!("inode {}: not a region (removed since the transaction wrote it?)", r.inode),
+            ));
+        };
+        if let Some((path, name)) = self.snapshots.restoring.get(&r.inode) {
+            return Err(Error::new(
+                ErrorKind::Busy,
+                format!("{path}: its restore to checkpoint {name} has not finished; restore it again first"),
+            ));
+        }
+        let mut last = None;
+        for (index, bytes) in &r.pages {
+            let start = index.saturating_mul(REGION_PAGE);
+            if start >= *size || last.is_some_and(|l| l >= *index) {
+                return Err(Error::invalid(format!(
+                    "inode {}: page {index} is not a next page of a region of {size} bytes",
+                    r.inode
+                )));
+            }
+            let len = (size - start).min(REGION_PAGE);
+            if bytes.len() as u64 != len {
+                return Err(Error::invalid(format!(
+                    "inode {}: page {index} has {} bytes, not {len}",
+                    r.inode,
+                    bytes.len()
+                )));
+            }
+            last = Some(*index);
+        }
+        Ok(())
+    }
+
+    /// The pages pending as `id` are on the workers.
+    pub(super) fn pages_written(&mut self, id: u64) -> Result<MetaReply> {
+        match self.pending_pages.remove(&id) {
+            Some(_) => Ok(MetaReply::Done),
+            None => Err(Error::new(ErrorKind::NotFound, format!("no region pages are pending as {id}"))),
+        }
+    }
+
+    /// Region pages of committed transactions not yet written on the
+    /// workers, by the id of their commit, oldest first.
+    pub fn pending_pages(&self) -> &std::collections::BTreeMap<u64, Vec<TxRegion>> {
+        &self.pending_pages
     }
 
     /// Runs one namespace step of a transaction.
@@ -133,7 +209,19 @@ impl MetaState {
     }
 
     pub(super) fn check_tasks(&self) -> Result<()> {
-        self.tasks.iter().try_for_each(|t| check_task(t).map_err(|e| Error::internal(e.message)))
+        self.tasks.iter().try_for_each(|t| check_task(t).map_err(|e| Error::internal(e.message)))?;
+        for (id, regions) in &self.pending_pages {
+            let bad = regions.is_empty()
+                || regions.iter().any(|r| {
+                    r.pages.is_empty()
+                        || r.pages.windows(2).any(|w| w[0].0 >= w[1].0)
+                        || r.pages.iter().any(|(_, b)| b.is_empty() || b.len() as u64 > REGION_PAGE)
+                });
+            if bad {
+                return Err(Error::internal(format!("region pages pending as {id} are malformed")));
+            }
+        }
+        Ok(())
     }
 }
 

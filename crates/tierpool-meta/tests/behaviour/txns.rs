@@ -61,7 +61,7 @@ fn ns(step: &Step, ids: &mut impl Iterator<Item = u64>) -> TxNs {
 }
 
 fn transact(files: Vec<TxFile>, ns: Vec<TxNs>) -> MetaOp {
-    MetaOp::Transact { task: None, files, ns }
+    MetaOp::Transact { task: None, files, ns, regions: Vec::new() }
 }
 
 /// Where a path leads in a state: an inode, or why none.

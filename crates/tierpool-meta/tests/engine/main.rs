@@ -6,6 +6,7 @@ mod collection;
 mod liveness;
 mod migration;
 mod orphans;
+mod region_pages;
 mod repair;
 mod speeds;
 mod transactions;
@@ -28,6 +29,7 @@ pub fn config() -> EngineConfig {
         speed_threshold: 20,
         speed_window: Duration::from_secs(30),
         tx_max_files: 3,
+        tx_max_pages: 4,
     }
 }
 

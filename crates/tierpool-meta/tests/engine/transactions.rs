@@ -5,7 +5,7 @@
 use crate::*;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
-use tierpool_meta::engine::transactions::Commit;
+use tierpool_meta::engine::transactions::{Changes, Commit};
 use tierpool_meta::engine::{Effect, Engine};
 use tierpool_meta::{MetaOp, MetaReply, Owner, TxFile, TxNs};
 use tierpool_types::{ChunkAttrs, ChunkRef, ErrorKind, InodeId};
@@ -92,7 +92,7 @@ impl Pool {
             let size = self.e.state().stat_inode(*inode, false).map_or(0, |i| i.size);
             files.push(TxFile { inode: *inode, size, truncate: None, chunks });
         }
-        let c = self.e.tx_commit(1, tx, task.map(str::to_owned), files, Vec::new(), self.now)?;
+        let c = self.e.tx_commit(1, tx, task.map(str::to_owned), Changes { files, ..Changes::default() }, self.now)?;
         if let Commit::Run(op) = &c {
             self.exec(op.clone())?;
         }
@@ -103,7 +103,7 @@ impl Pool {
 impl Pool {
     /// Commits `tx` with namespace steps `ns` and no writes; runs the op.
     fn commit_steps(&mut self, tx: u64, ns: Vec<TxNs>) -> tierpool_types::Result<Commit> {
-        let c = self.e.tx_commit(1, tx, None, Vec::new(), ns, self.now)?;
+        let c = self.e.tx_commit(1, tx, None, Changes { ns, ..Changes::default() }, self.now)?;
         if let Commit::Run(op) = &c {
             self.exec(op.clone())?;
         }
@@ -207,7 +207,11 @@ fn a_failing_step_fails_the_whole_commit() {
     let tx = p.e.tx_begin(1, p.now);
     let files = vec![TxFile { inode: a, size: CS, truncate: None, chunks: vec![(0, p.chunk())] }];
     let steps = vec![mkdir("/m"), rm("/nothing")];
-    let Commit::Run(op) = p.e.tx_commit(1, tx, None, files, steps, p.now).unwrap() else { panic!("an op to run") };
+    let Commit::Run(op) =
+        p.e.tx_commit(1, tx, None, Changes { files, ns: steps, ..Changes::default() }, p.now).unwrap()
+    else {
+        panic!("an op to run")
+    };
     let e = p.exec(op).unwrap_err();
     assert_eq!(
         (e.kind, e.message.as_str()),
@@ -322,7 +326,7 @@ fn of_the_transactions_of_one_task_exactly_one_commits() {
     let e = p.commit(t3, Some(""), &[]).unwrap_err();
     assert_eq!((e.kind, e.message.as_str()), (ErrorKind::InvalidArgument, "a task id is 1 to 256 bytes, not 0"));
     // The op itself refuses a task run twice (a log replayed, a check skipped).
-    let op = MetaOp::Transact { task: Some("map-7".into()), files: Vec::new(), ns: Vec::new() };
+    let op = MetaOp::Transact { task: Some("map-7".into()), files: Vec::new(), ns: Vec::new(), regions: Vec::new() };
     let e = p.exec(op).unwrap_err();
     assert_eq!(e.kind, ErrorKind::AlreadyExists);
     assert_eq!(e.message, "task map-7: a transaction of this task committed already");
@@ -339,7 +343,9 @@ fn a_commit_is_all_or_nothing_across_files() {
         TxFile { inode: a, size: CS, truncate: None, chunks: vec![(0, p.chunk())] },
         TxFile { inode: b, size: CS, truncate: None, chunks: vec![(5, p.chunk())] },
     ];
-    let Commit::Run(op) = p.e.tx_commit(1, tx, None, files, Vec::new(), p.now).unwrap() else { panic!("an op to run") };
+    let Commit::Run(op) = p.e.tx_commit(1, tx, None, Changes { files, ..Changes::default() }, p.now).unwrap() else {
+        panic!("an op to run")
+    };
     let e = p.exec(op).unwrap_err();
     assert_eq!(e.kind, ErrorKind::InvalidArgument, "{e}");
     assert_eq!((p.versions("/a"), p.versions("/b")), (va, vb));
@@ -350,6 +356,7 @@ fn a_commit_is_all_or_nothing_across_files() {
             TxFile { inode: a, size: CS, truncate: None, chunks: vec![] },
             TxFile { inode: a, size: CS, truncate: None, chunks: vec![] },
         ],
+        regions: Vec::new(),
         ns: Vec::new(),
     };
     assert_eq!(p.exec(op).unwrap_err().kind, ErrorKind::InvalidArgument);
@@ -555,7 +562,7 @@ fn only_the_session_that_began_a_transaction_uses_it() {
     let tx = p.e.tx_begin(1, p.now);
     assert_eq!(p.e.tx_stat(2, tx, "/a", p.now).unwrap_err().kind, ErrorKind::Conflict);
     assert_eq!(p.e.tx_write(2, tx, a, "/a", &[0], p.now).unwrap_err().kind, ErrorKind::Conflict);
-    assert_eq!(p.e.tx_commit(2, tx, None, Vec::new(), Vec::new(), p.now).unwrap_err().kind, ErrorKind::Conflict);
+    assert_eq!(p.e.tx_commit(2, tx, None, Changes::default(), p.now).unwrap_err().kind, ErrorKind::Conflict);
     p.e.tx_abort(2, tx);
     assert_eq!(p.e.open_transactions(), 1, "another session cannot end it either");
     p.seen(tx, "/a").unwrap();

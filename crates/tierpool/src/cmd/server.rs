@@ -42,6 +42,7 @@ pub async fn coordinator(a: CoordinatorArgs) -> Result<()> {
     cfg.inline_total = a.inline_total.0;
     cfg.check_writes = !a.unsafe_no_write_check;
     cfg.tx_max_files = a.tx_max_files as usize;
+    cfg.tx_max_pages = a.tx_max_pages as usize;
     cfg.log_sync = a.log_sync;
     if a.unsafe_no_write_check {
         tracing::warn!("transactions commit without the write-write check: updates will be lost");

@@ -228,9 +228,10 @@ fn meta_op(sample: &MetaOp) -> BoxedStrategy<MetaOp> {
         M::RegionRestore { .. } => {
             (text(), text(), any::<bool>()).prop_map(|(path, name, done)| M::RegionRestore { path, name, done }).boxed()
         }
-        M::Transact { .. } => (proptest::option::of(text()), many(tx_file()), tx_steps())
-            .prop_map(|(task, files, ns)| M::Transact { task, files, ns })
+        M::Transact { .. } => (proptest::option::of(text()), many(tx_file()), tx_steps(), tx_regions())
+            .prop_map(|(task, files, ns, regions)| M::Transact { task, files, ns, regions })
             .boxed(),
+        M::RegionPagesWritten { .. } => num().prop_map(|id| M::RegionPagesWritten { id }).boxed(),
         M::SetWriteMode { .. } => {
             let mode = proptest::option::of(prop::sample::select(tierpool_meta::WriteMode::ALL.to_vec()));
             (text(), mode, any::<bool>())
@@ -246,6 +247,14 @@ fn tx_file() -> BoxedStrategy<tierpool_meta::TxFile> {
     (inode(), num(), proptest::option::of(num()), chunks)
         .prop_map(|(inode, size, truncate, chunks)| tierpool_meta::TxFile { inode, size, truncate, chunks })
         .boxed()
+}
+
+/// A transaction's region pages: a few regions of a few pages, of any length.
+fn tx_regions() -> BoxedStrategy<Vec<tierpool_meta::TxRegion>> {
+    let page = (num(), proptest::collection::vec(any::<u8>(), 0..300).prop_map(bytes::Bytes::from));
+    let region = (inode(), prop::collection::vec(page, 0..4))
+        .prop_map(|(inode, pages)| tierpool_meta::TxRegion { inode, pages });
+    prop::collection::vec(region, 0..3).boxed()
 }
 
 /// A transaction's namespace steps: a few (a created file holds a vector already).
