@@ -83,7 +83,7 @@ pub struct Transactions {
     max_pages: usize,
     /// Per region page: (number of an op that committed it, what it held
     /// before, if the committer said).
-    page_past: BTreeMap<(InodeId, u64), Vec<(u64, Option<Bytes>)>>,
+    page_past: BTreeMap<(InodeId, u64), Vec<PageImage>>,
     /// Per region: the number of the last op that began a restore of it.
     restored: BTreeMap<InodeId, u64>,
     /// What the pages of the commit about to run held before it.
@@ -104,6 +104,10 @@ struct Tx {
     /// Regions it said it writes: their path (for errors) and pages.
     pages: BTreeMap<InodeId, (String, BTreeSet<u64>)>,
 }
+
+/// The number of an op that committed a region page, and what the page
+/// held before it (if the committer said).
+type PageImage = (u64, Option<Bytes>);
 
 /// What a commit comes to.
 #[derive(Clone, Debug, PartialEq, Eq)]
