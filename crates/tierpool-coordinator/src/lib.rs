@@ -22,6 +22,7 @@ pub mod effects;
 mod feed;
 pub mod log;
 pub mod migrate;
+pub mod pages;
 pub mod records;
 pub mod replication;
 pub mod service;
@@ -179,6 +180,7 @@ pub async fn run(cfg: CoordinatorConfig) -> Result<()> {
     let addr = listener.local_addr()?;
     let svc = service::Coordinator::new(cfg.clone(), secret.clone().into(), state, lsn, writer);
     svc.initialise().await?;
+    svc.pages.serving_at(&addr);
     write_addr_file(&cfg.dir.join("coordinator.addr"), &addr)?;
     tracing::info!("coordinator listening on {addr}");
     let ticker = svc.clone();
@@ -192,6 +194,7 @@ pub async fn run(cfg: CoordinatorConfig) -> Result<()> {
     tokio::spawn(effects::mark_reclaimable(svc.clone()));
     tokio::spawn(migrate::drive(svc.clone()));
     tokio::spawn(migrate::probe(svc.clone()));
+    tokio::spawn(pages::drive(svc.clone()));
     let sweeper = svc.clone();
     let _sweep = Background::every("orphan sweep", cfg.sweep_every, move || {
         let svc = sweeper.clone();

@@ -19,12 +19,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tierpool_meta::engine::transactions::Changes;
 use tierpool_meta::engine::transactions::Commit;
 use tierpool_meta::engine::{Effect, Engine, Sweep};
-use tierpool_meta::{Garbage, MetaOp, MetaReply, MetaState, Owner, TxFile, TxNs};
+use tierpool_meta::{Garbage, MetaOp, MetaReply, MetaState, Owner};
 use tierpool_net::{Credentials, Handler, Pool, PoolConfig};
 use tierpool_proto::{
     AttachedDir, AttachmentStatus, ChangeFeedStatus, ChangesAnswer, CoordRequest, CoordResponse, InlineStatus, Layout,
     MetadataLogStatus, PoolStatus, SnapshotStatus, TransactionStatus, WorkerRequest, WorkerResponse, WorkerStats,
-    MAX_BATCH, MAX_CHANGES_WAIT_MS,
+    MAX_BATCH, MAX_CHANGES_WAIT_MS, MAX_PAGES_ASKED,
 };
 use tierpool_proto::{Worker, WorkerStatus};
 use tierpool_types::{ByteSize, ChunkKey, Error, ErrorKind, InodeId, Result, WorkerId};
@@ -47,8 +47,8 @@ struct Applied {
     lsn: u64,
 }
 
-struct Inner {
-    engine: Engine,
+pub(crate) struct Inner {
+    pub(crate) engine: Engine,
     lsn: u64,
     since_snapshot: u64,
     /// The lsn of the last op that may have changed the partition table:
@@ -62,7 +62,7 @@ pub struct Coordinator {
     pub(crate) cfg: CoordinatorConfig,
     me: Weak<Coordinator>,
     started: Instant,
-    inner: Mutex<Inner>,
+    pub(crate) inner: Mutex<Inner>,
     log: LogWriter,
     /// Each worker's last reported figures.
     stats: Mutex<HashMap<WorkerId, WorkerStats>>,
@@ -84,6 +84,8 @@ pub struct Coordinator {
     feed_wake: tokio::sync::Notify,
     /// `Changes` requests waiting now.
     followers: std::sync::atomic::AtomicU64,
+    /// Writes the region pages of committed transactions (see `pages`).
+    pub(crate) pages: crate::pages::PageWriter,
 }
 
 /// Inode ids a recovered pool skips when its log was fsynced within a
@@ -126,6 +128,7 @@ impl Coordinator {
             deferred: Mutex::new(VecDeque::new()),
             feed_wake: tokio::sync::Notify::new(),
             followers: Default::default(),
+            pages: Default::default(),
         })
     }
 
@@ -509,7 +512,11 @@ impl Coordinator {
                 let (count, kept_bytes) = s.snapshot_usage();
                 SnapshotStatus { count, kept_bytes }
             },
-            transactions: TransactionStatus { open: g.engine.open_transactions() as u64, tasks: s.task_count() as u64 },
+            transactions: TransactionStatus {
+                open: g.engine.open_transactions() as u64,
+                tasks: s.task_count() as u64,
+                pages_pending: s.pending_pages().values().flatten().map(|r| r.pages.len() as u64).sum(),
+            },
             metadata_log: MetadataLogStatus {
                 sync_every_ms: self.log.sync_mode().period_ms(),
                 lsn: g.lsn,
@@ -598,22 +605,36 @@ impl Coordinator {
         session: u64,
         tx: u64,
         task: Option<String>,
-        (files, ns): (Vec<TxFile>, Vec<TxNs>),
+        changes: Changes,
         owner: Owner,
     ) -> Result<CoordResponse> {
         let now = self.now();
+        let pages = !changes.regions.is_empty();
         let (applied, already, lsn) = {
             let mut g = self.inner.lock();
-            match g.engine.tx_commit(session, tx, task, Changes { files, ns, ..Changes::default() }, now)? {
+            match g.engine.tx_commit(session, tx, task, changes, now)? {
                 Commit::Run(op) => (Some(self.apply(&mut g, op, owner)?), false, 0),
                 Commit::Nothing => (None, false, g.lsn),
                 // The other attempt's commit may still be on its way to disk.
                 Commit::AlreadyCommitted => (None, true, g.lsn),
             }
         };
+        let ran = applied.is_some();
         match applied {
             Some(a) => drop(self.finish(a).await?),
             None => self.log.wait_durable(lsn).await?,
+        }
+        if ran && pages {
+            // Committed: its region pages go on the workers before it is said so.
+            self.write_pending_pages().await.map_err(|e| {
+                Error::new(
+                    ErrorKind::Unavailable,
+                    format!(
+                        "transaction {tx} committed, but its region pages are not all on the workers yet ({e}); \
+                         they will be written when the workers can take them"
+                    ),
+                )
+            })?;
         }
         Ok(CoordResponse::TxCommitted { already })
     }
@@ -819,14 +840,28 @@ impl Coordinator {
                 };
                 // What it read must be durable before anyone sees it.
                 self.log.wait_durable(lsn).await?;
+                if info.kind == tierpool_meta::InodeKind::Region {
+                    // Its workers must hold what commits before its begin wrote there.
+                    self.wait_for_pages(tx, info.id, &path).await?;
+                }
                 Ok(CoordResponse::Info(info))
+            }
+            CoordRequest::TxPages { session, tx, inode, first, count } => {
+                if count > MAX_PAGES_ASKED {
+                    return Err(Error::invalid(format!(
+                        "{count} pages asked at once; at most {MAX_PAGES_ASKED} are answered"
+                    )));
+                }
+                let now = self.now();
+                let pages = self.inner.lock().engine.tx_pages(session, tx, inode, (first, count), now)?;
+                Ok(CoordResponse::Pages(pages))
             }
             CoordRequest::TxWrite { session, tx, inode, path, chunks } => {
                 self.inner.lock().engine.tx_write(session, tx, inode, &path, &chunks, self.now())?;
                 Ok(CoordResponse::Done)
             }
-            CoordRequest::TxCommit { session, tx, task, files, ns, owner } => {
-                self.tx_commit(session, tx, task, (files, ns), owner).await
+            CoordRequest::TxCommit { session, tx, task, files, ns, regions, before, owner } => {
+                self.tx_commit(session, tx, task, Changes { files, ns, regions, before }, owner).await
             }
             CoordRequest::TxAbort { session, tx } => {
                 self.inner.lock().engine.tx_abort(session, tx);

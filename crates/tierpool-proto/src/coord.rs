@@ -2,7 +2,7 @@
 //! membership (heartbeats), the layout clients route chunks by, holds.
 
 use serde::{Deserialize, Serialize};
-use tierpool_meta::{DirEntry, DirName, InodeInfo, MetaOp, MetaReply, Owner, TxFile, TxNs, WorkerRecord};
+use tierpool_meta::{DirEntry, DirName, InodeInfo, MetaOp, MetaReply, Owner, TxFile, TxNs, TxRegion, WorkerRecord};
 use tierpool_placement::PartitionTable;
 use tierpool_types::{InodeId, Result, WorkerId};
 
@@ -79,14 +79,26 @@ pub enum CoordRequest {
     /// and inline bytes included): `Info`. A transaction that lost a
     /// conflict already fails here (`Conflict`) and ends.
     TxStat { session: u64, tx: u64, path: String },
-    /// Transaction `tx` will write chunks `chunks` of the file `inode`
-    /// (at `path`, for errors): `Done`, or `Conflict` (and it ends) if a
-    /// commit changed them since it began.
+    /// Transaction `tx` will write chunks `chunks` of the file `inode`, or
+    /// pages `chunks` (of [`tierpool_meta::REGION_PAGE`] bytes) of the
+    /// region `inode` (at `path`, for errors): `Done`, or `Conflict` (and
+    /// it ends) if a commit changed them since it began.
     TxWrite { session: u64, tx: u64, inode: InodeId, path: String, chunks: Vec<u64> },
     /// Commits transaction `tx`, as `owner`: its writes (chunk versions
-    /// already stored), its namespace steps in order, and task id.
-    /// `TxCommitted`, or `Conflict`; either way the transaction ends.
-    TxCommit { session: u64, tx: u64, task: Option<String>, files: Vec<TxFile>, ns: Vec<TxNs>, owner: Owner },
+    /// already stored), its namespace steps in order, task id, the region
+    /// pages it wrote (`regions`) and what they held in its view
+    /// (`before`). `TxCommitted` once durable and the pages are on the
+    /// workers, or `Conflict`; either way the transaction ends.
+    TxCommit {
+        session: u64,
+        tx: u64,
+        task: Option<String>,
+        files: Vec<TxFile>,
+        ns: Vec<TxNs>,
+        regions: Vec<TxRegion>,
+        before: Vec<TxRegion>,
+        owner: Owner,
+    },
     /// Ends transaction `tx` without committing: `Done`.
     TxAbort { session: u64, tx: u64 },
     /// Client `session` still runs transactions `txs`: `Done`, or
@@ -97,7 +109,15 @@ pub enum CoordRequest {
     /// [`MAX_CHANGES_WAIT_MS`]) for a change when there is none yet:
     /// `Changes`. For clients that keep copies of names and attributes.
     Changes { feed: u64, since: Option<u64>, wait_ms: u32 },
+    /// Of pages `first..first + count` (at most [`MAX_PAGES_ASKED`]) of
+    /// the region `inode`, those a commit wrote since transaction `tx`
+    /// began, with what they held then: `Pages`. Read the others from the
+    /// workers, first.
+    TxPages { session: u64, tx: u64, inode: InodeId, first: u64, count: u64 },
 }
+
+/// Most region pages one `TxPages` asks about.
+pub const MAX_PAGES_ASKED: u64 = 4096;
 
 /// The longest a `Changes` request waits for a change.
 pub const MAX_CHANGES_WAIT_MS: u32 = 10_000;
@@ -161,6 +181,8 @@ pub enum CoordResponse {
         already: bool,
     },
     Changes(ChangesAnswer),
+    /// Region pages as a transaction's view has them: (index, bytes).
+    Pages(Vec<(u64, bytes::Bytes)>),
 }
 
 /// A directory attached to an under-store.

@@ -24,6 +24,7 @@ pub mod worker;
 
 pub use coord::{
     AttachedDir, ChangesAnswer, CoordRequest, CoordResponse, FsckEntry, Layout, MAX_BATCH, MAX_CHANGES_WAIT_MS,
+    MAX_PAGES_ASKED,
 };
 pub use frame::{FrameHeader, FRAME_HEADER_LEN, MAX_HEADER_LEN, MAX_PAYLOAD_LEN, PROTOCOL_VERSION};
 pub use status::{

@@ -101,6 +101,8 @@ pub struct MetadataLogStatus {
 pub struct TransactionStatus {
     pub open: u64,
     pub tasks: u64,
+    /// Region pages of committed transactions not yet on the workers.
+    pub pages_pending: u64,
 }
 
 /// Small files held inline by the metadata, and the coordinator's limits.

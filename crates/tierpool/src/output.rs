@@ -102,8 +102,13 @@ pub fn status_text(v: &StatusView, bar: bool) -> String {
             f.followers, f.items, f.ops
         );
     }
-    if v.transactions.open > 0 || v.transactions.tasks > 0 {
-        out += &format!("transactions: {} open, {} task ids committed\n", v.transactions.open, v.transactions.tasks);
+    let t = &v.transactions;
+    if t.open > 0 || t.tasks > 0 || t.pages_pending > 0 {
+        out += &format!("transactions: {} open, {} task ids committed", t.open, t.tasks);
+        if t.pages_pending > 0 {
+            out += &format!(", {} region pages committed not yet on the workers", t.pages_pending);
+        }
+        out += "\n";
     }
     if v.snapshots.count > 0 {
         out += &format!(

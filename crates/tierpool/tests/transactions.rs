@@ -105,7 +105,7 @@ fn transactions_read_their_snapshot_commit_atomically_and_first_committer_wins()
     // A coordinator kill -9 aborts what was open and keeps what committed.
     let mut open = rt.block_on(s.client.begin()).unwrap();
     rt.block_on(open.write("/t/a", 0, b"lost")).unwrap();
-    assert_eq!(pool.fresh_status()["transactions"], json!({"open": 1, "tasks": 1}));
+    assert_eq!(pool.fresh_status()["transactions"], json!({"open": 1, "tasks": 1, "pages_pending": 0}));
     pool.kill_coordinator();
     pool.start_coordinator();
     let e = rt.block_on(open.commit(None)).unwrap_err();

@@ -13,12 +13,14 @@
 //!
 //! It may also make directories and files, remove and move entries
 //! (`namespace`): those steps are kept in order and run at commit, after
-//! the writes, in the same op.
+//! the writes, in the same op. And it reads and writes pages of memory
+//! regions (`region`), committed in the same op too.
 //!
 //! A transaction is renewed at the coordinator every [`RENEW`] while it
 //! lives; dropping it without a commit aborts it.
 
 mod namespace;
+mod region;
 
 use crate::batch::IN_FLIGHT;
 use crate::client::{unexpected, Client};
@@ -56,6 +58,9 @@ pub struct Transaction {
     paths: BTreeMap<String, InodeId>,
     /// Its changes of the namespace, in order.
     steps: Vec<TxNs>,
+    /// Regions touched, by inode, and the region each path of the view names.
+    regions: BTreeMap<InodeId, region::TxRegionState>,
+    region_paths: BTreeMap<String, InodeId>,
     open: bool,
     /// Set when a renewal hears that the coordinator no longer has it
     /// open (abandoned, or the coordinator restarted): what its view names
@@ -114,6 +119,8 @@ impl Client {
             files: BTreeMap::new(),
             paths: BTreeMap::new(),
             steps: Vec::new(),
+            regions: BTreeMap::new(),
+            region_paths: BTreeMap::new(),
             open: true,
             lost,
             _renewal: renewal,
@@ -168,9 +175,12 @@ impl Transaction {
             Found::Viewed(i) => *i,
         };
         let key = shown(&comps);
+        if view.kind == InodeKind::Region {
+            return Err(Error::invalid(format!("{key}: is a region: read and write its pages as a region's")));
+        }
         if view.kind != InodeKind::File {
             let what = if view.kind == InodeKind::Dir { ErrorKind::IsADirectory } else { ErrorKind::InvalidArgument };
-            return Err(Error::new(what, format!("{key}: transactions read and write files only")));
+            return Err(Error::new(what, format!("{key}: transactions read and write files and regions only")));
         }
         let id = view.id;
         let size = view.size;
@@ -345,6 +355,7 @@ impl Transaction {
                     | ErrorKind::IsADirectory
                     | ErrorKind::NotADirectory
                     | ErrorKind::DirectoryNotEmpty
+                    | ErrorKind::Busy
             )
         };
         let published = match &r {
@@ -411,9 +422,10 @@ impl Transaction {
             let truncate = f.cut.or((f.size < f.view.size).then_some(f.size));
             files.push(TxFile { inode: f.view.id, size: f.size, truncate, chunks });
         }
+        let (regions, before) = self.regions_to_commit();
         let owner = self.client.owner();
         let (session, task) = (self.session(), task.map(str::to_owned));
-        let req = CoordRequest::TxCommit { session, tx: self.id, task, files, ns, owner };
+        let req = CoordRequest::TxCommit { session, tx: self.id, task, files, ns, regions, before, owner };
         *sent = true;
         let r = self.client.coord(req).await;
         drop(leases);

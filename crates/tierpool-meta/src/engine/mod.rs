@@ -419,7 +419,7 @@ impl Engine {
 
     /// Opens a transaction for client `session` (see [`transactions`]).
     pub fn tx_begin(&mut self, session: u64, now: Duration) -> u64 {
-        let id = self.txs.begin(session, now);
+        let id = self.txs.begin(&self.state, session, now);
         self.state.watch(true);
         id
     }
@@ -475,6 +475,12 @@ impl Engine {
         let r = self.txs.pages_then(&self.state, session, tx, inode, pages, now);
         self.state.watch(self.txs.any_open());
         r
+    }
+
+    /// Whether transaction `tx` must wait for pages of region `inode`
+    /// committed before it began to be written on the workers.
+    pub fn tx_waits_for_pages(&self, tx: u64, inode: InodeId) -> bool {
+        self.txs.waits_for_pages(&self.state, tx, inode)
     }
 
     /// Ends transaction `tx` without a commit.

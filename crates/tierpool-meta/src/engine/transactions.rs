@@ -103,6 +103,9 @@ struct Tx {
     writes: BTreeMap<InodeId, (String, BTreeSet<u64>)>,
     /// Regions it said it writes: their path (for errors) and pages.
     pages: BTreeMap<InodeId, (String, BTreeSet<u64>)>,
+    /// The newest id of the region pages pending when it began: pages
+    /// committed before it must be on the workers before it reads there.
+    pending_upto: Option<u64>,
 }
 
 /// The number of an op that committed a region page, and what the page
@@ -178,13 +181,24 @@ impl Transactions {
     }
 
     /// Opens a transaction for client `session`; the state must watch changes.
-    pub fn begin(&mut self, session: u64, now: Duration) -> u64 {
+    pub fn begin(&mut self, state: &MetaState, session: u64, now: Duration) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
-        let tx =
-            Tx { session, begin: self.seq, began: now, seen: now, writes: BTreeMap::new(), pages: BTreeMap::new() };
+        let pending_upto = state.pending_pages().last_key_value().map(|(id, _)| *id);
+        let (writes, pages) = (BTreeMap::new(), BTreeMap::new());
+        let tx = Tx { session, begin: self.seq, began: now, seen: now, writes, pages, pending_upto };
         self.open.insert(id, tx);
         id
+    }
+
+    /// Whether region `inode` has pages that a commit before transaction
+    /// `tx` began wrote and that are not on the workers yet: until they
+    /// are, the transaction cannot read the region there. (Ids of pending
+    /// pages may be reused once none is pending, which can only make this
+    /// say yes for a while when no is right.)
+    pub fn waits_for_pages(&self, state: &MetaState, tx: u64, inode: InodeId) -> bool {
+        let Some(upto) = self.open.get(&tx).and_then(|t| t.pending_upto) else { return false };
+        state.pending_pages().range(..=upto).any(|(_, rs)| rs.iter().any(|r| r.inode == inode))
     }
 
     /// Whether any transaction is open (the state must then watch changes).

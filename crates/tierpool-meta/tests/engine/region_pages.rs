@@ -274,13 +274,27 @@ struct Open {
     /// Commits before its begin.
     begin: usize,
     writes: BTreeMap<u64, Bytes>,
+    /// Whether it looked the region up (where it waits for pages
+    /// committed before its begin to be on the workers).
+    looked: bool,
+}
+
+/// A transaction's first use of the region: its lookup, where the
+/// coordinator writes pages committed before its begin if some are still
+/// pending.
+fn look(p: &mut Pool, o: &mut Open) {
+    if !std::mem::replace(&mut o.looked, true) && p.e.tx_waits_for_pages(o.tx, p.region) {
+        while p.apply_one() {}
+        assert!(!p.e.tx_waits_for_pages(o.tx, p.region));
+    }
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
-    /// Every read returns the pages as the commits before the reader's
-    /// begin left them, and a commit (or any request of a transaction that
+    /// A transaction may begin while pages are pending; its first use of
+    /// the region waits for those. Every read returns the pages as the
+    /// commits before the reader's begin left them, and a commit (or any request of a transaction that
     /// wrote a page) fails exactly when a commit since its begin wrote one
     /// of the pages it writes; the workers end up holding the last commit.
     #[test]
@@ -299,13 +313,12 @@ proptest! {
                     if let Some(o) = open.remove(&c) {
                         p.e.tx_abort(c + 1, o.tx);
                     }
-                    // A transaction begins once no pages are pending (the coordinator waits).
-                    while p.apply_one() {}
                     let tx = p.e.tx_begin(c + 1, p.now);
-                    open.insert(c, Open { tx, begin: states.len() - 1, writes: BTreeMap::new() });
+                    open.insert(c, Open { tx, begin: states.len() - 1, writes: BTreeMap::new(), looked: false });
                 }
                 Step::Read(c, pg) => {
-                    let Some(o) = open.get(&c) else { continue };
+                    let Some(o) = open.get_mut(&c) else { continue };
+                    look(&mut p, o);
                     let (tx, begin, should_fail) = (o.tx, o.begin, lost(o, &wrote));
                     match p.view(c + 1, tx, pg) {
                         Ok(got) => {
@@ -321,6 +334,7 @@ proptest! {
                 }
                 Step::Write(c, pg, b) => {
                     let Some(o) = open.get_mut(&c) else { continue };
+                    look(&mut p, o);
                     o.writes.insert(pg, page(pg, b));
                     let (tx, fail) = (o.tx, lost(o, &wrote));
                     match p.e.tx_write(c + 1, tx, p.region, "/r", &[pg], p.now) {
@@ -333,7 +347,8 @@ proptest! {
                     }
                 }
                 Step::Commit(c) => {
-                    let Some(o) = open.remove(&c) else { continue };
+                    let Some(mut o) = open.remove(&c) else { continue };
+                    look(&mut p, &mut o);
                     let fail = lost(&o, &wrote);
                     match p.commit(c + 1, o.tx, &o.writes) {
                         Ok(_) => {

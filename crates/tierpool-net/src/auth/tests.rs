@@ -128,7 +128,7 @@ async fn a_frame_sent_without_the_handshake_is_refused_unread() {
     assert!(matches!(server.await.unwrap(), Err(Refusal::NotAHandshake(BadHead::Frame(1)))));
     let mut got = Vec::new();
     peer.read_to_end(&mut got).await.unwrap();
-    assert_eq!(&got[HELLO_LEN..], b"TP\x15\x13\x02", "the hello, then a refusal");
+    assert_eq!(&got[HELLO_LEN..], b"TP\x16\x13\x02", "the hello, then a refusal");
 }
 
 #[tokio::test]

@@ -427,14 +427,30 @@ fn coord(sample: &CoordRequest) -> BoxedStrategy<CoordRequest> {
         C::TxWrite { .. } => (num(), num(), inode(), text(), many(num()))
             .prop_map(|(session, tx, inode, path, chunks)| C::TxWrite { session, tx, inode, path, chunks })
             .boxed(),
-        C::TxCommit { .. } => (num(), num(), proptest::option::of(text()), many(tx_file()), tx_steps(), owner())
-            .prop_map(|(session, tx, task, files, ns, owner)| C::TxCommit { session, tx, task, files, ns, owner })
+        C::TxCommit { .. } => (
+            (num(), num(), proptest::option::of(text())),
+            (many(tx_file()), tx_steps(), tx_regions(), tx_regions()),
+            owner(),
+        )
+            .prop_map(|((session, tx, task), (files, ns, regions, before), owner)| C::TxCommit {
+                session,
+                tx,
+                task,
+                files,
+                ns,
+                regions,
+                before,
+                owner,
+            })
             .boxed(),
         C::TxAbort { .. } => (num(), num()).prop_map(|(session, tx)| C::TxAbort { session, tx }).boxed(),
         C::TxRenew { .. } => (num(), many(num())).prop_map(|(session, txs)| C::TxRenew { session, txs }).boxed(),
         // Short waits: a fuzzed request that waits long only slows the run.
         C::Changes { .. } => (num(), prop::option::of(num()), 0..20u32)
             .prop_map(|(feed, since, wait_ms)| C::Changes { feed, since, wait_ms })
+            .boxed(),
+        C::TxPages { .. } => (num(), num(), inode(), num(), num())
+            .prop_map(|(session, tx, inode, first, count)| C::TxPages { session, tx, inode, first, count })
             .boxed(),
     }
 }
