@@ -28,7 +28,7 @@ a :class:`TierpoolError` subclass named after the tierpool error kind.
 from tierpool._client import Client, connect
 from tierpool._local import local
 from tierpool._region import Region
-from tierpool._transaction import Transaction, TransactionFile
+from tierpool._transaction import Transaction, TransactionFile, TransactionRegion
 from tierpool._native import (
     AlreadyExists,
     Corrupt,
@@ -58,6 +58,7 @@ Client.__module__ = __name__
 Region.__module__ = __name__
 Transaction.__module__ = __name__
 TransactionFile.__module__ = __name__
+TransactionRegion.__module__ = __name__
 
 __all__ = [
     "AlreadyExists",
@@ -83,6 +84,7 @@ __all__ = [
     "Conflict",
     "Transaction",
     "TransactionFile",
+    "TransactionRegion",
     "Unavailable",
     "__version__",
     "connect",

@@ -31,9 +31,15 @@ class Transaction:
             n = int(tx.read("/counter") or b"0")
             tx.write("/counter", str(n + 1).encode().ljust(8))
 
+    Memory regions take part too: :meth:`region` gives a region's bytes in
+    the transaction, read and written by 4 KiB page (a conflict is a page
+    another transaction committed since this one began), committed with the
+    files in the same step.
+
     Writing to a free path makes a new file there (its directory must
     exist). A transaction writes, makes, removes or moves at most 1024
-    files and entries. Paths beneath an attached under-store are not read
+    files and entries, and writes at most 4096 region pages (both set by
+    the coordinator). Paths beneath an attached under-store are not read
     or changed in transactions. One left open and unused for the coordinator's hold period
     (10 s by default) after its client died is aborted.
     """
@@ -115,6 +121,14 @@ class Transaction:
         if mode == "wb":
             self.truncate(path, 0)
         return TransactionFile(self, path, "wb" if mode == "xb" else mode)
+
+    def region(self, path: str) -> "TransactionRegion":
+        """The memory region at ``path`` in this transaction (its bytes as
+        the transaction sees them: ``read``, ``write``, ``size``).
+        ``FileNotFoundError`` if there is none,
+        :class:`tierpool.InvalidArgument` (a ``ValueError``) if ``path`` is
+        not a region."""
+        return TransactionRegion(self, path, self._native.region_size(path))
 
     def commit(self, task_id: Optional[str] = None) -> bool:
         """Publishes every write at once. Returns ``True``, or ``False`` if a
@@ -215,3 +229,35 @@ class TransactionFile(io.RawIOBase):
         size = self._pos if size is None else size
         self._tx.truncate(self.name, size)
         return size
+
+
+class TransactionRegion:
+    """A memory region's bytes in a transaction, from :meth:`Transaction.region`.
+
+    Reads see the region as it was when the transaction began, with this
+    transaction's own writes; writes are seen by others once it commits,
+    together with its files. Its size is fixed: a write past the end raises
+    :class:`tierpool.InvalidArgument` (a ``ValueError``). Writes of the region outside transactions (its
+    mapped memory, flushed in place) are not ordered with transactions.
+    """
+
+    def __init__(self, tx: Transaction, path: str, size: int) -> None:
+        self._tx = tx
+        self.path = path
+        #: The region's size in bytes.
+        self.size = size
+
+    def read(self, offset: int = 0, size: int = -1) -> bytes:
+        """``size`` bytes (to the end if negative) from ``offset``."""
+        return self._tx._native.region_read(self.path, offset, size)
+
+    def write(self, offset: int, data: Any) -> int:
+        """Writes ``data`` (any bytes-like object) at ``offset``; returns the
+        bytes written."""
+        return self._tx._native.region_write(self.path, data, offset)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __repr__(self) -> str:
+        return f"<tierpool.TransactionRegion {self.path} of {self.size} bytes in transaction {self._tx.id}>"

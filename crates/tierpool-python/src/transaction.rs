@@ -109,6 +109,33 @@ impl Transaction {
         on_open!(py, self, |tx| tx.truncate(&path, size))
     }
 
+    /// `size` bytes (all to the end, if negative) of the region at `path`
+    /// from `offset`, as this transaction sees them.
+    #[pyo3(signature = (path, offset=0, size=-1))]
+    fn region_read<'py>(&self, py: Python<'py>, path: &str, offset: u64, size: i64) -> PyResult<Bound<'py, PyBytes>> {
+        let path = clean_path(path);
+        let len = u64::try_from(size).unwrap_or(u64::MAX);
+        let data = on_open!(py, self, |tx| tx.region_read(&path, offset, len))?;
+        Ok(PyBytes::new(py, &data))
+    }
+
+    /// Writes the bytes of `data` at `offset` of the region at `path` (they
+    /// must fit in it); visible to this transaction now, to others once it
+    /// commits.
+    #[pyo3(signature = (path, data, offset=0))]
+    fn region_write(&self, py: Python<'_>, path: &str, data: &Bound<'_, PyAny>, offset: u64) -> PyResult<usize> {
+        let path = clean_path(path);
+        let view = BufferView::readonly(data)?;
+        let src = view.as_slice();
+        on_open!(py, self, |tx| async { tx.region_write(&path, offset, src).await.map(|()| src.len()) })
+    }
+
+    /// The size of the region at `path`.
+    fn region_size(&self, py: Python<'_>, path: &str) -> PyResult<u64> {
+        let path = clean_path(path);
+        on_open!(py, self, |tx| tx.region_size(&path))
+    }
+
     /// Whether `path` names a file or directory in this transaction.
     fn exists(&self, py: Python<'_>, path: &str) -> PyResult<bool> {
         let path = clean_path(path);
