@@ -4,8 +4,11 @@
 //! durable it happened. Its pages stay pending in the state (and in every
 //! snapshot) until this module has written each of them over its region's
 //! chunk, on every replica, as a client writes a region's pages, and
-//! logged `RegionPagesWritten`. The commit's answer waits for that, so a
-//! region opened after a commit was acknowledged holds its pages.
+//! logged `RegionPagesWritten`. The commit's answer waits for the pages
+//! (not for that record to be durable: a crash that loses it only makes
+//! the pages be written again, and any later commit of the same pages is
+//! later in the log), so a region opened after a commit was acknowledged
+//! holds its pages.
 //!
 //! The coordinator writes them through a client of its own pool (to its
 //! own address, with the pool's secret): it finds the replicas the way
@@ -26,7 +29,7 @@ use crate::service::Coordinator;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use tierpool_client::{Client, ClientConfig};
-use tierpool_meta::{InodeInfo, MetaOp, Owner, TxRegion, REGION_PAGE};
+use tierpool_meta::{InodeInfo, MetaOp, TxRegion, REGION_PAGE};
 use tierpool_types::{Error, ErrorKind, InodeId, Result};
 
 /// How long a lookup of a region waits for pages committed before its
@@ -91,7 +94,8 @@ impl Coordinator {
                     None => tracing::debug!("region {} is gone: its pending pages are dropped", pages.inode),
                 }
             }
-            self.execute(MetaOp::RegionPagesWritten { id }, Owner::default()).await?;
+            // Not waited for: lost in a crash, the pages are written again.
+            self.execute_unawaited(MetaOp::RegionPagesWritten { id })?;
         }
     }
 

@@ -319,6 +319,16 @@ impl Coordinator {
         f(&mut self.inner.lock().engine)
     }
 
+    /// Applies `op` and logs it without waiting for its record to be
+    /// durable (its effects wait, as ever): for `RegionPagesWritten`, which
+    /// a crash may take back at no cost (the pages are written again,
+    /// harmlessly: any later commit of them comes later in the log).
+    pub(crate) fn execute_unawaited(&self, op: MetaOp) -> Result<()> {
+        let Applied { effects, lsn, .. } = self.apply(&mut self.inner.lock(), op, Owner::default())?;
+        self.carry_out(effects, lsn);
+        Ok(())
+    }
+
     /// Starts `effects` once the changes they rest on (up to `lsn`) are
     /// fsynced: they delete chunks and move partitions, which a change a
     /// crash of the machine could still take back must not do.
@@ -846,15 +856,19 @@ impl Coordinator {
                 }
                 Ok(CoordResponse::Info(info))
             }
-            CoordRequest::TxPages { session, tx, inode, first, count } => {
+            CoordRequest::TxPages { session, tx, inode, path, first, count, write } => {
                 if count > MAX_PAGES_ASKED {
                     return Err(Error::invalid(format!(
                         "{count} pages asked at once; at most {MAX_PAGES_ASKED} are answered"
                     )));
                 }
                 let now = self.now();
-                let pages = self.inner.lock().engine.tx_pages(session, tx, inode, (first, count), now)?;
-                Ok(CoordResponse::Pages(pages))
+                let mut g = self.inner.lock();
+                if write {
+                    let pages: Vec<u64> = (first..first.saturating_add(count)).collect();
+                    g.engine.tx_write(session, tx, inode, &path, &pages, now)?;
+                }
+                Ok(CoordResponse::Pages(g.engine.tx_pages(session, tx, inode, (first, count), now)?))
             }
             CoordRequest::TxWrite { session, tx, inode, path, chunks } => {
                 self.inner.lock().engine.tx_write(session, tx, inode, &path, &chunks, self.now())?;

@@ -110,10 +110,11 @@ pub enum CoordRequest {
     /// `Changes`. For clients that keep copies of names and attributes.
     Changes { feed: u64, since: Option<u64>, wait_ms: u32 },
     /// Of pages `first..first + count` (at most [`MAX_PAGES_ASKED`]) of
-    /// the region `inode`, those a commit wrote since transaction `tx`
-    /// began, with what they held then: `Pages`. Read the others from the
-    /// workers, first.
-    TxPages { session: u64, tx: u64, inode: InodeId, first: u64, count: u64 },
+    /// the region `inode` (at `path`, for errors), those a commit wrote
+    /// since transaction `tx` began, with what they held then: `Pages`.
+    /// Read the others from the workers, first. With `write`, the
+    /// transaction also writes those pages, as with `TxWrite` (told first).
+    TxPages { session: u64, tx: u64, inode: InodeId, path: String, first: u64, count: u64, write: bool },
 }
 
 /// Most region pages one `TxPages` asks about.

@@ -9,8 +9,8 @@
 //! commit is written, so whichever the workers gave, the answer mends
 //! it). The lookup of a region waits until pages committed before the
 //! transaction began are on the workers. Writes stay here, whole pages,
-//! each page told to the coordinator at its first write (so a lost
-//! conflict is learnt at once) and read then as the view has it; the
+//! each page read as the view has it at its first write, and told to the
+//! coordinator in the same request (so a lost conflict is learnt at once); the
 //! commit carries them with those earlier bytes (so it reads nothing),
 //! and is answered once they are on the workers.
 //!
@@ -92,7 +92,7 @@ impl Transaction {
             return Ok(Vec::new());
         }
         let (first, last) = (offset / REGION_PAGE, (end - 1) / REGION_PAGE);
-        let viewed = self.viewed_pages(id, first, last).await?;
+        let viewed = self.viewed_pages(id, first, last, false).await?;
         let r = &self.regions[&id];
         let mut out = Vec::with_capacity((end - offset) as usize);
         for p in first..=last {
@@ -119,19 +119,11 @@ impl Transaction {
         }
         let (first, last) = (offset / REGION_PAGE, (end - 1) / REGION_PAGE);
         let new: Vec<u64> = (first..=last).filter(|p| !self.regions[&id].pages.contains_key(p)).collect();
-        if !new.is_empty() {
-            let path = self.regions[&id].path.clone();
-            let req =
-                CoordRequest::TxWrite { session: self.session(), tx: self.id, inode: id, path, chunks: new.clone() };
-            match self.call(req).await? {
-                CoordResponse::Done => {}
-                other => return Err(unexpected(other)),
-            }
-        }
-        // A page starts as the view has it (kept for the commit, too).
+        // A page starts as the view has it (kept for the commit, too); the
+        // coordinator hears of the write as it is asked for the page.
         let mut bases = BTreeMap::new();
         for (from, to) in runs(&new) {
-            bases.extend(self.viewed_pages(id, from, to).await?);
+            bases.extend(self.viewed_pages(id, from, to, true).await?);
         }
         let r = self.regions.get_mut(&id).expect("looked up above");
         for (p, base) in bases {
@@ -148,8 +140,15 @@ impl Transaction {
     }
 
     /// Pages `first..=last` of region `id` as this transaction's view has
-    /// them (its own writes left out).
-    async fn viewed_pages(&mut self, id: InodeId, first: u64, last: u64) -> Result<BTreeMap<u64, Vec<u8>>> {
+    /// them (its own writes left out); with `write`, the coordinator hears
+    /// that this transaction writes them (and refuses if it lost them).
+    async fn viewed_pages(
+        &mut self,
+        id: InodeId,
+        first: u64,
+        last: u64,
+        write: bool,
+    ) -> Result<BTreeMap<u64, Vec<u8>>> {
         let (path, view) = {
             let r = &self.regions[&id];
             (r.path.clone(), r.view.clone())
@@ -174,7 +173,8 @@ impl Transaction {
         let mut p = first;
         while p <= last {
             let count = (last + 1 - p).min(MAX_PAGES_ASKED);
-            let req = CoordRequest::TxPages { session: self.session(), tx: self.id, inode: id, first: p, count };
+            let (session, tx, named) = (self.session(), self.id, path.clone());
+            let req = CoordRequest::TxPages { session, tx, inode: id, path: named, first: p, count, write };
             match self.call(req).await? {
                 CoordResponse::Pages(then) => {
                     for (i, b) in then {

@@ -449,8 +449,16 @@ fn coord(sample: &CoordRequest) -> BoxedStrategy<CoordRequest> {
         C::Changes { .. } => (num(), prop::option::of(num()), 0..20u32)
             .prop_map(|(feed, since, wait_ms)| C::Changes { feed, since, wait_ms })
             .boxed(),
-        C::TxPages { .. } => (num(), num(), inode(), num(), num())
-            .prop_map(|(session, tx, inode, first, count)| C::TxPages { session, tx, inode, first, count })
+        C::TxPages { .. } => ((num(), num(), inode(), text()), (num(), num(), any::<bool>()))
+            .prop_map(|((session, tx, inode, path), (first, count, write))| C::TxPages {
+                session,
+                tx,
+                inode,
+                path,
+                first,
+                count,
+                write,
+            })
             .boxed(),
     }
 }
