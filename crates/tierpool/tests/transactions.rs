@@ -2,10 +2,11 @@
 //! overwrites and garbage collection, commits all or nothing across files,
 //! the first committer winning, task ids committing once, a coordinator
 //! `kill -9` aborting what was open and keeping what committed; and
-//! list-append and read-write-register histories from several client
-//! processes, with a coordinator and a worker killed during the run,
-//! checked for snapshot isolation by `adya` (which must find lost updates
-//! in both when the write-write check is off).
+//! list-append and read-write-register histories (registers in files and
+//! in pages of a memory region) from several client processes, with a
+//! coordinator and a worker killed during the run, checked for snapshot
+//! isolation by `adya` (which must find lost updates in each when the
+//! write-write check is off).
 
 mod common;
 use common::{data, Pool};
@@ -18,6 +19,9 @@ use tierpool_client::{Client, Committed, PutOptions};
 use tierpool_types::ErrorKind;
 
 const CHUNK: u64 = 4096;
+/// A page of a memory region, and the region the region-register histories use.
+const PAGE: u64 = 4096;
+const REGION: &str = "/h/region";
 
 struct Session {
     rt: tokio::runtime::Runtime,
@@ -144,21 +148,32 @@ enum Workload {
     /// Each key is a file holding one integer (or nothing at first),
     /// overwritten in place: reads and writes of a register.
     Register,
+    /// Each key is a 4 KiB page of one memory region, holding a register.
+    RegionRegister,
 }
 
 impl Workload {
+    /// The model adya checks the history by.
     fn name(self) -> &'static str {
         match self {
             Workload::ListAppend => "list-append",
-            Workload::Register => "rw-register",
+            Workload::Register | Workload::RegionRegister => "rw-register",
         }
     }
 
     fn from_name(name: &str) -> Workload {
-        if name == "rw-register" {
-            Workload::Register
-        } else {
-            Workload::ListAppend
+        match name {
+            "rw-register" => Workload::Register,
+            "region-register" => Workload::RegionRegister,
+            _ => Workload::ListAppend,
+        }
+    }
+
+    /// The name a client process is told.
+    fn spec_name(self) -> &'static str {
+        match self {
+            Workload::RegionRegister => "region-register",
+            w => w.name(),
         }
     }
 
@@ -166,7 +181,26 @@ impl Workload {
     fn write_op(self) -> &'static str {
         match self {
             Workload::ListAppend => "append",
-            Workload::Register => "w",
+            Workload::Register | Workload::RegionRegister => "w",
+        }
+    }
+
+    /// Reads key `k` in transaction `tx`.
+    async fn read(self, tx: &mut tierpool_client::Transaction, k: u64) -> tierpool_types::Result<Value> {
+        let bytes = match self {
+            Workload::RegionRegister => tx.region_read(REGION, k * PAGE, 20).await?,
+            _ => tx.read_all(&format!("/h/k{k}")).await?,
+        };
+        Ok(self.read_value(&bytes))
+    }
+
+    /// Writes value `v` to key `k` in transaction `tx`.
+    async fn write(self, tx: &mut tierpool_client::Transaction, k: u64, v: u64) -> tierpool_types::Result<()> {
+        match self {
+            Workload::ListAppend => tx.append(&format!("/h/k{k}"), format!("{v}\n").as_bytes()).await,
+            // Every value is written at the same width, so a write replaces the whole register.
+            Workload::Register => tx.write(&format!("/h/k{k}"), 0, format!("{v:020}").as_bytes()).await,
+            Workload::RegionRegister => tx.region_write(REGION, k * PAGE, format!("{v:020}").as_bytes()).await,
         }
     }
 
@@ -175,7 +209,7 @@ impl Workload {
         let values = parse(bytes);
         match self {
             Workload::ListAppend => json!(values),
-            Workload::Register => {
+            Workload::Register | Workload::RegionRegister => {
                 assert!(values.len() <= 1, "a register holds one value, not {values:?}");
                 json!(values.first())
             }
@@ -256,16 +290,9 @@ fn run_client(spec: &Value) {
             let mut tx = client.begin().await.map_err(fail)?;
             let mut reads = Vec::new();
             for (write, k, v) in &ops {
-                let path = format!("/h/k{k}");
-                match (*write, workload) {
-                    (true, Workload::ListAppend) => {
-                        tx.append(&path, format!("{v}\n").as_bytes()).await.map_err(fail)?
-                    }
-                    // Every value is written at the same width, so a write replaces the whole register.
-                    (true, Workload::Register) => {
-                        tx.write(&path, 0, format!("{v:020}").as_bytes()).await.map_err(fail)?
-                    }
-                    (false, _) => reads.push(workload.read_value(&tx.read_all(&path).await.map_err(fail)?)),
+                match *write {
+                    true => workload.write(&mut tx, *k, *v).await.map_err(fail)?,
+                    false => reads.push(workload.read(&mut tx, *k).await.map_err(fail)?),
                 }
             }
             match tx.commit(None).await {
@@ -317,15 +344,19 @@ struct Checked {
 fn history(pool: &mut Pool, workload: Workload, clients: u64, keys: u64, millis: u64, nemesis: Nemesis) -> Checked {
     let s = Session::new(pool);
     pool.ok(&["mkdir", "/h"]);
-    for k in 0..keys {
-        s.put(&format!("/h/k{k}"), b"");
+    match workload {
+        Workload::RegionRegister => {
+            let opts = tierpool_client::RegionOptions { chunk_size: 2 * PAGE, ..Default::default() };
+            s.rt.block_on(s.client.alloc_region(REGION, keys * PAGE, &opts)).unwrap();
+        }
+        _ => (0..keys).for_each(|k| s.put(&format!("/h/k{k}"), b"")),
     }
     let exe = std::env::current_exe().unwrap();
     let dir = pool.dir().to_path_buf();
     let mut children: Vec<_> = (0..clients)
         .map(|id| {
             let spec = json!({
-                "id": id, "keys": keys, "millis": millis, "addr": pool.addr, "workload": workload.name(),
+                "id": id, "keys": keys, "millis": millis, "addr": pool.addr, "workload": workload.spec_name(),
                 "secret": pool.secret_file(), "out": dir.join(format!("client-{id}.jsonl")),
             });
             Command::new(&exe)
@@ -370,7 +401,7 @@ fn history(pool: &mut Pool, workload: Workload, clients: u64, keys: u64, millis:
             let mut last = s.client.begin().await?;
             let mut reads = Vec::new();
             for k in 0..keys {
-                reads.push(json!(["r", k, workload.read_value(&last.read_all(&format!("/h/k{k}")).await?)]));
+                reads.push(json!(["r", k, workload.read(&mut last, k).await?]));
             }
             last.commit(None).await?;
             Ok(reads)
@@ -427,7 +458,7 @@ fn adya(history: &Path, workload: Workload) -> (i32, String) {
     cmd.args(["check", "-m", workload.name(), "-c", "snapshot-isolation"]);
     match workload {
         Workload::ListAppend => cmd.args(["-a", "duplicate-appends,unexpected-txn-micro-op-types"]),
-        Workload::Register => cmd.args(["--wfr-keys", "--linearizable-keys"]),
+        Workload::Register | Workload::RegionRegister => cmd.args(["--wfr-keys", "--linearizable-keys"]),
     };
     let out = cmd.arg(history).output().unwrap();
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -454,8 +485,19 @@ fn register_histories_with_kills_are_snapshot_isolated() {
 }
 
 #[test]
+fn region_page_register_histories_with_kills_are_snapshot_isolated() {
+    // Too little memory for a chunk: the region's chunks are on disk, and
+    // outlive the worker's kill.
+    let mut pool = Pool::start_with(3, "4KiB", "128MiB", &["--replicas", "2"]);
+    let h = history(&mut pool, Workload::RegionRegister, 4, 4, 8000, Nemesis::Kills);
+    assert_eq!(h.code, 0, "adya found anomalies in {}:\n{}", h.path.display(), h.out);
+    assert!(h.out.contains("true"), "{}", h.out);
+    assert!(h.ok >= 100 && h.failed >= 5, "{} committed, {} failed", h.ok, h.failed);
+}
+
+#[test]
 fn without_the_write_write_check_adya_finds_lost_updates() {
-    for workload in [Workload::ListAppend, Workload::Register] {
+    for workload in [Workload::ListAppend, Workload::Register, Workload::RegionRegister] {
         let mut pool = Pool::start_with(2, "32MiB", "128MiB", &["--unsafe-no-write-check"]);
         let h = history(&mut pool, workload, 4, 2, 4000, Nemesis::None);
         assert!(h.ok >= 50, "{workload:?}: {} committed", h.ok);
