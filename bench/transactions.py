@@ -38,10 +38,9 @@ def zipf_weights(n, s=1.1):
     return [x / total for x in w]
 
 
-def contention(c, keys, law, threads, seconds):
-    paths = [f"/bench/k{law}-{keys}-{i}" for i in range(keys)]
-    c.put_many({p: b"0" * 64 for p in paths})
-    weights = zipf_weights(keys) if law == "zipf" else None
+def race(threads, seconds, attempt):
+    """Runs `attempt(rng)` (one transaction, raising Conflict if it lost)
+    from `threads` threads for `seconds`: (committed, aborted, elapsed)."""
     counts = {"committed": 0, "aborted": 0}
     lock = threading.Lock()
     stop = time.perf_counter() + seconds
@@ -50,11 +49,8 @@ def contention(c, keys, law, threads, seconds):
         rng = random.Random(seed)
         done = aborted = 0
         while time.perf_counter() < stop:
-            p = rng.choices(paths, weights)[0] if weights else rng.choice(paths)
             try:
-                with c.transaction() as tx:
-                    v = tx.read(p)
-                    tx.write(p, bytes([(v[0] + 1) % 256]) + v[1:])
+                attempt(rng)
                 done += 1
             except tierpool.Conflict:
                 aborted += 1
@@ -68,63 +64,51 @@ def contention(c, keys, law, threads, seconds):
         t.start()
     for t in ts:
         t.join()
-    elapsed = time.perf_counter() - t0
+    return counts["committed"], counts["aborted"], time.perf_counter() - t0
+
+
+def rates(committed, aborted, elapsed):
+    return {
+        "committed_per_s": round(committed / elapsed),
+        "abort_rate": round(aborted / max(committed + aborted, 1), 4),
+    }
+
+
+def contention(c, keys, law, threads, seconds):
+    paths = [f"/bench/k{law}-{keys}-{i}" for i in range(keys)]
+    c.put_many({p: b"0" * 64 for p in paths})
+    weights = zipf_weights(keys) if law == "zipf" else None
+
+    def attempt(rng):
+        p = rng.choices(paths, weights)[0] if weights else rng.choice(paths)
+        with c.transaction() as tx:
+            v = tx.read(p)
+            tx.write(p, bytes([(v[0] + 1) % 256]) + v[1:])
+
+    committed, aborted, elapsed = race(threads, seconds, attempt)
     for p in paths:
         c.rm(p)
-    total = counts["committed"] + counts["aborted"]
-    return {
-        "keys": keys,
-        "law": law,
-        "threads": threads,
-        "committed_per_s": round(counts["committed"] / elapsed),
-        "abort_rate": round(counts["aborted"] / max(total, 1), 4),
-    }
+    return {"keys": keys, "law": law, "threads": threads, **rates(committed, aborted, elapsed)}
 
 
 def region_contention(c, keys, law, threads, seconds):
     path = f"/bench/r{law}-{keys}"
     c.alloc(path, keys * PAGE, cache="4MiB").close()
     weights = zipf_weights(keys) if law == "zipf" else None
-    counts = {"committed": 0, "aborted": 0}
-    lock = threading.Lock()
-    stop = time.perf_counter() + seconds
 
-    def run(seed):
-        rng = random.Random(seed)
-        done = aborted = 0
-        while time.perf_counter() < stop:
-            page = rng.choices(range(keys), weights)[0] if weights else rng.randrange(keys)
-            try:
-                with c.transaction() as tx:
-                    r = tx.region(path)
-                    v = int.from_bytes(r.read(page * PAGE, 8), "little")
-                    r.write(page * PAGE, (v + 1).to_bytes(8, "little"))
-                done += 1
-            except tierpool.Conflict:
-                aborted += 1
-        with lock:
-            counts["committed"] += done
-            counts["aborted"] += aborted
+    def attempt(rng):
+        page = rng.choices(range(keys), weights)[0] if weights else rng.randrange(keys)
+        with c.transaction() as tx:
+            r = tx.region(path)
+            v = int.from_bytes(r.read(page * PAGE, 8), "little")
+            r.write(page * PAGE, (v + 1).to_bytes(8, "little"))
 
-    t0 = time.perf_counter()
-    ts = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    elapsed = time.perf_counter() - t0
+    committed, aborted, elapsed = race(threads, seconds, attempt)
     got = c.get(path)
-    total_counted = sum(int.from_bytes(got[p * PAGE : p * PAGE + 8], "little") for p in range(keys))
-    assert total_counted == counts["committed"], f"{total_counted} increments kept of {counts['committed']} committed"
+    kept = sum(int.from_bytes(got[p * PAGE : p * PAGE + 8], "little") for p in range(keys))
+    assert kept == committed, f"{kept} increments kept of {committed} committed"
     c.rm(path)
-    total = counts["committed"] + counts["aborted"]
-    return {
-        "pages": keys,
-        "law": law,
-        "threads": threads,
-        "committed_per_s": round(counts["committed"] / elapsed),
-        "abort_rate": round(counts["aborted"] / max(total, 1), 4),
-    }
+    return {"pages": keys, "law": law, "threads": threads, **rates(committed, aborted, elapsed)}
 
 
 def region_overhead(c, n, repeat):

@@ -4,37 +4,47 @@
 //! durable it happened. Its pages stay pending in the state (and in every
 //! snapshot) until this module has written each of them over its region's
 //! chunk, on every replica, as a client writes a region's pages, and
-//! logged `RegionPagesWritten`. The commit's answer waits for the pages
-//! (not for that record to be durable: a crash that loses it only makes
-//! the pages be written again, and any later commit of the same pages is
-//! later in the log), so a region opened after a commit was acknowledged
-//! holds its pages.
+//! logged `RegionPagesWritten`. No page is written before its commit's
+//! record is fsynced (with a log fsynced within a period too), so a crash
+//! never leaves pages of a commit it took back. The commit's answer waits
+//! for its pages, at most [`COMMIT_WAITS_FOR_PAGES`] (not for the
+//! `RegionPagesWritten` record to be durable: a crash that loses it only
+//! makes the pages be written again, and any later commit of the same
+//! pages is later in the log), so a region opened after a commit was
+//! acknowledged holds its pages, unless they could not be written then (a
+//! worker down): the commit is still answered as committed (it is), and
+//! its pages stay pending.
 //!
 //! The coordinator writes them through a client of its own pool (to its
 //! own address, with the pool's secret): it finds the replicas the way
 //! every client does, through moves of partitions and workers down. One
-//! writer at a time (`PageWriter::lock`), oldest commit first. What is
-//! still pending after a failure (a worker gone) is written again by the
-//! next commit, by a transaction that must read those pages (it waits in
-//! its lookup of the region, see `Engine::tx_waits_for_pages`), and by a
-//! background task every second; after a restart the background task
-//! writes what the log left pending. Writing a page again with the same
-//! bytes is harmless, and no later commit can have written it meanwhile:
-//! it would have had to read it first, and so wait.
+//! writer at a time (`PageWriter::lock`), oldest commit first; after a
+//! failure the commits of other regions go on, those of the same region
+//! wait (their order is kept). What is still pending after a failure is
+//! written again by the next commit, by a transaction that must read those
+//! pages (it waits in its lookup of the region, see
+//! `Engine::tx_waits_for_pages`), and by a background task every second;
+//! after a restart the background task writes what the log left pending.
+//! Writing a page again with the same bytes is harmless; a later commit of
+//! the same page is later in the log, and so written later. Waiters wait
+//! on a spawned writer, never cancelling one half way.
 //!
 //! Invariant: a pending entry is removed only after all its pages were
-//! acknowledged by every replica (or their region is gone).
+//! acknowledged by every replica (or their region is gone), and only by
+//! the writer (clients cannot send `RegionPagesWritten`).
 
 use crate::service::Coordinator;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 use tierpool_client::{Client, ClientConfig};
 use tierpool_meta::{InodeInfo, MetaOp, TxRegion, REGION_PAGE};
 use tierpool_types::{Error, ErrorKind, InodeId, Result};
 
 /// How long a lookup of a region waits for pages committed before its
-/// transaction began to be written, before it gives up (`Unavailable`).
+/// transaction began to be written, before it gives up (`Busy`).
 pub const WAIT_FOR_PAGES: Duration = Duration::from_secs(10);
+/// How long a commit's answer waits for its pages to be written.
+pub const COMMIT_WAITS_FOR_PAGES: Duration = Duration::from_secs(5);
 
 /// The coordinator's writer of pending pages.
 #[derive(Default)]
@@ -68,35 +78,64 @@ impl PageWriter {
 
 impl Coordinator {
     /// Writes every pending commit's pages, oldest first; each commit's
-    /// are then said written. Fails on the first page it cannot write
-    /// (what remains stays pending).
+    /// are then said written. After a commit it cannot write, the later
+    /// ones of the same regions wait; the first error is returned once the
+    /// others are written.
     pub(crate) async fn write_pending_pages(&self) -> Result<()> {
         let _one = self.pages.lock.lock().await;
+        let (mut after, mut blocked, mut failed) = (0, BTreeSet::new(), None);
         loop {
             let next = {
                 let g = self.inner.lock();
                 let state = g.engine.state();
-                state.pending_pages().first_key_value().map(|(id, regions)| {
+                state.pending_pages().range(after + 1..).next().map(|(id, regions)| {
                     let infos: Vec<(TxRegion, Option<InodeInfo>)> = regions
                         .iter()
                         .map(|r| (r.clone(), state.stat_inode(r.inode, false).ok().filter(|i| i.chunks.is_empty())))
                         .collect();
-                    (*id, infos)
+                    (*id, infos, g.lsn)
                 })
             };
-            let Some((id, regions)) = next else { return Ok(()) };
-            let client = self.page_client().await?;
-            for (pages, info) in &regions {
-                match info {
-                    Some(info) => write_pages(&client, info, pages).await?,
-                    // Removed since (a later step of the same commit, or
-                    // after it): nothing to write.
-                    None => tracing::debug!("region {} is gone: its pending pages are dropped", pages.inode),
+            let Some((id, regions, lsn)) = next else { break };
+            after = id;
+            let inodes: Vec<InodeId> = regions.iter().map(|(r, _)| r.inode).collect();
+            if inodes.iter().any(|i| blocked.contains(i)) {
+                blocked.extend(inodes);
+                continue;
+            }
+            // Its commit (at or before `lsn`) must not be one a crash could take back.
+            self.log.wait_synced(lsn).await?;
+            match self.write_commit_pages(&regions).await {
+                // Not waited for: lost in a crash, the pages are written again.
+                Ok(()) => self.execute_unawaited(MetaOp::RegionPagesWritten { id })?,
+                Err(e) => {
+                    blocked.extend(inodes);
+                    failed.get_or_insert(e);
                 }
             }
-            // Not waited for: lost in a crash, the pages are written again.
-            self.execute_unawaited(MetaOp::RegionPagesWritten { id })?;
         }
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// Writes the pages of one commit, region by region.
+    async fn write_commit_pages(&self, regions: &[(TxRegion, Option<InodeInfo>)]) -> Result<()> {
+        let client = self.page_client().await?;
+        for (pages, info) in regions {
+            match info {
+                Some(info) => write_pages(&client, info, pages).await?,
+                // Removed since (a later step of the same commit, or after
+                // it): nothing to write.
+                None => tracing::debug!("region {} is gone: its pending pages are dropped", pages.inode),
+            }
+        }
+        Ok(())
+    }
+
+    /// A writer of pending pages started on its own task (so that a waiter
+    /// who gives up does not stop it half way).
+    pub(crate) fn spawn_page_writer(&self) -> Option<tokio::task::JoinHandle<Result<()>>> {
+        let me = self.me.upgrade()?;
+        Some(tokio::spawn(async move { me.write_pending_pages().await }))
     }
 
     /// Writes pending pages if some are; an error says why they could not
@@ -116,14 +155,18 @@ impl Coordinator {
         if !waits() {
             return Ok(());
         }
-        let why = match tokio::time::timeout(WAIT_FOR_PAGES, self.write_pending_pages()).await {
-            Ok(Ok(())) if !waits() => return Ok(()),
-            Ok(Ok(())) => "they are still pending".to_string(),
-            Ok(Err(e)) => e.to_string(),
+        let Some(writer) = self.spawn_page_writer() else {
+            return Err(Error::new(ErrorKind::Unavailable, "the coordinator is stopping"));
+        };
+        let why = match tokio::time::timeout(WAIT_FOR_PAGES, writer).await {
+            _ if !waits() => return Ok(()),
+            Ok(Ok(Ok(()))) => "they are still pending".to_string(),
+            Ok(Ok(Err(e))) => e.to_string(),
+            Ok(Err(e)) => format!("the writer failed: {e}"),
             Err(_) => format!("not written within {WAIT_FOR_PAGES:?}"),
         };
         Err(Error::new(
-            ErrorKind::Unavailable,
+            ErrorKind::Busy,
             format!(
                 "{path}: pages committed to this region before transaction {tx} began are not on the workers yet \
                  ({why}); try again"

@@ -49,7 +49,7 @@ struct Applied {
 
 pub(crate) struct Inner {
     pub(crate) engine: Engine,
-    lsn: u64,
+    pub(crate) lsn: u64,
     since_snapshot: u64,
     /// The lsn of the last op that may have changed the partition table:
     /// the version workers order tables by (at start, the recovered lsn).
@@ -60,10 +60,10 @@ pub(crate) struct Inner {
 
 pub struct Coordinator {
     pub(crate) cfg: CoordinatorConfig,
-    me: Weak<Coordinator>,
+    pub(crate) me: Weak<Coordinator>,
     started: Instant,
     pub(crate) inner: Mutex<Inner>,
-    log: LogWriter,
+    pub(crate) log: LogWriter,
     /// Each worker's last reported figures.
     stats: Mutex<HashMap<WorkerId, WorkerStats>>,
     pools: Mutex<HashMap<WorkerId, Arc<Pool<Worker>>>>,
@@ -620,13 +620,18 @@ impl Coordinator {
     ) -> Result<CoordResponse> {
         let now = self.now();
         let pages = !changes.regions.is_empty();
-        let (applied, already, lsn) = {
+        let (applied, already, lsn, mine) = {
             let mut g = self.inner.lock();
             match g.engine.tx_commit(session, tx, task, changes, now)? {
-                Commit::Run(op) => (Some(self.apply(&mut g, op, owner)?), false, 0),
-                Commit::Nothing => (None, false, g.lsn),
+                Commit::Run(op) => {
+                    let applied = self.apply(&mut g, op, owner)?;
+                    // Its pages, if it has some, are the newest pending.
+                    let mine = g.engine.state().pending_pages().last_key_value().map(|(id, _)| *id);
+                    (Some(applied), false, 0, mine)
+                }
+                Commit::Nothing => (None, false, g.lsn, None),
                 // The other attempt's commit may still be on its way to disk.
-                Commit::AlreadyCommitted => (None, true, g.lsn),
+                Commit::AlreadyCommitted => (None, true, g.lsn, None),
             }
         };
         let ran = applied.is_some();
@@ -634,17 +639,18 @@ impl Coordinator {
             Some(a) => drop(self.finish(a).await?),
             None => self.log.wait_durable(lsn).await?,
         }
-        if ran && pages {
-            // Committed: its region pages go on the workers before it is said so.
-            self.write_pending_pages().await.map_err(|e| {
-                Error::new(
-                    ErrorKind::Unavailable,
-                    format!(
-                        "transaction {tx} committed, but its region pages are not all on the workers yet ({e}); \
-                         they will be written when the workers can take them"
-                    ),
-                )
-            })?;
+        if let Some(mine) = mine.filter(|_| ran && pages) {
+            // Committed: its region pages go on the workers before it is
+            // said so, unless they cannot be written soon (a worker down):
+            // then they stay pending, and it is said committed all the same.
+            if let Some(writer) = self.spawn_page_writer() {
+                let _ = tokio::time::timeout(crate::pages::COMMIT_WAITS_FOR_PAGES, writer).await;
+            }
+            if self.inner.lock().engine.state().pending_pages().contains_key(&mine) {
+                tracing::warn!(
+                    "transaction {tx} committed; its region pages are not on the workers yet and stay pending"
+                );
+            }
         }
         Ok(CoordResponse::TxCommitted { already })
     }
@@ -718,6 +724,10 @@ impl Coordinator {
                 Err(Error::invalid("a region's restore starts with RestoreRegion, which checks who has it open"))
             }
             MetaOp::WorkerDown { .. } | MetaOp::WorkerUp { .. } => own("a worker's standing"),
+            MetaOp::Transact { .. } => {
+                Err(Error::invalid("a transaction commits with TxCommit, which checks it against what committed since"))
+            }
+            MetaOp::RegionPagesWritten { .. } => own("RegionPagesWritten (it writes committed pages itself)"),
             MetaOp::DrainWorker { id } => {
                 let now = self.now();
                 let g = self.inner.lock();
@@ -851,6 +861,12 @@ impl Coordinator {
                 // What it read must be durable before anyone sees it.
                 self.log.wait_durable(lsn).await?;
                 if info.kind == tierpool_meta::InodeKind::Region {
+                    if let Some(name) = &info.restoring {
+                        return Err(Error::new(
+                            ErrorKind::Busy,
+                            format!("{path}: its restore to checkpoint {name} has not finished; try again"),
+                        ));
+                    }
                     // Its workers must hold what commits before its begin wrote there.
                     self.wait_for_pages(tx, info.id, &path).await?;
                 }
@@ -864,11 +880,13 @@ impl Coordinator {
                 }
                 let now = self.now();
                 let mut g = self.inner.lock();
+                // The range is checked (by the read) before any page is taken as written.
+                let then = g.engine.tx_pages(session, tx, inode, (first, count), now)?;
                 if write {
-                    let pages: Vec<u64> = (first..first.saturating_add(count)).collect();
+                    let pages: Vec<u64> = (first..first + count).collect();
                     g.engine.tx_write(session, tx, inode, &path, &pages, now)?;
                 }
-                Ok(CoordResponse::Pages(g.engine.tx_pages(session, tx, inode, (first, count), now)?))
+                Ok(CoordResponse::Pages(then))
             }
             CoordRequest::TxWrite { session, tx, inode, path, chunks } => {
                 self.inner.lock().engine.tx_write(session, tx, inode, &path, &chunks, self.now())?;

@@ -688,11 +688,11 @@ pub struct CoordinatorArgs {
     /// fails (InvalidArgument) and publishes nothing.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
     pub tx_max_files: u32,
-    /// Most pages (4 KiB) of memory regions one transaction may write;
-    /// their bytes travel in the commit's metadata log record. A
+    /// Most pages (4 KiB) of memory regions one transaction may write (at
+    /// most 16384); their bytes travel in the commit's metadata log record. A
     /// transaction writing more fails (InvalidArgument) and publishes
     /// nothing.
-    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..=16384))]
     pub tx_max_pages: u32,
     /// Lets transactions commit without the write-write check, losing
     /// updates under contention: only to show that a history checker

@@ -2,14 +2,16 @@
 //! invisible until the commit, then on the workers with the files of the
 //! same commit; snapshot reads across another commit of the same pages;
 //! the first committer winning by page; a region opened after a commit
-//! holding its pages; and pages committed while no worker could take them,
-//! kept pending across a coordinator `kill -9` and written once the
-//! workers are back.
+//! holding its pages; pages committed while no worker could take them,
+//! answered as committed, kept pending across a coordinator `kill -9` and
+//! written once the workers are back; and the ops of pages refused when a
+//! client sends them itself.
 
 mod common;
 use common::{data, Pool};
 use std::time::{Duration, Instant};
 use tierpool_client::{Client, Committed, PutOptions, Region, RegionOptions};
+use tierpool_meta::{MetaOp, TxRegion};
 use tierpool_types::ErrorKind;
 
 const PAGE: u64 = 4096;
@@ -130,23 +132,25 @@ fn pages_committed_while_no_worker_takes_them_are_written_after_a_coordinator_ki
     let mut tx = s.rt.block_on(s.client.begin()).unwrap();
     s.rt.block_on(tx.region_write("/m", 100, b"committed")).unwrap();
     s.rt.block_on(tx.mkdir("/done")).unwrap();
-    // The only worker goes; the commit needs none to be logged, but its
-    // page waits for a worker to take it.
+    // The only worker goes. The commit needs none to be logged: it is
+    // answered as committed (after a few seconds' wait for the page), and
+    // its page stays pending.
     pool.kill_worker(0);
-    let handle = s.rt.handle().clone();
-    let commit = std::thread::spawn(move || handle.block_on(tx.commit(None)));
-    let since = Instant::now();
-    while pool.status()["transactions"]["pages_pending"] != 1 {
-        assert!(since.elapsed() < Duration::from_secs(20), "the commit's page never became pending");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert_eq!(s.rt.block_on(tx.commit(None)).unwrap(), Committed::Now);
+    assert_eq!(pool.status()["transactions"]["pages_pending"], 1);
     assert!(pool.ok(&["status"]).contains("1 region pages committed not yet on the workers"));
+    assert!(pool.ok(&["ls", "/"]).contains("done"));
+    // A transaction that reads the region now waits for the page, in vain.
+    let mut t = s.rt.block_on(s.client.begin()).unwrap();
+    let e = s.rt.block_on(t.region_read("/m", 100, 9)).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Busy);
+    assert!(e.message.contains("not on the workers yet"), "{e}");
+    drop(t);
+    // A coordinator kill -9: the restarted one finds the page pending in
+    // its log, and writes it once the worker is back.
     pool.kill_coordinator();
-    let outcome = commit.join().unwrap();
-    assert!(outcome.is_err(), "its answer was lost with the coordinator: {outcome:?}");
     pool.start_coordinator();
     pool.start_worker(0);
-    // The restarted coordinator finds the page pending in its log and writes it.
     let since = Instant::now();
     while pool.status()["transactions"]["pages_pending"] != 0 {
         assert!(since.elapsed() < Duration::from_secs(40), "pending pages never written");
@@ -154,7 +158,28 @@ fn pages_committed_while_no_worker_takes_them_are_written_after_a_coordinator_ki
     }
     let s2 = Session::new(&pool);
     assert_eq!(&s2.get("/m")[100..109], b"committed");
-    assert!(pool.ok(&["ls", "/"]).contains("done"), "a commit is whole: its directory too");
     let mut t = s2.rt.block_on(s2.client.begin()).unwrap();
     assert_eq!(s2.rt.block_on(t.region_read("/m", 100, 9)).unwrap(), b"committed");
+}
+
+#[test]
+fn clients_cannot_commit_or_finish_pages_by_hand() {
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    let s = Session::new(&pool);
+    s.region("/m");
+    let m = s.rt.block_on(s.client.stat("/m")).unwrap().id;
+    let pages = vec![TxRegion { inode: m, pages: vec![(0, bytes::Bytes::from(vec![1u8; PAGE as usize]))] }];
+    let ops = [
+        MetaOp::Transact { task: None, files: Vec::new(), ns: Vec::new(), regions: pages },
+        MetaOp::RegionPagesWritten { id: 1 },
+    ];
+    let coord: tierpool_net::Pool<tierpool_proto::Coordinator> =
+        tierpool_net::Pool::new(pool.addr.clone(), tierpool_net::PoolConfig::with(pool.credentials()));
+    for op in ops {
+        let req = tierpool_proto::CoordRequest::Meta { op, owner: tierpool_meta::Owner::default() };
+        let e = s.rt.block_on(coord.call(&req, &[], true)).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidArgument, "{e}");
+        assert!(e.message.contains("TxCommit") || e.message.contains("coordinator itself"), "{e}");
+    }
+    assert_eq!(&s.get("/m")[..4], &[0; 4]);
 }

@@ -167,6 +167,7 @@ impl Engine {
             Err(e) => {
                 self.state.take_before();
                 self.state.take_changes();
+                self.txs.op_failed();
                 return Err(e);
             }
         };

@@ -147,6 +147,11 @@ impl Transactions {
         self.check_writes = on;
     }
 
+    /// An op failed: what the commit about to run brought is forgotten.
+    pub fn op_failed(&mut self) {
+        self.committing.clear();
+    }
+
     /// An op ran: `changed` are the inodes it changed as they were before;
     /// `restoring` the region whose restore it began, if it did.
     pub fn after_op(&mut self, op: &MetaOp, changed: BTreeMap<InodeId, Image>, restoring: Option<InodeId>) {
@@ -311,6 +316,12 @@ impl Transactions {
         if self.restored.get(&inode).is_some_and(|s| *s > begin) {
             return Err(restored(tx, &format!("inode {inode}")));
         }
+        if let Some((path, name)) = state.restoring_region(inode) {
+            return Err(Error::new(
+                ErrorKind::Busy,
+                format!("{path}: its restore to checkpoint {name} has not finished; its pages are not read meanwhile"),
+            ));
+        }
         let mut out = Vec::new();
         for (&(_, index), images) in self.page_past.range((inode, first)..(inode, first + count)) {
             match images.iter().find(|(s, _)| *s > begin) {
@@ -428,6 +439,7 @@ impl Transactions {
         if t.pages.values().map(|(_, p)| p.len()).sum::<usize>() > self.max_pages {
             return Err(too_many_pages(tx, self.max_pages));
         }
+        check_before(tx, &regions, &before)?;
         self.check(state, tx)?;
         self.check_entries(state, tx, begin, &ns)?;
         if files.is_empty() && ns.is_empty() && regions.is_empty() && task.is_none() {
@@ -575,6 +587,20 @@ pub struct Changes {
     pub ns: Vec<TxNs>,
     pub regions: Vec<TxRegion>,
     pub before: Vec<TxRegion>,
+}
+
+/// `before` must hold exactly the pages of `regions`, each as long.
+fn check_before(tx: u64, regions: &[TxRegion], before: &[TxRegion]) -> Result<()> {
+    let shape = |rs: &[TxRegion]| -> BTreeMap<(InodeId, u64), usize> {
+        rs.iter().flat_map(|r| r.pages.iter().map(move |(p, b)| ((r.inode, *p), b.len()))).collect()
+    };
+    let pages: usize = before.iter().map(|r| r.pages.len()).sum();
+    if shape(regions) != shape(before) || pages != shape(before).len() {
+        return Err(Error::invalid(format!(
+            "transaction {tx}: what its region pages held before must be given for exactly the pages it writes"
+        )));
+    }
+    Ok(())
 }
 
 fn too_many_pages(tx: u64, max: usize) -> Error {

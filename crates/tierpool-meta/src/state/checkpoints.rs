@@ -48,6 +48,7 @@ impl MetaState {
         not_reserved(name)?;
         let label = Self::snapshot_label(comps, name);
         let (id, size, chunk_size) = self.region_at(comps)?;
+        self.no_pages_pending(id, comps)?;
         if id != inode {
             return Err(Error::new(
                 ErrorKind::Stale,
@@ -126,6 +127,9 @@ impl MetaState {
                 "{label}: is not a checkpoint of the region now at {} (it was taken of another)",
                 display(comps)
             )));
+        }
+        if !done {
+            self.no_pages_pending(id, comps)?;
         }
         let marked = self.snapshots.restoring.get(&id);
         match (done, marked) {

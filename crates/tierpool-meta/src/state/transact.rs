@@ -23,9 +23,12 @@
 //! after it is durable, and writes them again after a restart if it had
 //! not said they were written (writing a page twice with the same bytes is
 //! harmless, and no later commit can have written one of them meanwhile:
-//! a transaction that touches regions begins only once no pages are
-//! pending). Each region must be a live region, not being restored, and
-//! each page whole and inside it.
+//! a transaction reads a region only once the pages committed there before
+//! it began are written, and a later commit of a page comes later in the
+//! log, so the coordinator, writing oldest first, writes it later). Each
+//! region must be a live region, not being restored, and each page whole
+//! and inside it. A region with pages pending is neither checkpointed nor
+//! restored (`Busy`) until they are written.
 //!
 //! A transaction may carry a task id: the state remembers the ids of those
 //! that committed, so of several attempts at one task (a task run again
@@ -137,6 +140,29 @@ impl MetaState {
             last = Some(*index);
         }
         Ok(())
+    }
+
+    /// `Busy` while region `id` (at `comps`) has pages of committed
+    /// transactions not yet on the workers: a checkpoint would miss them,
+    /// and a restore could be overwritten by them.
+    pub(super) fn no_pages_pending(&self, id: tierpool_types::InodeId, comps: &[String]) -> Result<()> {
+        if self.pending_pages.values().flatten().any(|r| r.inode == id) {
+            return Err(Error::new(
+                ErrorKind::Busy,
+                format!(
+                    "{}: pages that transactions committed to this region are still being written on the workers; \
+                     try again",
+                    display(comps)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The checkpoint region `id` is being restored to, if a restore of it
+    /// has not finished.
+    pub fn restoring_region(&self, id: tierpool_types::InodeId) -> Option<&(String, String)> {
+        self.snapshots.restoring.get(&id)
     }
 
     /// The pages pending as `id` are on the workers.

@@ -246,6 +246,53 @@ fn a_restore_or_a_removal_since_begin_fails_the_transaction() {
     assert!(e.message.contains("removed"), "{}", e.message);
 }
 
+#[test]
+fn pending_pages_hold_off_checkpoints_and_restores_and_before_images_must_match() {
+    let mut p = Pool::new();
+    let v = match p.exec(&MetaOp::AllocInodes { count: 2 }).unwrap() {
+        MetaReply::Inodes { first, .. } => first.0,
+        other => panic!("{other:?}"),
+    };
+    let len = |i: u64| (SIZE - i * 2 * REGION_PAGE).min(2 * REGION_PAGE);
+    let ckpt = |name: &str, version: u64| MetaOp::Checkpoint {
+        path: "/r".into(),
+        name: name.into(),
+        inode: InodeId(2),
+        version,
+        chunks: (0..2).map(|i| ChunkRef { version, len: len(i), checksum: 0, home: None }).collect(),
+    };
+    p.exec(&ckpt("one", v)).unwrap();
+    let tx = p.e.tx_begin(1, p.now);
+    assert!(matches!(p.commit(1, tx, &BTreeMap::from([(2, page(2, 5))])).unwrap(), Commit::Run(_)));
+    // Pending: neither a checkpoint (it would miss them) nor a restore (they would land on it).
+    for op in [ckpt("two", v + 1), MetaOp::RegionRestore { path: "/r".into(), name: "one".into(), done: false }] {
+        let e = p.exec(&op).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Busy);
+        assert!(e.message.contains("still being written"), "{}", e.message);
+    }
+    assert!(p.apply_one());
+    p.exec(&ckpt("two", v + 1)).unwrap();
+    // A transaction that begins during a restore does not read the region until it ends.
+    p.exec(&MetaOp::RegionRestore { path: "/r".into(), name: "one".into(), done: false }).unwrap();
+    let during = p.e.tx_begin(2, p.now);
+    assert_eq!(p.e.tx_pages(2, during, p.region, (0, 1), p.now).unwrap_err().kind, ErrorKind::Busy);
+    p.exec(&MetaOp::RegionRestore { path: "/r".into(), name: "one".into(), done: true }).unwrap();
+    assert!(p.e.tx_pages(2, during, p.region, (0, 1), p.now).unwrap().is_empty());
+    // What the pages held must be given for exactly the pages written.
+    let region = p.region;
+    for before in [vec![], vec![(0, page(0, 0))], vec![(1, Bytes::from_static(b"short"))]] {
+        let tx = p.e.tx_begin(3, p.now);
+        let changes = Changes {
+            regions: vec![TxRegion { inode: region, pages: vec![(1, page(1, 9))] }],
+            before: vec![TxRegion { inode: region, pages: before }],
+            ..Changes::default()
+        };
+        let e = p.e.tx_commit(3, tx, None, changes, p.now).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidArgument);
+        assert!(e.message.contains("exactly the pages it writes"), "{}", e.message);
+    }
+}
+
 // ---- against a model ----
 
 #[derive(Clone, Debug)]
