@@ -1,11 +1,13 @@
 """Checkpoints of memory regions from Python: a checkpoint copies only the
 chunks changed since the previous one, opens read-only as a region (and
-reads through fsspec), and a restore rolls the region back, refused while
-the region is open."""
+reads through fsspec), a restore rolls the region back, refused while
+the region is open, and a checkpoint copied beneath an attachment is
+persisted in its under-store."""
 
 from __future__ import annotations
 
 import errno
+import pathlib
 
 import fsspec
 import numpy as np
@@ -75,3 +77,29 @@ def test_checkpoints_are_incremental_read_only_and_restore(client: tierpool.Clie
     client.snapshot_remove(path, "step1")
     client.snapshot_remove(path, "step2")
     assert client.snapshots(path) == []
+
+
+def test_a_checkpoint_copied_beneath_an_attachment_is_persisted(
+    client: tierpool.Client, base: str, tmp_path: pathlib.Path
+) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    lake = f"{base}/lake"
+    client.attach(f"file://{store}", lake)  # written through
+    path = f"{base}/grid"
+    with client.alloc(path, 3 * MIB, cache="2MiB", chunk_size="1MiB") as r:
+        first = bytes(range(256)) * (3 * MIB // 256)
+        r.write(0, first)
+        r.checkpoint("step1")
+        r.write(MIB, b"later" * 1000)
+        r.checkpoint("step2")
+    fs = fsspec.filesystem("tierpool")
+    fs.cp_file(f"{path}/.snapshots/step1", f"{lake}/grid-step1.bin")
+    # In the under-store, byte for byte: it outlives the pool.
+    assert (store / "grid-step1.bin").read_bytes() == first
+    assert client.get(f"{lake}/grid-step1.bin") == first
+    # And back into a region: a new one holds the checkpoint again.
+    with client.alloc(f"{base}/again", 3 * MIB, cache="2MiB", chunk_size="1MiB") as again:
+        again.write(0, (store / "grid-step1.bin").read_bytes())
+        again.flush()
+    assert client.get(f"{base}/again") == first

@@ -151,7 +151,7 @@ async fn silent_and_slow_peers_run_out_of_time_on_either_side() {
         (e.kind, e.message.as_str()),
         (
             ErrorKind::Unavailable,
-            "10.0.0.1:80 did not complete the tierpool handshake within 200ms (is it a tierpool server of protocol 21?)"
+            "10.0.0.1:80 did not complete the tierpool handshake within 200ms (is it a tierpool server of protocol 22?)"
         )
     );
 }
