@@ -192,7 +192,7 @@ mod tests {
         assert_eq!(check_head(b"GET ", &[Step::Proof]).unwrap_err().to_string(), "not a tierpool peer (it sent 4745)");
         assert_eq!(
             check_head(b"TP\x03\x11", &[Step::Proof]).unwrap_err().to_string(),
-            "a peer of tierpool protocol 3, where this build speaks 21"
+            "a peer of tierpool protocol 3, where this build speaks 22"
         );
     }
 }
