@@ -861,12 +861,6 @@ impl Coordinator {
                 // What it read must be durable before anyone sees it.
                 self.log.wait_durable(lsn).await?;
                 if info.kind == tierpool_meta::InodeKind::Region {
-                    if let Some(name) = &info.restoring {
-                        return Err(Error::new(
-                            ErrorKind::Busy,
-                            format!("{path}: its restore to checkpoint {name} has not finished; try again"),
-                        ));
-                    }
                     // Its workers must hold what commits before its begin wrote there.
                     self.wait_for_pages(tx, info.id, &path).await?;
                 }

@@ -86,8 +86,8 @@ pub struct Transactions {
     page_past: BTreeMap<(InodeId, u64), Vec<PageImage>>,
     /// Per region: the number of the last op that began a restore of it.
     restored: BTreeMap<InodeId, u64>,
-    /// What the pages of the commit about to run held before it.
-    committing: Vec<TxRegion>,
+    /// What the pages of the commit about to run held before it, by page.
+    committing: BTreeMap<(InodeId, u64), Bytes>,
 }
 
 #[derive(Debug)]
@@ -137,7 +137,7 @@ impl Transactions {
             max_pages: max_pages.max(1),
             page_past: BTreeMap::new(),
             restored: BTreeMap::new(),
-            committing: Vec::new(),
+            committing: BTreeMap::new(),
         }
     }
 
@@ -156,7 +156,7 @@ impl Transactions {
     /// `restoring` the region whose restore it began, if it did.
     pub fn after_op(&mut self, op: &MetaOp, changed: BTreeMap<InodeId, Image>, restoring: Option<InodeId>) {
         self.seq += 1;
-        let before = std::mem::take(&mut self.committing);
+        let mut before = std::mem::take(&mut self.committing);
         if self.open.is_empty() {
             return;
         }
@@ -165,11 +165,9 @@ impl Transactions {
         }
         if let MetaOp::Transact { regions, .. } = op {
             for r in regions {
-                let was = before.iter().find(|b| b.inode == r.inode);
                 for (index, _) in &r.pages {
-                    let image = was.and_then(|b| b.pages.iter().find(|(i, _)| i == index)).map(|(_, b)| b.clone());
-                    let images = self.page_past.entry((r.inode, *index)).or_default();
-                    images.push((self.seq, image));
+                    let image = before.remove(&(r.inode, *index));
+                    self.page_past.entry((r.inode, *index)).or_default().push((self.seq, image));
                 }
             }
         }
@@ -235,6 +233,9 @@ impl Transactions {
         if info.origin.is_some() {
             // Its chunks below are read from the under-store as it is now.
             return Err(Error::invalid(format!("{path}: files beneath an attachment are not read in transactions")));
+        }
+        if let Some(name) = info.restoring.as_deref().filter(|_| info.kind == crate::InodeKind::Region) {
+            return Err(restoring(path, name));
         }
         Ok(info)
     }
@@ -317,10 +318,7 @@ impl Transactions {
             return Err(restored(tx, &format!("inode {inode}")));
         }
         if let Some((path, name)) = state.restoring_region(inode) {
-            return Err(Error::new(
-                ErrorKind::Busy,
-                format!("{path}: its restore to checkpoint {name} has not finished; its pages are not read meanwhile"),
-            ));
+            return Err(restoring(path, name));
         }
         let mut out = Vec::new();
         for (&(_, index), images) in self.page_past.range((inode, first)..(inode, first + count)) {
@@ -439,7 +437,7 @@ impl Transactions {
         if t.pages.values().map(|(_, p)| p.len()).sum::<usize>() > self.max_pages {
             return Err(too_many_pages(tx, self.max_pages));
         }
-        check_before(tx, &regions, &before)?;
+        let before = check_before(tx, &regions, before)?;
         self.check(state, tx)?;
         self.check_entries(state, tx, begin, &ns)?;
         if files.is_empty() && ns.is_empty() && regions.is_empty() && task.is_none() {
@@ -589,22 +587,34 @@ pub struct Changes {
     pub before: Vec<TxRegion>,
 }
 
-/// `before` must hold exactly the pages of `regions`, each as long.
-fn check_before(tx: u64, regions: &[TxRegion], before: &[TxRegion]) -> Result<()> {
-    let shape = |rs: &[TxRegion]| -> BTreeMap<(InodeId, u64), usize> {
-        rs.iter().flat_map(|r| r.pages.iter().map(move |(p, b)| ((r.inode, *p), b.len()))).collect()
-    };
-    let pages: usize = before.iter().map(|r| r.pages.len()).sum();
-    if shape(regions) != shape(before) || pages != shape(before).len() {
+/// `before` must hold exactly the pages of `regions`, each as long: its
+/// pages, by page.
+fn check_before(tx: u64, regions: &[TxRegion], before: Vec<TxRegion>) -> Result<BTreeMap<(InodeId, u64), Bytes>> {
+    let given: usize = before.iter().map(|r| r.pages.len()).sum();
+    let by_page: BTreeMap<(InodeId, u64), Bytes> =
+        before.into_iter().flat_map(|r| r.pages.into_iter().map(move |(p, b)| ((r.inode, p), b))).collect();
+    let written = regions.iter().flat_map(|r| r.pages.iter().map(move |(p, b)| ((r.inode, *p), b.len())));
+    let matches = given == by_page.len()
+        && written.clone().count() == by_page.len()
+        && written.into_iter().all(|(k, len)| by_page.get(&k).is_some_and(|b| b.len() == len));
+    if !matches {
         return Err(Error::invalid(format!(
             "transaction {tx}: what its region pages held before must be given for exactly the pages it writes"
         )));
     }
-    Ok(())
+    Ok(by_page)
 }
 
 fn too_many_pages(tx: u64, max: usize) -> Error {
     Error::invalid(format!("transaction {tx}: writes more than {max} region pages (the coordinator's --tx-max-pages)"))
+}
+
+/// A region's pages are not read in transactions while a restore of it is unfinished.
+fn restoring(path: &str, name: &str) -> Error {
+    Error::new(
+        ErrorKind::Busy,
+        format!("{path}: its restore to checkpoint {name} has not finished; its pages are not read meanwhile"),
+    )
 }
 
 fn restored(tx: u64, what: &str) -> Error {
