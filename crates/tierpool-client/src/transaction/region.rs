@@ -92,7 +92,8 @@ impl Transaction {
             return Ok(Vec::new());
         }
         let (first, last) = (offset / REGION_PAGE, (end - 1) / REGION_PAGE);
-        let viewed = self.viewed_pages(id, first, last, false).await?;
+        // Pages it wrote are here; only the others are read.
+        let viewed = self.unwritten_pages(id, first, last, false).await?;
         let r = &self.regions[&id];
         let mut out = Vec::with_capacity((end - offset) as usize);
         for p in first..=last {
@@ -118,13 +119,9 @@ impl Transaction {
             return Ok(());
         }
         let (first, last) = (offset / REGION_PAGE, (end - 1) / REGION_PAGE);
-        let new: Vec<u64> = (first..=last).filter(|p| !self.regions[&id].pages.contains_key(p)).collect();
         // A page starts as the view has it (kept for the commit, too); the
         // coordinator hears of the write as it is asked for the page.
-        let mut bases = BTreeMap::new();
-        for (from, to) in runs(&new) {
-            bases.extend(self.viewed_pages(id, from, to, true).await?);
-        }
+        let bases = self.unwritten_pages(id, first, last, true).await?;
         let r = self.regions.get_mut(&id).expect("looked up above");
         for (p, base) in bases {
             r.before.insert(p, Bytes::copy_from_slice(&base));
@@ -137,6 +134,23 @@ impl Transaction {
             page[(from - p * REGION_PAGE) as usize..(to - p * REGION_PAGE) as usize].copy_from_slice(src);
         }
         Ok(())
+    }
+
+    /// Those of pages `first..=last` of region `id` this transaction has
+    /// not written, as its view has them, a run at a time (see `viewed_pages`).
+    async fn unwritten_pages(
+        &mut self,
+        id: InodeId,
+        first: u64,
+        last: u64,
+        write: bool,
+    ) -> Result<BTreeMap<u64, Vec<u8>>> {
+        let unwritten: Vec<u64> = (first..=last).filter(|p| !self.regions[&id].pages.contains_key(p)).collect();
+        let mut pages = BTreeMap::new();
+        for (from, to) in runs(&unwritten) {
+            pages.extend(self.viewed_pages(id, from, to, write).await?);
+        }
+        Ok(pages)
     }
 
     /// Pages `first..=last` of region `id` as this transaction's view has
