@@ -7,6 +7,7 @@ retries lose no update, and pages of memory regions commit with files."""
 from __future__ import annotations
 
 import errno
+import pathlib
 import threading
 
 import pytest
@@ -248,3 +249,40 @@ def test_region_counters_incremented_from_threads_lose_no_update(client: tierpoo
     got = client.get(m)
     assert int.from_bytes(got[:8], "little") + int.from_bytes(got[PAGE : PAGE + 8], "little") == per_thread * threads
     assert conflicts, "the threads contended (else this proves nothing)"
+
+
+def test_files_of_an_under_store_commit_to_it_and_snapshots_keep_their_bytes(
+    client: tierpool.Client, base: str, tmp_path: pathlib.Path
+) -> None:
+    store = tmp_path / "store"
+    (store / "d").mkdir(parents=True)
+    (store / "d" / "n.txt").write_bytes(b"1".ljust(8))
+    lake = f"{base}/lake"
+    client.attach(f"file://{store}", lake)  # written through
+    reader = client.transaction()
+    with client.transaction() as tx:
+        n = int(tx.read(f"{lake}/d/n.txt"))
+        tx.write(f"{lake}/d/n.txt", str(n + 1).encode().ljust(8))
+        tx.write(f"{lake}/d/made.txt", b"made")
+        assert (store / "d" / "n.txt").read_bytes() == b"1".ljust(8)
+    # Committed: in the store once the block is left.
+    assert (store / "d" / "n.txt").read_bytes() == b"2".ljust(8)
+    assert (store / "d" / "made.txt").read_bytes() == b"made"
+    # The reader began before: its object below is gone, which it says.
+    with pytest.raises(tierpool.Stale, match="as this transaction sees it"):
+        reader.read(f"{lake}/d/n.txt")
+    reader.abort()
+    tx = client.transaction()
+    tx.mkdir(f"{lake}/d/sub")
+    with pytest.raises(tierpool.InvalidArgument, match="whose store makes, removes and moves names first"):
+        tx.commit()
+
+    # A snapshot of the store's tree keeps the pool's bytes; restoring it
+    # puts the store back too.
+    client.snapshot_create(f"{lake}/d", "s")
+    client.put(b"changed", f"{lake}/d/n.txt")
+    client.free(f"{lake}/d")
+    assert client.get(f"{lake}/d/.snapshots/s/n.txt") == b"2".ljust(8)
+    client.snapshot_restore(f"{lake}/d", "s")
+    assert (store / "d" / "n.txt").read_bytes() == b"2".ljust(8)
+    assert client.get(f"{lake}/d/n.txt") == b"2".ljust(8)

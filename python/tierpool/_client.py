@@ -220,7 +220,10 @@ class Client:
         ``path/.snapshots/name/...`` like any path (read-only). Returns
         ``{"path", "name", "created", "entries", "bytes", "kept_bytes"}``
         (``kept_bytes``: stored bytes only snapshots still name).
-        ``FileExistsError`` if ``path`` has a snapshot of that name."""
+        ``FileExistsError`` if ``path`` has a snapshot of that name.
+        Beneath an attached under-store, the chunks still below are loaded
+        into the pool first: a snapshot keeps the pool's bytes, whatever the
+        store does next."""
         return self._native.snapshot_create(path, name)
 
     def snapshots(self, path: Optional[str] = None) -> List[Dict[str, Any]]:
@@ -235,7 +238,10 @@ class Client:
 
     def snapshot_restore(self, path: str, name: str) -> None:
         """Puts snapshot ``name`` back at ``path``, replacing what is there,
-        in one step (readers see the old tree or the restored one)."""
+        in one step (readers see the old tree or the restored one).
+        Beneath an attached under-store, the restored files are then
+        written below as their write modes say, and what the restore
+        dropped is removed below where the attachment mirrors names."""
         self._native.snapshot_restore(path, name)
 
     # ---- under-stores -----------------------------------------------------

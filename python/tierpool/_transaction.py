@@ -39,9 +39,15 @@ class Transaction:
     Writing to a free path makes a new file there (its directory must
     exist). A transaction writes, makes, removes or moves at most 1024
     files and entries, and writes at most 4096 region pages (both set by
-    the coordinator). Paths beneath an attached under-store are not read
-    or changed in transactions. One left open and unused for the coordinator's hold period
-    (10 s by default) after its client died is aborted.
+    the coordinator). Files beneath an attached under-store are read and
+    written like any other, and reach the store after the commit as their
+    write mode says (an error then says that the transaction committed); a
+    chunk still below is read from the object that was there when the
+    transaction began, and raises ``tierpool.Stale`` once that object was
+    replaced. Directories are not made, nor entries removed or moved, where
+    the store has them made first (``through`` and ``back`` attachments).
+    One left open and unused for the coordinator's hold period (10 s by
+    default) after its client died is aborted.
     """
 
     def __init__(self, native: Any, task_id: Optional[str] = None) -> None:
@@ -137,7 +143,11 @@ class Transaction:
         task, exactly one commits). Raises :class:`tierpool.Conflict` if it
         lost to an earlier committer. If the coordinator cannot be reached
         while it commits, ``tierpool.Unavailable`` leaves the outcome
-        unknown: run the task again with the same ``task_id`` to find out."""
+        unknown: run the task again with the same ``task_id`` to find out.
+        Files written beneath an attached under-store are then written
+        below as their write modes say; an error there (its message starts
+        ``transaction N committed, but``) leaves the commit done and the
+        files owed to ``sync``."""
         self.committed = self._native.commit(task_id if task_id is not None else self._task_id)
         return self.committed
 

@@ -3,7 +3,9 @@
 //! ordinary `stat`, `list` and reads.
 
 use crate::client::{unexpected, unexpected_meta, Client};
-use tierpool_meta::{InodeInfo, MetaOp, MetaReply, SnapshotSummary};
+use crate::under::{attached_in, join, open_store, relative, UnderProgress};
+use std::collections::BTreeSet;
+use tierpool_meta::{normalize, InodeInfo, InodeKind, MetaOp, MetaReply, SnapshotSummary};
 use tierpool_proto::{CoordRequest, CoordResponse};
 use tierpool_types::{Error, ErrorKind, Result};
 
@@ -12,10 +14,34 @@ impl Client {
     /// moving no data); returns what `snapshots` shows of it.
     /// Of a region, a checkpoint ([`checkpoint`](Self::checkpoint)).
     pub async fn snapshot_create(&self, path: &str, name: &str) -> Result<SnapshotSummary> {
+        self.snapshot_create_with(path, name, &|_| {}).await
+    }
+
+    /// [`snapshot_create`](Self::snapshot_create). A snapshot keeps only
+    /// what the pool holds: beneath (or holding) an attached under-store,
+    /// the chunks still below are loaded first, as `load` does (`progress`
+    /// hears of each file).
+    pub async fn snapshot_create_with(
+        &self,
+        path: &str,
+        name: &str,
+        progress: &(dyn Fn(&UnderProgress) + Send + Sync),
+    ) -> Result<SnapshotSummary> {
         if self.is_region(path).await? {
             self.checkpoint(path, name).await?;
         } else {
-            self.meta(MetaOp::SnapshotCreate { path: path.into(), name: name.into() }).await?;
+            let stores = self.store_trees(path).await?;
+            let mut tries = 0;
+            loop {
+                for t in &stores {
+                    self.load(t, progress).await?;
+                }
+                match self.meta(MetaOp::SnapshotCreate { path: path.into(), name: name.into() }).await {
+                    // A chunk let go of again meanwhile (the pool making room): load again.
+                    Err(e) if e.kind == ErrorKind::Stale && !stores.is_empty() && tries < 3 => tries += 1,
+                    r => break r.map(|_| ())?,
+                }
+            }
         }
         let all = self.snapshots(Some(path)).await?;
         all.into_iter().find(|s| s.name == name).ok_or_else(|| {
@@ -32,14 +58,89 @@ impl Client {
     /// step; returns the restored root.
     /// Of a region, its chunks are copied back ([`restore_region`](Self::restore_region)).
     pub async fn snapshot_restore(&self, path: &str, name: &str) -> Result<InodeInfo> {
+        self.snapshot_restore_with(path, name, &|_| {}).await
+    }
+
+    /// [`snapshot_restore`](Self::snapshot_restore). Beneath an attached
+    /// under-store, the restored files are then written below (or kept
+    /// for the write-back) as their write modes say; where the attachment
+    /// mirrors names, what the restore dropped is removed below first and
+    /// its directories made. `progress` hears of each file written.
+    pub async fn snapshot_restore_with(
+        &self,
+        path: &str,
+        name: &str,
+        progress: &(dyn Fn(&UnderProgress) + Send + Sync),
+    ) -> Result<InodeInfo> {
         if self.is_region(path).await? {
             self.restore_region(path, name).await?;
             return self.stat(path).await;
         }
-        match self.meta(MetaOp::SnapshotRestore { path: path.into(), name: name.into() }).await? {
-            MetaReply::Info(i) => Ok(i),
-            other => Err(unexpected_meta(other)),
+        let attached = attached_in(&self.attachments().await?, path)?;
+        let mirrored =
+            attached.as_ref().is_some_and(|(a, _)| a.attachment.mode.mirrors_names() && !a.attachment.readonly);
+        let before = if mirrored { self.names_under(path).await? } else { BTreeSet::new() };
+        let root = match self.meta(MetaOp::SnapshotRestore { path: path.into(), name: name.into() }).await? {
+            MetaReply::Info(i) => i,
+            other => return Err(unexpected_meta(other)),
+        };
+        let Some((a, rel)) = attached else { return Ok(root) };
+        let done = async {
+            if mirrored {
+                let after = self.names_under(path).await?;
+                let store = open_store(&a.attachment)?;
+                // Deepest first; a directory dropped goes with what the store has in it.
+                for (sub, is_dir) in before.iter().rev().filter(|n| !after.contains(*n)) {
+                    store.delete(&join(&rel, sub), *is_dir).await?;
+                }
+                for (sub, _) in after.iter().filter(|(_, is_dir)| *is_dir) {
+                    store.mkdir(&join(&rel, sub)).await?;
+                }
+            }
+            self.sync_where(path, &|_| true, false, progress).await
+        };
+        done.await.map_err(|e| {
+            let m = format!(
+                "{path}: restored from snapshot {name}, but not all of it is in its under-store yet: {}; \
+                             `tierpool sync {path}` writes it",
+                e.message
+            );
+            Error::new(e.kind, m)
+        })?;
+        Ok(root)
+    }
+
+    /// The trees of attached stores that the snapshot of `path` takes:
+    /// `path` if it is beneath one, else those attached beneath it.
+    async fn store_trees(&self, path: &str) -> Result<Vec<String>> {
+        let all = self.attachments().await?;
+        if attached_in(&all, path)?.is_some() {
+            return Ok(vec![path.to_owned()]);
         }
+        let beneath = |a: &str| normalize(a).is_ok_and(|comps| relative(path, &comps).is_some());
+        Ok(all.into_iter().filter(|a| beneath(&a.path)).map(|a| a.path).collect())
+    }
+
+    /// Every entry at or beneath `path`, relative to it (`""`: `path`
+    /// itself), and whether it is a directory; in order, parents first.
+    async fn names_under(&self, path: &str) -> Result<BTreeSet<(String, bool)>> {
+        let mut out = BTreeSet::new();
+        let mut stack = vec![String::new()];
+        while let Some(sub) = stack.pop() {
+            let at = join(path, &sub);
+            let info = match self.stat(&at).await {
+                Err(e) if e.kind == ErrorKind::NotFound && sub.is_empty() => return Ok(out),
+                other => other?,
+            };
+            let is_dir = info.kind == InodeKind::Dir;
+            if is_dir {
+                for e in self.list(&at).await? {
+                    stack.push(if sub.is_empty() { e.name } else { format!("{sub}/{}", e.name) });
+                }
+            }
+            out.insert((sub, is_dir));
+        }
+        Ok(out)
     }
 
     /// Whether `path` is a live region (`false` if it is anything else or nothing).

@@ -71,7 +71,7 @@ pub fn open_store(a: &Attachment) -> Result<UnderStore> {
 }
 
 /// `path` (normalised) relative to the attached directory `dir`, if beneath it.
-fn relative(dir: &str, comps: &[String]) -> Option<String> {
+pub(crate) fn relative(dir: &str, comps: &[String]) -> Option<String> {
     let d: Vec<&str> = dir.split('/').filter(|c| !c.is_empty()).collect();
     if comps.len() < d.len() || comps.iter().zip(&d).any(|(a, b)| a != b) {
         return None;
@@ -79,7 +79,7 @@ fn relative(dir: &str, comps: &[String]) -> Option<String> {
     Some(comps[d.len()..].join("/"))
 }
 
-fn join(dir: &str, rel: &str) -> String {
+pub(crate) fn join(dir: &str, rel: &str) -> String {
     match (dir.trim_end_matches('/'), rel) {
         (d, "") => d.to_string(),
         ("", r) => format!("/{r}"),
@@ -576,7 +576,7 @@ impl Client {
     /// `pool-only` one, every changed file (an explicit request). A file
     /// that fails is skipped and the rest written; then the (first) error.
     pub async fn sync(&self, path: &str, progress: &(dyn Fn(&UnderProgress) + Send + Sync)) -> Result<UnderReport> {
-        self.sync_where(path, &|_| true, progress).await
+        self.sync_where(path, &|_| true, true, progress).await
     }
 
     /// What the background write-back does: [`sync`](Self::sync) of the
@@ -585,14 +585,16 @@ impl Client {
     pub async fn write_back(&self, path: &str) -> Result<UnderReport> {
         let attached = self.attachments().await?;
         let back = |o: &Origin| crate::write_modes::mode_among(&attached, o) == Some(WriteMode::Back);
-        self.sync_where(path, &back, &|_| {}).await
+        self.sync_where(path, &back, true, &|_| {}).await
     }
 
-    /// [`sync`](Self::sync) of the dirty files whose origin `which` takes.
-    async fn sync_where(
+    /// [`sync`](Self::sync) of the dirty files whose origin `which` takes;
+    /// not `always`: only as their write modes say (see [`persist`](Self::persist)).
+    pub(crate) async fn sync_where(
         &self,
         path: &str,
         which: &(dyn Fn(&Origin) -> bool + Send + Sync),
+        always: bool,
         progress: &(dyn Fn(&UnderProgress) + Send + Sync),
     ) -> Result<UnderReport> {
         let mut out = UnderReport::default();
@@ -604,7 +606,7 @@ impl Client {
         for (fp, info) in dirty {
             let size = info.size;
             // One file that cannot be written does not hold back the others.
-            match self.persist(&fp, info, true).await {
+            match self.persist(&fp, info, always).await {
                 Ok(_) => {
                     out.files += 1;
                     out.bytes += size;

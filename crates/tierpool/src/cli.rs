@@ -362,8 +362,10 @@ pub struct WorkerCmd {
 #[derive(Subcommand, Debug)]
 pub enum SnapshotCmd {
     /// Take snapshot NAME of the file or tree at PATH, atomically; no data
-    /// moves. Of a region: a checkpoint, copying on the workers only the
-    /// chunks changed since its previous checkpoint.
+    /// moves (beneath an attached under-store, chunks still below are
+    /// loaded into the pool first, with progress). Of a region: a
+    /// checkpoint, copying on the workers only the chunks changed since its
+    /// previous checkpoint.
     Create {
         path: String,
         name: String,
@@ -389,8 +391,11 @@ pub enum SnapshotCmd {
         conn: Conn,
     },
     /// Put snapshot NAME back at PATH, replacing what is there, in one
-    /// step. Of a region: the chunks that differ are copied back on the
-    /// workers; refused while another client has the region open.
+    /// step (beneath an attached under-store, the restored files are then
+    /// written below as their write modes say, and what it dropped is
+    /// removed below, with progress). Of a region: the chunks that differ
+    /// are copied back on the workers; refused while another client has
+    /// the region open.
     Restore {
         path: String,
         name: String,
@@ -567,8 +572,10 @@ Snapshots:
 
 A snapshot is named by the path it was taken of, as it was then. Files keep
 their chunk versions while a snapshot names them; status shows the bytes
-snapshots keep that no live file uses. Attached under-stores, and trees
-holding a memory region, are not snapshotted.
+snapshots keep that no live file uses. Trees holding a memory region are
+not snapshotted. Beneath an attached under-store, a snapshot keeps what the
+pool holds: chunks still below are loaded first; a restore there writes the
+restored files below (through, back) and removes what it dropped.
 
 Checkpoints of a memory region (the same commands, given the region's path):
   tierpool snapshot create /m/grid step10     copies only the chunks changed since

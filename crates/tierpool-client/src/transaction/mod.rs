@@ -16,6 +16,13 @@
 //! the writes, in the same op. And it reads and writes pages of memory
 //! regions (`region`), committed in the same op too.
 //!
+//! Files beneath an attached under-store take part too. A chunk that is
+//! below in the view is read from the object the view names, by its tag
+//! (`Stale` once that object was replaced below). After the commit, each
+//! file written or made there is written below, or kept for the
+//! write-back, as its write mode says (as a close would): the store
+//! cannot take part in the commit itself.
+//!
 //! A transaction is renewed at the coordinator every [`RENEW`] while it
 //! lives; dropping it without a commit aborts it.
 
@@ -26,6 +33,7 @@ use crate::batch::IN_FLIGHT;
 use crate::client::{unexpected, Client};
 use crate::lease::{WriteLease, RENEW};
 use crate::placing::Placing;
+use crate::under::attached_in;
 use bytes::Bytes;
 use futures::StreamExt;
 use namespace::{shown, Found};
@@ -337,7 +345,9 @@ impl Transaction {
     /// coordinator's answer (`Unavailable`: it could not be reached while
     /// the commit was on its way) leaves the outcome unknown: the chunks
     /// stored are then left for the orphan sweep, which deletes them only
-    /// if the commit did not happen.
+    /// if the commit did not happen. Files written beneath an attached
+    /// under-store are then written below as their write mode says: an
+    /// error there says that the transaction committed.
     pub async fn commit(mut self, task: Option<&str>) -> Result<Committed> {
         self.ensure_open()?;
         let (mut stored, mut sent) = (Vec::new(), false);
@@ -371,7 +381,10 @@ impl Transaction {
             let req = CoordRequest::TxAbort { session: self.session(), tx: self.id };
             let _ = self.client.coord(req).await;
         }
-        r
+        match r {
+            Ok(Committed::Now) => self.persist_below().await.map(|_| Committed::Now),
+            r => r,
+        }
     }
 
     async fn store_and_commit(
@@ -442,6 +455,50 @@ impl Transaction {
         }
     }
 
+    /// After the commit: each file it wrote or made beneath an attached
+    /// under-store is written below (or kept on its workers' disks for the
+    /// write-back) as its write mode says, as a close would. The store
+    /// takes no part in the commit, so a failure here leaves the commit
+    /// done and the file in the pool with changes not below.
+    async fn persist_below(&self) -> Result<()> {
+        let mut written: Vec<&TxFileState> =
+            self.files.values().filter(|f| f.changed() && f.view.origin.is_some()).collect();
+        let made: Vec<&TxFileState> = self.files.values().filter(|f| f.made.is_some()).collect();
+        let mut failed = Vec::new();
+        if !made.is_empty() {
+            match self.client.attachments().await {
+                Ok(all) => {
+                    written.extend(made.into_iter().filter(|f| matches!(attached_in(&all, &f.path), Ok(Some(_)))))
+                }
+                Err(e) => failed.push(e),
+            }
+        }
+        let written: Vec<(String, InodeId)> = written.into_iter().map(|f| (f.path.clone(), f.view.id)).collect();
+        let client = &self.client;
+        let results: Vec<Result<()>> = futures::stream::iter(written)
+            .map(|(path, id)| async move {
+                let info = client.stat_inode(id, true).await.map_err(|e| e.context(&path))?;
+                client.persist(&path, info, false).await.map(|_| ())
+            })
+            .buffer_unordered(IN_FLIGHT)
+            .collect()
+            .await;
+        failed.extend(results.into_iter().filter_map(|r| r.err()));
+        match failed.first() {
+            None => Ok(()),
+            Some(e) => Err(Error::new(
+                e.kind,
+                format!(
+                    "transaction {} committed, but {} file(s) are not in their under-store yet (first: {}); \
+                     `tierpool sync` writes them (do not run the transaction again)",
+                    self.id,
+                    failed.len(),
+                    e.message
+                ),
+            )),
+        }
+    }
+
     /// Ends the transaction without committing: nothing of it was visible.
     pub async fn abort(mut self) -> Result<()> {
         if !std::mem::replace(&mut self.open, false) {
@@ -475,7 +532,14 @@ async fn base(client: &Client, f: &TxFileState, i: u64) -> Result<Vec<u8>> {
     if i as usize >= f.view.chunks.len() || f.cut.is_some_and(|c| c <= i * cs) {
         return Ok(Vec::new());
     }
-    let mut data = client.read_chunk(&f.path, &f.view, i).await?.to_vec();
+    let mut data = if f.view.chunks[i as usize].is_below() {
+        // Below in its view: read from the object the view names, by its
+        // tag (not loaded: the file may have changed since).
+        let e = |e: Error| e.context(format!("{} as this transaction sees it", f.path));
+        client.below_bytes(&f.view, i).await.map_err(e)?.to_vec()
+    } else {
+        client.read_chunk(&f.path, &f.view, i).await?.to_vec()
+    };
     if let Some(c) = f.cut {
         data.truncate((c - i * cs).min(cs) as usize);
     }

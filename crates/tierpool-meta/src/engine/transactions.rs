@@ -19,7 +19,13 @@
 //! before (see `state/before.rs`); the note goes to `past` under the op's
 //! number. A transaction that began at `b` sees an inode as the first image
 //! noted after `b`, or live if none was. Images no open transaction can
-//! see are dropped when transactions end.
+//! see are dropped when transactions end. Ops that move a file's bytes
+//! without changing them (`LoadChunks`, `Unload`, `Persisted`, beneath an
+//! attached under-store) file no image: a view sees them as done, which
+//! gives the same bytes, and a chunk merely loaded is no conflict. A view
+//! reads a chunk that is below from the object its image records, by its
+//! tag (see the client): once a later change was written below over that
+//! object, such a read is `Stale`.
 //!
 //! Pages of memory regions are not versioned: a commit's pages are
 //! written over the region's chunks in place once it is durable (see
@@ -171,6 +177,14 @@ impl Transactions {
                 }
             }
         }
+        if matches!(op, MetaOp::LoadChunks { .. } | MetaOp::Unload { .. } | MetaOp::Persisted { .. }) {
+            // The bytes of the file do not change, only where they are
+            // (a chunk loaded from below, the pool's copies let go of, the
+            // object below rewritten from exactly these chunks): every view
+            // may see it as it is now. Filing it would make a chunk merely
+            // loaded look rewritten to a transaction writing it.
+            return;
+        }
         // An inode noted since the newest transaction began is seen by
         // every open one as that note or an older one: later notes are
         // never looked at.
@@ -230,10 +244,6 @@ impl Transactions {
     pub fn stat(&mut self, state: &MetaState, session: u64, tx: u64, path: &str, now: Duration) -> Result<InodeInfo> {
         let begin = self.heard(state, session, tx, now)?.begin;
         let info = state.stat_in(path, &|id| self.image(begin, id))?;
-        if info.origin.is_some() {
-            // Its chunks below are read from the under-store as it is now.
-            return Err(Error::invalid(format!("{path}: files beneath an attachment are not read in transactions")));
-        }
         if let Some(name) = info.restoring.as_deref().filter(|_| info.kind == crate::InodeKind::Region) {
             return Err(restoring(path, name));
         }
@@ -573,7 +583,12 @@ fn changed(then: Option<&FileShape>, now: Option<&FileShape>, chunks: &BTreeSet<
     if then.size != now.size {
         return Some(format!("its size changed from {} to {} bytes", then.size, now.size));
     }
-    let i = chunks.iter().find(|i| then.chunks.get(**i as usize) != now.chunks.get(**i as usize))?;
+    let i = chunks.iter().find(|i| {
+        let (was, is) = (then.chunks.get(**i as usize), now.chunks.get(**i as usize));
+        // A chunk below in both holds the bytes of the object below: another
+        // object may have replaced it since (a change written below, then let go of).
+        was != is || (was.is_some_and(|r| r.is_below()) && then.below != now.below)
+    })?;
     Some(format!("chunk {i} was rewritten"))
 }
 

@@ -31,18 +31,25 @@ pub struct Image {
     pub(super) inline: Option<Bytes>,
 }
 
-/// A file as a view sees it: the size and chunk list a write is checked against.
+/// A file as a view sees it: the size and chunk list a write is checked
+/// against, and the tag of the object below its chunks that are below
+/// hold the bytes of (beneath an attachment).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileShape {
     pub size: u64,
     pub chunks: Vec<ChunkRef>,
+    pub below: Option<String>,
 }
 
 impl Image {
     /// The file this image is, if it is one.
     pub fn file(&self) -> Option<FileShape> {
         match &self.inode.as_ref()?.body {
-            Body::File { size, chunks, .. } => Some(FileShape { size: *size, chunks: chunks.clone() }),
+            Body::File { size, chunks, .. } => Some(FileShape {
+                size: *size,
+                chunks: chunks.clone(),
+                below: self.inode.as_ref()?.origin.as_ref().map(|o| o.etag.clone()),
+            }),
             _ => None,
         }
     }

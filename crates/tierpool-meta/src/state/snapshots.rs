@@ -22,7 +22,14 @@
 //! Invariants (checked with the state's, see `check`): `kept` counts, for
 //! every stored chunk version, how many snapshot entries name it; no kept
 //! version is pending collection, and no inode with a kept version is;
-//! snapshots hold no memory region and nothing beneath an attachment.
+//! snapshots hold no memory region, and no chunk that is below.
+//!
+//! Beneath an attached under-store, a snapshot keeps only what the pool
+//! holds: a file with chunks still below is refused (`Stale`: the client
+//! loads the tree first), and frozen files mirror no object. A restore
+//! there makes each restored file a file of the store again, at its key,
+//! with changes not below; the client then writes them below, and removes
+//! below what the restore dropped, as the attachment's mode says.
 
 use super::inode::{Body, Inode, Owner};
 use super::resolve::path_error;
@@ -329,13 +336,6 @@ impl MetaState {
                 format!("{}: a snapshot of that name exists", Self::snapshot_label(comps, name)),
             ));
         }
-        if let Some(a) = self.attachment_of(id) {
-            let at = self.dir_path(a);
-            return Err(Error::invalid(format!(
-                "{}: is beneath the attachment at {at}; its under-store keeps its history",
-                display(comps)
-            )));
-        }
         if self.depth_below(id) > MAX_DEPTH {
             return Err(Error::invalid(format!(
                 "{}: is more than {MAX_DEPTH} directories deep; snapshot a part of it",
@@ -362,13 +362,17 @@ impl MetaState {
     /// Inode `id` and everything beneath it, frozen.
     fn freeze(&self, id: InodeId, comps: &[String]) -> Result<Frozen> {
         let n = self.node(id);
-        if n.origin.is_some() || self.attachments.contains_key(&id) {
-            return Err(Error::invalid(format!(
-                "{}: holds an attached under-store, whose own history is not the pool's",
-                display(comps)
-            )));
-        }
         let body = match &n.body {
+            Body::File { chunks, .. } if chunks.iter().any(|r| r.is_below()) => {
+                // Its object below will change; the snapshot keeps only what the pool holds.
+                return Err(Error::new(
+                    ErrorKind::Stale,
+                    format!(
+                        "{}: has chunks only in its under-store; load them into the pool first (`tierpool load`)",
+                        display(comps)
+                    ),
+                ));
+            }
             Body::File { size, chunk_size, chunks } => FrozenBody::File {
                 size: *size,
                 chunk_size: *chunk_size,
@@ -476,19 +480,14 @@ impl MetaState {
             )));
         };
         let parent = self.parent_dir(comps)?;
-        if let Some(a) = self.attachment_of(parent) {
-            let at = self.dir_path(a);
-            return Err(Error::invalid(format!(
-                "{label}: {} is beneath the attachment at {at}, which the snapshot's files are not of",
-                display(comps)
-            )));
-        }
+        self.check_writable(parent, &display(comps))?;
         let current = self.child(parent, leaf);
         // The names each inode has within the tree being replaced.
         let mut inside: BTreeMap<InodeId, u32> = BTreeMap::new();
         for i in current.map(|c| self.subtree(c)).unwrap_or_default() {
-            if self.attachments.contains_key(&i) || self.node(i).origin.is_some() {
-                return Err(Error::invalid(format!("{label}: {} holds an attached under-store", display(comps))));
+            if self.attachments.contains_key(&i) {
+                let at = self.dir_path(i);
+                return Err(Error::invalid(format!("{label}: an under-store is attached at {at}; detach it first")));
             }
             *inside.entry(i).or_default() += 1;
         }
@@ -539,7 +538,41 @@ impl MetaState {
         let root = self.thaw(&snap, &reuse, &links, &mut ids, &before);
         self.link(parent, leaf, root);
         self.touch(parent, now);
+        if let Some(att) = self.attachment_of(parent) {
+            self.mirror_restored(att, parent, leaf, root, &before);
+        }
         Ok(MetaReply::Info(self.info(root)))
+    }
+
+    /// The files of the tree restored at entry `leaf` (inode `root`) of
+    /// `parent`, beneath attachment `att`, are files of its store again:
+    /// each at its key, with changes not below (the store holds whatever
+    /// it held), keeping its own write mode if its id had one before.
+    fn mirror_restored(
+        &mut self,
+        att: InodeId,
+        parent: InodeId,
+        leaf: &str,
+        root: InodeId,
+        before: &BTreeMap<InodeId, Inode>,
+    ) {
+        let mut stack = vec![(parent, leaf.to_owned(), root)];
+        while let Some((dir, name, id)) = stack.pop() {
+            match &self.node(id).body {
+                Body::Dir { children, .. } => {
+                    stack.extend(children.iter().map(|(n, c)| (id, n.clone(), *c)));
+                }
+                Body::File { .. } if self.node(id).origin.is_none() => {
+                    let key = self.key_in(att, dir, &name);
+                    self.note_origin(id, att, key);
+                    let mode = before.get(&id).and_then(|n| n.origin.as_ref()).and_then(|o| o.mode);
+                    if let Some(o) = self.node_mut(id).origin.as_mut() {
+                        o.mode = mode;
+                    }
+                }
+                _ => {}
+            }
+        }
     }
 
     /// Makes the live inode for frozen `f` (and what is beneath it);

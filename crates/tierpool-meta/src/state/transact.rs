@@ -8,9 +8,13 @@
 //! as the op it names (`Mkdir`, `Remove`, `Rename`; `Create` makes an
 //! empty file with a reserved id and updates it): a step validates only
 //! once the steps before it ran, so the op arms an undo (`undo`) and, if a
-//! step fails, puts everything back, files included. Steps beneath an
-//! attached under-store are refused (transactions do not read there
-//! either). Whether anything changed since the transaction began (a
+//! step fails, puts everything back, files included. Beneath an attached
+//! under-store, files may be updated and made (they become dirty, and
+//! the committer writes them below as its mode says, after the commit);
+//! directories made, entries removed and moved are refused where the
+//! attachment mirrors names (`through`, `back`: those happen below first,
+//! which no commit can take part in), and anything beneath a read-only
+//! one is `ReadOnly`. Whether anything changed since the transaction began (a
 //! write-write conflict) is not the state's to judge: the engine checks it
 //! against its view of the past just before it runs the op, under the
 //! same lock.
@@ -44,7 +48,7 @@ use super::resolve::path_error;
 use super::snapshots::writable;
 use super::MetaState;
 use crate::path::display;
-use crate::{MetaReply, Timestamp, TxFile, TxNs, TxRegion, REGION_PAGE};
+use crate::{MetaReply, Timestamp, TxFile, TxNs, TxRegion, WriteMode, REGION_PAGE};
 use std::collections::BTreeSet;
 use tierpool_types::{validate_chunk_size, Error, ErrorKind, Result};
 
@@ -183,11 +187,15 @@ impl MetaState {
     fn step(&mut self, step: &TxNs, owner: Owner, now: Timestamp) -> Result<()> {
         for p in step.paths() {
             let comps = writable(p)?;
-            let parent = self.lookup(&comps[..comps.len().saturating_sub(1)]);
-            if parent.is_ok_and(|d| self.attachment_of(d).is_some()) {
+            let Ok(parent) = self.lookup(&comps[..comps.len().saturating_sub(1)]) else { continue };
+            self.check_writable(parent, &display(&comps))?;
+            let mirrored = self.attachment_of(parent).filter(|a| self.attachments[a].mode != WriteMode::PoolOnly);
+            if let (Some(a), false) = (mirrored, matches!(step, TxNs::Create { .. })) {
                 return Err(Error::invalid(format!(
-                    "{}: beneath an attached under-store: not changed in transactions",
-                    display(&comps)
+                    "{}: beneath the attachment at {}, whose store makes, removes and moves names first: \
+                     not in a transaction (do it outside one)",
+                    display(&comps),
+                    self.dir_path(a)
                 )));
             }
         }

@@ -267,21 +267,20 @@ fn bad_snapshot_ops_are_refused_and_change_nothing() {
     assert_eq!(kind, ErrorKind::InvalidArgument);
     assert!(msg.starts_with("/d/r: is a memory region"), "{msg}");
     s.execute(&remove_op("/d/r", false), 12).unwrap();
-    // Not restored beneath an attachment (its files would not be the store's).
+    // Not restored over an attached under-store (detach it first).
     mkdir(&mut s, "/a");
     mkdir(&mut s, "/a/b");
-    s.execute(&snap("/a/b", "y"), 11).unwrap();
-    s.execute(&remove_op("/a/b", false), 11).unwrap();
+    s.execute(&snap("/a", "y"), 11).unwrap();
     let attachment = tierpool_meta::Attachment {
         uri: "file:///data".into(),
         mode: tierpool_meta::WriteMode::Through,
         readonly: false,
         options: Default::default(),
     };
-    s.execute(&MetaOp::Attach { path: "/a".into(), attachment }, 11).unwrap();
-    let (kind, msg) = fails(&mut s, restore("/a/b", "y"));
+    s.execute(&MetaOp::Attach { path: "/a/b".into(), attachment }, 11).unwrap();
+    let (kind, msg) = fails(&mut s, restore("/a", "y"));
     assert_eq!(kind, ErrorKind::InvalidArgument);
-    assert!(msg.contains("beneath the attachment at /a"), "{msg}");
+    assert_eq!(msg, "/a@y: an under-store is attached at /a/b; detach it first");
     // A file of the snapshot now also named outside the restored path.
     s.execute(&MetaOp::LinkAt { inode: f.id, parent: InodeId::ROOT, name: "out".into() }, 13).unwrap();
     let (kind, msg) = fails(&mut s, restore("/d", "x"));

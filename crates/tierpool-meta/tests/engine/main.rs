@@ -8,8 +8,10 @@ mod migration;
 mod orphans;
 mod region_pages;
 mod repair;
+mod snapshots_under;
 mod speeds;
 mod transactions;
+mod tx_under;
 
 use std::time::Duration;
 use tierpool_meta::engine::{Engine, EngineConfig};

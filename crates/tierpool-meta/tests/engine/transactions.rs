@@ -10,25 +10,25 @@ use tierpool_meta::engine::{Effect, Engine};
 use tierpool_meta::{MetaOp, MetaReply, Owner, TxFile, TxNs};
 use tierpool_types::{ChunkAttrs, ChunkRef, ErrorKind, InodeId};
 
-const CS: u64 = 4096;
+pub(crate) const CS: u64 = 4096;
 
-struct Pool {
-    e: Engine,
-    now: Duration,
+pub(crate) struct Pool {
+    pub(crate) e: Engine,
+    pub(crate) now: Duration,
     wall: u64,
 }
 
 impl Pool {
-    fn new() -> Pool {
+    pub(crate) fn new() -> Pool {
         Pool { e: engine(), now: secs(20), wall: 1 }
     }
 
-    fn exec(&mut self, op: MetaOp) -> tierpool_types::Result<(MetaReply, Vec<Effect>)> {
+    pub(crate) fn exec(&mut self, op: MetaOp) -> tierpool_types::Result<(MetaReply, Vec<Effect>)> {
         self.wall += 1;
         self.e.execute(&op, Owner::default(), self.wall, self.now)
     }
 
-    fn fresh(&mut self) -> u64 {
+    pub(crate) fn fresh(&mut self) -> u64 {
         match self.exec(MetaOp::AllocInodes { count: 1 }).unwrap().0 {
             MetaReply::Inodes { first, .. } => first.0,
             other => panic!("{other:?}"),
@@ -36,7 +36,7 @@ impl Pool {
     }
 
     /// A file of `chunks` chunks of `CS` bytes, each its own version.
-    fn file(&mut self, path: &str, chunks: u64) -> InodeId {
+    pub(crate) fn file(&mut self, path: &str, chunks: u64) -> InodeId {
         let inode = InodeId(self.fresh());
         let op = MetaOp::CommitFile {
             path: path.into(),
@@ -53,12 +53,12 @@ impl Pool {
         inode
     }
 
-    fn chunk(&mut self) -> ChunkRef {
+    pub(crate) fn chunk(&mut self) -> ChunkRef {
         ChunkRef { version: self.fresh(), len: CS, checksum: 9, home: None }
     }
 
     /// Rewrites chunks `idx` of `inode` outside any transaction.
-    fn rewrite(&mut self, inode: InodeId, idx: &[u64]) -> Vec<u64> {
+    pub(crate) fn rewrite(&mut self, inode: InodeId, idx: &[u64]) -> Vec<u64> {
         let chunks: Vec<(u64, ChunkRef)> = idx.iter().map(|i| (*i, self.chunk())).collect();
         let size = self.size(inode);
         let versions = chunks.iter().map(|(_, r)| r.version).collect();
@@ -66,21 +66,21 @@ impl Pool {
         versions
     }
 
-    fn size(&self, inode: InodeId) -> u64 {
+    pub(crate) fn size(&self, inode: InodeId) -> u64 {
         self.e.state().stat_inode(inode, false).unwrap().size
     }
 
-    fn versions(&self, path: &str) -> Vec<u64> {
+    pub(crate) fn versions(&self, path: &str) -> Vec<u64> {
         self.e.state().stat(path).unwrap().chunks.iter().map(|r| r.version).collect()
     }
 
-    fn seen(&mut self, tx: u64, path: &str) -> tierpool_types::Result<Vec<u64>> {
+    pub(crate) fn seen(&mut self, tx: u64, path: &str) -> tierpool_types::Result<Vec<u64>> {
         let info = self.e.tx_stat(1, tx, path, self.now)?;
         Ok(info.chunks.iter().map(|r| r.version).collect())
     }
 
     /// Commits `tx` writing chunks `idx` of `inode` (size kept).
-    fn commit(
+    pub(crate) fn commit(
         &mut self,
         tx: u64,
         task: Option<&str>,
@@ -102,7 +102,7 @@ impl Pool {
 
 impl Pool {
     /// Commits `tx` with namespace steps `ns` and no writes; runs the op.
-    fn commit_steps(&mut self, tx: u64, ns: Vec<TxNs>) -> tierpool_types::Result<Commit> {
+    pub(crate) fn commit_steps(&mut self, tx: u64, ns: Vec<TxNs>) -> tierpool_types::Result<Commit> {
         let c = self.e.tx_commit(1, tx, None, Changes { ns, ..Changes::default() }, self.now)?;
         if let Commit::Run(op) = &c {
             self.exec(op.clone())?;
@@ -110,7 +110,7 @@ impl Pool {
         Ok(c)
     }
 
-    fn mkdir(&mut self, path: &str) {
+    pub(crate) fn mkdir(&mut self, path: &str) {
         self.exec(MetaOp::Mkdir { path: path.into(), parents: false, mode: 0o755 }).unwrap();
     }
 }
@@ -566,24 +566,6 @@ fn only_the_session_that_began_a_transaction_uses_it() {
     p.e.tx_abort(2, tx);
     assert_eq!(p.e.open_transactions(), 1, "another session cannot end it either");
     p.seen(tx, "/a").unwrap();
-}
-
-#[test]
-fn a_file_beneath_an_attachment_is_not_read_in_a_transaction() {
-    let mut p = Pool::new();
-    let attachment = tierpool_meta::Attachment {
-        uri: "file:///data".into(),
-        mode: tierpool_meta::WriteMode::Through,
-        readonly: false,
-        options: Default::default(),
-    };
-    p.exec(MetaOp::Mkdir { path: "/u".into(), parents: false, mode: 0o755 }).unwrap();
-    p.exec(MetaOp::Attach { path: "/u".into(), attachment }).unwrap();
-    p.file("/u/f", 1);
-    let tx = p.e.tx_begin(1, p.now);
-    let e = p.e.tx_stat(1, tx, "/u/f", p.now).unwrap_err();
-    assert_eq!(e.kind, ErrorKind::InvalidArgument);
-    assert_eq!(e.message, "/u/f: files beneath an attachment are not read in transactions");
 }
 
 #[test]

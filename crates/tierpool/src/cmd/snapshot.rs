@@ -22,7 +22,13 @@ pub async fn run(cmd: SnapshotCmd) -> Result<()> {
             };
             let s = match taken {
                 Some(_) => c.snapshots(Some(&path)).await?.into_iter().find(|s| s.name == name),
-                None => Some(c.snapshot_create(&path, &name).await?),
+                None => {
+                    // Chunks of under-stores still below are loaded first.
+                    let bar = super::under::Bar::new();
+                    let r = c.snapshot_create_with(&path, &name, &|p| bar.show(p)).await;
+                    bar.finish();
+                    Some(r?)
+                }
             };
             let s = s.ok_or_else(|| anyhow::anyhow!("{path}@{name}: was removed as soon as it was taken"))?;
             if json {
@@ -48,7 +54,11 @@ pub async fn run(cmd: SnapshotCmd) -> Result<()> {
                 bar.finish();
                 (c.stat(&path).await?, Some(r?))
             } else {
-                (c.snapshot_restore(&path, &name).await?, None)
+                // Files of an under-store are then written below.
+                let bar = super::under::Bar::new();
+                let r = c.snapshot_restore_with(&path, &name, &|p| bar.show(p)).await;
+                bar.finish();
+                (r?, None)
             };
             if json {
                 let mut v = json!({"path": path, "name": name, "inode": root.id.0});

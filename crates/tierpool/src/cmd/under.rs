@@ -32,14 +32,14 @@ pub fn options(
 }
 
 /// A progress bar fed by an under-store operation's callbacks.
-struct Bar(Mutex<Progress>);
+pub(crate) struct Bar(Mutex<Progress>);
 
 impl Bar {
-    fn new() -> Bar {
+    pub(crate) fn new() -> Bar {
         Bar(Mutex::new(Progress::new()))
     }
 
-    fn show(&self, p: &UnderProgress) {
+    pub(crate) fn show(&self, p: &UnderProgress) {
         let mut g = self.0.lock().expect("progress lock");
         if p.total_bytes > 0 {
             g.show(p.bytes, p.total_bytes);
@@ -48,7 +48,7 @@ impl Bar {
         }
     }
 
-    fn finish(&self) {
+    pub(crate) fn finish(&self) {
         self.0.lock().expect("progress lock").finish();
     }
 }
