@@ -146,9 +146,14 @@ class Transaction:
         unknown: run the task again with the same ``task_id`` to find out.
         Files written beneath an attached under-store are then written
         below as their write modes say; an error there (its message starts
-        ``transaction N committed, but``) leaves the commit done and the
-        files owed to ``sync``."""
-        self.committed = self._native.commit(task_id if task_id is not None else self._task_id)
+        ``transaction N committed, but``; :attr:`committed` is then ``True``)
+        leaves the commit done and the files owed to ``sync``."""
+        try:
+            self.committed = self._native.commit(task_id if task_id is not None else self._task_id)
+        except OSError as e:
+            if f"transaction {self.id} committed, but " in str(e):
+                self.committed = True  # done; only the under-store lags
+            raise
         return self.committed
 
     def abort(self) -> None:

@@ -5,9 +5,10 @@
 use crate::client::{unexpected, unexpected_meta, Client};
 use crate::under::{attached_in, join, open_store, relative, UnderProgress};
 use std::collections::BTreeSet;
-use tierpool_meta::{normalize, InodeInfo, InodeKind, MetaOp, MetaReply, SnapshotSummary};
+use tierpool_meta::{normalize, InodeInfo, InodeKind, MetaOp, MetaReply, SnapshotSummary, SNAPSHOTS};
 use tierpool_proto::{CoordRequest, CoordResponse};
 use tierpool_types::{Error, ErrorKind, Result};
+use tierpool_under::UnderStore;
 
 impl Client {
     /// Takes snapshot `name` of the file or tree at `path` (atomically,
@@ -62,10 +63,11 @@ impl Client {
     }
 
     /// [`snapshot_restore`](Self::snapshot_restore). Beneath an attached
-    /// under-store, the restored files are then written below (or kept
-    /// for the write-back) as their write modes say; where the attachment
-    /// mirrors names, what the restore dropped is removed below first and
-    /// its directories made. `progress` hears of each file written.
+    /// under-store that mirrors names (`through`, `back`), what the
+    /// restore will drop is removed below first and the snapshot's
+    /// directories made there, as a removal or a new directory would be;
+    /// after it, the restored files are written below (or kept for the
+    /// write-back) as their write modes say. `progress` hears of each file.
     pub async fn snapshot_restore_with(
         &self,
         path: &str,
@@ -77,37 +79,54 @@ impl Client {
             return self.stat(path).await;
         }
         let attached = attached_in(&self.attachments().await?, path)?;
-        let mirrored =
-            attached.as_ref().is_some_and(|(a, _)| a.attachment.mode.mirrors_names() && !a.attachment.readonly);
-        let before = if mirrored { self.names_under(path).await? } else { BTreeSet::new() };
+        if let Some((a, rel)) = attached.as_ref().filter(|(a, _)| a.attachment.mode.mirrors_names()) {
+            if !a.attachment.readonly {
+                // Names change below first, as a removal or a new directory does.
+                self.restore_names_below(path, name, &open_store(&a.attachment)?, rel).await.map_err(|e| {
+                    let m = format!(
+                        "{path}: not restored from snapshot {name}: {} (entries the restore drops may be gone from \
+                         the under-store already; restoring again finishes it)",
+                        e.message
+                    );
+                    Error::new(e.kind, m)
+                })?;
+            }
+        }
         let root = match self.meta(MetaOp::SnapshotRestore { path: path.into(), name: name.into() }).await? {
             MetaReply::Info(i) => i,
             other => return Err(unexpected_meta(other)),
         };
-        let Some((a, rel)) = attached else { return Ok(root) };
-        let done = async {
-            if mirrored {
-                let after = self.names_under(path).await?;
-                let store = open_store(&a.attachment)?;
-                // Deepest first; a directory dropped goes with what the store has in it.
-                for (sub, is_dir) in before.iter().rev().filter(|n| !after.contains(*n)) {
-                    store.delete(&join(&rel, sub), *is_dir).await?;
-                }
-                for (sub, _) in after.iter().filter(|(_, is_dir)| *is_dir) {
-                    store.mkdir(&join(&rel, sub)).await?;
-                }
-            }
-            self.sync_where(path, &|_| true, false, progress).await
-        };
-        done.await.map_err(|e| {
-            let m = format!(
-                "{path}: restored from snapshot {name}, but not all of it is in its under-store yet: {}; \
-                             `tierpool sync {path}` writes it",
-                e.message
-            );
-            Error::new(e.kind, m)
-        })?;
+        if attached.is_some() {
+            // Each restored file written below, or kept for the write-back, as its mode says.
+            self.sync_where(path, &|_| true, false, progress).await.map_err(|e| {
+                let m = format!(
+                    "{path}: restored from snapshot {name}, but not all of its files are in the under-store yet: \
+                     {}; `tierpool sync {path}` writes them",
+                    e.message
+                );
+                Error::new(e.kind, m)
+            })?;
+        }
         Ok(root)
+    }
+
+    /// Before snapshot `name` is restored at `path`, in the store `store`
+    /// where `path` is at key `rel`: what the restore will drop removed
+    /// (deepest first; a directory with what the store has in it), the
+    /// snapshot's directories made.
+    async fn restore_names_below(&self, path: &str, name: &str, store: &UnderStore, rel: &str) -> Result<()> {
+        let then = self.names_under(&join(path, &format!("{SNAPSHOTS}/{name}"))).await?;
+        let now = match self.names_under(path).await {
+            Err(e) if e.kind == ErrorKind::NotFound => BTreeSet::new(),
+            other => other?,
+        };
+        for (sub, is_dir) in now.iter().rev().filter(|n| !then.contains(*n)) {
+            store.delete(&join(rel, sub), *is_dir).await?;
+        }
+        for (sub, _) in then.iter().filter(|(_, is_dir)| *is_dir) {
+            store.mkdir(&join(rel, sub)).await?;
+        }
+        Ok(())
     }
 
     /// The trees of attached stores that the snapshot of `path` takes:
@@ -128,10 +147,7 @@ impl Client {
         let mut stack = vec![String::new()];
         while let Some(sub) = stack.pop() {
             let at = join(path, &sub);
-            let info = match self.stat(&at).await {
-                Err(e) if e.kind == ErrorKind::NotFound && sub.is_empty() => return Ok(out),
-                other => other?,
-            };
+            let info = self.stat(&at).await?;
             let is_dir = info.kind == InodeKind::Dir;
             if is_dir {
                 for e in self.list(&at).await? {

@@ -391,9 +391,9 @@ pub enum SnapshotCmd {
         conn: Conn,
     },
     /// Put snapshot NAME back at PATH, replacing what is there, in one
-    /// step (beneath an attached under-store, the restored files are then
-    /// written below as their write modes say, and what it dropped is
-    /// removed below, with progress). Of a region: the chunks that differ
+    /// step (beneath an attached under-store, what it drops is removed
+    /// below first, and the restored files are then written below as their
+    /// write modes say, with progress). Of a region: the chunks that differ
     /// are copied back on the workers; refused while another client has
     /// the region open.
     Restore {
@@ -574,8 +574,9 @@ A snapshot is named by the path it was taken of, as it was then. Files keep
 their chunk versions while a snapshot names them; status shows the bytes
 snapshots keep that no live file uses. Trees holding a memory region are
 not snapshotted. Beneath an attached under-store, a snapshot keeps what the
-pool holds: chunks still below are loaded first; a restore there writes the
-restored files below (through, back) and removes what it dropped.
+pool holds: chunks still below are loaded first; a restore there removes
+below what it drops and writes the restored files below as their write modes
+say (through: at once; back: by the write-back).
 
 Checkpoints of a memory region (the same commands, given the region's path):
   tierpool snapshot create /m/grid step10     copies only the chunks changed since

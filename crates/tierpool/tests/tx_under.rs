@@ -105,6 +105,17 @@ fn files_of_a_store_are_read_and_written_in_transactions_and_reach_it_once_commi
     assert!(e.message.ends_with("/in/d: beneath the attachment at /in, whose store makes, removes and moves names first: not in a transaction (do it outside one)"), "{e}");
     assert!(!src.path().join("d").exists());
 
+    // Where names stay in the pool, a file made and removed in one
+    // transaction leaves nothing to write.
+    let scratch = tempfile::tempdir().unwrap();
+    pool.ok(&["attach", &format!("file://{}", scratch.path().display()), "/p", "--mode", "pool-only"]);
+    let mut tx = s.begin();
+    s.write(&mut tx, "/p/x", b"short-lived");
+    s.write(&mut tx, "/p/y", b"kept in the pool");
+    s.rt.block_on(tx.rm("/p/x", false)).unwrap();
+    assert_eq!(s.commit(tx).unwrap(), Committed::Now);
+    assert_eq!((pool.get("/p/y"), below(scratch.path(), "y")), (b"kept in the pool".to_vec(), None));
+
     // A store attached read-only takes no commit.
     let ro = tempfile::tempdir().unwrap();
     std::fs::write(ro.path().join("r.txt"), b"fixed\n").unwrap();

@@ -267,8 +267,12 @@ impl Transaction {
         self.claim(id, &new).await?;
         // Everything read before anything changes, so a failed read leaves no half write.
         let mut bases = BTreeMap::new();
+        let size = self.files[&id].size.max(end);
         for i in &new {
-            bases.insert(*i, base(&self.client, &self.files[&id], *i).await?);
+            // A chunk this write covers whole needs nothing of what it held.
+            let whole = offset <= i * cs && end >= ((i + 1) * cs).min(size);
+            let held = if whole { Vec::new() } else { base(&self.client, &self.files[&id], *i).await? };
+            bases.insert(*i, held);
         }
         let f = self.files.get_mut(&id).expect("looked up above");
         f.pages.extend(bases);
@@ -464,26 +468,30 @@ impl Transaction {
         let mut written: Vec<&TxFileState> =
             self.files.values().filter(|f| f.changed() && f.view.origin.is_some()).collect();
         let made: Vec<&TxFileState> = self.files.values().filter(|f| f.made.is_some()).collect();
-        let mut failed = Vec::new();
         if !made.is_empty() {
             match self.client.attachments().await {
                 Ok(all) => {
                     written.extend(made.into_iter().filter(|f| matches!(attached_in(&all, &f.path), Ok(Some(_)))))
                 }
-                Err(e) => failed.push(e),
+                // Cannot be told: each is looked at (one without an under-store is left as it is).
+                Err(_) => written.extend(made),
             }
         }
         let written: Vec<(String, InodeId)> = written.into_iter().map(|f| (f.path.clone(), f.view.id)).collect();
         let client = &self.client;
         let results: Vec<Result<()>> = futures::stream::iter(written)
             .map(|(path, id)| async move {
-                let info = client.stat_inode(id, true).await.map_err(|e| e.context(&path))?;
+                let info = match client.stat_inode(id, true).await {
+                    // Removed since (by this transaction, or after it): nothing to write.
+                    Err(e) if e.kind == ErrorKind::NotFound => return Ok(()),
+                    other => other.map_err(|e| e.context(&path))?,
+                };
                 client.persist(&path, info, false).await.map(|_| ())
             })
             .buffer_unordered(IN_FLIGHT)
             .collect()
             .await;
-        failed.extend(results.into_iter().filter_map(|r| r.err()));
+        let failed: Vec<Error> = results.into_iter().filter_map(|r| r.err()).collect();
         match failed.first() {
             None => Ok(()),
             Some(e) => Err(Error::new(

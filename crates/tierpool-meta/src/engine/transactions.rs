@@ -19,13 +19,15 @@
 //! before (see `state/before.rs`); the note goes to `past` under the op's
 //! number. A transaction that began at `b` sees an inode as the first image
 //! noted after `b`, or live if none was. Images no open transaction can
-//! see are dropped when transactions end. Ops that move a file's bytes
-//! without changing them (`LoadChunks`, `Unload`, `Persisted`, beneath an
-//! attached under-store) file no image: a view sees them as done, which
-//! gives the same bytes, and a chunk merely loaded is no conflict. A view
-//! reads a chunk that is below from the object its image records, by its
-//! tag (see the client): once a later change was written below over that
-//! object, such a read is `Stale`.
+//! see are dropped when transactions end. Beneath an attached
+//! under-store, ops that load chunks from below or write a file below from
+//! exactly its chunks (`LoadChunks`, `Persisted`) file no image: a view
+//! sees them as done, which gives the same bytes, and keeps what was
+//! loaded. Letting go of the pool's copies (`Unload`) is filed, so a view
+//! keeps reading them. A chunk moving below or from below with the same
+//! object is no conflict (see `rewritten`). A view reads a chunk that is
+//! below from the object its image records, by its tag (see the client):
+//! once that object was replaced below, such a read is `Stale`.
 //!
 //! Pages of memory regions are not versioned: a commit's pages are
 //! written over the region's chunks in place once it is durable (see
@@ -63,7 +65,7 @@ use crate::{InodeInfo, MetaOp, MetaState, TxFile, TxNs, TxRegion};
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
-use tierpool_types::{Error, ErrorKind, InodeId, Result};
+use tierpool_types::{ChunkRef, Error, ErrorKind, InodeId, Result};
 
 /// Most files one transaction writes, unless configured otherwise.
 pub const MAX_TX_FILES: usize = 1024;
@@ -177,12 +179,11 @@ impl Transactions {
                 }
             }
         }
-        if matches!(op, MetaOp::LoadChunks { .. } | MetaOp::Unload { .. } | MetaOp::Persisted { .. }) {
-            // The bytes of the file do not change, only where they are
-            // (a chunk loaded from below, the pool's copies let go of, the
-            // object below rewritten from exactly these chunks): every view
-            // may see it as it is now. Filing it would make a chunk merely
-            // loaded look rewritten to a transaction writing it.
+        if matches!(op, MetaOp::LoadChunks { .. } | MetaOp::Persisted { .. }) {
+            // The bytes of the file do not change, only where they are (a
+            // chunk loaded from below, the object below rewritten from
+            // exactly these chunks): every view may see it as it is now,
+            // and the pool then keeps for it what it loaded.
             return;
         }
         // An inode noted since the newest transaction began is seen by
@@ -583,13 +584,29 @@ fn changed(then: Option<&FileShape>, now: Option<&FileShape>, chunks: &BTreeSet<
     if then.size != now.size {
         return Some(format!("its size changed from {} to {} bytes", then.size, now.size));
     }
-    let i = chunks.iter().find(|i| {
-        let (was, is) = (then.chunks.get(**i as usize), now.chunks.get(**i as usize));
-        // A chunk below in both holds the bytes of the object below: another
-        // object may have replaced it since (a change written below, then let go of).
-        was != is || (was.is_some_and(|r| r.is_below()) && then.below != now.below)
-    })?;
+    let i = chunks.iter().find(|i| rewritten(then, now, **i as usize))?;
     Some(format!("chunk {i} was rewritten"))
+}
+
+/// Whether chunk `i` of a file may hold other bytes `now` than `then`.
+/// Beneath an attachment, a chunk that is below holds the bytes of the
+/// object the file's tag names. A chunk may go below (let go of) or come
+/// from below (loaded) with the same bytes: then the file is clean on that
+/// side and the object the same. Anything else written there makes the
+/// file dirty until it is written below, which gives the object a new tag.
+fn rewritten(then: &FileShape, now: &FileShape, i: usize) -> bool {
+    let (was, is) = (then.chunks.get(i), now.chunks.get(i));
+    let below = |r: Option<&ChunkRef>| r.is_some_and(|r| r.is_below());
+    fn tag(f: &FileShape) -> Option<&str> {
+        f.below.as_ref().map(|(etag, _)| etag.as_str())
+    }
+    let clean = |f: &FileShape| f.below.as_ref().is_some_and(|(_, dirty)| !dirty);
+    match (below(was), below(is)) {
+        (false, false) => was != is,
+        (true, true) => tag(then) != tag(now),
+        (false, true) => !(clean(then) && tag(then) == tag(now)),
+        (true, false) => !(clean(now) && tag(then) == tag(now)),
+    }
 }
 
 /// What a transaction commits: its writes of files, its namespace steps,

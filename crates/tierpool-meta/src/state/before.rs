@@ -32,13 +32,14 @@ pub struct Image {
 }
 
 /// A file as a view sees it: the size and chunk list a write is checked
-/// against, and the tag of the object below its chunks that are below
-/// hold the bytes of (beneath an attachment).
+/// against; beneath an attachment, the tag of the object below (which its
+/// chunks that are below hold the bytes of) and whether the file has
+/// changes not there.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileShape {
     pub size: u64,
     pub chunks: Vec<ChunkRef>,
-    pub below: Option<String>,
+    pub below: Option<(String, bool)>,
 }
 
 impl Image {
@@ -48,7 +49,7 @@ impl Image {
             Body::File { size, chunks, .. } => Some(FileShape {
                 size: *size,
                 chunks: chunks.clone(),
-                below: self.inode.as_ref()?.origin.as_ref().map(|o| o.etag.clone()),
+                below: self.inode.as_ref()?.origin.as_ref().map(|o| (o.etag.clone(), o.dirty)),
             }),
             _ => None,
         }

@@ -28,8 +28,10 @@
 //! holds: a file with chunks still below is refused (`Stale`: the client
 //! loads the tree first), and frozen files mirror no object. A restore
 //! there makes each restored file a file of the store again, at its key,
-//! with changes not below; the client then writes them below, and removes
-//! below what the restore dropped, as the attachment's mode says.
+//! with changes not below; the client removes below what the restore
+//! drops before it, and writes the files below after it, as the
+//! attachment's mode says. A tree with a file of more than one name is not
+//! restored there (a store has one name per file).
 
 use super::inode::{Body, Inode, Owner};
 use super::resolve::path_error;
@@ -519,6 +521,11 @@ impl MetaState {
                 }
             }
         });
+        if self.attachment_of(parent).is_some() && links.values().any(|n| *n > 1) {
+            return Err(Error::invalid(format!(
+                "{label}: holds a file of more than one name, which its under-store cannot hold"
+            )));
+        }
         if self.next_inode.checked_add(fresh.len() as u64 + dirs).is_none_or(|n| n == u64::MAX) {
             return Err(Error::new(ErrorKind::PoolFull, format!("{label}: the pool has no inode ids left")));
         }

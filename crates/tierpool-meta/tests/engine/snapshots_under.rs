@@ -5,7 +5,7 @@
 
 use crate::transactions::Pool;
 use crate::tx_under::{attached, persist};
-use tierpool_meta::{MetaOp, WriteMode};
+use tierpool_meta::{Attachment, MetaOp, WriteMode};
 use tierpool_types::ErrorKind;
 
 fn snapshot(p: &mut Pool, name: &str) -> tierpool_types::Result<()> {
@@ -40,32 +40,48 @@ fn a_snapshot_beneath_an_attachment_keeps_what_the_pool_holds_and_a_restore_make
     assert_eq!(versions(&p, "/u/f/.snapshots/s"), vec![c0.version, c1.version]);
     p.e.state().check_invariants().unwrap();
 
-    // Restored: at its key again, its bytes not below, its own mode kept.
+    // Restored: at its key again, its bytes not below, the own mode it has now kept.
+    p.exec(MetaOp::SetWriteMode { path: "/u/f".into(), mode: Some(WriteMode::PoolOnly), recursive: false }).unwrap();
     p.exec(MetaOp::SnapshotRestore { path: "/u/f".into(), name: "s".into() }).unwrap();
     let live = p.e.state().stat("/u/f").unwrap();
     assert_eq!((live.id, versions(&p, "/u/f")), (f, vec![c0.version, c1.version]));
     let o = live.origin.expect("a file of the store again");
-    assert_eq!((o.key.as_str(), o.dirty, o.mode), ("f", true, Some(WriteMode::Back)));
+    assert_eq!((o.key.as_str(), o.dirty, o.mode), ("f", true, Some(WriteMode::PoolOnly)));
     p.e.state().check_invariants().unwrap();
 }
 
 #[test]
 fn nothing_is_restored_beneath_a_read_only_attachment() {
-    let (mut p, f) = attached(WriteMode::Through, false);
+    let (mut p, f) = attached(WriteMode::Through, true);
     let (c0, c1) = (p.chunk(), p.chunk());
     p.exec(MetaOp::LoadChunks { inode: f, chunks: vec![(0, c0), (1, c1)] }).unwrap();
     snapshot(&mut p, "s").unwrap();
-    let attachment = tierpool_meta::Attachment {
+    let e = p.exec(MetaOp::SnapshotRestore { path: "/u/f".into(), name: "s".into() }).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::ReadOnly);
+    assert_eq!(e.message, "/u/f: is in the under-store file:///data attached read-only");
+    let live = p.e.state().stat("/u/f").unwrap();
+    assert_eq!((live.id, live.origin.unwrap().dirty), (f, false), "unchanged");
+}
+
+#[test]
+fn a_tree_with_a_file_of_two_names_is_not_restored_beneath_an_attachment() {
+    let mut p = Pool::new();
+    p.mkdir("/u");
+    p.mkdir("/u/d");
+    let a = p.file("/u/d/a", 1);
+    let d = p.e.state().stat("/u/d").unwrap().id;
+    p.exec(MetaOp::LinkAt { inode: a, parent: d, name: "b".into() }).unwrap();
+    p.exec(MetaOp::SnapshotCreate { path: "/u/d".into(), name: "s".into() }).unwrap();
+    p.exec(MetaOp::Remove { path: "/u/d".into(), recursive: true }).unwrap();
+    let attachment = Attachment {
         uri: "file:///data".into(),
         mode: WriteMode::Through,
-        readonly: true,
+        readonly: false,
         options: Default::default(),
     };
-    p.exec(MetaOp::Detach { path: "/u".into() }).unwrap();
     p.exec(MetaOp::Attach { path: "/u".into(), attachment }).unwrap();
-    let e = p.exec(MetaOp::SnapshotRestore { path: "/u/f".into(), name: "s".into() }).unwrap_err();
-    assert_eq!(
-        (e.kind, e.message.as_str()),
-        (ErrorKind::ReadOnly, "/u/f: is in the under-store file:///data attached read-only")
-    );
+    let e = p.exec(MetaOp::SnapshotRestore { path: "/u/d".into(), name: "s".into() }).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidArgument);
+    assert_eq!(e.message, "/u/d@s: holds a file of more than one name, which its under-store cannot hold");
+    assert!(p.e.state().stat("/u/d").is_err(), "nothing restored");
 }

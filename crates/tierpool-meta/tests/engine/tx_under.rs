@@ -49,17 +49,35 @@ fn a_chunk_loaded_let_go_of_or_written_below_is_no_conflict() {
     let (mut p, f) = attached(WriteMode::Through, false);
     let tx = p.e.tx_begin(1, p.now);
     assert!(p.e.tx_stat(1, tx, "/u/f", p.now).unwrap().chunks.iter().all(|r| r.is_below()));
-    // Another client reads chunk 0: it is loaded into the pool.
+    // Another client reads chunk 0: it is loaded, and the view sees it so.
     let loaded = p.chunk();
     p.exec(MetaOp::LoadChunks { inode: f, chunks: vec![(0, loaded)] }).unwrap();
     assert_eq!(p.seen(tx, "/u/f").unwrap()[0], loaded.version, "the same bytes, now in the pool");
     p.e.tx_write(1, tx, f, "/u/f", &[0], p.now).unwrap();
-    // Let go of again, and written below (as the same bytes): still no change.
+    // Written below again from the same chunks (a new object): the view follows.
+    persist(&mut p, f, "e2");
+    assert_eq!(tag(&mut p, tx), "e2");
+    p.e.tx_write(1, tx, f, "/u/f", &[1], p.now).unwrap();
+    // Let go of: the view keeps what was loaded (kept while it is open).
     p.exec(MetaOp::Unload { inode: f }).unwrap();
-    persist(&mut p, f, "e1");
-    assert!(matches!(p.commit(tx, None, &[(f, vec![0])]).unwrap(), Commit::Run(_)));
+    assert_eq!(p.seen(tx, "/u/f").unwrap()[0], loaded.version);
+    assert!(matches!(p.commit(tx, None, &[(f, vec![0, 1])]).unwrap(), Commit::Run(_)));
     let origin = p.e.state().stat("/u/f").unwrap().origin.unwrap();
     assert!(origin.dirty, "written in the pool, not below yet");
+}
+
+#[test]
+fn a_view_keeps_chunks_loaded_before_they_were_let_go_of_and_replaced_below() {
+    let (mut p, f) = attached(WriteMode::Through, false);
+    let (c0, c1) = (p.chunk(), p.chunk());
+    p.exec(MetaOp::LoadChunks { inode: f, chunks: vec![(0, c0), (1, c1)] }).unwrap();
+    let reader = p.e.tx_begin(1, p.now);
+    p.exec(MetaOp::Unload { inode: f }).unwrap();
+    let other = p.e.tx_begin(1, p.now);
+    p.commit(other, None, &[(f, vec![0])]).unwrap();
+    persist(&mut p, f, "e2");
+    p.exec(MetaOp::Unload { inode: f }).unwrap();
+    assert_eq!(p.seen(reader, "/u/f").unwrap(), vec![c0.version, c1.version], "no read of the replaced object");
 }
 
 #[test]
