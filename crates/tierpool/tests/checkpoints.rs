@@ -6,8 +6,8 @@
 //! checkpoint frees exactly what only it kept.
 
 mod common;
-use common::{data, json, Pool};
-use tierpool_client::{Client, Region, RegionOptions};
+use common::{data, json, Pool, Session};
+use tierpool_client::{Region, RegionOptions};
 use tierpool_net::{Pool as Conn, PoolConfig};
 use tierpool_proto::{Worker, WorkerRequest, WorkerResponse};
 use tierpool_types::{ChunkKey, ErrorKind, InodeId};
@@ -16,18 +16,7 @@ const CHUNK: u64 = 64 << 10;
 const CHUNKS: u64 = 8;
 const SIZE: u64 = CHUNKS * CHUNK;
 
-struct Session {
-    rt: tokio::runtime::Runtime,
-    client: Client,
-}
-
 impl Session {
-    fn new(pool: &Pool) -> Session {
-        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-        let client = rt.block_on(Client::connect(pool.client_config())).unwrap();
-        Session { rt, client }
-    }
-
     fn open(&self, path: &str) -> Region {
         let info = self.rt.block_on(self.client.open_region(path)).unwrap();
         Region::open(self.client.clone(), self.rt.handle().clone(), path, info, 2 * CHUNK).unwrap()

@@ -3,25 +3,14 @@
 //! counted on the workers, and the CLI's view of regions.
 
 mod common;
-use common::{data, Pool};
-use tierpool_client::{Client, Region, RegionOptions};
+use common::{data, Pool, Session};
+use tierpool_client::{Region, RegionOptions};
 use tierpool_types::ErrorKind;
 
 const MIB: u64 = 1 << 20;
 const PAGE: u64 = 4096;
 
-struct Session {
-    rt: tokio::runtime::Runtime,
-    client: Client,
-}
-
 impl Session {
-    fn new(pool: &Pool) -> Session {
-        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-        let client = rt.block_on(Client::connect(pool.client_config())).unwrap();
-        Session { rt, client }
-    }
-
     fn alloc(&self, path: &str, size: u64, chunk: u64) -> tierpool_types::Result<tierpool_client::InodeInfo> {
         let opts = RegionOptions { chunk_size: chunk, ..RegionOptions::default() };
         self.rt.block_on(self.client.alloc_region(path, size, &opts))

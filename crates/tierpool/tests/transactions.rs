@@ -9,7 +9,7 @@
 //! write-write check is off).
 
 mod common;
-use common::{data, Pool};
+use common::{data, Pool, Session};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -23,18 +23,7 @@ const CHUNK: u64 = 4096;
 const PAGE: u64 = 4096;
 const REGION: &str = "/h/region";
 
-struct Session {
-    rt: tokio::runtime::Runtime,
-    client: Client,
-}
-
 impl Session {
-    fn new(pool: &Pool) -> Session {
-        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-        let client = rt.block_on(Client::connect(pool.client_config())).unwrap();
-        Session { rt, client }
-    }
-
     fn put(&self, path: &str, bytes: &[u8]) {
         let opts = PutOptions { chunk_size: CHUNK, overwrite: true, ..PutOptions::default() };
         self.rt.block_on(self.client.put_bytes(path, bytes.to_vec().into(), &opts)).unwrap();

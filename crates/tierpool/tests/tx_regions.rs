@@ -8,9 +8,9 @@
 //! client sends them itself.
 
 mod common;
-use common::{data, Pool};
+use common::{data, Pool, Session};
 use std::time::{Duration, Instant};
-use tierpool_client::{Client, Committed, PutOptions, Region, RegionOptions};
+use tierpool_client::{Committed, PutOptions, Region, RegionOptions};
 use tierpool_meta::{MetaOp, TxRegion};
 use tierpool_types::ErrorKind;
 
@@ -19,18 +19,7 @@ const PAGE: u64 = 4096;
 const CHUNK: u64 = 4 * PAGE;
 const SIZE: u64 = 3 * CHUNK - 100;
 
-struct Session {
-    rt: tokio::runtime::Runtime,
-    client: Client,
-}
-
 impl Session {
-    fn new(pool: &Pool) -> Session {
-        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-        let client = rt.block_on(Client::connect(pool.client_config())).unwrap();
-        Session { rt, client }
-    }
-
     fn region(&self, path: &str) {
         let opts = RegionOptions { chunk_size: CHUNK, ..RegionOptions::default() };
         self.rt.block_on(self.client.alloc_region(path, SIZE, &opts)).unwrap();

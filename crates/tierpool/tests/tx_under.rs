@@ -9,23 +9,12 @@
 //! restoring it puts the store back as well.
 
 mod common;
-use common::Pool;
+use common::{Pool, Session};
 use std::path::Path;
-use tierpool_client::{Client, Committed, Transaction};
+use tierpool_client::{Committed, Transaction};
 use tierpool_types::{Error, ErrorKind};
 
-struct Session {
-    rt: tokio::runtime::Runtime,
-    client: Client,
-}
-
 impl Session {
-    fn new(pool: &Pool) -> Session {
-        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-        let client = rt.block_on(Client::connect(pool.client_config())).unwrap();
-        Session { rt, client }
-    }
-
     fn begin(&self) -> Transaction {
         self.rt.block_on(self.client.begin()).unwrap()
     }

@@ -425,3 +425,18 @@ pub fn chunk_files(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// A Rust client of a pool with a runtime of its own, for tests that drive
+/// the client library directly (each test file adds the calls it needs).
+pub struct Session {
+    pub rt: tokio::runtime::Runtime,
+    pub client: tierpool_client::Client,
+}
+
+impl Session {
+    pub fn new(pool: &Pool) -> Session {
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+        let client = rt.block_on(tierpool_client::Client::connect(pool.client_config())).unwrap();
+        Session { rt, client }
+    }
+}
