@@ -4,7 +4,8 @@
 Measures, in one run on this machine:
   - loopback TCP throughput (iperf3, one stream): the ceiling of the bulk path;
   - tierpool large-file write/read throughput (`tierpool bench`), as a fraction of it;
-  - tierpool 4 KiB put/get ops/s and p99 next to redis-server with the same clients;
+  - tierpool 4 KiB put/get ops/s and p99 next to redis-server with the same clients
+    (in memory only, and with its append-only file fsynced before each reply);
   - tierpool metadata ops/s: create, stat and delete of empty files;
   - the cost of a fresh connection: 1,000 opened one after another, one ping each.
 Writes JSON to stdout and to bench/results/<timestamp>.json.
@@ -67,19 +68,25 @@ def iperf3():
     return out["end"]["sum_received"]["bits_per_second"] / 8 / 1e6  # MB/s
 
 
-def redis(clients, n):
+def redis(clients, n, fsync=False, tests="set,get"):
+    """redis-benchmark of 4 KiB values against a fresh redis-server: in
+    memory only, or (`fsync`) with its append-only file fsynced before each
+    reply, as tierpool's `--log-sync always` does for a put."""
     port = free_port()
+    aof = tempfile.mkdtemp(prefix="tierpool-bench-redis-")
+    durability = ["--appendonly", "yes", "--appendfsync", "always", "--dir", aof] if fsync else ["--appendonly", "no"]
     srv = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no"],
+        ["redis-server", "--port", str(port), "--save", "", *durability],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     time.sleep(0.5)
     try:
-        out = sh("redis-benchmark", "-p", str(port), "-t", "set,get", "-d", "4096", "-c", str(clients), "-n", str(n), "--csv")
+        out = sh("redis-benchmark", "-p", str(port), "-t", tests, "-d", "4096", "-c", str(clients), "-n", str(n), "--csv")
     finally:
         srv.terminate()
         srv.wait()
+        shutil.rmtree(aof, ignore_errors=True)
     res = {}
     for row in csv.DictReader(io.StringIO(out)):
         res[row["test"].lower()] = {"ops_per_sec": float(row["rps"]), "p50_ms": float(row["p50_latency_ms"]), "p99_ms": float(row["p99_latency_ms"])}
@@ -141,6 +148,7 @@ def main():
         sh(BIN, "down", "--dir", state)
         shutil.rmtree(state, ignore_errors=True)
     rd = redis(clients, small_n * 5)
+    rd_fsync = redis(clients, small_n, fsync=True, tests="set")
     result = {
         "machine": {"cores": os.cpu_count()},
         "binary": BIN,
@@ -158,7 +166,9 @@ def main():
             "inline_max": a.inline_max or "4KiB",
             "tierpool_put": small["write"], "tierpool_get": small["read"],
             "redis_set": rd.get("set"), "redis_get": rd.get("get"),
+            "redis_set_fsync_always": rd_fsync.get("set"),
             "put_vs_redis_set": small["write"]["ops_per_sec"] / rd["set"]["ops_per_sec"],
+            "put_vs_redis_set_fsync_always": small["write"]["ops_per_sec"] / rd_fsync["set"]["ops_per_sec"],
             "get_vs_redis_get": small["read"]["ops_per_sec"] / rd["get"]["ops_per_sec"],
         },
         "metadata": {

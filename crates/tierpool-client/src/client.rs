@@ -42,6 +42,12 @@ pub struct ClientConfig {
     /// (empty: none).
     pub host: String,
     pub rack: String,
+    /// Whether its metadata requests are answered once the coordinator has
+    /// written them to its log (they survive the coordinator's process
+    /// dying, not a crash of its machine) rather than fsynced: as a local
+    /// file system keeps changes in memory until an `fsync`, which then
+    /// calls [`Client::sync_log`]. For the mount; off by default.
+    pub written: bool,
 }
 
 /// This machine's hostname (empty if unknown).
@@ -62,6 +68,7 @@ impl ClientConfig {
             secret_file: None,
             host: std::env::var("TIERPOOL_HOST").unwrap_or_else(|_| hostname()),
             rack: std::env::var("TIERPOOL_RACK").unwrap_or_default(),
+            written: false,
         }
     }
 
@@ -198,6 +205,11 @@ impl Client {
                 | CoordRequest::TxBegin { .. }
                 | CoordRequest::TxCommit { .. }
         );
+        let req = match req {
+            CoordRequest::Written { .. } | CoordRequest::SyncLog => req,
+            req if self.inner.cfg.written => CoordRequest::Written { req: Box::new(req) },
+            req => req,
+        };
         let since = Instant::now();
         let mut pause = Duration::from_millis(20);
         loop {
@@ -211,6 +223,16 @@ impl Client {
                 }
                 r => return Ok(r?.0),
             }
+        }
+    }
+
+    /// Returns once every change the coordinator acknowledged so far is
+    /// fsynced to its log (what a client with `written` set calls for an
+    /// `fsync`).
+    pub async fn sync_log(&self) -> Result<()> {
+        match self.coord(CoordRequest::SyncLog).await? {
+            CoordResponse::Done => Ok(()),
+            other => Err(unexpected(other)),
         }
     }
 

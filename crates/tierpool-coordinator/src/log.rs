@@ -5,16 +5,20 @@
 //! - `log-<first lsn, 20 digits>`: segments of records, appended in lsn order.
 //!
 //! Group commit: callers append encoded records (under the coordinator's
-//! state lock, so file order is lsn order) to a channel; one flusher thread
-//! drains everything queued, writes it, issues one `fdatasync`, and publishes
-//! the new durable lsn. Concurrent changes thus share one fsync.
+//! state lock, so file order is lsn order) to a channel; the flusher thread
+//! drains everything queued, writes it, and hands the fsync to the syncer
+//! thread, which issues one `fdatasync` for everything written meanwhile
+//! and publishes the new synced lsn. Writing never waits for an fsync:
+//! changes arriving during one are written at once and share the next.
 //!
-//! Two lsns are published: *durable* (written; what replies wait for) and
-//! *synced* (fdatasync'd). With [`LogSync::Always`] they are one: nothing
-//! is acknowledged before its fsync. With [`LogSync::Every`] a change is
-//! acknowledged once written (the kernel holds it: it survives the
-//! coordinator's process dying) and synced within the period. Invariant:
-//! synced <= durable, and whatever destroys data on the strength of a
+//! Three lsns are published: *written* (in the kernel: it survives the
+//! coordinator's process dying), *durable* (what replies wait for) and
+//! *synced* (fdatasync'd). With [`LogSync::Always`] durable is synced:
+//! nothing is acknowledged before its fsync, except by the callers that
+//! ask for *written* (a file system's changes, which its `fsync` then
+//! waits for). With [`LogSync::Every`] durable is written, and synced
+//! follows within the period. Invariant: synced <= durable <= written,
+//! each only rising, and whatever destroys data on the strength of a
 //! change (deleting collected chunks, pushing a new partition table) waits
 //! for *synced*, so a machine crash that loses the last period's changes
 //! never leaves a file naming deleted chunks.
@@ -90,6 +94,7 @@ impl LogSync {
 /// Handle to the flusher thread.
 pub struct LogWriter {
     tx: mpsc::Sender<Item>,
+    written: watch::Receiver<u64>,
     durable: watch::Receiver<u64>,
     synced: watch::Receiver<u64>,
     syncs: Arc<AtomicU64>,
@@ -127,6 +132,13 @@ impl LogWriter {
     /// Waits until every record up to `lsn` may be acknowledged (see [`LogSync`]).
     pub async fn wait_durable(&self, lsn: u64) -> Result<()> {
         wait_for(&self.durable, lsn).await
+    }
+
+    /// Waits until every record up to `lsn` is written (to the kernel: it
+    /// survives the process, not yet the machine): what a file system's
+    /// changes wait for, until its `fsync` ([`sync_now`](Self::sync_now)).
+    pub async fn wait_written(&self, lsn: u64) -> Result<()> {
+        wait_for(&self.written, lsn).await
     }
 
     /// Waits until every record up to `lsn` is fsynced: what deletes data
@@ -210,22 +222,38 @@ pub fn open_with(dir: &Path, sync: LogSync) -> Result<(MetaState, u64, LogWriter
     }
     let segment = Segment::open(dir, lsn + 1).map_err(|e| Error::from(e).context("opening metadata log"))?;
     let (tx, rx) = mpsc::channel();
+    let (written, written_rx) = watch::channel(lsn);
     let (durable, durable_rx) = watch::channel(lsn);
     let (synced, synced_rx) = watch::channel(lsn);
+    let lsns = Arc::new(Lsns { written, durable, synced });
     let syncs = Arc::new(AtomicU64::new(0));
-    let flusher =
-        Flusher { dir: dir.to_path_buf(), segment, syncs: syncs.clone(), sync, durable, synced, unsynced: None };
+    let (to_syncer, syncer_rx) = mpsc::channel();
+    let (l, n) = (lsns.clone(), syncs.clone());
+    std::thread::Builder::new()
+        .name("meta-log-sync".into())
+        .spawn(move || syncer(syncer_rx, sync, l, n))
+        .map_err(|e| Error::from(e).context("starting log syncer"))?;
+    let flusher = Flusher {
+        dir: dir.to_path_buf(),
+        segment,
+        syncs: syncs.clone(),
+        sync,
+        lsns,
+        syncer: to_syncer,
+        unsynced: None,
+    };
     std::thread::Builder::new()
         .name("meta-log".into())
         .spawn(move || flusher.run(rx))
         .map_err(|e| Error::from(e).context("starting log flusher"))?;
-    Ok((state, lsn, LogWriter { tx, durable: durable_rx, synced: synced_rx, syncs, sync }))
+    let writer = LogWriter { tx, written: written_rx, durable: durable_rx, synced: synced_rx, syncs, sync };
+    Ok((state, lsn, writer))
 }
 
 /// The segment being written: its records end at `end`; its file is
 /// allocated up to `reserved` (zeros beyond `end`).
 struct Segment {
-    file: File,
+    file: Arc<File>,
     end: u64,
     reserved: u64,
     /// Cleared when the file system cannot allocate ahead: records are
@@ -250,7 +278,7 @@ impl Segment {
         while let Decoded::Record(_, used) = decode_record(&held[end..]) {
             end += used;
         }
-        Ok(Segment { file, end: end as u64, reserved: held.len() as u64, allocating: true })
+        Ok(Segment { file: Arc::new(file), end: end as u64, reserved: held.len() as u64, allocating: true })
     }
 
     /// Writes `buf` after the records, allocating more space first if it
@@ -343,31 +371,43 @@ struct Flusher {
     segment: Segment,
     syncs: Arc<AtomicU64>,
     sync: LogSync,
+    lsns: Arc<Lsns>,
+    /// To the syncer: records up to an lsn are written in a file.
+    syncer: mpsc::Sender<ToSync>,
+    /// The last lsn written, if any is not known to be fsynced.
+    unsynced: Option<u64>,
+}
+
+/// The lsns the threads publish (see the module's documentation).
+struct Lsns {
+    written: watch::Sender<u64>,
     durable: watch::Sender<u64>,
     synced: watch::Sender<u64>,
-    /// The last lsn written but not fsynced, and since when records wait.
-    unsynced: Option<(u64, Instant)>,
+}
+
+impl Lsns {
+    /// Publishes `lsn` as fsynced (and so durable), never moving back.
+    fn synced(&self, lsn: u64) {
+        for w in [&self.synced, &self.durable] {
+            w.send_if_modified(|at| std::mem::replace(at, (*at).max(lsn)) < lsn);
+        }
+    }
+}
+
+/// Records up to `lsn` are written in `file`; with `now`, fsync them
+/// whatever the period.
+struct ToSync {
+    lsn: u64,
+    file: Arc<File>,
+    now: bool,
 }
 
 impl Flusher {
     fn run(mut self, rx: mpsc::Receiver<Item>) {
         let mut buf = Vec::new();
-        loop {
-            let first = match (self.sync, self.unsynced) {
-                (LogSync::Every(period), Some((_, since))) => {
-                    match rx.recv_timeout(period.saturating_sub(since.elapsed())) {
-                        Ok(item) => Some(item),
-                        Err(mpsc::RecvTimeoutError::Timeout) => None,
-                        Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                    }
-                }
-                _ => match rx.recv() {
-                    Ok(item) => Some(item),
-                    Err(_) => break,
-                },
-            };
+        while let Ok(first) = rx.recv() {
             let (mut top, mut asked) = (None, false);
-            for item in first.into_iter().chain(std::iter::from_fn(|| rx.try_recv().ok())) {
+            for item in std::iter::once(first).chain(std::iter::from_fn(|| rx.try_recv().ok())) {
                 match item {
                     Item::Records { bytes, last_lsn } => {
                         buf.extend_from_slice(&bytes);
@@ -382,39 +422,34 @@ impl Flusher {
                 }
             }
             self.write(&mut buf, top);
-            let due = match (self.sync, self.unsynced) {
-                (_, None) => false,
-                (LogSync::Always, Some(_)) => true,
-                (LogSync::Every(period), Some((_, since))) => asked || since.elapsed() >= period,
-            };
-            if due {
-                self.fsync();
+            if let Some(lsn) = self.unsynced.filter(|_| asked || top.is_some()) {
+                // The syncer fsyncs while this thread goes on writing.
+                let _ = self.syncer.send(ToSync { lsn, file: self.segment.file.clone(), now: asked });
             }
         }
         // The process is exiting: what was written goes to disk.
         self.fsync();
     }
 
-    /// Appends `buf`, the records up to `top`; without fsyncing, under
-    /// [`LogSync::Every`] they may now be acknowledged.
+    /// Appends `buf`, the records up to `top`: they survive the process
+    /// now, and under [`LogSync::Every`] may be acknowledged.
     fn write(&mut self, buf: &mut Vec<u8>, top: Option<u64>) {
         let Some(top) = top.filter(|_| !buf.is_empty()) else { return };
         self.segment.append(buf).unwrap_or_else(|e| fatal("append", e));
         buf.clear();
-        let since = self.unsynced.map_or_else(Instant::now, |(_, since)| since);
-        self.unsynced = Some((top, since));
+        self.unsynced = Some(top);
+        self.lsns.written.send_replace(top);
         if matches!(self.sync, LogSync::Every(_)) {
-            self.durable.send_replace(top);
+            self.lsns.durable.send_replace(top);
         }
     }
 
-    /// fdatasyncs what was written, and publishes it as synced and durable.
+    /// fdatasyncs what was written, here and now, and publishes it.
     fn fsync(&mut self) {
-        let Some((top, _)) = self.unsynced.take() else { return };
+        let Some(top) = self.unsynced.take() else { return };
         self.segment.file.sync_data().unwrap_or_else(|e| fatal("fdatasync", e));
         self.syncs.fetch_add(1, Ordering::Relaxed);
-        self.synced.send_replace(top);
-        self.durable.send_replace(top);
+        self.lsns.synced(top);
     }
 
     /// Writes the snapshot at `lsn`, starts segment `lsn + 1`, drops older segments.
@@ -426,6 +461,45 @@ impl Flusher {
             if first <= lsn {
                 let _ = std::fs::remove_file(p);
             }
+        }
+    }
+}
+
+/// The syncer thread: fdatasyncs what the flusher wrote (one fsync for
+/// everything written meanwhile), at once under [`LogSync::Always`], at
+/// most a period after the first record waiting under
+/// [`LogSync::Every`], and publishes it as synced and durable. A segment
+/// left for a new one was fsynced by the flusher first, so only the
+/// newest file named matters.
+fn syncer(rx: mpsc::Receiver<ToSync>, sync: LogSync, lsns: Arc<Lsns>, syncs: Arc<AtomicU64>) {
+    let mut waiting: Option<(ToSync, Instant)> = None;
+    loop {
+        let next = match (&waiting, sync) {
+            (None, _) => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+            (Some((w, since)), LogSync::Every(period)) if !w.now => {
+                rx.recv_timeout(period.saturating_sub(since.elapsed()))
+            }
+            // Due now: only what else is queued joins it.
+            (Some(_), _) => Err(mpsc::RecvTimeoutError::Timeout),
+        };
+        let stop = matches!(next, Err(mpsc::RecvTimeoutError::Disconnected));
+        for t in next.ok().into_iter().chain(std::iter::from_fn(|| rx.try_recv().ok())) {
+            let since = waiting.as_ref().map_or_else(Instant::now, |(_, s)| *s);
+            let now = t.now || waiting.as_ref().is_some_and(|(w, _)| w.now);
+            waiting = Some((ToSync { now, ..t }, since));
+        }
+        let due = waiting.as_ref().is_some_and(|(w, since)| match sync {
+            LogSync::Always => true,
+            LogSync::Every(period) => w.now || stop || since.elapsed() >= period,
+        });
+        if due {
+            let (w, _) = waiting.take().expect("due only when waiting");
+            w.file.sync_data().unwrap_or_else(|e| fatal("fdatasync", e));
+            syncs.fetch_add(1, Ordering::Relaxed);
+            lsns.synced(w.lsn);
+        }
+        if stop {
+            return;
         }
     }
 }

@@ -29,6 +29,11 @@ use tierpool_proto::{
 use tierpool_proto::{Worker, WorkerStatus};
 use tierpool_types::{ByteSize, ChunkKey, Error, ErrorKind, InodeId, Result, WorkerId};
 
+tokio::task_local! {
+    /// Set while a request that asked to be answered once written runs.
+    static WRITTEN: ();
+}
+
 /// A batch of more than [`MAX_BATCH`] ops or paths is refused whole.
 fn check_batch(n: usize) -> Result<()> {
     if n > MAX_BATCH {
@@ -245,9 +250,20 @@ impl Coordinator {
         Ok(Applied { reply, effects, lsn })
     }
 
+    /// Waits until what a request changed or saw up to `lsn` may be
+    /// told: durable, or only written for a request that asked so
+    /// (`CoordRequest::Written`).
+    async fn acked(&self, lsn: u64) -> Result<()> {
+        if WRITTEN.try_with(|_| ()).is_ok() {
+            self.log.wait_written(lsn).await
+        } else {
+            self.log.wait_durable(lsn).await
+        }
+    }
+
     /// Waits until an applied op is durable, then carries out its effects.
     async fn finish(&self, Applied { reply, effects, lsn }: Applied) -> Result<MetaReply> {
-        self.log.wait_durable(lsn).await?;
+        self.acked(lsn).await?;
         self.carry_out(effects, lsn);
         Ok(reply)
     }
@@ -278,7 +294,7 @@ impl Coordinator {
             let g = self.inner.lock();
             (f(g.engine.state()), g.lsn)
         };
-        self.log.wait_durable(lsn).await?;
+        self.acked(lsn).await?;
         r
     }
 
@@ -637,7 +653,7 @@ impl Coordinator {
         let ran = applied.is_some();
         match applied {
             Some(a) => drop(self.finish(a).await?),
-            None => self.log.wait_durable(lsn).await?,
+            None => self.acked(lsn).await?,
         }
         if let Some(mine) = mine.filter(|_| ran && pages) {
             // Committed: its region pages go on the workers before it is
@@ -672,7 +688,7 @@ impl Coordinator {
             }
         }
         if let Some(last) = applied.iter().map(|(_, a)| a.lsn).max() {
-            self.log.wait_durable(last).await?;
+            self.acked(last).await?;
         }
         for (i, Applied { reply, effects, lsn }) in applied {
             self.carry_out(effects, lsn);
@@ -813,6 +829,15 @@ impl Coordinator {
         match req {
             CoordRequest::Ping => Ok(CoordResponse::Pong),
             CoordRequest::Meta { op, owner } => self.meta(op, owner).await,
+            CoordRequest::Written { req } if matches!(*req, CoordRequest::Written { .. }) => {
+                Err(Error::invalid("a Written request carries another request, not a Written one"))
+            }
+            CoordRequest::Written { req } => WRITTEN.scope((), Box::pin(self.dispatch(*req))).await,
+            CoordRequest::SyncLog => {
+                let lsn = self.inner.lock().lsn;
+                self.log.sync_now(lsn).await?;
+                Ok(CoordResponse::Done)
+            }
             CoordRequest::MetaMany { ops, owner } => self.meta_many(ops, owner).await,
             CoordRequest::MetaStat { op, owner, stat } => self.meta_stat(op, owner, stat).await,
             CoordRequest::StatMany { paths } => {
@@ -859,7 +884,7 @@ impl Coordinator {
                     (g.engine.tx_stat(session, tx, &path, now)?, g.lsn)
                 };
                 // What it read must be durable before anyone sees it.
-                self.log.wait_durable(lsn).await?;
+                self.acked(lsn).await?;
                 if info.kind == tierpool_meta::InodeKind::Region {
                     // Its workers must hold what commits before its begin wrote there.
                     self.wait_for_pages(tx, info.id, &path).await?;

@@ -1,7 +1,8 @@
 //! The metadata log: what was acknowledged survives a restart, torn tails are
 //! cut, snapshots compact, concurrent changes share fsyncs; with a periodic
 //! fsync, changes are acknowledged once written, read back by another
-//! opener before any fsync, and nothing is deleted on their strength before it.
+//! opener before any fsync, and nothing is deleted on their strength before it;
+//! requests that ask to be answered once written are, and `SyncLog` fsyncs them.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -10,6 +11,8 @@ use tierpool_coordinator::log;
 use tierpool_coordinator::service::Coordinator;
 use tierpool_coordinator::{CoordinatorConfig, LogSync};
 use tierpool_meta::{MetaOp, MetaReply, MetaState, Owner};
+use tierpool_net::Handler;
+use tierpool_proto::{CoordRequest, CoordResponse};
 use tierpool_types::{ChunkAttrs, ErrorKind, DEFAULT_CHUNK_SIZE};
 
 fn open(dir: &Path, snapshot_every: u64) -> Arc<Coordinator> {
@@ -205,6 +208,56 @@ async fn a_periodic_fsync_catches_up_within_its_period() {
         waited += 1;
     }
     assert!(c.log_syncs() < 50, "{} fsyncs for 50 changes", c.log_syncs());
+}
+
+/// `req` as a client sends it.
+async fn ask(c: &Coordinator, req: CoordRequest) -> tierpool_types::Result<CoordResponse> {
+    c.handle(req, bytes::Bytes::new()).await.0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_answered_once_written_is_kept_and_sync_log_fsyncs_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = open_syncing(tmp.path(), 1_000_000, LogSync::Every(Duration::from_secs(3600)));
+    c.initialise().await.unwrap();
+    for i in 0..20 {
+        let req = CoordRequest::Meta { op: mkdir(i), owner: Owner::default() };
+        let r = ask(&c, CoordRequest::Written { req: Box::new(req) }).await.unwrap();
+        assert_eq!(r, CoordResponse::Meta(MetaReply::Done));
+    }
+    let (lsn, synced) = c.log_lsns();
+    assert!(synced < lsn, "not fsynced yet: synced {synced}, logged {lsn}");
+    // As after the coordinator's process is killed: the kernel holds them.
+    assert_eq!(reopened_state(tmp.path()), c.state());
+    assert_eq!(ask(&c, CoordRequest::SyncLog).await.unwrap(), CoordResponse::Done);
+    let (lsn, synced) = c.log_lsns();
+    assert_eq!(synced, lsn, "fsynced when SyncLog is answered");
+    // One level only.
+    let nested = CoordRequest::Written { req: Box::new(CoordRequest::Written { req: Box::new(CoordRequest::Ping) }) };
+    let e = ask(&c, nested).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidArgument);
+    assert_eq!(e.message, "a Written request carries another request, not a Written one");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn written_requests_of_a_pool_that_fsyncs_always_are_kept_and_read_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = open(tmp.path(), 7);
+    c.initialise().await.unwrap();
+    // Across snapshots (every 7 records) and the syncer's fsyncs.
+    for i in 0..40 {
+        let req = CoordRequest::Meta { op: mkdir(i), owner: Owner::default() };
+        ask(&c, CoordRequest::Written { req: Box::new(req) }).await.unwrap();
+        let stat = CoordRequest::Stat { path: format!("/d{i}") };
+        assert!(matches!(
+            ask(&c, CoordRequest::Written { req: Box::new(stat) }).await.unwrap(),
+            CoordResponse::Info(_)
+        ));
+    }
+    assert_eq!(ask(&c, CoordRequest::SyncLog).await.unwrap(), CoordResponse::Done);
+    let live = c.state();
+    drop(c);
+    assert_eq!(reopened_state(tmp.path()), live);
 }
 
 /// A removed file, due for collection at once (no grace): `true` if the

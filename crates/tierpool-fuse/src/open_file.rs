@@ -327,7 +327,8 @@ impl OpenFile {
         if below {
             io.rt.block_on(io.client.flush_back(&format!("inode {inode}"), inode))?;
         }
-        Ok(())
+        // The mount's changes were acknowledged once written: now fsynced.
+        io.rt.block_on(io.client.sync_log())
     }
 
     /// Publishes every local change: sends what is held here, then commits

@@ -115,6 +115,14 @@ pub enum CoordRequest {
     /// Read the others from the workers, first. With `write`, the
     /// transaction also writes those pages, as with `TxWrite` (told first).
     TxPages { session: u64, tx: u64, inode: InodeId, path: String, first: u64, count: u64, write: bool },
+    /// `req`, answered as soon as what it changed or saw is written to the
+    /// coordinator's log (it then survives the coordinator's process
+    /// dying, not yet a crash of its machine) rather than fsynced: what a
+    /// file system asks, as a local one keeps changes in memory until an
+    /// `fsync`, which asks `SyncLog`. Not nested.
+    Written { req: Box<CoordRequest> },
+    /// `Done` once every change made so far is fsynced.
+    SyncLog,
 }
 
 /// Most region pages one `TxPages` asks about.

@@ -25,7 +25,7 @@ pub const MAGIC: [u8; 2] = *b"TP";
 /// names the key it was written to; 11: workers say when files were last
 /// used (`LastUse`); 18: the metadata log's figures in the status; 19:
 /// `UpdateInline` (small contents given to an existing file), `MetaStat`.
-pub const PROTOCOL_VERSION: u8 = 22;
+pub const PROTOCOL_VERSION: u8 = 23;
 pub const FRAME_HEADER_LEN: usize = 12;
 /// Largest encoded message (a listing of a very large directory fits).
 pub const MAX_HEADER_LEN: u32 = 256 << 20;

@@ -316,6 +316,9 @@ pub enum Cmd {
     /// Write, read back and verify N files; report throughput and latency.
     Bench(BenchArgs),
     /// Mount the pool as a POSIX file system (FUSE); returns once mounted.
+    /// As on a local disk, a change is answered once the coordinator's log
+    /// holds it (it survives the coordinator's `kill -9`) and is fsynced
+    /// there by `fsync` of the file or its directory.
     Mount {
         mountpoint: PathBuf,
         /// Bytes of file chunks kept in memory for reads.

@@ -1,7 +1,9 @@
 //! The pool through a real FUSE mount: POSIX calls with exact bytes and exact
 //! errno values, files larger than the pool's memory, shared mmap writes,
 //! capacity in statfs, a mount daemon killed with -9, and a directory's
-//! attributes after this mount's and other clients' changes in it.
+//! attributes after this mount's and other clients' changes in it; changes
+//! answered once in the coordinator's log survive its `kill -9`, and `fsync`
+//! waits for the log's fsync.
 
 mod common;
 use common::{data, Mount, Pool};
@@ -420,4 +422,52 @@ fn an_open_files_attributes_after_its_reads_follow_this_mounts_changes_at_once_a
     f.seek(SeekFrom::Start(0)).unwrap();
     f.read_to_string(&mut got).unwrap();
     assert_eq!((got.as_str(), f.metadata().unwrap().nlink()), ("first bytes", 1));
+}
+
+#[test]
+fn changes_through_the_mount_survive_the_coordinators_kill_9_and_fsync_waits_for_the_log() {
+    // The mount's changes are answered once the coordinator's log has
+    // them (written, not yet fsynced), as a local file system's; `fsync`
+    // and `fsync` of a directory wait for the log's fsync.
+    let mut pool = Pool::start(1, "64MiB", "256MiB");
+    // Mounted without `Mount`, which would hold the pool for its life.
+    let mnt = pool.dir().join("mnt");
+    fs::create_dir_all(&mnt).unwrap();
+    pool.ok(&["mount", mnt.to_str().unwrap()]);
+    struct Unmount(std::process::Command);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = self.0.output();
+        }
+    }
+    let _unmount = Unmount(pool.cmd(&["umount", mnt.to_str().unwrap()]));
+    let m = |rel: &str| mnt.join(rel);
+    fs::create_dir(m("d")).unwrap();
+    for i in 0..20u64 {
+        fs::write(m(&format!("d/f{i}")), data(i, 100 + i as usize * 1000)).unwrap();
+    }
+    fs::rename(m("d/f1"), m("d/moved")).unwrap();
+    fs::remove_file(m("d/f0")).unwrap();
+    let f = fs::OpenOptions::new().append(true).open(m("d/f2")).unwrap();
+    f.write_all_at(b"tail", 2100).unwrap();
+    f.sync_all().unwrap();
+    fs::File::open(m("d")).unwrap().sync_all().unwrap();
+    let log = &pool.status()["metadata_log"];
+    assert_eq!(log["synced_lsn"], log["lsn"], "fsynced: {log}");
+    drop(f);
+
+    pool.kill_coordinator();
+    pool.start_coordinator();
+    pool.wait_alive(1);
+    assert!(pool.err(&["cat", "/d/f0"]).ends_with("/d/f0: no such file or directory"));
+    assert!(pool.get("/d/moved") == data(1, 1100));
+    let mut f2 = data(2, 2100);
+    f2.extend_from_slice(b"tail");
+    assert!(pool.get("/d/f2") == f2);
+    for i in 3..20u64 {
+        assert!(pool.get(&format!("/d/f{i}")) == data(i, 100 + i as usize * 1000), "f{i}");
+    }
+    // The mount goes on with the restarted coordinator.
+    fs::write(m("d/after"), b"after").unwrap();
+    assert_eq!(pool.get("/d/after"), b"after");
 }

@@ -29,27 +29,15 @@ pub fn mount(mountpoint: &Path, opts: &MountOptions, foreground: bool, conn: &Co
     if !foreground {
         return mount_in_background(&mp, opts, conn);
     }
-    keep_freed_memory();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let client = rt.block_on(Client::connect(client_config(conn)))?;
+    // As a local file system: changes are kept by the coordinator's log
+    // when answered, and fsynced there at an `fsync`.
+    let cfg = tierpool_client::ClientConfig { written: true, ..client_config(conn) };
+    let client = rt.block_on(Client::connect(cfg))?;
     let fs = TierpoolFs::new(client, rt.handle().clone(), opts.clone());
     tracing::info!("serving the pool at {} on {}", conn.coordinator, mp.display());
     tierpool_fuse::run(fs, &mp).with_context(|| format!("mounting at {}", mp.display()))?;
     Ok(())
-}
-
-/// Chunk buffers (4 MiB) come and go all the time in a mount. By default
-/// the C allocator maps each one afresh and unmaps it when freed, so every
-/// chunk pays page faults and zeroing again (and, on a virtual machine that
-/// hands freed memory back to its host, the host's first-touch cost too).
-/// Serving them from the heap and keeping freed memory reuses the same
-/// pages; what is kept is bounded by `--cache` and `--dirty`.
-fn keep_freed_memory() {
-    // SAFETY: mallopt only tunes the allocator; called before other threads exist.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 64 << 20);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
-    }
 }
 
 /// Where the serving process of a mount at `mp` logs: one file per mount

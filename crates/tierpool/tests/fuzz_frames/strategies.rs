@@ -460,6 +460,14 @@ fn coord(sample: &CoordRequest) -> BoxedStrategy<CoordRequest> {
                 write,
             })
             .boxed(),
+        C::Written { .. } => prop_oneof![
+            text().prop_map(|path| C::Stat { path }),
+            Just(C::SyncLog),
+            Just(C::Written { req: Box::new(C::Ping) }),
+        ]
+        .prop_map(|req| C::Written { req: Box::new(req) })
+        .boxed(),
+        C::SyncLog => Just(C::SyncLog).boxed(),
     }
 }
 
