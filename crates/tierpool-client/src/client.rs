@@ -207,7 +207,7 @@ impl Client {
         );
         let req = match req {
             CoordRequest::Written { .. } | CoordRequest::SyncLog => req,
-            req if self.inner.cfg.written => CoordRequest::Written { req: Box::new(req) },
+            req if self.inner.cfg.written => CoordRequest::Written { req: tierpool_proto::encode(&req) },
             req => req,
         };
         let since = Instant::now();
@@ -228,10 +228,11 @@ impl Client {
 
     /// Returns once every change the coordinator acknowledged so far is
     /// fsynced to its log (what a client with `written` set calls for an
-    /// `fsync`).
-    pub async fn sync_log(&self) -> Result<()> {
+    /// `fsync`), with the boot id of the coordinator's machine: changes
+    /// answered once written under another boot may be lost.
+    pub async fn sync_log(&self) -> Result<String> {
         match self.coord(CoordRequest::SyncLog).await? {
-            CoordResponse::Done => Ok(()),
+            CoordResponse::LogSynced { machine } => Ok(machine),
             other => Err(unexpected(other)),
         }
     }

@@ -27,6 +27,7 @@ pub mod records;
 pub mod replication;
 pub mod service;
 pub mod sweep;
+mod written;
 
 pub use log::LogSync;
 

@@ -374,7 +374,8 @@ struct Flusher {
     lsns: Arc<Lsns>,
     /// To the syncer: records up to an lsn are written in a file.
     syncer: mpsc::Sender<ToSync>,
-    /// The last lsn written, if any is not known to be fsynced.
+    /// The last lsn written since this thread last fsynced itself (the
+    /// syncer may have fsynced it since: see `fsync`).
     unsynced: Option<u64>,
 }
 
@@ -386,9 +387,10 @@ struct Lsns {
 }
 
 impl Lsns {
-    /// Publishes `lsn` as fsynced (and so durable), never moving back.
+    /// Publishes `lsn` as fsynced (and so durable), never moving back
+    /// (durable first: synced never passes it).
     fn synced(&self, lsn: u64) {
-        for w in [&self.synced, &self.durable] {
+        for w in [&self.durable, &self.synced] {
             w.send_if_modified(|at| std::mem::replace(at, (*at).max(lsn)) < lsn);
         }
     }
@@ -447,6 +449,9 @@ impl Flusher {
     /// fdatasyncs what was written, here and now, and publishes it.
     fn fsync(&mut self) {
         let Some(top) = self.unsynced.take() else { return };
+        if *self.lsns.synced.borrow() >= top {
+            return; // the syncer did
+        }
         self.segment.file.sync_data().unwrap_or_else(|e| fatal("fdatasync", e));
         self.syncs.fetch_add(1, Ordering::Relaxed);
         self.lsns.synced(top);

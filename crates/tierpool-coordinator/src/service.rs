@@ -91,14 +91,19 @@ pub struct Coordinator {
     followers: std::sync::atomic::AtomicU64,
     /// Writes the region pages of committed transactions (see `pages`).
     pub(crate) pages: crate::pages::PageWriter,
+    /// The boot id of this machine's kernel (see `CoordResponse::LogSynced`).
+    pub(crate) machine: String,
+    /// Whether this run answered a change before its fsync (see `written`).
+    pub(crate) answered_unsynced: std::sync::atomic::AtomicBool,
 }
 
 /// Inode ids a recovered pool skips when its log was fsynced within a
 /// period (see `skip_ids_a_crash_may_have_lost`): far more than a period
 /// of at most 10 s can hand out.
 const ID_GAP: u64 = 1 << 32;
-/// In `DIR/meta/`: the coordinator last ran with a log fsynced within a period.
-const PERIODIC_MARKER: &str = "periodic-sync";
+/// In `DIR/meta/`: the coordinator last ran answering changes before their
+/// fsync (with a log fsynced within a period, or for `Written` requests).
+pub(crate) const PERIODIC_MARKER: &str = "periodic-sync";
 
 pub(crate) fn now_nanos() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
@@ -134,6 +139,8 @@ impl Coordinator {
             feed_wake: tokio::sync::Notify::new(),
             followers: Default::default(),
             pages: Default::default(),
+            machine: crate::written::machine(),
+            answered_unsynced: Default::default(),
         })
     }
 
@@ -174,11 +181,12 @@ impl Coordinator {
         Ok(())
     }
 
-    /// With a log fsynced within a period (now, or the last time the
-    /// coordinator ran: `meta/periodic-sync` says so), a crash of the
-    /// machine may have taken back changes that handed out inode ids
-    /// (directories and nodes made by name), which clients that outlived it
-    /// may still use: the ids of a recovered pool start `ID_GAP` further on.
+    /// With a log fsynced within a period, or changes answered before
+    /// their fsync (now, or the last time the coordinator ran:
+    /// `meta/periodic-sync` says so), a crash of the machine may have taken
+    /// back changes that handed out inode ids (directories and nodes made
+    /// by name), which clients that outlived it may still use: the ids of a
+    /// recovered pool start `ID_GAP` further on.
     async fn skip_ids_a_crash_may_have_lost(&self, new_pool: bool) -> Result<()> {
         let marker = self.cfg.dir.join("meta").join(PERIODIC_MARKER);
         let periodic = matches!(self.cfg.log_sync, crate::LogSync::Every(_));
@@ -829,14 +837,18 @@ impl Coordinator {
         match req {
             CoordRequest::Ping => Ok(CoordResponse::Pong),
             CoordRequest::Meta { op, owner } => self.meta(op, owner).await,
-            CoordRequest::Written { req } if matches!(*req, CoordRequest::Written { .. }) => {
-                Err(Error::invalid("a Written request carries another request, not a Written one"))
+            CoordRequest::Written { req } => {
+                let req: CoordRequest = tierpool_proto::decode(&req)?;
+                if matches!(req, CoordRequest::Written { .. }) {
+                    return Err(Error::invalid("a Written request carries another request, not a Written one"));
+                }
+                self.note_answers_before_fsync()?;
+                WRITTEN.scope((), Box::pin(self.dispatch(req))).await
             }
-            CoordRequest::Written { req } => WRITTEN.scope((), Box::pin(self.dispatch(*req))).await,
             CoordRequest::SyncLog => {
                 let lsn = self.inner.lock().lsn;
                 self.log.sync_now(lsn).await?;
-                Ok(CoordResponse::Done)
+                Ok(CoordResponse::LogSynced { machine: self.machine.clone() })
             }
             CoordRequest::MetaMany { ops, owner } => self.meta_many(ops, owner).await,
             CoordRequest::MetaStat { op, owner, stat } => self.meta_stat(op, owner, stat).await,

@@ -92,7 +92,13 @@ impl TierpoolFs {
             cache: Arc::new(Mutex::new(ChunkCache::new(opts.cache.0))),
             fetching: Arc::default(),
             dirty_limit: opts.dirty.0,
+            machine: Arc::default(),
         };
+        // Which machine's log answers from now on (a restart of it later
+        // fails the next `fsync`).
+        if let Err(e) = io.sync_log() {
+            tracing::warn!("the coordinator's log could not be fsynced at the start: {}", e.message);
+        }
         let mut fs = TierpoolFs {
             io,
             files: Arc::default(),
@@ -499,7 +505,7 @@ impl Filesystem for TierpoolFs {
 
     fn fsyncdir(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
         // Entries made, removed or moved were acknowledged once written: now fsynced.
-        reply_empty(self.io.rt.block_on(self.io.client.sync_log()).map_err(|e| errno(&e)), reply)
+        reply_empty(self.io.sync_log().map_err(|e| errno(&e)), reply)
     }
 
     fn release(

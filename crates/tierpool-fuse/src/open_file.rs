@@ -42,6 +42,27 @@ pub struct Io {
     pub fetching: Arc<Mutex<Fetching>>,
     /// Bytes of unsent writes an open file may hold before sending some.
     pub dirty_limit: u64,
+    /// The boot id of the coordinator's machine when its log was last
+    /// fsynced for this mount (see [`Io::sync_log`]).
+    pub machine: Arc<Mutex<Option<String>>>,
+}
+
+impl Io {
+    /// Waits until the coordinator's log is fsynced (an `fsync`): the
+    /// mount's changes are answered once written there. `Lost` (`EIO`) if
+    /// the coordinator's machine restarted since the log was last fsynced
+    /// for this mount: changes answered before may be gone with it.
+    pub fn sync_log(&self) -> Result<()> {
+        let machine = self.rt.block_on(self.client.sync_log())?;
+        match self.machine.lock().replace(machine.clone()) {
+            Some(before) if before != machine => Err(Error::new(
+                ErrorKind::Lost,
+                "the coordinator's machine restarted since this mount's last fsync: changes answered before \
+                 then may have been lost with it",
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 type Send = JoinHandle<Result<(ChunkRef, Bytes)>>;
@@ -328,7 +349,7 @@ impl OpenFile {
             io.rt.block_on(io.client.flush_back(&format!("inode {inode}"), inode))?;
         }
         // The mount's changes were acknowledged once written: now fsynced.
-        io.rt.block_on(io.client.sync_log())
+        io.sync_log()
     }
 
     /// Publishes every local change: sends what is held here, then commits

@@ -115,13 +115,14 @@ pub enum CoordRequest {
     /// Read the others from the workers, first. With `write`, the
     /// transaction also writes those pages, as with `TxWrite` (told first).
     TxPages { session: u64, tx: u64, inode: InodeId, path: String, first: u64, count: u64, write: bool },
-    /// `req`, answered as soon as what it changed or saw is written to the
-    /// coordinator's log (it then survives the coordinator's process
-    /// dying, not yet a crash of its machine) rather than fsynced: what a
-    /// file system asks, as a local one keeps changes in memory until an
-    /// `fsync`, which asks `SyncLog`. Not nested.
-    Written { req: Box<CoordRequest> },
-    /// `Done` once every change made so far is fsynced.
+    /// The request encoded in `req` (not itself a `Written`: kept as bytes
+    /// so that decoding never nests), answered as soon as what it changed
+    /// or saw is written to the coordinator's log (it then survives the
+    /// coordinator's process dying, not yet a crash of its machine) rather
+    /// than fsynced: what a file system asks, as a local one keeps changes
+    /// in memory until an `fsync`, which asks `SyncLog`.
+    Written { req: Vec<u8> },
+    /// `LogSynced` once every change made so far is fsynced.
     SyncLog,
 }
 
@@ -192,6 +193,12 @@ pub enum CoordResponse {
     Changes(ChangesAnswer),
     /// Region pages as a transaction's view has them: (index, bytes).
     Pages(Vec<(u64, bytes::Bytes)>),
+    /// The log is fsynced, by a coordinator on the machine that has been up
+    /// since boot `machine` (its kernel's boot id): changes answered once
+    /// written under another boot may have been lost with that machine.
+    LogSynced {
+        machine: String,
+    },
 }
 
 /// A directory attached to an under-store.

@@ -49,14 +49,14 @@ fn one_line(e: &anyhow::Error) -> String {
     parts.join(": ").replace('\n', " ")
 }
 
-/// Chunk buffers (4 MiB) come and go all the time in every process that
-/// moves data (a worker's tiers, a mount, a transfer). By default the C
-/// allocator maps each one afresh and unmaps it when freed, so every chunk
-/// pays page faults and zeroing again (and, on a virtual machine that hands
-/// freed memory back to its host, the host's first touch too). Serving them
-/// from the heap (up to 32 MiB, the most glibc allows) and keeping up to
-/// 1 GiB of freed memory reuses the same pages: a worker's resident size
-/// then stays near what its tiers hold at their fullest.
+/// Chunk buffers (4 MiB) come and go all the time in a process that moves
+/// data (a mount, a transfer, the coordinator's page writer). By default
+/// the C allocator maps each one afresh and unmaps it when freed, so every
+/// chunk pays page faults and zeroing again (and, on a virtual machine that
+/// hands freed memory back to its host, the host's first touch too).
+/// Serving them from the heap (up to 32 MiB, the most glibc allows) and
+/// keeping up to 1 GiB of freed memory reuses the same pages. A worker,
+/// whose memory is its tiers' budget, sets its own (`return_freed_memory`).
 fn keep_freed_memory() {
     // SAFETY: mallopt only tunes the allocator; called before any other thread exists.
     unsafe {

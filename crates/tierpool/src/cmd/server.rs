@@ -70,6 +70,7 @@ pub fn return_freed_memory() {
     // SAFETY: mallopt only tunes the allocator; called before other threads exist.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 10);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 128 << 10);
         libc::mallopt(libc::M_ARENA_MAX, 4);
     }
 }

@@ -144,6 +144,7 @@ impl Pool {
     pub fn spawn_coordinator(&self) -> Child {
         let dir = self.tmp.path().join("coordinator");
         let log = log_file(self.tmp.path(), "coordinator.log");
+        let boot_id = self.tmp.path().join("boot_id");
         let started = self.log("coordinator.log").matches("coordinator listening on").count();
         let child = Command::new(BIN)
             .args(["coordinator", "--dir", dir.to_str().unwrap(), "--listen", &self.addr, "--partitions", "256"])
@@ -158,6 +159,8 @@ impl Pool {
             // Gone with the test process, even one that fails without unwinding.
             .args(["--stop-with", &std::process::id().to_string()])
             .env("TIERPOOL_LOG", "info")
+            // A test plays a restart of the machine by writing a boot id here.
+            .envs(boot_id.exists().then(|| ("TIERPOOL_BOOT_ID_FILE", boot_id.clone())))
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()

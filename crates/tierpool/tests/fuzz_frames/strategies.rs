@@ -461,11 +461,12 @@ fn coord(sample: &CoordRequest) -> BoxedStrategy<CoordRequest> {
             })
             .boxed(),
         C::Written { .. } => prop_oneof![
-            text().prop_map(|path| C::Stat { path }),
-            Just(C::SyncLog),
-            Just(C::Written { req: Box::new(C::Ping) }),
+            text().prop_map(|path| tierpool_proto::encode(&C::Stat { path })),
+            Just(tierpool_proto::encode(&C::SyncLog)),
+            Just(tierpool_proto::encode(&C::Written { req: tierpool_proto::encode(&C::Ping) })),
+            prop::collection::vec(any::<u8>(), 0..64),
         ]
-        .prop_map(|req| C::Written { req: Box::new(req) })
+        .prop_map(|req| C::Written { req })
         .boxed(),
         C::SyncLog => Just(C::SyncLog).boxed(),
     }
