@@ -6,6 +6,8 @@ Measures, in one run on this machine:
   - tierpool large-file write/read throughput (`tierpool bench`), as a fraction of it;
   - tierpool 4 KiB put/get ops/s and p99 next to redis-server with the same clients
     (in memory only, and with its append-only file fsynced before each reply);
+  - the same batched: tierpool's put_many/get_many of 16 files a request next to
+    redis-benchmark pipelining 16 commands a connection (-P 16);
   - tierpool metadata ops/s: create, stat and delete of empty files;
   - the cost of a fresh connection: 1,000 opened one after another, one ping each.
 Writes JSON to stdout and to bench/results/<timestamp>.json.
@@ -68,10 +70,11 @@ def iperf3():
     return out["end"]["sum_received"]["bits_per_second"] / 8 / 1e6  # MB/s
 
 
-def redis(clients, n, fsync=False, tests="set,get"):
+def redis(clients, n, fsync=False, tests="set,get", pipeline=1):
     """redis-benchmark of 4 KiB values against a fresh redis-server: in
     memory only, or (`fsync`) with its append-only file fsynced before each
-    reply, as tierpool's `--log-sync always` does for a put."""
+    reply, as tierpool's `--log-sync always` does for a put; `pipeline`
+    commands in flight on each connection (-P)."""
     port = free_port()
     aof = tempfile.mkdtemp(prefix="tierpool-bench-redis-")
     durability = ["--appendonly", "yes", "--appendfsync", "always", "--dir", aof] if fsync else ["--appendonly", "no"]
@@ -82,7 +85,8 @@ def redis(clients, n, fsync=False, tests="set,get"):
     )
     time.sleep(0.5)
     try:
-        out = sh("redis-benchmark", "-p", str(port), "-t", tests, "-d", "4096", "-c", str(clients), "-n", str(n), "--csv")
+        out = sh("redis-benchmark", "-p", str(port), "-t", tests, "-d", "4096", "-c", str(clients), "-n", str(n),
+                 "-P", str(pipeline), "--csv")
     finally:
         srv.terminate()
         srv.wait()
@@ -93,9 +97,10 @@ def redis(clients, n, fsync=False, tests="set,get"):
     return res
 
 
-def tp_bench(addr, files, size, threads):
+def tp_bench(addr, files, size, threads, batch=1):
     env = dict(os.environ, TIERPOOL_COORDINATOR=addr, **SECRET)
-    out = sh(BIN, "bench", "--files", str(files), "--size", size, "--threads", str(threads), "--json", env=env)
+    out = sh(BIN, "bench", "--files", str(files), "--size", size, "--threads", str(threads), "--batch", str(batch),
+             "--json", env=env)
     return json.loads(out)
 
 
@@ -131,6 +136,7 @@ def main():
     big_files, big_size = (4, "64MiB") if a.quick else (8, "256MiB")
     small_n = 2000 if a.quick else 20000
     clients = 32
+    batch = 16
     state = tempfile.mkdtemp(prefix="tierpool-bench-")
     port = free_port()
     addr = f"127.0.0.1:{port}"
@@ -142,6 +148,7 @@ def main():
         tcp = iperf3()
         large = tp_bench(addr, big_files, big_size, 2)
         small = tp_bench(addr, small_n, "4KiB", clients)
+        batched = tp_bench(addr, small_n * 4, "4KiB", clients, batch)
         meta = tp_bench(addr, small_n, "0", clients)
         conns = tp_connections(addr, 1000)
     finally:
@@ -149,6 +156,8 @@ def main():
         shutil.rmtree(state, ignore_errors=True)
     rd = redis(clients, small_n * 5)
     rd_fsync = redis(clients, small_n, fsync=True, tests="set")
+    rd_p = redis(clients, small_n * 20, pipeline=batch)
+    rd_p_fsync = redis(clients, small_n * 4, fsync=True, tests="set", pipeline=batch)
     result = {
         "machine": {"cores": os.cpu_count()},
         "binary": BIN,
@@ -170,6 +179,18 @@ def main():
             "put_vs_redis_set": small["write"]["ops_per_sec"] / rd["set"]["ops_per_sec"],
             "put_vs_redis_set_fsync_always": small["write"]["ops_per_sec"] / rd_fsync["set"]["ops_per_sec"],
             "get_vs_redis_get": small["read"]["ops_per_sec"] / rd["get"]["ops_per_sec"],
+        },
+        "small_4k_batched": {
+            "clients": clients,
+            "batch": batch,
+            "note": "tierpool: put_many/get_many of `batch` files a request, `clients` requests at once, "
+                    "p99 of whole requests; redis-server: redis-benchmark -P `batch`",
+            "tierpool_put": batched["write"], "tierpool_get": batched["read"],
+            "redis_set": rd_p.get("set"), "redis_get": rd_p.get("get"),
+            "redis_set_fsync_always": rd_p_fsync.get("set"),
+            "put_vs_redis_set": batched["write"]["ops_per_sec"] / rd_p["set"]["ops_per_sec"],
+            "put_vs_redis_set_fsync_always": batched["write"]["ops_per_sec"] / rd_p_fsync["set"]["ops_per_sec"],
+            "get_vs_redis_get": batched["read"]["ops_per_sec"] / rd_p["get"]["ops_per_sec"],
         },
         "metadata": {
             "create_ops_per_sec": meta["write"]["ops_per_sec"],

@@ -23,10 +23,14 @@
 //! for *synced*, so a machine crash that loses the last period's changes
 //! never leaves a file naming deleted chunks.
 //!
-//! Space ahead of the records is allocated in steps ([`RESERVE`]): records
-//! are written into a file whose size already covers them, so an fsync does
-//! not also have to commit a new file size each time. The allocated space
-//! reads as zeros, and recovery takes zeros after the last record as the end.
+//! Space ahead of the records is written with zeros in steps ([`RESERVE`]),
+//! well before records reach it, and its writeback started at once:
+//! records then overwrite blocks the file system has already allocated and
+//! written, so an fdatasync writes their bytes only, not also a new file
+//! size or newly allocated blocks (space merely allocated, by `fallocate`,
+//! is marked unwritten and costs a second write per fsync to convert:
+//! about 1.5x the time per fsync here). Recovery takes zeros after the
+//! last record as the end.
 //!
 //! Recovery: load the snapshot, replay every record with lsn > S; a torn tail
 //! of the last segment is cut off (its records were never acknowledged, or,
@@ -50,8 +54,11 @@ use tierpool_meta::MetaState;
 use tierpool_types::{Error, ErrorKind, Result};
 use tokio::sync::watch;
 
-/// Space allocated at a time ahead of the records of a segment.
+/// Space written with zeros at a time ahead of the records of a segment,
+/// once fewer than half of it are left.
 pub const RESERVE: u64 = 4 << 20;
+/// What zeros are written from.
+static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
 
 enum Item {
     Records {
@@ -251,14 +258,14 @@ pub fn open_with(dir: &Path, sync: LogSync) -> Result<(MetaState, u64, LogWriter
 }
 
 /// The segment being written: its records end at `end`; its file is
-/// allocated up to `reserved` (zeros beyond `end`).
+/// written up to `reserved` (zeros beyond `end`).
 struct Segment {
     file: Arc<File>,
     end: u64,
     reserved: u64,
-    /// Cleared when the file system cannot allocate ahead: records are
-    /// then appended, growing the file with each write.
-    allocating: bool,
+    /// Cleared when zeros cannot be written ahead (the disk is full):
+    /// records are then appended, growing the file with each write.
+    reserving: bool,
 }
 
 impl Segment {
@@ -278,29 +285,41 @@ impl Segment {
         while let Decoded::Record(_, used) = decode_record(&held[end..]) {
             end += used;
         }
-        Ok(Segment { file: Arc::new(file), end: end as u64, reserved: held.len() as u64, allocating: true })
+        Ok(Segment { file: Arc::new(file), end: end as u64, reserved: held.len() as u64, reserving: true })
     }
 
-    /// Writes `buf` after the records, allocating more space first if it
-    /// does not fit in what is allocated.
+    /// Writes `buf` after the records, first writing zeros ahead if fewer
+    /// than half a [`RESERVE`] would be left after it.
     fn append(&mut self, buf: &[u8]) -> std::io::Result<()> {
         let end = self.end + buf.len() as u64;
-        if end > self.reserved && self.allocating {
-            let to = end + RESERVE;
-            // Mode 0: the file's size grows to `to`; what is not written reads as zeros.
-            // SAFETY: a plain system call on a descriptor this segment owns.
-            let r =
-                unsafe { libc::fallocate(self.file.as_raw_fd(), 0, self.reserved as i64, (to - self.reserved) as i64) };
-            if r == 0 {
-                self.reserved = to;
-            } else {
-                let e = std::io::Error::last_os_error();
-                tracing::info!("metadata log: cannot allocate ahead ({e}); appending instead");
-                self.allocating = false;
+        if end + RESERVE / 2 > self.reserved && self.reserving {
+            if let Err(e) = self.reserve(self.reserved.max(end), end + RESERVE) {
+                tracing::warn!("metadata log: cannot write space ahead ({e}); appending instead");
+                self.reserving = false;
             }
         }
         self.file.write_all_at(buf, self.end)?;
         self.end = end;
+        Ok(())
+    }
+
+    /// Writes zeros from `from` to `to` and starts their writeback, so
+    /// that they are on disk before records overwrite them.
+    fn reserve(&mut self, from: u64, to: u64) -> std::io::Result<()> {
+        let mut at = from;
+        while at < to {
+            let n = (to - at).min(ZEROS.len() as u64) as usize;
+            self.file.write_all_at(&ZEROS[..n], at)?;
+            at += n as u64;
+        }
+        self.reserved = to;
+        // SAFETY: a plain system call on a descriptor this segment owns.
+        let r = unsafe {
+            libc::sync_file_range(self.file.as_raw_fd(), from as i64, (to - from) as i64, libc::SYNC_FILE_RANGE_WRITE)
+        };
+        if r != 0 {
+            tracing::debug!("metadata log: writeback of space ahead not started: {}", std::io::Error::last_os_error());
+        }
         Ok(())
     }
 }

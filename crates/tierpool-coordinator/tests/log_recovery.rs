@@ -48,7 +48,7 @@ fn mkdir(i: u32) -> MetaOp {
 }
 
 /// Where the records of a segment end: the zeros after them are space
-/// allocated ahead.
+/// written ahead.
 fn records_end(bytes: &[u8]) -> usize {
     bytes.len() - bytes.iter().rev().take_while(|&&b| b == 0).count()
 }
@@ -109,15 +109,15 @@ async fn torn_tail_is_cut_and_earlier_records_kept() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn space_allocated_ahead_reads_as_the_end_of_the_log() {
+async fn space_written_ahead_reads_as_the_end_of_the_log() {
     let tmp = tempfile::tempdir().unwrap();
     let live = with_dirs(tmp.path(), 20).await;
     let segs = segments(tmp.path());
     assert_eq!(segs.len(), 1);
     let bytes = std::fs::read(&segs[0]).unwrap();
-    assert!(bytes.len() as u64 >= log::RESERVE, "{} bytes: space is allocated ahead", bytes.len());
+    assert!(bytes.len() as u64 >= log::RESERVE, "{} bytes: space is written ahead", bytes.len());
     assert!(records_end(&bytes) < bytes.len() && records_end(&bytes) > 0);
-    // A run that ended with its segment allocated ahead, and then another
+    // A run that ended with its segment written ahead, and then another
     // segment after it (a run that stopped between a snapshot and the
     // removal of older segments): the first is sealed, and its zeros are
     // still its end, not a corrupt record.

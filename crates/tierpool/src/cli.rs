@@ -815,6 +815,11 @@ pub struct BenchArgs {
     /// after another, each carrying one ping; report what each cost.
     #[arg(long, value_name = "N")]
     pub connections: Option<u32>,
+    /// Write and read the files N to a request, with `put_many` and
+    /// `get_many` (the client's batch API); `--threads` batches at once.
+    /// Stats and deletes stay one file per request.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub batch: u32,
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]

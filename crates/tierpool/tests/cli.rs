@@ -52,6 +52,23 @@ fn namespace_commands_behave_like_a_file_system() {
 }
 
 #[test]
+fn bench_writes_and_reads_back_files_one_or_many_to_a_request() {
+    let pool = Pool::start(1, "32MiB", "32MiB");
+    for (batch, requests) in [("1", 37), ("16", 3)] {
+        let out = pool.ok(&["bench", "--files", "37", "--size", "3KiB", "--threads", "4", "--batch", batch, "--json"]);
+        let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(j["verified"], true);
+        for phase in ["write", "read"] {
+            assert_eq!((j[phase]["ops"].as_u64(), j[phase]["requests"].as_u64()), (Some(37), Some(requests)), "{out}");
+        }
+        assert_eq!(j["delete"]["requests"].as_u64(), Some(37), "stats and deletes stay one a request");
+    }
+    assert_eq!(pool.ok(&["ls", "/"]), "", "the bench leaves nothing behind");
+    let e = pool.err(&["bench", "--files", "3", "--batch", "0"]);
+    assert_eq!(e, "tierpool: --files, --threads and --batch must be at least 1");
+}
+
+#[test]
 fn bad_input_gets_one_line_errors() {
     let pool = Pool::start(1, "16MiB", "16MiB");
     pool.ok(&["mkdir", "/d"]);

@@ -1,6 +1,8 @@
 //! `tierpool bench`: writes N files, reads them back and verifies them, then
 //! stats and deletes them; reports throughput, ops/s and latency percentiles.
-//! With `--connections N` it measures fresh connections instead.
+//! With `--batch N` files are written and read N to a request (`put_many`,
+//! `get_many`): ops/s counts files, latencies are of whole requests. With
+//! `--connections N` it measures fresh connections instead.
 //!
 //! File contents are generated per file from a seed, so verification needs no
 //! second copy and catches misplaced chunks.
@@ -30,6 +32,8 @@ fn content(seed: u64, len: usize) -> Vec<u8> {
 
 struct Phase {
     name: &'static str,
+    /// Files done (a request may carry several).
+    files: u64,
     bytes: u64,
     elapsed: Duration,
     lat: Vec<Duration>,
@@ -46,9 +50,10 @@ impl Phase {
         };
         let secs = self.elapsed.as_secs_f64().max(1e-9);
         json!({
-            "ops": l.len(),
+            "ops": self.files,
+            "requests": l.len(),
             "seconds": secs,
-            "ops_per_sec": l.len() as f64 / secs,
+            "ops_per_sec": self.files as f64 / secs,
             "mb_per_sec": self.bytes as f64 / secs / 1e6,
             "p50_ms": pct(0.50),
             "p99_ms": pct(0.99),
@@ -56,7 +61,9 @@ impl Phase {
     }
 }
 
-async fn phase<F, Fut>(name: &'static str, n: u32, threads: u32, bytes_each: u64, f: F) -> Result<Phase>
+/// Runs `f(0..n)`, `threads` at once: each call one request of `per`
+/// files of `bytes_each` (the last may have fewer; `f` knows).
+async fn phase<F, Fut>(name: &'static str, n: u32, per: u32, threads: u32, bytes_each: u64, f: F) -> Result<Phase>
 where
     F: Fn(u32) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Result<()>> + Send + 'static,
@@ -65,7 +72,7 @@ where
     let sem = Arc::new(Semaphore::new(threads as usize));
     let start = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
-    for i in 0..n {
+    for i in 0..n.div_ceil(per) {
         let permit = sem.clone().acquire_owned().await?;
         let f = f.clone();
         tasks.spawn(async move {
@@ -79,15 +86,15 @@ where
     while let Some(r) = tasks.join_next().await {
         lat.push(r??);
     }
-    Ok(Phase { name, bytes: bytes_each * u64::from(n), elapsed: start.elapsed(), lat })
+    Ok(Phase { name, files: u64::from(n), bytes: bytes_each * u64::from(n), elapsed: start.elapsed(), lat })
 }
 
 pub async fn run(c: &Client, a: &BenchArgs) -> Result<()> {
     if let Some(n) = a.connections {
         return connections(c, n, a.json).await;
     }
-    if a.files == 0 || a.threads == 0 {
-        bail!("--files and --threads must be at least 1");
+    if a.files == 0 || a.threads == 0 || a.batch == 0 {
+        bail!("--files, --threads and --batch must be at least 1");
     }
     let opts = Arc::new(PutOptions { chunk_size: validate_chunk_size(a.chunk_size.0)?, ..PutOptions::default() });
     let dir = format!("/.bench-{}", std::process::id());
@@ -100,33 +107,36 @@ pub async fn run(c: &Client, a: &BenchArgs) -> Result<()> {
         move |i: u32| format!("{dir}/f{i}")
     };
     let mut phases = Vec::new();
+    let (batch, files) = (a.batch, a.files);
+    // Request `r` of a phase: the files `r * batch ..` (fewer at the end).
+    let files_of = move |r: u32| (r * batch)..((r + 1) * batch).min(files);
     let (c1, d1, p1, o1) = (c.clone(), data.clone(), path.clone(), opts.clone());
     phases.push(
-        phase("write", a.files, a.threads, size as u64, move |i| {
-            let (c, d, p, o) = (c1.clone(), d1.clone(), p1(i), o1.clone());
-            async move { c.put_bytes(&p, d[i as usize].clone(), &o).await.map(|_| ()).map_err(Into::into) }
+        phase("write", a.files, batch, a.threads, size as u64, move |r| {
+            let (c, d, p, o) = (c1.clone(), d1.clone(), p1.clone(), o1.clone());
+            async move {
+                if batch == 1 {
+                    return c.put_bytes(&p(r), d[r as usize].clone(), &o).await.map(|_| ()).map_err(Into::into);
+                }
+                let items = files_of(r).map(|i| (p(i), d[i as usize].clone())).collect();
+                c.put_many(items, &o).await.into_iter().try_for_each(|r| r.map(|_| ())).map_err(Into::into)
+            }
         })
         .await?,
     );
     let (c2, d2, p2) = (c.clone(), data.clone(), path.clone());
     phases.push(
-        phase("read", a.files, a.threads, size as u64, move |i| {
-            let (c, d, p) = (c2.clone(), d2.clone(), p2(i));
+        phase("read", a.files, batch, a.threads, size as u64, move |r| {
+            let (c, d, p) = (c2.clone(), d2.clone(), p2.clone());
             async move {
-                // Streamed and compared chunk by chunk, as `get` streams: the
-                // phase measures the pool, not the allocation of whole files.
-                let want = &d[i as usize];
-                let info = c.stat(&p).await?;
-                let mut chunks = c.chunk_stream(&p, &info);
-                let mut at = 0usize;
-                while let Some(got) = chunks.next().await? {
-                    if want.get(at..at + got.len()) != Some(&got[..]) {
-                        bail!("{p}: read back different bytes at offset {at}");
-                    }
-                    at += got.len();
+                if batch == 1 {
+                    return read_back(&c, &p(r), &d[r as usize]).await;
                 }
-                if at != want.len() {
-                    bail!("{p}: read back {at} bytes, expected {}", want.len());
+                let got = c.get_many(files_of(r).map(&p).collect()).await;
+                for (i, got) in files_of(r).zip(got) {
+                    if got? != d[i as usize] {
+                        bail!("{}: read back different bytes", p(i));
+                    }
                 }
                 Ok(())
             }
@@ -135,7 +145,7 @@ pub async fn run(c: &Client, a: &BenchArgs) -> Result<()> {
     );
     let (c3, p3) = (c.clone(), path.clone());
     phases.push(
-        phase("stat", a.files, a.threads, 0, move |i| {
+        phase("stat", a.files, 1, a.threads, 0, move |i| {
             let (c, p) = (c3.clone(), p3(i));
             async move { c.stat(&p).await.map(|_| ()).map_err(Into::into) }
         })
@@ -143,7 +153,7 @@ pub async fn run(c: &Client, a: &BenchArgs) -> Result<()> {
     );
     let (c4, p4) = (c.clone(), path.clone());
     phases.push(
-        phase("delete", a.files, a.threads, 0, move |i| {
+        phase("delete", a.files, 1, a.threads, 0, move |i| {
             let (c, p) = (c4.clone(), p4(i));
             async move { c.remove(&p, false).await.map(|_| ()).map_err(Into::into) }
         })
@@ -153,6 +163,24 @@ pub async fn run(c: &Client, a: &BenchArgs) -> Result<()> {
     report(a, &phases)
 }
 
+/// Reads `path` back, streamed and compared chunk by chunk as `get`
+/// streams: the phase measures the pool, not the allocation of whole files.
+async fn read_back(c: &Client, path: &str, want: &[u8]) -> Result<()> {
+    let info = c.stat(path).await?;
+    let mut chunks = c.chunk_stream(path, &info);
+    let mut at = 0usize;
+    while let Some(got) = chunks.next().await? {
+        if want.get(at..at + got.len()) != Some(&got[..]) {
+            bail!("{path}: read back different bytes at offset {at}");
+        }
+        at += got.len();
+    }
+    if at != want.len() {
+        bail!("{path}: read back {at} bytes, expected {}", want.len());
+    }
+    Ok(())
+}
+
 /// `n` fresh connections to the coordinator, one after another, each
 /// carrying one ping: what a client pays to connect.
 async fn connections(c: &Client, n: u32, json: bool) -> Result<()> {
@@ -160,7 +188,7 @@ async fn connections(c: &Client, n: u32, json: bool) -> Result<()> {
         bail!("--connections must be at least 1");
     }
     c.ping_fresh().await?;
-    let p = phase("connect", n, 1, 0, {
+    let p = phase("connect", n, 1, 1, 0, {
         let c = c.clone();
         move |_| {
             let c = c.clone();
@@ -189,6 +217,7 @@ fn report(a: &BenchArgs, phases: &[Phase]) -> Result<()> {
         "files": a.files,
         "size": a.size.0,
         "threads": a.threads,
+        "batch": a.batch,
         "chunk_size": a.chunk_size.0,
         "verified": true,
     });
@@ -199,8 +228,9 @@ fn report(a: &BenchArgs, phases: &[Phase]) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
+    let per = if a.batch > 1 { format!(" (writes and reads {} files to a request)", a.batch) } else { String::new() };
     println!(
-        "{} files of {}, {} concurrent, chunk {}: all verified",
+        "{} files of {}, {} concurrent{per}, chunk {}: all verified",
         a.files,
         a.size,
         a.threads,
