@@ -11,11 +11,11 @@ use crate::cli::BenchArgs;
 use anyhow::{bail, Result};
 use bytes::Bytes;
 use serde_json::json;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tierpool_client::{Client, PutOptions};
 use tierpool_types::{validate_chunk_size, ByteSize};
-use tokio::sync::Semaphore;
 
 fn content(seed: u64, len: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(len + 8);
@@ -61,30 +61,37 @@ impl Phase {
     }
 }
 
-/// Runs `f(0..n)`, `threads` at once: each call one request of `per`
-/// files of `bytes_each` (the last may have fewer; `f` knows).
+/// Runs `f(0..n.div_ceil(per))`: `threads` tasks, each calling `f` on
+/// the next request not yet taken until none is left, as that many
+/// clients would. Each call is one request of `per` files of `bytes_each`
+/// (the last may have fewer; `f` knows).
 async fn phase<F, Fut>(name: &'static str, n: u32, per: u32, threads: u32, bytes_each: u64, f: F) -> Result<Phase>
 where
     F: Fn(u32) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Result<()>> + Send + 'static,
 {
-    let f = Arc::new(f);
-    let sem = Arc::new(Semaphore::new(threads as usize));
+    let (f, requests) = (Arc::new(f), n.div_ceil(per));
+    let next = Arc::new(AtomicU32::new(0));
     let start = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
-    for i in 0..n.div_ceil(per) {
-        let permit = sem.clone().acquire_owned().await?;
-        let f = f.clone();
+    for _ in 0..threads.min(requests) {
+        let (f, next) = (f.clone(), next.clone());
         tasks.spawn(async move {
-            let t = Instant::now();
-            let r = f(i).await;
-            drop(permit);
-            r.map(|_| t.elapsed())
+            let mut lat = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= requests {
+                    return Ok::<_, anyhow::Error>(lat);
+                }
+                let t = Instant::now();
+                f(i).await?;
+                lat.push(t.elapsed());
+            }
         });
     }
-    let mut lat = Vec::with_capacity(n as usize);
+    let mut lat = Vec::with_capacity(requests as usize);
     while let Some(r) = tasks.join_next().await {
-        lat.push(r??);
+        lat.extend(r??);
     }
     Ok(Phase { name, files: u64::from(n), bytes: bytes_each * u64::from(n), elapsed: start.elapsed(), lat })
 }
