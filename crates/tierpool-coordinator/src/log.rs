@@ -4,12 +4,19 @@
 //! - `snapshot`: the whole state after some lsn S (replaced atomically);
 //! - `log-<first lsn, 20 digits>`: segments of records, appended in lsn order.
 //!
-//! Group commit: callers append encoded records (under the coordinator's
-//! state lock, so file order is lsn order) to a channel; the flusher thread
-//! drains everything queued, writes it, and hands the fsync to the syncer
-//! thread, which issues one `fdatasync` for everything written meanwhile
-//! and publishes the new synced lsn. Writing never waits for an fsync:
-//! changes arriving during one are written at once and share the next.
+//! Group commit: callers queue encoded records (under the coordinator's
+//! state lock, so queue order is lsn order). The first caller then waiting
+//! for its records writes everything queued itself, as the leader of a
+//! group: it holds the segment while it writes (callers that find it held
+//! leave their records to the holder, which looks at the queue again after
+//! letting go), so records reach the kernel without a hop to another
+//! thread. The leader hands the fsync to the syncer thread, which issues
+//! one `fdatasync` for everything written meanwhile and publishes the new
+//! synced lsn. Writing never waits for an fsync: changes arriving during
+//! one are written at once and share the next. A snapshot in the queue is
+//! left to the flusher thread (it writes a whole file and fsyncs it),
+//! which then writes what was queued behind it; the flusher thread also
+//! writes what no caller waits for within [`TICK`].
 //!
 //! Three lsns are published: *written* (in the kernel: it survives the
 //! coordinator's process dying), *durable* (what replies wait for) and
@@ -42,6 +49,7 @@
 //! durability, and acknowledging anyway could lose data.
 
 use crate::records::{decode_record, decode_snapshot, encode_snapshot, Decoded};
+use parking_lot::{Condvar, Mutex};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
@@ -53,6 +61,9 @@ use std::time::{Duration, Instant};
 use tierpool_meta::MetaState;
 use tierpool_types::{Error, ErrorKind, Result};
 use tokio::sync::watch;
+
+/// How often the flusher thread writes records that no caller waited for.
+const TICK: Duration = Duration::from_millis(5);
 
 /// Space written with zeros at a time ahead of the records of a segment,
 /// once fewer than half of it are left.
@@ -98,9 +109,28 @@ impl LogSync {
     }
 }
 
-/// Handle to the flusher thread.
+/// What callers and the flusher thread share: the queue, and the segment
+/// whoever writes holds.
+struct Shared {
+    /// Items not yet taken by a writer, in lsn order.
+    queue: Mutex<Vec<Item>>,
+    /// Held while writing; callers only ever try it.
+    flusher: Mutex<Flusher>,
+    /// Set when the flusher thread is to write now (a snapshot is queued,
+    /// or the writer is gone), with what wakes it.
+    call: Mutex<Call>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct Call {
+    now: bool,
+    stop: bool,
+}
+
+/// Hands records to the log; what callers wait on.
 pub struct LogWriter {
-    tx: mpsc::Sender<Item>,
+    shared: Arc<Shared>,
     written: watch::Receiver<u64>,
     durable: watch::Receiver<u64>,
     synced: watch::Receiver<u64>,
@@ -108,17 +138,48 @@ pub struct LogWriter {
     sync: LogSync,
 }
 
+impl Drop for LogWriter {
+    /// The flusher thread writes what is queued, fsyncs it and ends.
+    fn drop(&mut self) {
+        self.shared.call(|c| c.stop = true);
+    }
+}
+
+impl Shared {
+    fn call(&self, set: impl FnOnce(&mut Call)) {
+        set(&mut self.call.lock());
+        self.wake.notify_one();
+    }
+
+    /// Writes what is queued if no one else is writing (they will: the
+    /// holder looks at the queue again after letting go of the segment).
+    fn write_queued(&self) {
+        loop {
+            if self.queue.lock().is_empty() {
+                return;
+            }
+            let Some(mut f) = self.flusher.try_lock() else { return };
+            let left_for_thread = f.drain(&self.queue, false);
+            drop(f);
+            if left_for_thread {
+                return self.call(|c| c.now = true);
+            }
+        }
+    }
+}
+
 impl LogWriter {
     /// Queues encoded records ending at `last_lsn`. Call in lsn order.
+    /// They are written by the next wait on this log, or within [`TICK`].
     pub fn append(&self, bytes: Vec<u8>, last_lsn: u64) {
-        // The flusher only stops when the process is exiting.
-        let _ = self.tx.send(Item::Records { bytes, last_lsn });
+        self.shared.queue.lock().push(Item::Records { bytes, last_lsn });
     }
 
     /// Queues a snapshot of the state after `lsn`; later records go to a new segment.
     pub fn snapshot(&self, lsn: u64, state: &MetaState) {
         let bytes = encode_snapshot(lsn, state);
-        let _ = self.tx.send(Item::Snapshot { lsn, bytes });
+        self.shared.queue.lock().push(Item::Snapshot { lsn, bytes });
+        self.shared.call(|c| c.now = true);
     }
 
     /// How many times the log was fsynced since it was opened.
@@ -138,6 +199,7 @@ impl LogWriter {
 
     /// Waits until every record up to `lsn` may be acknowledged (see [`LogSync`]).
     pub async fn wait_durable(&self, lsn: u64) -> Result<()> {
+        self.shared.write_queued();
         wait_for(&self.durable, lsn).await
     }
 
@@ -145,12 +207,14 @@ impl LogWriter {
     /// survives the process, not yet the machine): what a file system's
     /// changes wait for, until its `fsync` ([`sync_now`](Self::sync_now)).
     pub async fn wait_written(&self, lsn: u64) -> Result<()> {
+        self.shared.write_queued();
         wait_for(&self.written, lsn).await
     }
 
     /// Waits until every record up to `lsn` is fsynced: what deletes data
     /// on the strength of a change waits for this.
     pub async fn wait_synced(&self, lsn: u64) -> Result<()> {
+        self.shared.write_queued();
         wait_for(&self.synced, lsn).await
     }
 
@@ -158,7 +222,7 @@ impl LogWriter {
     /// than at the end of the period (for the rare changes a caller waits on).
     pub async fn sync_now(&self, lsn: u64) -> Result<()> {
         if self.synced() < lsn {
-            let _ = self.tx.send(Item::Sync);
+            self.shared.queue.lock().push(Item::Sync);
         }
         self.wait_synced(lsn).await
     }
@@ -228,7 +292,6 @@ pub fn open_with(dir: &Path, sync: LogSync) -> Result<(MetaState, u64, LogWriter
         }
     }
     let segment = Segment::open(dir, lsn + 1).map_err(|e| Error::from(e).context("opening metadata log"))?;
-    let (tx, rx) = mpsc::channel();
     let (written, written_rx) = watch::channel(lsn);
     let (durable, durable_rx) = watch::channel(lsn);
     let (synced, synced_rx) = watch::channel(lsn);
@@ -248,12 +311,20 @@ pub fn open_with(dir: &Path, sync: LogSync) -> Result<(MetaState, u64, LogWriter
         lsns,
         syncer: to_syncer,
         unsynced: None,
+        buf: Vec::new(),
     };
+    let shared = Arc::new(Shared {
+        queue: Mutex::new(Vec::new()),
+        flusher: Mutex::new(flusher),
+        call: Mutex::new(Call::default()),
+        wake: Condvar::new(),
+    });
+    let s = shared.clone();
     std::thread::Builder::new()
         .name("meta-log".into())
-        .spawn(move || flusher.run(rx))
+        .spawn(move || flusher_thread(&s))
         .map_err(|e| Error::from(e).context("starting log flusher"))?;
-    let writer = LogWriter { tx, written: written_rx, durable: durable_rx, synced: synced_rx, syncs, sync };
+    let writer = LogWriter { shared, written: written_rx, durable: durable_rx, synced: synced_rx, syncs, sync };
     Ok((state, lsn, writer))
 }
 
@@ -393,9 +464,11 @@ struct Flusher {
     lsns: Arc<Lsns>,
     /// To the syncer: records up to an lsn are written in a file.
     syncer: mpsc::Sender<ToSync>,
-    /// The last lsn written since this thread last fsynced itself (the
+    /// The last lsn written since the flusher last fsynced itself (the
     /// syncer may have fsynced it since: see `fsync`).
     unsynced: Option<u64>,
+    /// Records gathered for one write.
+    buf: Vec<u8>,
 }
 
 /// The lsns the threads publish (see the module's documentation).
@@ -423,41 +496,78 @@ struct ToSync {
     now: bool,
 }
 
+/// The flusher thread: writes what is queued when called (a snapshot
+/// waits for it) or every [`TICK`]; when the writer is gone, writes what
+/// is left, fsyncs it and ends.
+fn flusher_thread(shared: &Shared) {
+    loop {
+        let stop = {
+            let mut c = shared.call.lock();
+            if !c.now && !c.stop {
+                shared.wake.wait_for(&mut c, TICK);
+            }
+            c.now = false;
+            c.stop
+        };
+        let mut f = shared.flusher.lock();
+        f.drain(&shared.queue, true);
+        if stop {
+            // The process is exiting: what was written goes to disk.
+            f.fsync();
+            return;
+        }
+        drop(f);
+        // Callers that found the segment held left their records to it.
+        shared.write_queued();
+    }
+}
+
 impl Flusher {
-    fn run(mut self, rx: mpsc::Receiver<Item>) {
-        let mut buf = Vec::new();
-        while let Ok(first) = rx.recv() {
+    /// Writes what is queued, until nothing is. A caller (`thread` false)
+    /// stops short of a snapshot, leaving it and what follows to the
+    /// flusher thread: returns whether it did.
+    fn drain(&mut self, queue: &Mutex<Vec<Item>>, thread: bool) -> bool {
+        loop {
+            let items = {
+                let mut q = queue.lock();
+                let upto = match thread {
+                    true => q.len(),
+                    false => q.iter().position(|i| matches!(i, Item::Snapshot { .. })).unwrap_or(q.len()),
+                };
+                if upto == 0 {
+                    return !q.is_empty();
+                }
+                q.drain(..upto).collect::<Vec<_>>()
+            };
             let (mut top, mut asked) = (None, false);
-            for item in std::iter::once(first).chain(std::iter::from_fn(|| rx.try_recv().ok())) {
+            for item in items {
                 match item {
                     Item::Records { bytes, last_lsn } => {
-                        buf.extend_from_slice(&bytes);
+                        self.buf.extend_from_slice(&bytes);
                         top = Some(last_lsn);
                     }
                     Item::Snapshot { lsn, bytes } => {
-                        self.write(&mut buf, top.take());
+                        self.write(top.take());
                         self.fsync();
                         self.rotate(lsn, &bytes);
                     }
                     Item::Sync => asked = true,
                 }
             }
-            self.write(&mut buf, top);
+            self.write(top);
             if let Some(lsn) = self.unsynced.filter(|_| asked || top.is_some()) {
-                // The syncer fsyncs while this thread goes on writing.
+                // The syncer fsyncs while writers go on.
                 let _ = self.syncer.send(ToSync { lsn, file: self.segment.file.clone(), now: asked });
             }
         }
-        // The process is exiting: what was written goes to disk.
-        self.fsync();
     }
 
-    /// Appends `buf`, the records up to `top`: they survive the process
-    /// now, and under [`LogSync::Every`] may be acknowledged.
-    fn write(&mut self, buf: &mut Vec<u8>, top: Option<u64>) {
-        let Some(top) = top.filter(|_| !buf.is_empty()) else { return };
-        self.segment.append(buf).unwrap_or_else(|e| fatal("append", e));
-        buf.clear();
+    /// Appends the records gathered, up to `top`: they survive the
+    /// process now, and under [`LogSync::Every`] may be acknowledged.
+    fn write(&mut self, top: Option<u64>) {
+        let Some(top) = top.filter(|_| !self.buf.is_empty()) else { return };
+        self.segment.append(&self.buf).unwrap_or_else(|e| fatal("append", e));
+        self.buf.clear();
         self.unsynced = Some(top);
         self.lsns.written.send_replace(top);
         if matches!(self.sync, LogSync::Every(_)) {

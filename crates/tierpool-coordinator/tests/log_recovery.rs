@@ -2,7 +2,8 @@
 //! cut, snapshots compact, concurrent changes share fsyncs; with a periodic
 //! fsync, changes are acknowledged once written, read back by another
 //! opener before any fsync, and nothing is deleted on their strength before it;
-//! requests that ask to be answered once written are, and `SyncLog` fsyncs them.
+//! requests that ask to be answered once written are, and `SyncLog` fsyncs them;
+//! records are kept in order across snapshots, and written when no one waits.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -328,4 +329,56 @@ async fn nothing_is_collected_on_the_strength_of_a_change_not_yet_fsynced() {
     let c = open_syncing(tmp.path(), 1_000_000, LogSync::Always);
     c.initialise().await.unwrap();
     assert!(collected_after_removal(&c).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_changes_across_snapshots_are_kept_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A snapshot every 7 records: writers keep meeting one in the queue,
+    // which they leave to the flusher thread with what follows it.
+    let c = open(tmp.path(), 7);
+    c.initialise().await.unwrap();
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..300 {
+        let c = c.clone();
+        tasks.spawn(async move { c.execute(mkdir(i), Owner::default()).await.unwrap() });
+    }
+    while let Some(r) = tasks.join_next().await {
+        r.unwrap();
+    }
+    let live = c.state();
+    let copy = tempfile::tempdir().unwrap();
+    copy_meta(tmp.path(), copy.path());
+    assert_eq!(reopened_state(copy.path()), live, "read as a restart would, while the pool runs");
+    drop(c);
+}
+
+#[test]
+fn records_no_one_waits_for_are_written_by_the_flusher_thread() {
+    use tierpool_coordinator::records::{encode_record, LogRecord};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("meta");
+    let (mut state, lsn, writer) = log::open(&dir).unwrap();
+    assert_eq!(lsn, 0);
+    for (lsn, op) in [(1, MetaOp::Init { partitions: 16 }), (2, mkdir(1)), (3, mkdir(2))] {
+        let rec = LogRecord { lsn, time: 1, owner: Owner::default(), op };
+        state.execute_as(&rec.op, rec.owner, rec.time).unwrap();
+        let mut bytes = Vec::new();
+        encode_record(&rec, &mut bytes);
+        writer.append(bytes, lsn);
+    }
+    // Nothing waits on the writer: its flusher thread writes them (every
+    // few milliseconds), with the writer still open.
+    let copy = tempfile::tempdir().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let _ = std::fs::remove_dir_all(copy.path().join("meta"));
+        copy_meta(tmp.path(), copy.path());
+        if reopened_state(copy.path()) == state {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "records queued 10 s ago are not in the log");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    drop(writer);
 }
