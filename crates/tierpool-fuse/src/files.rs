@@ -8,6 +8,7 @@ use crate::open_file::OpenFile;
 use fuser::{Errno, FileAttr, Request};
 use std::ffi::OsStr;
 use std::sync::Arc;
+use std::time::Instant;
 use tierpool_client::{InodeChange, InodeInfo, InodeKind, NewNode};
 use tierpool_types::InodeId;
 
@@ -110,7 +111,7 @@ impl TierpoolFs {
         name: &OsStr,
         mode: u32,
         flags: i32,
-    ) -> Result<(FileAttr, u64), Errno> {
+    ) -> Result<(FileAttr, u64, bool), Errno> {
         let node = NewNode::File { chunk_size: tierpool_types::DEFAULT_CHUNK_SIZE };
         let info = match self.make(req, parent, name, node, mode) {
             Ok(i) => i,
@@ -137,12 +138,12 @@ impl TierpoolFs {
                     }
                 }
                 let info = self.inode(info.id.0)?;
-                return Ok((self.attr_of(&info), fh));
+                return Ok((self.attr_of(&info), fh, false));
             }
             Err(e) => return Err(e),
         };
         let fh = self.add_handle(info.clone(), flags);
-        Ok((self.attr_of(&info), fh))
+        Ok((self.attr_of(&info), fh, true))
     }
 
     /// Publishes what the handle's file holds and detaches the handle.
@@ -162,16 +163,26 @@ impl TierpoolFs {
     /// Runs `publish`, which publishes what `file` (`ino`) holds: noted in
     /// `fresh` before and after if there is anything to publish, as any
     /// other change this mount makes (attributes read before it are stale).
+    /// The file as published is kept there, for the kernel's re-read once
+    /// it is closed, as long as the kernel may keep what it fetches.
     pub(crate) fn publishing<T>(&self, ino: u64, file: &OpenFile, publish: impl FnOnce() -> T) -> T {
         if !file.unpublished() {
             return publish();
         }
-        self.fresh.lock().forget(ino);
+        let (epoch, began) = {
+            let mut fresh = self.fresh.lock();
+            fresh.forget(ino);
+            (fresh.epoch(), Instant::now())
+        };
         let r = publish();
         // What the publish left (the feed brings it back as a change).
         let left = file.take_published();
+        let published = (!file.unpublished()).then(|| file.info()).filter(|i| i.nlink > 0);
         let mut fresh = self.fresh.lock();
-        fresh.forget(ino);
+        match published {
+            Some(info) => fresh.put_for(epoch, [info], Instant::now(), self.watch.ttl(began)),
+            None => fresh.forget(ino),
+        }
         for ctime in left {
             fresh.own_ctime(ino, ctime);
         }

@@ -22,6 +22,19 @@
 //! change here (a name made or removed, an attribute set) ends that.
 //! The attributes a directory listing was read with (readdirplus) are
 //! handed to the kernel on the same terms ([`Fresh::left`]).
+//!
+//! A file's attributes as its publish left them (at a flush or the last
+//! close here) are kept the same way, for the kernel's re-read once the
+//! file is closed (a write drops what the kernel held); the caller serves
+//! them only while the file is not open here (its own view answers then).
+//! They may be given for as long as the kernel may keep attributes it
+//! fetched ([`Fresh::put_for`], `watch.rs`): other clients' changes drop
+//! them as they drop the kernel's (`changed`).
+//!
+//! Files made here and answered for long (`watch.rs`) are remembered for
+//! that long ([`Fresh::made_long`]): the kernel makes the inode only once
+//! the answer reaches the process that created it, and a notification
+//! that comes first finds nothing to drop; it is told again.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -32,10 +45,14 @@ const SWEEP_ABOVE: usize = 1024;
 /// Own changes remembered at most (then forgotten: their notifications
 /// are only passed on to the kernel, which is never wrong).
 const OWN_MAX: usize = 65_536;
+/// Entries and files made kept at most: beyond, the oldest half goes
+/// (what is not kept is asked of the coordinator, which is never wrong).
+const KEPT_MAX: usize = 65_536;
 
 pub struct Fresh {
     ttl: Duration,
-    entries: HashMap<u64, (InodeInfo, Instant)>,
+    /// Attributes, when given and for how long.
+    entries: HashMap<u64, (InodeInfo, Instant, Duration)>,
     /// Files opened: when their attributes were fetched, and the epoch
     /// the fetch began at.
     opened: HashMap<u64, (Instant, u64)>,
@@ -44,11 +61,23 @@ pub struct Fresh {
     /// Inodes with the `ctime` this mount's changes left them with (for
     /// telling its own changes in the pool's feed, `watch.rs`).
     own: HashSet<(u64, u64)>,
+    /// Files made here whose answer the kernel may keep long: until when.
+    made: HashMap<u64, Instant>,
+    /// Entries beyond which expired ones are swept out next.
+    sweep_at: usize,
 }
 
 impl Fresh {
     pub fn new(ttl: Duration) -> Fresh {
-        Fresh { ttl, entries: HashMap::new(), opened: HashMap::new(), epoch: 0, own: HashSet::new() }
+        Fresh {
+            ttl,
+            entries: HashMap::new(),
+            opened: HashMap::new(),
+            epoch: 0,
+            own: HashSet::new(),
+            made: HashMap::new(),
+            sweep_at: SWEEP_ABOVE,
+        }
     }
 
     /// To pass to [`Fresh::put`] with the answer of a change starting now.
@@ -60,27 +89,57 @@ impl Fresh {
     /// change began at `epoch`. If another was noted since, they may be
     /// older than what it left: they are dropped instead.
     pub fn put(&mut self, epoch: u64, infos: impl IntoIterator<Item = InodeInfo>, now: Instant) {
+        self.put_for(epoch, infos, now, self.ttl);
+    }
+
+    /// [`Fresh::put`], to be given within `ttl` (at least `TTL`: the
+    /// kernel may keep what it fetches that long).
+    pub fn put_for(&mut self, epoch: u64, infos: impl IntoIterator<Item = InodeInfo>, now: Instant, ttl: Duration) {
         let crossed = epoch != self.epoch;
         self.epoch += 1;
-        if self.entries.len() >= SWEEP_ABOVE {
-            let ttl = self.ttl;
-            self.entries.retain(|_, (_, at)| now.duration_since(*at) < ttl);
+        if self.entries.len() >= self.sweep_at {
+            self.entries.retain(|_, (_, at, ttl)| now.duration_since(*at) < *ttl);
+            if self.entries.len() >= KEPT_MAX {
+                let mut at: Vec<Instant> = self.entries.values().map(|(_, at, _)| *at).collect();
+                let (_, middle, _) = at.select_nth_unstable(KEPT_MAX / 2);
+                let middle = *middle;
+                self.entries.retain(|_, (_, at, _)| *at > middle);
+            }
+            // Swept again once twice as many: a put costs O(1) on average.
+            self.sweep_at = (2 * self.entries.len()).max(SWEEP_ABOVE);
         }
         for info in infos {
             self.own(&info);
             match crossed {
                 true => self.entries.remove(&info.id.0),
-                false => self.entries.insert(info.id.0, (info, now)),
+                false => self.entries.insert(info.id.0, (info, now, ttl.max(self.ttl))),
             };
         }
     }
 
-    /// The attributes of `ino` given within `TTL` of `now`, once, with
-    /// what is left of `TTL`.
+    /// The attributes of `ino` given within their time of `now`, once,
+    /// with what is left of that time.
     pub fn take(&mut self, ino: u64, now: Instant) -> Option<(InodeInfo, Duration)> {
-        let (info, at) = self.entries.remove(&ino)?;
-        let left = self.ttl.checked_sub(now.duration_since(at)).filter(|d| !d.is_zero())?;
+        let (info, at, ttl) = self.entries.remove(&ino)?;
+        let left = ttl.checked_sub(now.duration_since(at)).filter(|d| !d.is_zero())?;
         Some((info, left))
+    }
+
+    /// The file `ino` was made here and answered at `now` for `ttl`.
+    pub fn made_long(&mut self, ino: u64, now: Instant, ttl: Duration) {
+        if self.made.len() >= SWEEP_ABOVE && self.made.len().is_power_of_two() {
+            self.made.retain(|_, until| *until > now);
+            if self.made.len() >= KEPT_MAX {
+                self.made.clear();
+            }
+        }
+        self.made.insert(ino, now + ttl);
+    }
+
+    /// Until when the kernel may keep the answer that made `ino` here, if
+    /// that is after `now`.
+    pub fn made_until(&self, ino: u64, now: Instant) -> Option<Instant> {
+        self.made.get(&ino).copied().filter(|until| *until > now)
     }
 
     /// The file `ino` was opened with attributes fetched at `now`, by a
@@ -303,6 +362,61 @@ mod tests {
         f.changed(&[5]);
         assert_ne!(f.epoch(), e);
         assert_eq!(f.take(5, t0), None);
+    }
+
+    #[test]
+    fn attributes_put_for_longer_are_served_once_within_that_time() {
+        let t0 = Instant::now();
+        let (ms, s) = (Duration::from_millis, Duration::from_secs);
+        let mut f = Fresh::new(s(1));
+        let e = f.epoch();
+        f.put_for(e, [dir(5, 1)], t0, s(30));
+        assert_eq!(f.take(5, t0 + s(20)).map(|(i, left)| (i.size, left)), Some((1, s(10))));
+        assert_eq!(f.take(5, t0 + s(20)), None, "once");
+        let e = f.epoch();
+        f.put_for(e, [dir(6, 1)], t0, ms(10));
+        assert_eq!(f.take(6, t0 + ms(500)).map(|(_, left)| left), Some(ms(500)), "never less than the ttl");
+        let e = f.epoch();
+        f.put_for(e, [dir(7, 1)], t0, s(30));
+        f.changed(&[7]);
+        assert_eq!(f.take(7, t0), None, "another client changed it");
+        // Crossed another change: dropped, as with `put`.
+        let e = f.epoch();
+        f.forget(8);
+        f.put_for(e, [dir(8, 1)], t0, s(30));
+        assert_eq!(f.take(8, t0), None);
+    }
+
+    #[test]
+    fn long_entries_are_kept_until_their_time_and_never_beyond_a_bound() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let mut f = Fresh::new(s(1));
+        for id in 0..2 * SWEEP_ABOVE as u64 {
+            let e = f.epoch();
+            f.put_for(e, [dir(id, 0)], t0, s(30));
+        }
+        assert_eq!(f.len(), 2 * SWEEP_ABOVE, "not yet expired: kept");
+        let e = f.epoch();
+        f.put_for(e, [dir(1 << 40, 0)], t0 + s(31), s(30));
+        assert!(f.len() <= SWEEP_ABOVE, "expired ones swept out: {}", f.len());
+        for id in 0..(KEPT_MAX + 1) as u64 {
+            let e = f.epoch();
+            f.put_for(e, [dir(id, 0)], t0 + s(31) + Duration::from_nanos(id), s(30));
+        }
+        assert!(f.len() <= KEPT_MAX, "{} entries kept", f.len());
+        assert!(f.take(KEPT_MAX as u64, t0 + s(32)).is_some(), "the newest are kept");
+    }
+
+    #[test]
+    fn files_made_for_long_are_known_until_then() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let mut f = Fresh::new(s(1));
+        f.made_long(5, t0, s(30));
+        assert_eq!(f.made_until(5, t0 + s(29)), Some(t0 + s(30)));
+        assert_eq!(f.made_until(5, t0 + s(30)), None, "past it");
+        assert_eq!(f.made_until(6, t0), None, "not made here");
     }
 
     #[test]

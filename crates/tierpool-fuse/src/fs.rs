@@ -294,8 +294,14 @@ impl Filesystem for TierpoolFs {
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         let began = Instant::now();
-        // The re-read the kernel makes of a directory this mount just changed.
-        if let Some((i, left)) = self.fresh.lock().take(ino.0, Instant::now()) {
+        // The re-read the kernel makes of a directory this mount just
+        // changed, or of a file it published (unless open here: then its
+        // own view answers).
+        let kept = match self.open_file(ino.0) {
+            None => self.fresh.lock().take(ino.0, Instant::now()),
+            Some(_) => None,
+        };
+        if let Some((i, left)) = kept {
             return reply.attr(&left, &attr(&i));
         }
         // The re-read after a read of a file this mount just opened.
@@ -398,12 +404,17 @@ impl Filesystem for TierpoolFs {
         let linked = (self.writable(ino.0).and_then(|()| self.writable(newparent.0)))
             .and_then(|()| name_of(newname))
             .and_then(|n| {
-                let epoch = self.fresh.lock().epoch();
+                let epoch = {
+                    let mut fresh = self.fresh.lock();
+                    fresh.forget(ino.0); // its link count changes
+                    fresh.epoch()
+                };
                 let linked = self.block(self.io.client.link_at(InodeId(ino.0), InodeId(newparent.0), n));
                 let (i, dir) = self.known_after(linked, &[newparent.0], |known, _| known.added(newparent.0, n))?;
                 self.names.lock().met(ino.0, newparent.0, n);
                 let mut fresh = self.fresh.lock();
                 fresh.put(epoch, [dir], Instant::now());
+                fresh.given_stale(ino.0);
                 fresh.own(&i);
                 drop(fresh);
                 // Open here: its view takes the new link count (its contents stay).
@@ -437,10 +448,21 @@ impl Filesystem for TierpoolFs {
         flags: i32,
         reply: ReplyCreate,
     ) {
+        let began = Instant::now();
         match self.writable(parent.0).and_then(|()| self.create_file(req, parent.0, name, mode & !umask, flags)) {
-            Ok((a, fh)) => {
+            Ok((a, fh, made)) => {
                 let fopen = open_flags(flags, self.direct_mmap.load(Ordering::Relaxed));
-                reply.created(&TTL, &a, Generation(0), FileHandle(fh), fopen)
+                // A file made here is new to the kernel, which makes the
+                // inode from this answer: kept long while the feed is
+                // followed, and told again of a change that beats it there
+                // (`watch.rs`). An existing file opened is not (the kernel
+                // may hold it, and does not order this answer against a
+                // notification).
+                let ttl = if made { self.watch.ttl(began) } else { TTL };
+                if ttl > TTL {
+                    self.fresh.lock().made_long(a.ino.0, Instant::now(), ttl);
+                }
+                reply.created(&ttl, &a, Generation(0), FileHandle(fh), fopen)
             }
             Err(e) => reply.error(e),
         }

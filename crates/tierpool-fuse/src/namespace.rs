@@ -91,9 +91,7 @@ impl TierpoolFs {
         let open = self.open_child(parent, name);
         let epoch = {
             let mut fresh = self.fresh.lock();
-            if dir {
-                fresh.clear(); // the directory removed may be there
-            }
+            fresh.clear(); // the directory or file removed may be there
             fresh.epoch()
         };
         let removed = self.block(self.io.client.remove_at(InodeId(parent), name, dir));

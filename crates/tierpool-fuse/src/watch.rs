@@ -18,7 +18,14 @@
 //!   counts attribute versions). It does not count them for the answers to
 //!   changes (create, mkdir, link, setattr...), which a notification of a
 //!   later change by another client may overtake: those are given for
-//!   `TTL`, and so is what an open file answers with (its own view).
+//!   `TTL`, and so is what an open file answers with (its own view). Save
+//!   one: the answer to a create that made a new file, which the kernel
+//!   cannot hold yet, is given for `LONG`; a notification of a change to
+//!   that file may reach the kernel before the process that made it gets
+//!   the answer, and then finds nothing to drop, so the file is told of it
+//!   again and again for as long as the kernel may keep the answer (see
+//!   `Again`). What remains: a process held up between the answer and its
+//!   return from `open` for longer than `LONG`.
 //! - changes this mount made itself are known by the `ctime` they left
 //!   (`Fresh::is_own`): the kernel already has them, and dropping them
 //!   would only cost lookups. The feed may bring a change before its
@@ -49,6 +56,7 @@ use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Weak;
 use std::time::{Duration, Instant};
 use tierpool_client::{ChangesAnswer, Client};
@@ -148,13 +156,42 @@ pub(crate) fn start(parts: &Parts) -> Option<(u64, u64)> {
 /// telling the kernel through `notifier`.
 pub(crate) fn follow(parts: Parts, notifier: Notifier, at: Option<(u64, u64)>) {
     let (tell, told) = std::sync::mpsc::channel::<Vec<Stale>>();
+    let made = parts.fresh.clone();
     let sender = std::thread::Builder::new().name("fuse-notify".into()).spawn(move || {
-        for batch in told {
+        // Files made here that the kernel may not have made yet: told again.
+        let mut again: Vec<Again> = Vec::new();
+        loop {
+            let batch = match again.iter().map(|a| a.next).min() {
+                None => told.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                Some(next) => told.recv_timeout(next.saturating_duration_since(Instant::now())),
+            };
+            let batch = match batch {
+                Ok(b) => b,
+                Err(RecvTimeoutError::Timeout) => Vec::new(),
+                Err(RecvTimeoutError::Disconnected) => return,
+            };
+            let now = Instant::now();
+            again.retain_mut(|a| {
+                if a.next <= now {
+                    let _ = notifier.inval_inode(INodeNo(a.ino), 0, 0);
+                    a.next = now + if now < a.first + AGAIN_OFTEN_FOR { AGAIN_OFTEN } else { AGAIN_LATER };
+                }
+                a.next < a.until
+            });
+            if batch.is_empty() {
+                continue;
+            }
             tracing::debug!("telling the kernel to drop {} inodes and names changed elsewhere", batch.len());
             for d in batch {
                 // An entry or inode the kernel does not hold: nothing to drop.
                 let _ = match d {
-                    Stale::Inode(ino) => notifier.inval_inode(INodeNo(ino), 0, 0),
+                    Stale::Inode(ino) => {
+                        let until = made.upgrade().and_then(|f| f.lock().made_until(ino, now));
+                        if let Some(until) = until {
+                            again.push(Again { ino, first: now, next: now + AGAIN_OFTEN, until });
+                        }
+                        notifier.inval_inode(INodeNo(ino), 0, 0)
+                    }
                     Stale::Entry(dir, name) => notifier.inval_entry(INodeNo(dir), OsStr::new(&name)),
                 };
             }
@@ -226,6 +263,24 @@ pub(crate) fn follow(parts: Parts, notifier: Notifier, at: Option<(u64, u64)>) {
 fn cannot_follow(e: &dyn std::fmt::Display) {
     tracing::warn!("cannot follow the pool's changes (names and attributes kept for {TTL:?}): {e}");
 }
+
+/// A file made here whose answer the kernel may keep until `until`, and
+/// which another client changed at `first`: the kernel makes its inode
+/// only once the answer reaches the process that made it, and drops
+/// nothing of an inode it has not made yet (nor says so), so it is told
+/// again at `next`: often at first, then now and then, until `until`.
+struct Again {
+    ino: u64,
+    first: Instant,
+    next: Instant,
+    until: Instant,
+}
+
+/// How often, and for how long, a file made here is told again of a change.
+const AGAIN_OFTEN: Duration = Duration::from_millis(10);
+const AGAIN_OFTEN_FOR: Duration = Duration::from_millis(200);
+/// How often it is told again after that.
+const AGAIN_LATER: Duration = Duration::from_secs(1);
 
 /// What the kernel is told to drop.
 enum Stale {

@@ -153,3 +153,40 @@ fn a_directory_this_mount_made_answers_missing_names_itself_until_another_client
     assert!(!a.p("mine/y").exists());
     seen("the other way", || !b.p("mine/y").exists() && b.p("mine/z").exists());
 }
+
+#[test]
+fn files_this_mount_made_answer_stats_alone_past_the_second_until_another_client_changes_them() {
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    let (a, b) = (Mount::new(&pool, "a"), Mount::new(&pool, "b"));
+    seen("the mounts following the feed in the status", || pool.status()["change_feed"]["followers"] == 2);
+    std::thread::sleep(Duration::from_secs(1));
+    fs::create_dir(a.p("made")).unwrap();
+    let mut made = Vec::new();
+    for i in 0..10u64 {
+        fs::write(a.p(&format!("made/f{i}")), vec![b'x'; i as usize + 1]).unwrap();
+        made.push(fs::metadata(a.p(&format!("made/f{i}"))).unwrap().ino());
+    }
+    // Past the second the kernel kept answers for without the feed, with
+    // the coordinator stopped: the names the creates gave and the
+    // attributes the closes published answer alone, first stats included.
+    let coordinator = pool.coordinator.as_ref().unwrap().id();
+    std::thread::sleep(Duration::from_millis(1500));
+    fs::write(a.p("made/late"), b"late").unwrap();
+    signal(coordinator, libc::SIGSTOP);
+    let kept: Vec<_> = (0..10u64).map(|i| stat_alone(&a.p(&format!("made/f{i}")), Duration::from_secs(3))).collect();
+    let late = stat_alone(&a.p("made/late"), Duration::from_secs(3));
+    signal(coordinator, libc::SIGCONT);
+    for (i, k) in kept.iter().enumerate() {
+        assert_eq!(*k, Some((made[i], i as u64 + 1, 0o644)), "f{i}: kept");
+    }
+    assert_eq!(late.map(|(_, size, _)| size), Some(4), "closed and stat-ed at once");
+    // Another client's changes to them reach the kernel.
+    fs::set_permissions(b.p("made/f0"), fs::Permissions::from_mode(0o600)).unwrap();
+    fs::write(b.p("made/f1"), b"rewritten elsewhere").unwrap();
+    seen("a chmod of a file made here", || fs::metadata(a.p("made/f0")).unwrap().mode() & 0o7777 == 0o600);
+    seen("a rewrite of a file made here", || fs::metadata(a.p("made/f1")).unwrap().size() == 19);
+    assert_eq!(fs::read(a.p("made/f1")).unwrap(), b"rewritten elsewhere");
+    // And this mount's own later changes at once.
+    fs::write(a.p("made/f2"), b"again").unwrap();
+    assert_eq!(fs::metadata(a.p("made/f2")).unwrap().size(), 5);
+}
