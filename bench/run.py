@@ -148,7 +148,7 @@ def main():
         tcp = iperf3()
         large = tp_bench(addr, big_files, big_size, 2)
         small = tp_bench(addr, small_n, "4KiB", clients)
-        batched = tp_bench(addr, small_n * 4, "4KiB", clients, batch)
+        batched = tp_bench(addr, small_n, "4KiB", clients, batch)
         meta = tp_bench(addr, small_n, "0", clients)
         conns = tp_connections(addr, 1000)
     finally:
