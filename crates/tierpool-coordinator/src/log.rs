@@ -6,17 +6,20 @@
 //!
 //! Group commit: callers queue encoded records (under the coordinator's
 //! state lock, so queue order is lsn order). The first caller then waiting
-//! for its records writes everything queued itself, as the leader of a
-//! group: it holds the segment while it writes (callers that find it held
-//! leave their records to the holder, which looks at the queue again after
+//! for its records writes what is queued itself, as the leader of a group:
+//! it holds the segment while it writes (callers that find it held leave
+//! their records to the holder, which looks at the queue again after
 //! letting go), so records reach the kernel without a hop to another
-//! thread. The leader hands the fsync to the syncer thread, which issues
-//! one `fdatasync` for everything written meanwhile and publishes the new
-//! synced lsn. Writing never waits for an fsync: changes arriving during
-//! one are written at once and share the next. A snapshot in the queue is
-//! left to the flusher thread (it writes a whole file and fsyncs it),
-//! which then writes what was queued behind it; the flusher thread also
-//! writes what no caller waits for within [`TICK`].
+//! thread. A leader writes until its own records are written, then leaves
+//! what is still queued to the next caller waiting or to the flusher
+//! thread, so no request writes for others for long. The leader hands the
+//! fsync to the syncer thread, which issues one `fdatasync` for everything
+//! written meanwhile and publishes the new synced lsn. Writing never waits
+//! for an fsync: changes arriving during one are written at once and share
+//! the next. The flusher thread does the slow writes: a snapshot in the
+//! queue (a whole file, fsynced; callers leave it and what follows it to
+//! the thread) and the zeros ahead (below); it also writes what no caller
+//! waits for within [`TICK`].
 //!
 //! Three lsns are published: *written* (in the kernel: it survives the
 //! coordinator's process dying), *durable* (what replies wait for) and
@@ -30,14 +33,16 @@
 //! for *synced*, so a machine crash that loses the last period's changes
 //! never leaves a file naming deleted chunks.
 //!
-//! Space ahead of the records is written with zeros in steps ([`RESERVE`]),
-//! well before records reach it, and its writeback started at once:
-//! records then overwrite blocks the file system has already allocated and
-//! written, so an fdatasync writes their bytes only, not also a new file
-//! size or newly allocated blocks (space merely allocated, by `fallocate`,
-//! is marked unwritten and costs a second write per fsync to convert:
-//! about 1.5x the time per fsync here). Recovery takes zeros after the
-//! last record as the end.
+//! Space ahead of the records is written with zeros in steps ([`RESERVE`])
+//! by the flusher thread, once fewer than half a step is left, and its
+//! writeback started at once: records then mostly overwrite blocks the
+//! file system has already allocated and written, so an fdatasync writes
+//! their bytes only. (The first one after each step also commits the
+//! file's new size and may wait for zeros still being written: once per 2
+//! MiB of records. Space merely allocated, by `fallocate`, is marked
+//! unwritten, and converting it costs every fsync a second write: about
+//! 1.5x the time here.) Records that outrun the zeros grow the file.
+//! Recovery takes zeros after the last record as the end.
 //!
 //! Recovery: load the snapshot, replay every record with lsn > S; a torn tail
 //! of the last segment is cut off (its records were never acknowledged, or,
@@ -120,6 +125,8 @@ struct Shared {
     /// or the writer is gone), with what wakes it.
     call: Mutex<Call>,
     wake: Condvar,
+    /// The last lsn written.
+    written: watch::Receiver<u64>,
 }
 
 #[derive(Default)]
@@ -151,18 +158,27 @@ impl Shared {
         self.wake.notify_one();
     }
 
-    /// Writes what is queued if no one else is writing (they will: the
-    /// holder looks at the queue again after letting go of the segment).
-    fn write_queued(&self) {
+    /// Writes what is queued if no one else is writing (the holder looks
+    /// at the queue again after letting go of the segment), until
+    /// everything up to `lsn` is written: what is queued after that is
+    /// left to the next caller waiting, or else to the flusher thread, so
+    /// no caller writes for others for long.
+    fn write_queued(&self, lsn: u64) {
         loop {
             if self.queue.lock().is_empty() {
                 return;
             }
             let Some(mut f) = self.flusher.try_lock() else { return };
-            let left_for_thread = f.drain(&self.queue, false);
+            let for_thread = f.drain(&self.queue, false);
             drop(f);
-            if left_for_thread {
+            if for_thread {
                 return self.call(|c| c.now = true);
+            }
+            if *self.written.borrow() >= lsn {
+                if !self.queue.lock().is_empty() {
+                    self.call(|c| c.now = true);
+                }
+                return;
             }
         }
     }
@@ -199,7 +215,7 @@ impl LogWriter {
 
     /// Waits until every record up to `lsn` may be acknowledged (see [`LogSync`]).
     pub async fn wait_durable(&self, lsn: u64) -> Result<()> {
-        self.shared.write_queued();
+        self.shared.write_queued(lsn);
         wait_for(&self.durable, lsn).await
     }
 
@@ -207,14 +223,14 @@ impl LogWriter {
     /// survives the process, not yet the machine): what a file system's
     /// changes wait for, until its `fsync` ([`sync_now`](Self::sync_now)).
     pub async fn wait_written(&self, lsn: u64) -> Result<()> {
-        self.shared.write_queued();
+        self.shared.write_queued(lsn);
         wait_for(&self.written, lsn).await
     }
 
     /// Waits until every record up to `lsn` is fsynced: what deletes data
     /// on the strength of a change waits for this.
     pub async fn wait_synced(&self, lsn: u64) -> Result<()> {
-        self.shared.write_queued();
+        self.shared.write_queued(lsn);
         wait_for(&self.synced, lsn).await
     }
 
@@ -318,6 +334,7 @@ pub fn open_with(dir: &Path, sync: LogSync) -> Result<(MetaState, u64, LogWriter
         flusher: Mutex::new(flusher),
         call: Mutex::new(Call::default()),
         wake: Condvar::new(),
+        written: written_rx.clone(),
     });
     let s = shared.clone();
     std::thread::Builder::new()
@@ -356,26 +373,39 @@ impl Segment {
         while let Decoded::Record(_, used) = decode_record(&held[end..]) {
             end += used;
         }
-        Ok(Segment { file: Arc::new(file), end: end as u64, reserved: held.len() as u64, reserving: true })
+        let mut s = Segment { file: Arc::new(file), end: end as u64, reserved: held.len() as u64, reserving: true };
+        s.reserve_ahead();
+        Ok(s)
     }
 
-    /// Writes `buf` after the records, first writing zeros ahead if fewer
-    /// than half a [`RESERVE`] would be left after it.
+    /// Writes `buf` after the records (into zeros written ahead, or
+    /// growing the file past them).
     fn append(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        let end = self.end + buf.len() as u64;
-        if end + RESERVE / 2 > self.reserved && self.reserving {
-            if let Err(e) = self.reserve(self.reserved.max(end), end + RESERVE) {
-                tracing::warn!("metadata log: cannot write space ahead ({e}); appending instead");
-                self.reserving = false;
-            }
-        }
         self.file.write_all_at(buf, self.end)?;
-        self.end = end;
+        self.end += buf.len() as u64;
         Ok(())
     }
 
+    /// Whether fewer than half a [`RESERVE`] of zeros are left ahead.
+    fn wants_reserve(&self) -> bool {
+        self.reserving && self.end + RESERVE / 2 > self.reserved
+    }
+
+    /// Writes a [`RESERVE`] of zeros ahead of the records if it
+    /// [`wants_reserve`](Self::wants_reserve) (the flusher thread does, so
+    /// that no request waits for it).
+    fn reserve_ahead(&mut self) {
+        if !self.wants_reserve() {
+            return;
+        }
+        if let Err(e) = self.reserve(self.reserved.max(self.end), self.end + RESERVE) {
+            tracing::warn!("metadata log: cannot write space ahead ({e}); appending instead");
+            self.reserving = false;
+        }
+    }
+
     /// Writes zeros from `from` to `to` and starts their writeback, so
-    /// that they are on disk before records overwrite them.
+    /// that they are mostly on disk before records overwrite them.
     fn reserve(&mut self, from: u64, to: u64) -> std::io::Result<()> {
         let mut at = from;
         while at < to {
@@ -511,6 +541,7 @@ fn flusher_thread(shared: &Shared) {
         };
         let mut f = shared.flusher.lock();
         f.drain(&shared.queue, true);
+        f.segment.reserve_ahead();
         if stop {
             // The process is exiting: what was written goes to disk.
             f.fsync();
@@ -518,14 +549,15 @@ fn flusher_thread(shared: &Shared) {
         }
         drop(f);
         // Callers that found the segment held left their records to it.
-        shared.write_queued();
+        shared.write_queued(u64::MAX);
     }
 }
 
 impl Flusher {
-    /// Writes what is queued, until nothing is. A caller (`thread` false)
-    /// stops short of a snapshot, leaving it and what follows to the
-    /// flusher thread: returns whether it did.
+    /// Writes what is queued: the flusher thread (`thread`) until nothing
+    /// is, a caller what is queued now, short of a snapshot (left with
+    /// what follows it to the flusher thread). Returns whether the
+    /// flusher thread has work left: a snapshot, or zeros to write ahead.
     fn drain(&mut self, queue: &Mutex<Vec<Item>>, thread: bool) -> bool {
         loop {
             let items = {
@@ -535,7 +567,7 @@ impl Flusher {
                     false => q.iter().position(|i| matches!(i, Item::Snapshot { .. })).unwrap_or(q.len()),
                 };
                 if upto == 0 {
-                    return !q.is_empty();
+                    return !q.is_empty() || self.segment.wants_reserve();
                 }
                 q.drain(..upto).collect::<Vec<_>>()
             };
@@ -558,6 +590,12 @@ impl Flusher {
             if let Some(lsn) = self.unsynced.filter(|_| asked || top.is_some()) {
                 // The syncer fsyncs while writers go on.
                 let _ = self.syncer.send(ToSync { lsn, file: self.segment.file.clone(), now: asked });
+            }
+            if thread {
+                self.segment.reserve_ahead();
+            } else {
+                let q = queue.lock();
+                return q.first().is_some_and(|i| matches!(i, Item::Snapshot { .. })) || self.segment.wants_reserve();
             }
         }
     }

@@ -1,17 +1,28 @@
-//! Directory attributes this mount was just given: a namespace change it
-//! makes (create, mkdir, unlink, rename, link...) comes back with its
-//! directories as the change left them, and the kernel, which drops a
-//! directory's attributes after each change in it, asks for them again
-//! next. They are answered from here, without asking the coordinator.
-//! Pure: no I/O, time passed in.
+//! Attributes this mount was just given, to answer the kernel's next
+//! request for them without asking the coordinator. Pure: no I/O, time
+//! passed in.
 //!
-//! Invariants: an entry is served at most once, within `TTL` of being
-//! given, and for what is left of `TTL` (so another client's change is seen
-//! as late as it would be had the kernel kept the attributes); any other
+//! - Directories: a namespace change this mount makes (create, mkdir,
+//!   unlink, rename, link...) comes back with its directories as the change
+//!   left them, and the kernel, which drops a directory's attributes after
+//!   each change in it, asks for them again next.
+//! - Files: a file's attributes as its publish left them (at a flush or
+//!   the last close here), for the kernel's re-read once the file is
+//!   closed (a write drops what the kernel held); the caller serves them
+//!   only while the file is not open here (its own view answers then).
+//!
+//! Invariants: an entry is served at most once, within the time it was
+//! given for and for what is left of it: `TTL`, or for a file's publish as
+//! long as the kernel may keep attributes it fetches (`LONG` while the
+//! feed is followed, `watch.rs`), so another client's change is seen as
+//! late as it would be had the kernel kept the attributes (the feed's
+//! changes drop entries as they drop the kernel's: `changed`). Any other
 //! change this mount makes to that inode drops its entry before and after
 //! it. Changes run on several threads, so an answer is kept only if no
 //! other change was noted since its change began (`epoch`): answers that
-//! crossed are dropped, never kept out of order.
+//! crossed are dropped, never kept out of order. At most [`KEPT_MAX`]
+//! entries are kept (beyond, the older half goes: what is not kept is
+//! asked of the coordinator, which is never wrong).
 //!
 //! Files this mount opens are fetched from the coordinator then (an open
 //! reads what was published before it: close-to-open), and the kernel asks
@@ -23,18 +34,15 @@
 //! The attributes a directory listing was read with (readdirplus) are
 //! handed to the kernel on the same terms ([`Fresh::left`]).
 //!
-//! A file's attributes as its publish left them (at a flush or the last
-//! close here) are kept the same way, for the kernel's re-read once the
-//! file is closed (a write drops what the kernel held); the caller serves
-//! them only while the file is not open here (its own view answers then).
-//! They may be given for as long as the kernel may keep attributes it
-//! fetched ([`Fresh::put_for`], `watch.rs`): other clients' changes drop
-//! them as they drop the kernel's (`changed`).
-//!
-//! Files made here and answered for long (`watch.rs`) are remembered for
-//! that long ([`Fresh::made_long`]): the kernel makes the inode only once
-//! the answer reaches the process that created it, and a notification
-//! that comes first finds nothing to drop; it is told again.
+//! Files made here and answered for long are remembered for that long
+//! ([`Fresh::made_long`]): the kernel makes the inode only once the answer
+//! reaches the process that created it, and a notification that comes
+//! first finds nothing to drop, so `watch.rs` tells it again. A create is
+//! answered for long only if no other client's change (nor lost changes)
+//! was noted while it ran (`foreign`), and only while fewer than
+//! [`KEPT_MAX`] such files are remembered: an entry here is never dropped
+//! before its time, so every change that may have beaten its answer to
+//! the kernel is told again.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -45,8 +53,8 @@ const SWEEP_ABOVE: usize = 1024;
 /// Own changes remembered at most (then forgotten: their notifications
 /// are only passed on to the kernel, which is never wrong).
 const OWN_MAX: usize = 65_536;
-/// Entries and files made kept at most: beyond, the oldest half goes
-/// (what is not kept is asked of the coordinator, which is never wrong).
+/// Entries kept at most (beyond, the older half goes), and files made
+/// here remembered at most (beyond, creates are answered for `TTL`).
 const KEPT_MAX: usize = 65_536;
 
 pub struct Fresh {
@@ -63,8 +71,12 @@ pub struct Fresh {
     own: HashSet<(u64, u64)>,
     /// Files made here whose answer the kernel may keep long: until when.
     made: HashMap<u64, Instant>,
-    /// Entries beyond which expired ones are swept out next.
+    /// Entries, and files made, beyond which expired ones are swept out next.
     sweep_at: usize,
+    made_sweep_at: usize,
+    /// Bumped by every change of another client noted here, and when
+    /// changes were lost.
+    foreign: u64,
 }
 
 impl Fresh {
@@ -77,6 +89,8 @@ impl Fresh {
             own: HashSet::new(),
             made: HashMap::new(),
             sweep_at: SWEEP_ABOVE,
+            made_sweep_at: SWEEP_ABOVE,
+            foreign: 0,
         }
     }
 
@@ -99,14 +113,16 @@ impl Fresh {
         self.epoch += 1;
         if self.entries.len() >= self.sweep_at {
             self.entries.retain(|_, (_, at, ttl)| now.duration_since(*at) < *ttl);
-            if self.entries.len() >= KEPT_MAX {
+            let n = self.entries.len();
+            if n >= KEPT_MAX {
+                // The newer half stays.
                 let mut at: Vec<Instant> = self.entries.values().map(|(_, at, _)| *at).collect();
-                let (_, middle, _) = at.select_nth_unstable(KEPT_MAX / 2);
-                let middle = *middle;
-                self.entries.retain(|_, (_, at, _)| *at > middle);
+                let (_, oldest_kept, _) = at.select_nth_unstable(n - KEPT_MAX / 2);
+                let oldest_kept = *oldest_kept;
+                self.entries.retain(|_, (_, at, _)| *at >= oldest_kept);
             }
             // Swept again once twice as many: a put costs O(1) on average.
-            self.sweep_at = (2 * self.entries.len()).max(SWEEP_ABOVE);
+            self.sweep_at = (2 * self.entries.len()).clamp(SWEEP_ABOVE, KEPT_MAX);
         }
         for info in infos {
             self.own(&info);
@@ -125,15 +141,28 @@ impl Fresh {
         Some((info, left))
     }
 
-    /// The file `ino` was made here and answered at `now` for `ttl`.
-    pub fn made_long(&mut self, ino: u64, now: Instant, ttl: Duration) {
-        if self.made.len() >= SWEEP_ABOVE && self.made.len().is_power_of_two() {
+    /// To pass to [`Fresh::made_long`]: taken before a create begins.
+    pub fn foreign(&self) -> u64 {
+        self.foreign
+    }
+
+    /// Whether the file `ino`, made here by a create that began at
+    /// `foreign`, may be answered at `now` for `ttl`: only if no other
+    /// client's change (nor lost changes) was noted since, and there is
+    /// room to remember it until then; if so, it is remembered.
+    pub fn made_long(&mut self, ino: u64, foreign: u64, now: Instant, ttl: Duration) -> bool {
+        if foreign != self.foreign {
+            return false;
+        }
+        if self.made.len() >= self.made_sweep_at {
             self.made.retain(|_, until| *until > now);
-            if self.made.len() >= KEPT_MAX {
-                self.made.clear();
-            }
+            self.made_sweep_at = (2 * self.made.len()).clamp(SWEEP_ABOVE, KEPT_MAX);
+        }
+        if self.made.len() >= KEPT_MAX {
+            return false;
         }
         self.made.insert(ino, now + ttl);
+        true
     }
 
     /// Until when the kernel may keep the answer that made `ino` here, if
@@ -196,6 +225,7 @@ impl Fresh {
             return;
         }
         self.epoch += 1;
+        self.foreign += 1;
         for ino in inos {
             self.entries.remove(ino);
         }
@@ -219,6 +249,12 @@ impl Fresh {
     pub fn clear(&mut self) {
         self.epoch += 1;
         self.entries.clear();
+    }
+
+    /// Changes of other clients were lost: any inode may have changed.
+    pub fn lost(&mut self) {
+        self.clear();
+        self.foreign += 1;
     }
 
     #[cfg(test)]
@@ -400,23 +436,51 @@ mod tests {
         let e = f.epoch();
         f.put_for(e, [dir(1 << 40, 0)], t0 + s(31), s(30));
         assert!(f.len() <= SWEEP_ABOVE, "expired ones swept out: {}", f.len());
-        for id in 0..(KEPT_MAX + 1) as u64 {
+        let base = dir(0, 0);
+        for id in 0..(4 * KEPT_MAX) as u64 {
             let e = f.epoch();
-            f.put_for(e, [dir(id, 0)], t0 + s(31) + Duration::from_nanos(id), s(30));
+            let info = InodeInfo { id: InodeId(id), ..base.clone() };
+            f.put_for(e, [info], t0 + s(31) + Duration::from_nanos(id), s(30));
+            assert!(f.len() <= KEPT_MAX, "{} entries kept", f.len());
         }
-        assert!(f.len() <= KEPT_MAX, "{} entries kept", f.len());
-        assert!(f.take(KEPT_MAX as u64, t0 + s(32)).is_some(), "the newest are kept");
+        assert!(f.take(4 * KEPT_MAX as u64 - 1, t0 + s(32)).is_some(), "the newest are kept");
     }
 
     #[test]
-    fn files_made_for_long_are_known_until_then() {
+    fn files_made_for_long_are_known_until_then_and_only_if_nothing_foreign_came_meanwhile() {
         let t0 = Instant::now();
         let s = Duration::from_secs;
         let mut f = Fresh::new(s(1));
-        f.made_long(5, t0, s(30));
+        assert!(f.made_long(5, f.foreign(), t0, s(30)));
         assert_eq!(f.made_until(5, t0 + s(29)), Some(t0 + s(30)));
         assert_eq!(f.made_until(5, t0 + s(30)), None, "past it");
         assert_eq!(f.made_until(6, t0), None, "not made here");
+        // Another client's change, or lost changes, while a create ran.
+        for foreign in [|f: &mut Fresh| f.changed(&[77]), |f: &mut Fresh| f.lost()] {
+            let began = f.foreign();
+            foreign(&mut f);
+            assert!(!f.made_long(8, began, t0, s(30)));
+            assert_eq!(f.made_until(8, t0), None);
+        }
+        f.changed(&[]);
+        let began = f.foreign();
+        f.forget(9);
+        f.clear();
+        assert!(f.made_long(9, began, t0, s(30)), "this mount's own changes are not foreign");
+    }
+
+    #[test]
+    fn files_made_are_never_forgotten_before_their_time_and_bounded() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let mut f = Fresh::new(s(1));
+        for ino in 0..KEPT_MAX as u64 {
+            assert!(f.made_long(ino, f.foreign(), t0, s(30)));
+        }
+        assert!(!f.made_long(1 << 40, f.foreign(), t0 + s(1), s(30)), "full: answered for the ttl instead");
+        assert_eq!(f.made_until(0, t0 + s(1)), Some(t0 + s(30)), "the first still known");
+        assert!(f.made_long(1 << 40, f.foreign(), t0 + s(31), s(30)), "room again once they expired");
+        assert!(f.made.len() < SWEEP_ABOVE);
     }
 
     #[test]

@@ -71,7 +71,8 @@ pub struct TierpoolFs {
     pub(crate) names: Arc<Mutex<Names>>,
     /// Entries beneath `.snapshots` the kernel was given, by number.
     pub(crate) snaps: Mutex<crate::snapshots::SnapInodes>,
-    /// Directories as this mount's last change in each left them.
+    /// Directories as this mount's last change in each left them, files
+    /// as their last publish here did, files made here (see `fresh.rs`).
     pub(crate) fresh: Arc<Mutex<Fresh>>,
     /// Whether the kernel may keep answers long (see `watch.rs`).
     pub(crate) watch: Arc<Watch>,
@@ -448,20 +449,21 @@ impl Filesystem for TierpoolFs {
         flags: i32,
         reply: ReplyCreate,
     ) {
-        let began = Instant::now();
+        let (began, foreign) = (Instant::now(), self.fresh.lock().foreign());
         match self.writable(parent.0).and_then(|()| self.create_file(req, parent.0, name, mode & !umask, flags)) {
             Ok((a, fh, made)) => {
                 let fopen = open_flags(flags, self.direct_mmap.load(Ordering::Relaxed));
                 // A file made here is new to the kernel, which makes the
                 // inode from this answer: kept long while the feed is
-                // followed, and told again of a change that beats it there
-                // (`watch.rs`). An existing file opened is not (the kernel
-                // may hold it, and does not order this answer against a
-                // notification).
-                let ttl = if made { self.watch.ttl(began) } else { TTL };
-                if ttl > TTL {
-                    self.fresh.lock().made_long(a.ino.0, Instant::now(), ttl);
-                }
+                // followed and no other client's change came meanwhile, and
+                // told again of a change that beats it there (`watch.rs`).
+                // An existing file opened is not (the kernel may hold it,
+                // and does not order this answer against a notification).
+                let long = self.watch.ttl(began);
+                let ttl = match made && long > TTL {
+                    true if self.fresh.lock().made_long(a.ino.0, foreign, Instant::now(), long) => long,
+                    _ => TTL,
+                };
                 reply.created(&ttl, &a, Generation(0), FileHandle(fh), fopen)
             }
             Err(e) => reply.error(e),

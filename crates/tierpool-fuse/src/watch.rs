@@ -24,8 +24,12 @@
 //!   that file may reach the kernel before the process that made it gets
 //!   the answer, and then finds nothing to drop, so the file is told of it
 //!   again and again for as long as the kernel may keep the answer (see
-//!   `Again`). What remains: a process held up between the answer and its
-//!   return from `open` for longer than `LONG`.
+//!   `Again`); a create during which another client's change (or lost
+//!   changes) was heard of is answered for `TTL` instead (`Fresh::foreign`),
+//!   so no change that may beat the answer goes untold. What remains: a
+//!   process held up between the answer and its return from `open` for
+//!   longer than 200 ms sees the change up to a second late (the repeats
+//!   are a second apart then), and for longer than `LONG`, not at all.
 //! - changes this mount made itself are known by the `ctime` they left
 //!   (`Fresh::is_own`): the kernel already has them, and dropping them
 //!   would only cost lookups. The feed may bring a change before its
@@ -53,7 +57,7 @@ use crate::known::KnownDirs;
 use crate::names::Names;
 use fuser::{INodeNo, Notifier};
 use parking_lot::Mutex;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
@@ -159,9 +163,9 @@ pub(crate) fn follow(parts: Parts, notifier: Notifier, at: Option<(u64, u64)>) {
     let made = parts.fresh.clone();
     let sender = std::thread::Builder::new().name("fuse-notify".into()).spawn(move || {
         // Files made here that the kernel may not have made yet: told again.
-        let mut again: Vec<Again> = Vec::new();
+        let mut again: HashMap<u64, Again> = HashMap::new();
         loop {
-            let batch = match again.iter().map(|a| a.next).min() {
+            let batch = match again.values().map(|a| a.next).min() {
                 None => told.recv().map_err(|_| RecvTimeoutError::Disconnected),
                 Some(next) => told.recv_timeout(next.saturating_duration_since(Instant::now())),
             };
@@ -171,9 +175,9 @@ pub(crate) fn follow(parts: Parts, notifier: Notifier, at: Option<(u64, u64)>) {
                 Err(RecvTimeoutError::Disconnected) => return,
             };
             let now = Instant::now();
-            again.retain_mut(|a| {
+            again.retain(|ino, a| {
                 if a.next <= now {
-                    let _ = notifier.inval_inode(INodeNo(a.ino), 0, 0);
+                    let _ = notifier.inval_inode(INodeNo(*ino), 0, 0);
                     a.next = now + if now < a.first + AGAIN_OFTEN_FOR { AGAIN_OFTEN } else { AGAIN_LATER };
                 }
                 a.next < a.until
@@ -188,7 +192,8 @@ pub(crate) fn follow(parts: Parts, notifier: Notifier, at: Option<(u64, u64)>) {
                     Stale::Inode(ino) => {
                         let until = made.upgrade().and_then(|f| f.lock().made_until(ino, now));
                         if let Some(until) = until {
-                            again.push(Again { ino, first: now, next: now + AGAIN_OFTEN, until });
+                            // One per file: a later change starts its repeats afresh.
+                            again.insert(ino, Again { first: now, next: now + AGAIN_OFTEN, until });
                         }
                         notifier.inval_inode(INodeNo(ino), 0, 0)
                     }
@@ -264,13 +269,13 @@ fn cannot_follow(e: &dyn std::fmt::Display) {
     tracing::warn!("cannot follow the pool's changes (names and attributes kept for {TTL:?}): {e}");
 }
 
-/// A file made here whose answer the kernel may keep until `until`, and
-/// which another client changed at `first`: the kernel makes its inode
-/// only once the answer reaches the process that made it, and drops
+/// Of a file made here whose answer the kernel may keep until `until`,
+/// and which another client changed at `first`: the kernel makes its
+/// inode only once the answer reaches the process that made it, and drops
 /// nothing of an inode it has not made yet (nor says so), so it is told
-/// again at `next`: often at first, then now and then, until `until`.
+/// again at `next`: every 10 ms for 200 ms, then every second, until
+/// `until`.
 struct Again {
-    ino: u64,
     first: Instant,
     next: Instant,
     until: Instant,
@@ -316,7 +321,7 @@ fn drop_changed(a: &ChangesAnswer, fresh: &Mutex<Fresh>, known: &Mutex<KnownDirs
 
 /// Every inode and name the kernel was given, to drop.
 fn drop_all(fresh: &Mutex<Fresh>, names: &Mutex<Names>) -> Vec<Stale> {
-    fresh.lock().clear();
+    fresh.lock().lost();
     let known = names.lock().all();
     let mut drops = vec![Stale::Inode(INodeNo::ROOT.0)];
     for (ino, parent, name) in known {
