@@ -110,6 +110,20 @@ def tp_connections(addr, n):
     return json.loads(out)["connect"]
 
 
+def versus(tp, rd, rd_fsync):
+    """tierpool's 4 KiB puts and gets (`tierpool bench`) next to redis-server's
+    sets and gets, in memory (`rd`) and fsyncing each set (`rd_fsync`)."""
+    ops = lambda r: r["ops_per_sec"]
+    return {
+        "tierpool_put": tp["write"], "tierpool_get": tp["read"],
+        "redis_set": rd.get("set"), "redis_get": rd.get("get"),
+        "redis_set_fsync_always": rd_fsync.get("set"),
+        "put_vs_redis_set": ops(tp["write"]) / ops(rd["set"]),
+        "put_vs_redis_set_fsync_always": ops(tp["write"]) / ops(rd_fsync["set"]),
+        "get_vs_redis_get": ops(tp["read"]) / ops(rd["get"]),
+    }
+
+
 def write_result(prefix, result):
     """Writes `result` to bench/results/<prefix><timestamp>.json and stdout."""
     os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
@@ -170,28 +184,12 @@ def main():
             "write_vs_tcp": large["write"]["mb_per_sec"] / tcp,
             "read_vs_tcp": large["read"]["mb_per_sec"] / tcp,
         },
-        "small_4k": {
-            "clients": clients,
-            "inline_max": a.inline_max or "4KiB",
-            "tierpool_put": small["write"], "tierpool_get": small["read"],
-            "redis_set": rd.get("set"), "redis_get": rd.get("get"),
-            "redis_set_fsync_always": rd_fsync.get("set"),
-            "put_vs_redis_set": small["write"]["ops_per_sec"] / rd["set"]["ops_per_sec"],
-            "put_vs_redis_set_fsync_always": small["write"]["ops_per_sec"] / rd_fsync["set"]["ops_per_sec"],
-            "get_vs_redis_get": small["read"]["ops_per_sec"] / rd["get"]["ops_per_sec"],
-        },
-        "small_4k_batched": {
-            "clients": clients,
-            "batch": batch,
-            "note": "tierpool: put_many/get_many of `batch` files a request, `clients` requests at once, "
-                    "p99 of whole requests; redis-server: redis-benchmark -P `batch`",
-            "tierpool_put": batched["write"], "tierpool_get": batched["read"],
-            "redis_set": rd_p.get("set"), "redis_get": rd_p.get("get"),
-            "redis_set_fsync_always": rd_p_fsync.get("set"),
-            "put_vs_redis_set": batched["write"]["ops_per_sec"] / rd_p["set"]["ops_per_sec"],
-            "put_vs_redis_set_fsync_always": batched["write"]["ops_per_sec"] / rd_p_fsync["set"]["ops_per_sec"],
-            "get_vs_redis_get": batched["read"]["ops_per_sec"] / rd_p["get"]["ops_per_sec"],
-        },
+        "small_4k": dict(
+            versus(small, rd, rd_fsync), clients=clients, inline_max=a.inline_max or "4KiB"),
+        "small_4k_batched": dict(
+            versus(batched, rd_p, rd_p_fsync), clients=clients, batch=batch,
+            note="tierpool: put_many/get_many of `batch` files a request, `clients` requests at once, "
+                 "p99 of whole requests; redis-server: redis-benchmark -P `batch`"),
         "metadata": {
             "create_ops_per_sec": meta["write"]["ops_per_sec"],
             "stat_ops_per_sec": meta["stat"]["ops_per_sec"],
