@@ -11,8 +11,8 @@
 //! their records to the holder, which looks at the queue again after
 //! letting go), so records reach the kernel without a hop to another
 //! thread. A leader writes until its own records are written, then leaves
-//! what is still queued to the next caller waiting or to the flusher
-//! thread, so no request writes for others for long. The leader hands the
+//! what is still queued to the flusher thread, so no request writes for
+//! others for long. The leader hands the
 //! fsync to the syncer thread, which issues one `fdatasync` for everything
 //! written meanwhile and publishes the new synced lsn. Writing never waits
 //! for an fsync: changes arriving during one are written at once and share
@@ -33,13 +33,14 @@
 //! for *synced*, so a machine crash that loses the last period's changes
 //! never leaves a file naming deleted chunks.
 //!
-//! Space ahead of the records is written with zeros in steps ([`RESERVE`])
-//! by the flusher thread, once fewer than half a step is left, and its
-//! writeback started at once: records then mostly overwrite blocks the
-//! file system has already allocated and written, so an fdatasync writes
-//! their bytes only. (The first one after each step also commits the
-//! file's new size and may wait for zeros still being written: once per 2
-//! MiB of records. Space merely allocated, by `fallocate`, is marked
+//! Space ahead of the records is written with zeros by the flusher
+//! thread, up to a [`RESERVE`] ahead once fewer than half of one is left,
+//! in pieces of [`RESERVE_PIECE`] between which it lets go of the segment
+//! (so a request waits for one piece at most), each piece's writeback
+//! started at once: records then mostly overwrite blocks the file system
+//! has already allocated and written, so an fdatasync writes their bytes
+//! only. (The first one after each step also commits the file's new size
+//! and may wait for zeros still being written: once per 2 MiB of records. Space merely allocated, by `fallocate`, is marked
 //! unwritten, and converting it costs every fsync a second write: about
 //! 1.5x the time here.) Records that outrun the zeros grow the file.
 //! Recovery takes zeros after the last record as the end.
@@ -73,6 +74,8 @@ const TICK: Duration = Duration::from_millis(5);
 /// Space written with zeros at a time ahead of the records of a segment,
 /// once fewer than half of it are left.
 pub const RESERVE: u64 = 4 << 20;
+/// Zeros written ahead at a time by the flusher thread.
+const RESERVE_PIECE: u64 = 256 << 10;
 /// What zeros are written from.
 static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
 
@@ -161,8 +164,7 @@ impl Shared {
     /// Writes what is queued if no one else is writing (the holder looks
     /// at the queue again after letting go of the segment), until
     /// everything up to `lsn` is written: what is queued after that is
-    /// left to the next caller waiting, or else to the flusher thread, so
-    /// no caller writes for others for long.
+    /// left to the flusher thread, so no caller writes for others for long.
     fn write_queued(&self, lsn: u64) {
         loop {
             if self.queue.lock().is_empty() {
@@ -354,6 +356,9 @@ struct Segment {
     /// Cleared when zeros cannot be written ahead (the disk is full):
     /// records are then appended, growing the file with each write.
     reserving: bool,
+    /// Zeros are being written ahead, a piece at a time, up to a whole
+    /// [`RESERVE`] ahead of the records.
+    filling: bool,
 }
 
 impl Segment {
@@ -373,8 +378,14 @@ impl Segment {
         while let Decoded::Record(_, used) = decode_record(&held[end..]) {
             end += used;
         }
-        let mut s = Segment { file: Arc::new(file), end: end as u64, reserved: held.len() as u64, reserving: true };
-        s.reserve_ahead();
+        let mut s = Segment {
+            file: Arc::new(file),
+            end: end as u64,
+            reserved: held.len() as u64,
+            reserving: true,
+            filling: false,
+        };
+        while s.reserve_ahead() {}
         Ok(s)
     }
 
@@ -386,22 +397,29 @@ impl Segment {
         Ok(())
     }
 
-    /// Whether fewer than half a [`RESERVE`] of zeros are left ahead.
+    /// Whether fewer than half a [`RESERVE`] of zeros are left ahead, or
+    /// zeros are being written up to a whole one.
     fn wants_reserve(&self) -> bool {
-        self.reserving && self.end + RESERVE / 2 > self.reserved
+        self.reserving && (self.filling || self.end + RESERVE / 2 > self.reserved)
     }
 
-    /// Writes a [`RESERVE`] of zeros ahead of the records if it
-    /// [`wants_reserve`](Self::wants_reserve) (the flusher thread does, so
-    /// that no request waits for it).
-    fn reserve_ahead(&mut self) {
+    /// Writes up to [`RESERVE_PIECE`] of zeros ahead of the records if it
+    /// [`wants_reserve`](Self::wants_reserve), up to a [`RESERVE`] ahead;
+    /// returns whether it wants more. The flusher thread does, a piece at
+    /// a time, letting go of the segment between pieces, so that a request
+    /// waits for one piece at most.
+    fn reserve_ahead(&mut self) -> bool {
         if !self.wants_reserve() {
-            return;
+            return false;
         }
-        if let Err(e) = self.reserve(self.reserved.max(self.end), self.end + RESERVE) {
+        let from = self.reserved.max(self.end);
+        let to = (self.end + RESERVE).min(from + RESERVE_PIECE);
+        if let Err(e) = self.reserve(from, to) {
             tracing::warn!("metadata log: cannot write space ahead ({e}); appending instead");
             self.reserving = false;
         }
+        self.filling = self.reserving && self.reserved < self.end + RESERVE;
+        self.filling
     }
 
     /// Writes zeros from `from` to `to` and starts their writeback, so
@@ -541,11 +559,15 @@ fn flusher_thread(shared: &Shared) {
         };
         let mut f = shared.flusher.lock();
         f.drain(&shared.queue, true);
-        f.segment.reserve_ahead();
         if stop {
             // The process is exiting: what was written goes to disk.
             f.fsync();
             return;
+        }
+        while f.segment.reserve_ahead() {
+            // Requests may write between the pieces.
+            drop(f);
+            f = shared.flusher.lock();
         }
         drop(f);
         // Callers that found the segment held left their records to it.

@@ -21,8 +21,8 @@
 //! it. Changes run on several threads, so an answer is kept only if no
 //! other change was noted since its change began (`epoch`): answers that
 //! crossed are dropped, never kept out of order. At most [`KEPT_MAX`]
-//! entries are kept (beyond, the older half goes: what is not kept is
-//! asked of the coordinator, which is never wrong).
+//! entries are kept (past half of it, the older ones go: what is not kept
+//! is asked of the coordinator, which is never wrong).
 //!
 //! Files this mount opens are fetched from the coordinator then (an open
 //! reads what was published before it: close-to-open), and the kernel asks
@@ -44,7 +44,7 @@
 //! before its time, so every change that may have beaten its answer to
 //! the kernel is told again.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 use tierpool_client::InodeInfo;
 
@@ -53,8 +53,9 @@ const SWEEP_ABOVE: usize = 1024;
 /// Own changes remembered at most (then forgotten: their notifications
 /// are only passed on to the kernel, which is never wrong).
 const OWN_MAX: usize = 65_536;
-/// Entries kept at most (beyond, the older half goes), and files made
-/// here remembered at most (beyond, creates are answered for `TTL`).
+/// Entries kept at most (past half of it, the older ones go down to
+/// half), and files made here remembered at most (beyond, creates are
+/// answered for `TTL`).
 const KEPT_MAX: usize = 65_536;
 
 pub struct Fresh {
@@ -69,11 +70,14 @@ pub struct Fresh {
     /// Inodes with the `ctime` this mount's changes left them with (for
     /// telling its own changes in the pool's feed, `watch.rs`).
     own: HashSet<(u64, u64)>,
-    /// Files made here whose answer the kernel may keep long: until when.
+    /// Files made here whose answer the kernel may keep long: until when;
+    /// and in the order they were made (so nearly in that of their ends),
+    /// to let them go when they end.
     made: HashMap<u64, Instant>,
-    /// Entries, and files made, beyond which expired ones are swept out next.
+    made_order: VecDeque<(Instant, u64)>,
+    /// Entries, and files opened, beyond which expired ones are swept out next.
     sweep_at: usize,
-    made_sweep_at: usize,
+    opened_sweep_at: usize,
     /// Bumped by every change of another client noted here, and when
     /// changes were lost.
     foreign: u64,
@@ -88,8 +92,9 @@ impl Fresh {
             epoch: 0,
             own: HashSet::new(),
             made: HashMap::new(),
+            made_order: VecDeque::new(),
             sweep_at: SWEEP_ABOVE,
-            made_sweep_at: SWEEP_ABOVE,
+            opened_sweep_at: SWEEP_ABOVE,
             foreign: 0,
         }
     }
@@ -114,14 +119,15 @@ impl Fresh {
         if self.entries.len() >= self.sweep_at {
             self.entries.retain(|_, (_, at, ttl)| now.duration_since(*at) < *ttl);
             let n = self.entries.len();
-            if n >= KEPT_MAX {
+            if n > KEPT_MAX / 2 {
                 // The newer half stays.
                 let mut at: Vec<Instant> = self.entries.values().map(|(_, at, _)| *at).collect();
                 let (_, oldest_kept, _) = at.select_nth_unstable(n - KEPT_MAX / 2);
                 let oldest_kept = *oldest_kept;
                 self.entries.retain(|_, (_, at, _)| *at >= oldest_kept);
             }
-            // Swept again once twice as many: a put costs O(1) on average.
+            // At most half the bound is left: swept again once twice as
+            // many, so a put costs O(1) on average.
             self.sweep_at = (2 * self.entries.len()).clamp(SWEEP_ABOVE, KEPT_MAX);
         }
         for info in infos {
@@ -154,14 +160,20 @@ impl Fresh {
         if foreign != self.foreign {
             return false;
         }
-        if self.made.len() >= self.made_sweep_at {
-            self.made.retain(|_, until| *until > now);
-            self.made_sweep_at = (2 * self.made.len()).clamp(SWEEP_ABOVE, KEPT_MAX);
+        while let Some(&(until, first)) = self.made_order.front() {
+            if until > now {
+                break;
+            }
+            self.made_order.pop_front();
+            if self.made.get(&first) == Some(&until) {
+                self.made.remove(&first);
+            }
         }
         if self.made.len() >= KEPT_MAX {
             return false;
         }
         self.made.insert(ino, now + ttl);
+        self.made_order.push_back((now + ttl, ino));
         true
     }
 
@@ -174,9 +186,11 @@ impl Fresh {
     /// The file `ino` was opened with attributes fetched at `now`, by a
     /// request that began at `epoch`.
     pub fn opened(&mut self, epoch: u64, ino: u64, now: Instant) {
-        if self.opened.len() >= SWEEP_ABOVE {
+        if self.opened.len() >= self.opened_sweep_at {
             let ttl = self.ttl;
             self.opened.retain(|_, (at, _)| now.duration_since(*at) < ttl);
+            // Swept again once twice as many: O(1) on average.
+            self.opened_sweep_at = (2 * self.opened.len()).max(SWEEP_ABOVE);
         }
         match epoch == self.epoch {
             true => self.opened.insert(ino, (now, epoch)),
@@ -480,7 +494,7 @@ mod tests {
         assert!(!f.made_long(1 << 40, f.foreign(), t0 + s(1), s(30)), "full: answered for the ttl instead");
         assert_eq!(f.made_until(0, t0 + s(1)), Some(t0 + s(30)), "the first still known");
         assert!(f.made_long(1 << 40, f.foreign(), t0 + s(31), s(30)), "room again once they expired");
-        assert!(f.made.len() < SWEEP_ABOVE);
+        assert_eq!((f.made.len(), f.made_order.len()), (1, 1), "the expired ones let go");
     }
 
     #[test]

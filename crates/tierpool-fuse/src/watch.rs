@@ -176,11 +176,14 @@ pub(crate) fn follow(parts: Parts, notifier: Notifier, at: Option<(u64, u64)>) {
             };
             let now = Instant::now();
             again.retain(|ino, a| {
-                if a.next <= now {
-                    let _ = notifier.inval_inode(INodeNo(*ino), 0, 0);
-                    a.next = now + if now < a.first + AGAIN_OFTEN_FOR { AGAIN_OFTEN } else { AGAIN_LATER };
+                if a.next > now {
+                    return true;
                 }
-                a.next < a.until
+                // Its attributes only: its pages were dropped the first time.
+                let _ = notifier.inval_inode(INodeNo(*ino), -1, 0);
+                let step = if now < a.first + AGAIN_OFTEN_FOR { AGAIN_OFTEN } else { AGAIN_LATER };
+                a.next = (now + step).min(a.until);
+                now < a.until
             });
             if batch.is_empty() {
                 continue;
@@ -273,8 +276,10 @@ fn cannot_follow(e: &dyn std::fmt::Display) {
 /// and which another client changed at `first`: the kernel makes its
 /// inode only once the answer reaches the process that made it, and drops
 /// nothing of an inode it has not made yet (nor says so), so it is told
-/// again at `next`: every 10 ms for 200 ms, then every second, until
-/// `until`.
+/// again (its attributes) at `next`: every 10 ms for 200 ms, then every
+/// second, and at `until`. After lost changes, every file made here in the
+/// last `LONG` is (up to 65,536: a burst of notifications, as rare as a
+/// coordinator starting again).
 struct Again {
     first: Instant,
     next: Instant,
