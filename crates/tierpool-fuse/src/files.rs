@@ -219,8 +219,11 @@ impl TierpoolFs {
                 f.publish(&self.io).map_err(|e| crate::errno::errno(&e))?;
             }
             let info = self.block(self.io.client.set_inode(InodeId(ino), change))?;
-            if let Some(f) = self.open_file(ino) {
-                f.refresh(info);
+            match self.open_file(ino) {
+                Some(f) => f.refresh(info),
+                // The inode as the change left it: no second round trip.
+                None if size.is_none() => return Ok(info),
+                None => {}
             }
         }
         self.inode(ino)
