@@ -110,10 +110,11 @@ fn a_coordinator_started_again_has_mounts_drop_everything_their_kernel_keeps() {
     seen("an unlink after the restart", || !a.p("d/gone").exists());
 }
 
-/// Whether `path` exists, asked `alone`.
-fn exists_alone(path: &Path, limit: Duration) -> Option<bool> {
+/// What `stat` of `path` answered, asked `alone`: `Ok` if it exists, else
+/// its errno (`ENOENT`: missing).
+fn stat_errno_alone(path: &Path, limit: Duration) -> Option<Result<(), i32>> {
     let path = path.to_path_buf();
-    alone(limit, move || path.exists())
+    alone(limit, move || fs::metadata(&path).map(|_| ()).map_err(|e| e.raw_os_error().unwrap_or(0)))
 }
 
 #[test]
@@ -136,11 +137,13 @@ fn a_directory_this_mount_made_answers_missing_names_itself_until_another_client
     // missing in the directory this mount made, and only there.
     let coordinator = pool.coordinator.as_ref().unwrap().id();
     signal(coordinator, libc::SIGSTOP);
-    let mine = exists_alone(&a.p("mine/never"), Duration::from_secs(2));
-    let theirs = exists_alone(&a.p("theirs/never"), Duration::from_secs(2));
+    let mine = stat_errno_alone(&a.p("mine/never"), Duration::from_secs(2));
+    let theirs = stat_errno_alone(&a.p("theirs/never"), Duration::from_secs(2));
     signal(coordinator, libc::SIGCONT);
-    assert_eq!(mine, Some(false), "answered by the mount alone");
-    assert_eq!(theirs, None, "asked of the coordinator");
+    assert_eq!(mine, Some(Err(libc::ENOENT)), "answered missing by the mount alone");
+    // Asked of the coordinator: no answer while it is stopped (or a failure
+    // to ask), never "missing".
+    assert!(theirs.is_none() || theirs.is_some_and(|r| r != Err(libc::ENOENT)), "asked of the coordinator: {theirs:?}");
     // Another client's new name in it is seen: the mount no longer answers
     // for the directory, and the kernel drops the name it kept as missing.
     assert!(!a.p("mine/z").exists());
