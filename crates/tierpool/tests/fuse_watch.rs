@@ -18,6 +18,28 @@ const SEEN_WITHIN: Duration = Duration::from_secs(10);
 fn signal(pid: u32, sig: i32) {
     // SAFETY: a plain system call on a child process of this test.
     assert_eq!(unsafe { libc::kill(pid as i32, sig) }, 0);
+    if sig == libc::SIGSTOP {
+        stopped(pid);
+    }
+}
+
+/// Waits until every thread of `pid` is stopped: a thread woken by a
+/// request before the stop reached it could still answer it.
+fn stopped(pid: u32) {
+    let t = Instant::now();
+    loop {
+        let tasks = fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+        let state = |task: fs::DirEntry| {
+            let stat = fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+            // The state follows the command name in parentheses.
+            stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next())
+        };
+        if tasks.map(|t| state(t.unwrap())).all(|s| s == Some('T') || s == Some('t')) {
+            return;
+        }
+        assert!(t.elapsed() < SEEN_WITHIN, "process {pid}: not stopped within {SEEN_WITHIN:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// Waits until `check` holds, for at most `SEEN_WITHIN`.
