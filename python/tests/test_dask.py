@@ -21,6 +21,8 @@ def test_mapping_stores_bytes_and_frame_lists(client: tierpool.Client, base: str
     m[("x", 1)] = [b"fr", bytearray(b"am"), memoryview(b"es")]
     m["empty"] = []
     assert m["a"] == b"alpha" and m[("x", 1)] == b"frames" and m["empty"] == b""
+    # Writable, so Dask's deserialisation makes no copy of it.
+    assert isinstance(m["a"], bytearray) and isinstance(m[("x", 1)], bytearray)
     assert len(m) == 3 and set(m) == {"a", ("x", 1), "empty"} and "a" in m and "b" not in m
     assert len(client.ls(m.directory)) == 3
     m["a"] = b"again"

@@ -60,7 +60,8 @@ class TierpoolMapping(MutableMapping):  # type: ignore[type-arg]
 
     Values may be bytes-like or a list of bytes-like frames (as Dask's
     serialisation produces); they are written without joining and read back
-    as one ``bytes``. Each mapping uses a directory of its own
+    as one writable ``bytearray`` (as zict's own ``File`` returns them: Dask
+    copies a read-only buffer whole before it makes a writeable array of it). Each mapping uses a directory of its own
     (``prefix/<random>``), deleted by :meth:`close` or when the mapping is
     garbage-collected or the process exits, only ever by the process that
     made the mapping (a forked child that inherits it leaves it alone).
@@ -105,10 +106,15 @@ class TierpoolMapping(MutableMapping):  # type: ignore[type-arg]
         if old is not None:
             self.client.rm(old)
 
-    def __getitem__(self, key: Hashable) -> bytes:
+    def __getitem__(self, key: Hashable) -> bytearray:
         with self._lock:
             path = self._paths[key]
-        return self.client.get(path)
+        with self.client.open(path, "rb", buffering=0) as f:
+            buf = bytearray(f.size)
+            n = f.readinto(buf)
+        if n != len(buf):
+            raise OSError(f"{path}: read {n} of its {len(buf)} bytes")
+        return buf
 
     def __delitem__(self, key: Hashable) -> None:
         with self._lock:
