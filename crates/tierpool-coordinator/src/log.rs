@@ -16,10 +16,23 @@
 //! fsync to the syncer thread, which issues one `fdatasync` for everything
 //! written meanwhile and publishes the new synced lsn. Writing never waits
 //! for an fsync: changes arriving during one are written at once and share
-//! the next. The flusher thread does the slow writes: a snapshot in the
-//! queue (a whole file, fsynced; callers leave it and what follows it to
-//! the thread) and the zeros ahead (below); it also writes what no caller
-//! waits for within [`TICK`].
+//! the next. The flusher thread does the slow writes: the zeros ahead
+//! (below), and a snapshot in the queue (callers leave it and what follows
+//! it to the thread); it also writes what no caller waits for within
+//! [`TICK`].
+//!
+//! Snapshots: the coordinator asks for one every so many records with a
+//! copy of its state (taken under its lock, which a copy holds far shorter
+//! than an encoding would), unless one is still being made. The flusher
+//! thread meets it in the queue after the records before it: it fsyncs the
+//! segment, starts the next one at the snapshot's lsn + 1, and hands the
+//! copy to a thread of its own, which encodes it, writes the `snapshot`
+//! file (fsynced, then renamed over the old one) and only then drops the
+//! segments it covers. Records go on being written meanwhile. Invariant:
+//! segments start at a snapshot's lsn + 1 (or at the first lsn after a
+//! recovery), and every segment not covered by the snapshot on disk is
+//! there, so the snapshot and the segments after it always hold every
+//! record written.
 //!
 //! Three lsns are published: *written* (in the kernel: it survives the
 //! coordinator's process dying), *durable* (what replies wait for) and
@@ -61,7 +74,7 @@ use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 use tierpool_meta::MetaState;
@@ -84,9 +97,10 @@ enum Item {
         bytes: Vec<u8>,
         last_lsn: u64,
     },
+    /// The state after `lsn`, to be written as the snapshot.
     Snapshot {
         lsn: u64,
-        bytes: Vec<u8>,
+        state: Box<MetaState>,
     },
     /// fsync what was written now, whatever the period.
     Sync,
@@ -130,6 +144,10 @@ struct Shared {
     wake: Condvar,
     /// The last lsn written.
     written: watch::Receiver<u64>,
+    /// Set while a snapshot is asked for and not yet written.
+    snapshotting: Arc<AtomicBool>,
+    /// The thread writing the last snapshot.
+    snapshot_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 #[derive(Default)]
@@ -146,12 +164,21 @@ pub struct LogWriter {
     synced: watch::Receiver<u64>,
     syncs: Arc<AtomicU64>,
     sync: LogSync,
+    flusher_thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Drop for LogWriter {
-    /// The flusher thread writes what is queued, fsyncs it and ends.
+    /// The flusher thread writes what is queued, fsyncs it and ends, and
+    /// a snapshot being written is finished, before this returns: a log
+    /// opened next on the same directory finds the files at rest.
     fn drop(&mut self) {
         self.shared.call(|c| c.stop = true);
+        if let Some(t) = self.flusher_thread.take() {
+            let _ = t.join();
+        }
+        if let Some(t) = self.shared.snapshot_thread.lock().take() {
+            let _ = t.join();
+        }
     }
 }
 
@@ -193,11 +220,17 @@ impl LogWriter {
         self.shared.queue.lock().push(Item::Records { bytes, last_lsn });
     }
 
-    /// Queues a snapshot of the state after `lsn`; later records go to a new segment.
-    pub fn snapshot(&self, lsn: u64, state: &MetaState) {
-        let bytes = encode_snapshot(lsn, state);
-        self.shared.queue.lock().push(Item::Snapshot { lsn, bytes });
+    /// Queues a snapshot of `state`, the state after `lsn` (a copy is
+    /// taken; call in lsn order, as `append`); later records go to a new
+    /// segment. Returns false, and takes none, while the last one asked
+    /// for is still being written.
+    pub fn snapshot(&self, lsn: u64, state: &MetaState) -> bool {
+        if self.shared.snapshotting.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        self.shared.queue.lock().push(Item::Snapshot { lsn, state: Box::new(state.clone()) });
         self.shared.call(|c| c.now = true);
+        true
     }
 
     /// How many times the log was fsynced since it was opened.
@@ -330,6 +363,7 @@ pub fn open_with(dir: &Path, sync: LogSync) -> Result<(MetaState, u64, LogWriter
         syncer: to_syncer,
         unsynced: None,
         buf: Vec::new(),
+        snapshot: None,
     };
     let shared = Arc::new(Shared {
         queue: Mutex::new(Vec::new()),
@@ -337,13 +371,23 @@ pub fn open_with(dir: &Path, sync: LogSync) -> Result<(MetaState, u64, LogWriter
         call: Mutex::new(Call::default()),
         wake: Condvar::new(),
         written: written_rx.clone(),
+        snapshotting: Arc::new(AtomicBool::new(false)),
+        snapshot_thread: Mutex::new(None),
     });
     let s = shared.clone();
-    std::thread::Builder::new()
+    let flusher = std::thread::Builder::new()
         .name("meta-log".into())
         .spawn(move || flusher_thread(&s))
         .map_err(|e| Error::from(e).context("starting log flusher"))?;
-    let writer = LogWriter { shared, written: written_rx, durable: durable_rx, synced: synced_rx, syncs, sync };
+    let writer = LogWriter {
+        shared,
+        written: written_rx,
+        durable: durable_rx,
+        synced: synced_rx,
+        syncs,
+        sync,
+        flusher_thread: Some(flusher),
+    };
     Ok((state, lsn, writer))
 }
 
@@ -517,6 +561,9 @@ struct Flusher {
     unsynced: Option<u64>,
     /// Records gathered for one write.
     buf: Vec<u8>,
+    /// A snapshot whose segment was started, for the flusher thread to
+    /// hand to a snapshot thread.
+    snapshot: Option<(u64, Box<MetaState>)>,
 }
 
 /// The lsns the threads publish (see the module's documentation).
@@ -559,6 +606,24 @@ fn flusher_thread(shared: &Shared) {
         };
         let mut f = shared.flusher.lock();
         f.drain(&shared.queue, true);
+        if let Some((lsn, state)) = f.snapshot.take() {
+            let (dir, busy) = (f.dir.clone(), shared.snapshotting.clone());
+            let t = std::thread::Builder::new()
+                .name("meta-snapshot".into())
+                .spawn(move || {
+                    let started = Instant::now();
+                    let bytes = encode_snapshot(lsn, &state);
+                    drop(state);
+                    write_snapshot(&dir, lsn, &bytes).unwrap_or_else(|e| fatal("writing snapshot", e));
+                    drop_covered_segments(&dir, lsn);
+                    tracing::debug!("metadata snapshot at lsn {lsn}: {} bytes in {:?}", bytes.len(), started.elapsed());
+                    busy.store(false, Ordering::Release);
+                })
+                .unwrap_or_else(|e| fatal("starting the snapshot thread", e));
+            if let Some(before) = shared.snapshot_thread.lock().replace(t) {
+                let _ = before.join(); // finished: `snapshotting` was clear
+            }
+        }
         if stop {
             // The process is exiting: what was written goes to disk.
             f.fsync();
@@ -600,10 +665,11 @@ impl Flusher {
                         self.buf.extend_from_slice(&bytes);
                         top = Some(last_lsn);
                     }
-                    Item::Snapshot { lsn, bytes } => {
+                    Item::Snapshot { lsn, state } => {
                         self.write(top.take());
                         self.fsync();
-                        self.rotate(lsn, &bytes);
+                        self.rotate(lsn);
+                        self.snapshot = Some((lsn, state));
                     }
                     Item::Sync => asked = true,
                 }
@@ -646,15 +712,18 @@ impl Flusher {
         self.lsns.synced(top);
     }
 
-    /// Writes the snapshot at `lsn`, starts segment `lsn + 1`, drops older segments.
-    fn rotate(&mut self, lsn: u64, bytes: &[u8]) {
-        write_snapshot(&self.dir, lsn, bytes).unwrap_or_else(|e| fatal("writing snapshot", e));
-        let old = segments(&self.dir).unwrap_or_default();
+    /// Starts segment `lsn + 1` (the one before it is fsynced).
+    fn rotate(&mut self, lsn: u64) {
         self.segment = Segment::open(&self.dir, lsn + 1).unwrap_or_else(|e| fatal("opening segment", e));
-        for (first, p) in old {
-            if first <= lsn {
-                let _ = std::fs::remove_file(p);
-            }
+    }
+}
+
+/// Drops the segments a snapshot at `lsn`, written, holds: those before
+/// segment `lsn + 1`.
+fn drop_covered_segments(dir: &Path, lsn: u64) {
+    for (first, p) in segments(dir).unwrap_or_default() {
+        if first <= lsn {
+            let _ = std::fs::remove_file(p);
         }
     }
 }

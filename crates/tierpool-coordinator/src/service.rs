@@ -251,9 +251,9 @@ impl Coordinator {
         encode_record(&LogRecord { lsn, time, owner, op }, &mut bytes);
         self.log.append(bytes, lsn);
         g.since_snapshot += 1;
-        if g.since_snapshot >= self.cfg.snapshot_every {
+        // Taken once the last one is written (each record asks again till then).
+        if g.since_snapshot >= self.cfg.snapshot_every && self.log.snapshot(lsn, g.engine.state()) {
             g.since_snapshot = 0;
-            self.log.snapshot(lsn, g.engine.state());
         }
         Ok(Applied { reply, effects, lsn })
     }
