@@ -5,7 +5,8 @@ Measures, in one run on this machine:
   - loopback TCP throughput (iperf3, one stream): the ceiling of the bulk path;
   - tierpool large-file write/read throughput (`tierpool bench`), as a fraction of it;
   - tierpool 4 KiB put/get ops/s and p99 next to redis-server with the same clients
-    (in memory only, and with its append-only file fsynced before each reply);
+    (in memory only, and with its append-only file fsynced before each reply),
+    with the client's default coalescing of concurrent calls and without it;
   - the same batched: tierpool's put_many/get_many of 16 files a request next to
     redis-benchmark pipelining 16 commands a connection (-P 16);
   - tierpool metadata ops/s: create, stat and delete of empty files;
@@ -97,8 +98,11 @@ def redis(clients, n, fsync=False, tests="set,get", pipeline=1):
     return res
 
 
-def tp_bench(addr, files, size, threads, batch=1):
+def tp_bench(addr, files, size, threads, batch=1, coalesce=None):
+    """`tierpool bench`; `coalesce` sets the client's TIERPOOL_COALESCE (None: its default)."""
     env = dict(os.environ, TIERPOOL_COORDINATOR=addr, **SECRET)
+    if coalesce is not None:
+        env["TIERPOOL_COALESCE"] = str(coalesce)
     out = sh(BIN, "bench", "--files", str(files), "--size", size, "--threads", str(threads), "--batch", str(batch),
              "--json", env=env)
     return json.loads(out)
@@ -162,6 +166,7 @@ def main():
         tcp = iperf3()
         large = tp_bench(addr, big_files, big_size, 2)
         small = tp_bench(addr, small_n, "4KiB", clients)
+        alone = tp_bench(addr, small_n, "4KiB", clients, coalesce=0)
         batched = tp_bench(addr, small_n, "4KiB", clients, batch)
         meta = tp_bench(addr, small_n, "0", clients)
         conns = tp_connections(addr, 1000)
@@ -185,7 +190,13 @@ def main():
             "read_vs_tcp": large["read"]["mb_per_sec"] / tcp,
         },
         "small_4k": dict(
-            versus(small, rd, rd_fsync), clients=clients, inline_max=a.inline_max or "4KiB"),
+            versus(small, rd, rd_fsync), clients=clients, inline_max=a.inline_max or "4KiB",
+            coalesced_calls=small["coalesced_calls"],
+            note="concurrent calls of the one client process share requests beyond 4 in flight "
+                 "(TIERPOOL_COALESCE, the client's default)"),
+        "small_4k_alone": dict(
+            versus(alone, rd, rd_fsync), clients=clients,
+            note="TIERPOOL_COALESCE=0: every put and get a request of its own, as redis-benchmark sends them"),
         "small_4k_batched": dict(
             versus(batched, rd_p, rd_p_fsync), clients=clients, batch=batch,
             note="tierpool: put_many/get_many of `batch` files a request, `clients` requests at once, "

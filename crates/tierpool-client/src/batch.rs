@@ -8,8 +8,13 @@
 //! [`MAX_BATCH`] of them. Each item succeeds or fails on its own: the
 //! results come back one per item, in the order given, and a failure in the
 //! middle neither stops nor undoes the others.
+//!
+//! The same requests carry single `stat`s and small-file commits that
+//! tasks of one client make at once (see `coalesce.rs`): [`Stats`] and
+//! [`Commits`] send a lane's calls alone or as one batch.
 
 use crate::client::{unexpected, unexpected_meta, Client};
+use crate::coalesce::Batches;
 use crate::read::{check_readable, whole_inline};
 use crate::write::PutOptions;
 use bytes::Bytes;
@@ -21,6 +26,62 @@ use tokio::task::JoinSet;
 
 /// Files a batch works on at once.
 pub const IN_FLIGHT: usize = 64;
+
+/// Most calls of one client that share a request.
+pub(crate) const COALESCED_MAX: usize = 64;
+
+/// Sends a lane's `stat`s: one path as `Stat`, more as `StatMany`.
+#[derive(Clone)]
+pub(crate) struct Stats(pub(crate) Client);
+
+impl Batches<String, InodeInfo> for Stats {
+    fn send(&self, paths: Vec<String>) -> impl Future<Output = Vec<Result<InodeInfo>>> + Send + 'static {
+        let c = self.0.clone();
+        async move {
+            let n = paths.len();
+            let req = match n {
+                1 => CoordRequest::Stat { path: paths.into_iter().next().expect("one path") },
+                _ => CoordRequest::StatMany { paths },
+            };
+            match c.coord(req).await {
+                Ok(CoordResponse::Info(i)) if n == 1 => vec![Ok(i)],
+                Ok(CoordResponse::Infos(i)) if i.len() == n => i,
+                Ok(other) => every(n, unexpected(other)),
+                Err(e) => every(n, e),
+            }
+        }
+    }
+}
+
+/// Sends a lane's small-file commits, as this client's owner: one as
+/// `Meta`, more as `MetaMany`.
+#[derive(Clone)]
+pub(crate) struct Commits(pub(crate) Client);
+
+impl Batches<MetaOp, MetaReply> for Commits {
+    fn send(&self, ops: Vec<MetaOp>) -> impl Future<Output = Vec<Result<MetaReply>>> + Send + 'static {
+        let c = self.0.clone();
+        async move {
+            let n = ops.len();
+            let (uid, gid) = c.inner.cfg.owner;
+            let owner = Owner { uid, gid };
+            let req = match n {
+                1 => CoordRequest::Meta { op: ops.into_iter().next().expect("one op"), owner },
+                _ => CoordRequest::MetaMany { ops, owner },
+            };
+            match c.coord(req).await {
+                Ok(CoordResponse::Meta(r)) if n == 1 => vec![Ok(r)],
+                Ok(CoordResponse::MetaMany(r)) if r.len() == n => r,
+                Ok(other) => every(n, unexpected(other)),
+                Err(e) => every(n, e),
+            }
+        }
+    }
+}
+
+fn every<T>(n: usize, e: Error) -> Vec<Result<T>> {
+    (0..n).map(|_| Err(e.clone())).collect()
+}
 
 impl Client {
     /// Writes each `(path, bytes)` as `put_bytes` does, several at once:

@@ -6,6 +6,8 @@
 //!
 //! Lock order: `layout`, then `workers`, then `ids`; none is held across an await.
 
+use crate::batch::{Commits, Stats, COALESCED_MAX};
+use crate::coalesce::Lane;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -48,7 +50,16 @@ pub struct ClientConfig {
     /// file system keeps changes in memory until an `fsync`, which then
     /// calls [`Client::sync_log`]. For the mount; off by default.
     pub written: bool,
+    /// Stats and small-file commits this client lets travel alone at once;
+    /// calls made while that many are in flight go to the coordinator
+    /// together, as one `StatMany` or `MetaMany`, when one comes back (see
+    /// `coalesce.rs`). 0: every call alone. By default `$TIERPOOL_COALESCE`,
+    /// else [`DEFAULT_COALESCE`].
+    pub coalesce: usize,
 }
+
+/// Stats and small-file commits in flight alone before calls are batched.
+pub const DEFAULT_COALESCE: usize = 4;
 
 /// This machine's hostname (empty if unknown).
 pub fn hostname() -> String {
@@ -69,6 +80,10 @@ impl ClientConfig {
             host: std::env::var("TIERPOOL_HOST").unwrap_or_else(|_| hostname()),
             rack: std::env::var("TIERPOOL_RACK").unwrap_or_default(),
             written: false,
+            coalesce: std::env::var("TIERPOOL_COALESCE")
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(DEFAULT_COALESCE),
         }
     }
 
@@ -107,6 +122,10 @@ pub(crate) struct Inner {
     pub(crate) suspects: Mutex<HashMap<WorkerId, Instant>>,
     /// How each directory's new files are written (copies, placement), as last seen.
     pub(crate) dir_placing: crate::dir_placing::DirPlacing,
+    /// Concurrent `stat`s, batched beyond `cfg.coalesce` in flight.
+    stats: Arc<Lane<String, InodeInfo>>,
+    /// Concurrent commits of small files, batched likewise.
+    pub(crate) commits: Arc<Lane<MetaOp, MetaReply>>,
 }
 
 /// A handle to a pool. Cheap to clone; clones share connections and caches.
@@ -145,6 +164,7 @@ impl Client {
     pub async fn connect(cfg: ClientConfig) -> Result<Client> {
         let credentials = cfg.credentials()?;
         let coord = Pool::new(cfg.coordinator.clone(), cfg.pool_config(&credentials, 32));
+        let coalesce = cfg.coalesce;
         let c = Client {
             inner: Arc::new(Inner {
                 cfg,
@@ -157,6 +177,8 @@ impl Client {
                 leases: Default::default(),
                 suspects: Default::default(),
                 dir_placing: Default::default(),
+                stats: Arc::new(Lane::new(coalesce, COALESCED_MAX)),
+                commits: Arc::new(Lane::new(coalesce, COALESCED_MAX)),
             }),
         };
         // Once: a coordinator that is not there is said at once.
@@ -257,11 +279,20 @@ impl Client {
         }
     }
 
+    /// The inode at `path`, with a file's chunk list (and inline bytes).
     pub async fn stat(&self, path: &str) -> Result<InodeInfo> {
-        match self.coord(CoordRequest::Stat { path: path.into() }).await? {
-            CoordResponse::Info(i) => Ok(i),
-            other => Err(unexpected(other)),
-        }
+        self.inner.stats.call(path.to_string(), Stats(self.clone())).await
+    }
+
+    /// Stats and small-file commits of this client that were sent in a
+    /// request with others (`ClientConfig::coalesce`), so far.
+    pub fn coalesced(&self) -> u64 {
+        self.inner.stats.shared() + self.inner.commits.shared()
+    }
+
+    /// `MetaOp::CommitInline` as this client's owner; concurrent ones share requests.
+    pub(crate) async fn commit_inline(&self, op: MetaOp) -> Result<MetaReply> {
+        self.inner.commits.call(op, Commits(self.clone())).await
     }
 
     /// Entries of a directory, or the file itself.

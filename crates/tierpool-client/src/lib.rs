@@ -15,6 +15,7 @@ mod already_below;
 mod batch;
 mod checkpoints;
 mod client;
+mod coalesce;
 mod dir_placing;
 mod inode;
 mod lease;
@@ -33,7 +34,7 @@ mod write_modes;
 
 pub use batch::IN_FLIGHT;
 pub use checkpoints::{CheckpointReport, Progress};
-pub use client::{hostname, Client, ClientConfig};
+pub use client::{hostname, Client, ClientConfig, DEFAULT_COALESCE};
 pub use inode::{InodeChange, Owner};
 pub use lease::{WriteLease, RENEW};
 pub use placing::Placing;

@@ -284,7 +284,7 @@ impl FileWriter {
             mode: self.opts.mode,
             overwrite: self.opts.overwrite,
         };
-        let info = match self.client.meta(op).await {
+        let info = match self.client.commit_inline(op).await {
             Ok(MetaReply::Info(i)) => i,
             Ok(other) => return Err(unexpected_meta(other)),
             Err(e) if e.kind == ErrorKind::PoolFull => {

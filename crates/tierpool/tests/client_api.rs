@@ -2,7 +2,8 @@
 //! random-offset reads match an in-memory model byte for byte; a writer
 //! whose idea of a directory's copies is stale still leaves each file
 //! with the copies it keeps; batches report each item in order (small
-//! files many to a request, the others one by one); writers
+//! files many to a request, the others one by one), and so do single
+//! calls that tasks make at once and that share requests; writers
 //! are never taken for dead ones, however old their reserved ids.
 
 mod common;
@@ -170,6 +171,76 @@ fn batches_report_each_item_in_order() {
                 (_, Err(e)) => panic!("item {i}: {e}"),
             }
         }
+    });
+}
+
+/// Small puts and stats made at once by many tasks of one client share
+/// requests (`ClientConfig::coalesce`), and each still gets its own result:
+/// its file's info, or its own error, never a neighbour's.
+#[test]
+fn concurrent_small_puts_and_stats_share_requests_and_each_gets_its_own_result() {
+    use tierpool_types::ErrorKind;
+    let pool = Pool::start(2, "16MiB", "64MiB");
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let c = Client::connect(pool.client_config()).await.unwrap();
+        assert_eq!(c.coalesced(), 0);
+        c.mkdir("/c", false).await.unwrap();
+        c.put_bytes("/c/taken", Bytes::from_static(b"old"), &PutOptions::default()).await.unwrap();
+        let path = |i: usize| match i % 50 {
+            7 => "/nowhere/x".to_string(),
+            8 => "/c/taken".to_string(),
+            _ => format!("/c/f{i}"),
+        };
+        let opts = PutOptions { overwrite: false, ..PutOptions::default() };
+        let puts: Vec<_> = (0..600)
+            .map(|i| {
+                let (c, opts, p) = (c.clone(), opts.clone(), path(i));
+                tokio::spawn(async move { c.put_bytes(&p, Bytes::from(data(i as u64, 1 + i % 4000)), &opts).await })
+            })
+            .collect();
+        for (i, h) in puts.into_iter().enumerate() {
+            match (i % 50, h.await.unwrap()) {
+                (7, Err(e)) => assert_eq!(e.kind, ErrorKind::NotFound, "{e}"),
+                (8, Err(e)) => assert_eq!(e.kind, ErrorKind::AlreadyExists, "{e}"),
+                (7 | 8, Ok(_)) => panic!("put {i} should have failed"),
+                (_, r) => assert_eq!(r.unwrap_or_else(|e| panic!("put {i}: {e}")).size, (1 + i % 4000) as u64),
+            }
+        }
+        let after_puts = c.coalesced();
+        assert!(after_puts > 0, "600 puts at once shared no request");
+        let gets: Vec<_> = (0..600)
+            .map(|i| {
+                let (c, p) = (c.clone(), if i % 50 == 9 { "/c/missing".to_string() } else { path(i) });
+                tokio::spawn(async move { c.get_bytes(&p).await })
+            })
+            .collect();
+        for (i, h) in gets.into_iter().enumerate() {
+            match (i % 50, h.await.unwrap()) {
+                (7 | 9, Err(e)) => assert_eq!(e.kind, ErrorKind::NotFound, "{e}"),
+                (8, r) => assert_eq!(r.unwrap(), b"old"),
+                (_, r) => assert!(r.unwrap_or_else(|e| panic!("get {i}: {e}")) == data(i as u64, 1 + i % 4000)),
+            }
+        }
+        assert!(c.coalesced() > after_puts, "600 gets at once shared no request");
+
+        // Without coalescing, the same calls go one to a request.
+        let alone =
+            Client::connect(tierpool_client::ClientConfig { coalesce: 0, ..pool.client_config() }).await.unwrap();
+        let stats: Vec<_> = (0..200)
+            .map(|i| {
+                let (c, p) = (alone.clone(), path(i));
+                tokio::spawn(async move { c.stat(&p).await.map(|i| i.size) })
+            })
+            .collect();
+        for (i, h) in stats.into_iter().enumerate() {
+            match (i % 50, h.await.unwrap()) {
+                (7, r) => assert_eq!(r.unwrap_err().kind, ErrorKind::NotFound),
+                (8, r) => assert_eq!(r.unwrap(), 3),
+                (_, r) => assert_eq!(r.unwrap(), (1 + i % 4000) as u64),
+            }
+        }
+        assert_eq!(alone.coalesced(), 0);
     });
 }
 

@@ -2,7 +2,10 @@
 //! stats and deletes them; reports throughput, ops/s and latency percentiles.
 //! With `--batch N` files are written and read N to a request (`put_many`,
 //! `get_many`): ops/s counts files, latencies are of whole requests. With
-//! `--connections N` it measures fresh connections instead.
+//! `--connections N` it measures fresh connections instead. Single stats
+//! and small puts of concurrent clients share requests as the client library
+//! lets them (`$TIERPOOL_COALESCE`, 0 for none); the JSON says how many did
+//! (`coalesced_calls`).
 //!
 //! File contents are generated per file from a seed, so verification needs no
 //! second copy and catches misplaced chunks.
@@ -167,7 +170,7 @@ pub async fn run(c: &Client, a: &BenchArgs) -> Result<()> {
         .await?,
     );
     c.remove(&dir, true).await?;
-    report(a, &phases)
+    report(a, &phases, c.coalesced())
 }
 
 /// Reads `path` back, streamed and compared chunk by chunk as `get`
@@ -219,8 +222,9 @@ async fn connections(c: &Client, n: u32, json: bool) -> Result<()> {
     Ok(())
 }
 
-fn report(a: &BenchArgs, phases: &[Phase]) -> Result<()> {
+fn report(a: &BenchArgs, phases: &[Phase], coalesced: u64) -> Result<()> {
     let mut out = json!({
+        "coalesced_calls": coalesced,
         "files": a.files,
         "size": a.size.0,
         "threads": a.threads,
