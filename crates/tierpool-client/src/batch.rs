@@ -39,16 +39,28 @@ impl Batches<String, InodeInfo> for Stats {
         let c = self.0.clone();
         async move {
             let n = paths.len();
-            let req = match n {
-                1 => CoordRequest::Stat { path: paths.into_iter().next().expect("one path") },
-                _ => CoordRequest::StatMany { paths },
-            };
-            match c.coord(req).await {
-                Ok(CoordResponse::Info(i)) if n == 1 => vec![Ok(i)],
-                Ok(CoordResponse::Infos(i)) if i.len() == n => i,
-                Ok(other) => every(n, unexpected(other)),
-                Err(e) => every(n, e),
+            if n > 1 {
+                match c.coord(CoordRequest::StatMany { paths: paths.clone() }).await {
+                    Ok(CoordResponse::Infos(i)) if i.len() == n => return i,
+                    // Stats are idempotent: a batch that failed as a whole
+                    // (one answer too large for a frame, say) is asked
+                    // again a path at a time.
+                    // A coordinator out of reach was waited for already.
+                    Err(e) if e.kind == ErrorKind::Unavailable => return every(n, e),
+                    Ok(other) => tracing::debug!("stats asked one by one: {}", unexpected(other)),
+                    Err(e) => tracing::debug!("stats asked one by one: {e}"),
+                }
             }
+            let one = |path: String| {
+                let c = c.clone();
+                async move {
+                    match c.coord(CoordRequest::Stat { path }).await? {
+                        CoordResponse::Info(i) => Ok(i),
+                        other => Err(unexpected(other)),
+                    }
+                }
+            };
+            futures::future::join_all(paths.into_iter().map(one)).await
         }
     }
 }

@@ -61,6 +61,26 @@ pub struct ClientConfig {
 /// Stats and small-file commits in flight alone before calls are batched.
 pub const DEFAULT_COALESCE: usize = 4;
 
+/// `$TIERPOOL_COALESCE`, else [`DEFAULT_COALESCE`] (said so if it is not a number).
+fn coalesce_from_env() -> usize {
+    match std::env::var("TIERPOOL_COALESCE") {
+        Err(_) => DEFAULT_COALESCE,
+        Ok(v) => v.trim().parse().unwrap_or_else(|_| {
+            tracing::warn!("TIERPOOL_COALESCE={v:?} is not a number of requests; using {DEFAULT_COALESCE}");
+            DEFAULT_COALESCE
+        }),
+    }
+}
+
+/// Calls of a client that shared a request with others, so far, by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Coalesced {
+    /// `stat`s (small gets among them) sent in a `StatMany`.
+    pub stats: u64,
+    /// Small-file commits sent in a `MetaMany`.
+    pub commits: u64,
+}
+
 /// This machine's hostname (empty if unknown).
 pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
@@ -80,10 +100,7 @@ impl ClientConfig {
             host: std::env::var("TIERPOOL_HOST").unwrap_or_else(|_| hostname()),
             rack: std::env::var("TIERPOOL_RACK").unwrap_or_default(),
             written: false,
-            coalesce: std::env::var("TIERPOOL_COALESCE")
-                .ok()
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(DEFAULT_COALESCE),
+            coalesce: coalesce_from_env(),
         }
     }
 
@@ -286,8 +303,8 @@ impl Client {
 
     /// Stats and small-file commits of this client that were sent in a
     /// request with others (`ClientConfig::coalesce`), so far.
-    pub fn coalesced(&self) -> u64 {
-        self.inner.stats.shared() + self.inner.commits.shared()
+    pub fn coalesced(&self) -> Coalesced {
+        Coalesced { stats: self.inner.stats.shared(), commits: self.inner.commits.shared() }
     }
 
     /// `MetaOp::CommitInline` as this client's owner; concurrent ones share requests.

@@ -15,9 +15,14 @@
 //!   dropped with its caller (then it is not sent, if it was not yet);
 //! - a request that ends (answered, failed, or dropped with its caller)
 //!   hands its place to the queue before freeing it, so nothing queued waits
-//!   for a request that is not in flight. The batch is sent by a task of the
-//!   runtime the lane was made on, so a caller is answered when its own
-//!   request is, not after the batch that follows it.
+//!   for a request that is not in flight. The batch is sent by a task (of
+//!   the runtime the request ended on, else the one the lane was made on),
+//!   so a caller is answered when its own request is, not after the batch
+//!   that follows it. A task dropped unrun still hands its place on.
+//!
+//! A queued call waits for a request in flight before its own is sent, so
+//! it may take up to twice as long to fail as a call alone (a coordinator
+//! that cannot be reached is retried for a while by each).
 
 use parking_lot::Mutex;
 use std::future::Future;
@@ -98,9 +103,11 @@ impl<T: Send + 'static, R: Send + 'static> Lane<T, R> {
             let n = s.queue.len().min(self.max_batch);
             s.queue.drain(..n).collect()
         };
-        let lane = self.clone();
-        self.rt.spawn(async move {
-            let place = Place { lane, sender: sender.clone() };
+        // Made before the task: a task dropped unrun (its runtime shutting
+        // down) still hands the place on, and its callers are told.
+        let place = Place { lane: self.clone(), sender: sender.clone() };
+        let rt = Handle::try_current().unwrap_or_else(|_| self.rt.clone());
+        rt.spawn(async move {
             let (calls, answers): (Vec<T>, Vec<_>) = batch.into_iter().unzip();
             let n = calls.len();
             if n > 1 {
@@ -214,7 +221,8 @@ mod tests {
         assert!(sizes.len() < 100, "concurrent calls were batched: {sizes:?}");
         assert_eq!(lane.shared(), sizes.iter().filter(|s| **s > 1).sum::<usize>() as u64);
         assert!(rec.most.load(Ordering::SeqCst) <= 2);
-        assert_eq!(lane.in_flight(), (0, 0));
+        // A batch's task answers its callers before it hands its place on.
+        until(&lane, (0, 0)).await;
     }
 
     #[tokio::test]
@@ -237,7 +245,7 @@ mod tests {
         let failed = out.iter().filter(|r| r.as_ref().is_err_and(|e| e.kind == ErrorKind::Unavailable)).count();
         assert_eq!(failed, sizes.iter().filter(|s| **s > 1).sum::<usize>(), "{sizes:?}");
         assert!(failed > 0);
-        assert_eq!(lane.in_flight(), (0, 0));
+        until(&lane, (0, 0)).await;
         assert_eq!(lane.call(3, rec.clone()).await.unwrap(), 30);
     }
 
@@ -289,11 +297,51 @@ mod tests {
         assert_eq!(lane.in_flight(), (1, 0));
     }
 
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_lane_of_limit_zero_sends_every_call_alone() {
         let lane = Arc::new(Lane::new(0, 8));
-        let rec = Recorder::default();
-        assert_eq!(lane.call(4, rec.clone()).await.unwrap(), 40);
-        assert_eq!(lane.in_flight(), (0, 0));
+        let rec = Recorder { delay_ms: 5, ..Default::default() };
+        let out = run_all(&lane, &rec, 20).await;
+        assert_eq!(out.iter().filter(|r| r.is_ok()).count(), 19);
+        assert_eq!(*rec.sizes.lock(), vec![1; 20]);
+        assert!(rec.most.load(Ordering::SeqCst) > 1, "calls went at once");
+        assert_eq!((lane.in_flight(), lane.shared()), ((0, 0), 0));
+    }
+
+    #[test]
+    fn a_batch_whose_runtime_is_gone_answers_its_callers_and_frees_its_place() {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let lane: Arc<Lane<u32, u32>> = rt.block_on(async { Arc::new(Lane::new(1, 8)) });
+        let rec = Recorder { delay_ms: 60_000, ..Default::default() };
+        let first = rt.spawn({
+            let (lane, rec) = (lane.clone(), rec.clone());
+            async move { lane.call(0, rec).await }
+        });
+        while lane.in_flight() != (1, 0) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // A caller on another runtime waits in the queue.
+        let queued = std::thread::spawn({
+            let (lane, rec) = (lane.clone(), rec.clone());
+            move || {
+                let own = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                own.block_on(lane.call(1, rec))
+            }
+        });
+        while lane.in_flight() != (1, 1) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // The first request goes with its runtime; the batch it hands its
+        // place to has no runtime to run on, and is dropped unrun.
+        drop(first);
+        rt.shutdown_background();
+        let e = queued.join().unwrap().unwrap_err();
+        assert_eq!(e.message, "a batched request ended unanswered");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while lane.in_flight() != (0, 0) {
+            assert!(std::time::Instant::now() < deadline, "the place never came back: {:?}", lane.in_flight());
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(*rec.sizes.lock(), vec![1], "the batch was never sent");
     }
 }

@@ -34,7 +34,7 @@ mod write_modes;
 
 pub use batch::IN_FLIGHT;
 pub use checkpoints::{CheckpointReport, Progress};
-pub use client::{hostname, Client, ClientConfig, DEFAULT_COALESCE};
+pub use client::{hostname, Client, ClientConfig, Coalesced, DEFAULT_COALESCE};
 pub use inode::{InodeChange, Owner};
 pub use lease::{WriteLease, RENEW};
 pub use placing::Placing;

@@ -170,7 +170,9 @@ pub struct LogWriter {
 impl Drop for LogWriter {
     /// The flusher thread writes what is queued, fsyncs it and ends, and
     /// a snapshot being written is finished, before this returns: a log
-    /// opened next on the same directory finds the files at rest.
+    /// opened next on the same directory finds the files at rest. (So the
+    /// drop may take as long as writing a snapshot: it happens when a
+    /// coordinator stops.)
     fn drop(&mut self) {
         self.shared.call(|c| c.stop = true);
         if let Some(t) = self.flusher_thread.take() {
@@ -612,7 +614,10 @@ fn flusher_thread(shared: &Shared) {
                 .name("meta-snapshot".into())
                 .spawn(move || {
                     let started = Instant::now();
-                    let bytes = encode_snapshot(lsn, &state);
+                    // A snapshot that cannot be made leaves segments to pile
+                    // up unseen: the process stops instead, as on a failed write.
+                    let bytes = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| encode_snapshot(lsn, &state)))
+                        .unwrap_or_else(|_| fatal("encoding snapshot", std::io::Error::other("the encoder panicked")));
                     drop(state);
                     write_snapshot(&dir, lsn, &bytes).unwrap_or_else(|e| fatal("writing snapshot", e));
                     drop_covered_segments(&dir, lsn);

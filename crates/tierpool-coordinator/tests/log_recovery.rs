@@ -32,12 +32,23 @@ fn open_syncing(dir: &Path, snapshot_every: u64, sync: LogSync) -> Arc<Coordinat
 
 /// Copies the log and snapshot of `from` to `to` (to read them as a
 /// restarted coordinator would, leaving the running one's files alone).
+/// A snapshot being written may rename its file or drop the segments it
+/// covers between the listing and the copy: then the copy starts again.
 fn copy_meta(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to.join("meta")).unwrap();
-    for e in std::fs::read_dir(from.join("meta")).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), to.join("meta").join(e.file_name())).unwrap();
+    'again: for _ in 0..100 {
+        let _ = std::fs::remove_dir_all(to.join("meta"));
+        std::fs::create_dir_all(to.join("meta")).unwrap();
+        for e in std::fs::read_dir(from.join("meta")).unwrap() {
+            let e = e.unwrap();
+            match std::fs::copy(e.path(), to.join("meta").join(e.file_name())) {
+                Ok(_) => {}
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue 'again,
+                Err(err) => panic!("copying {}: {err}", e.path().display()),
+            }
+        }
+        return;
     }
+    panic!("the log's files kept changing under the copy");
 }
 
 fn reopened_state(dir: &Path) -> MetaState {

@@ -222,9 +222,9 @@ async fn connections(c: &Client, n: u32, json: bool) -> Result<()> {
     Ok(())
 }
 
-fn report(a: &BenchArgs, phases: &[Phase], coalesced: u64) -> Result<()> {
+fn report(a: &BenchArgs, phases: &[Phase], coalesced: tierpool_client::Coalesced) -> Result<()> {
     let mut out = json!({
-        "coalesced_calls": coalesced,
+        "coalesced_calls": {"stats": coalesced.stats, "commits": coalesced.commits},
         "files": a.files,
         "size": a.size.0,
         "threads": a.threads,
