@@ -16,7 +16,7 @@
 use crate::client::{unexpected, unexpected_meta, Client};
 use crate::coalesce::Batches;
 use crate::read::{check_readable, whole_inline};
-use crate::write::PutOptions;
+use crate::write::{with_bytes, PutOptions};
 use bytes::Bytes;
 use std::future::Future;
 use tierpool_meta::{InodeInfo, MetaOp, MetaReply, Owner};
@@ -140,7 +140,7 @@ impl Client {
         items: impl Iterator<Item = &'a (String, Bytes)>,
         opts: &PutOptions,
     ) -> Result<Vec<Result<InodeInfo>>> {
-        let (mut ops, mut paths) = (Vec::new(), Vec::new());
+        let (mut ops, mut paths, mut datas) = (Vec::new(), Vec::new(), Vec::new());
         for (path, data) in items {
             ops.push(MetaOp::CommitInline {
                 path: path.clone(),
@@ -152,6 +152,7 @@ impl Client {
                 overwrite: opts.overwrite,
             });
             paths.push(path);
+            datas.push(data.clone());
         }
         let (uid, gid) = self.inner.cfg.owner;
         let results = match self.coord(CoordRequest::MetaMany { ops, owner: Owner { uid, gid } }).await? {
@@ -159,9 +160,9 @@ impl Client {
             other => return Err(unexpected(other)),
         };
         let mut out = Vec::with_capacity(results.len());
-        for (r, path) in results.into_iter().zip(paths) {
+        for ((r, path), data) in results.into_iter().zip(paths).zip(datas) {
             out.push(match r {
-                Ok(MetaReply::Info(i)) => self.committed(path, i).await,
+                Ok(MetaReply::Info(i)) => self.committed(path, with_bytes(i, data)).await,
                 Ok(other) => Err(unexpected_meta(other)),
                 Err(e) => Err(e),
             });

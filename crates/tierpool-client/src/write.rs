@@ -275,17 +275,18 @@ impl FileWriter {
         if self.buf.len() as u64 > max.min(self.opts.chunk_size) {
             return Ok(None);
         }
+        let data = Bytes::copy_from_slice(&self.buf);
         let op = MetaOp::CommitInline {
             path: self.path.clone(),
             inode: self.inode,
-            data: Bytes::copy_from_slice(&self.buf),
+            data: data.clone(),
             chunk_size: self.opts.chunk_size,
             attrs: self.opts.attrs,
             mode: self.opts.mode,
             overwrite: self.opts.overwrite,
         };
         let info = match self.client.commit_inline(op).await {
-            Ok(MetaReply::Info(i)) => i,
+            Ok(MetaReply::Info(i)) => with_bytes(i, data),
             Ok(other) => return Err(unexpected_meta(other)),
             Err(e) if e.kind == ErrorKind::PoolFull => {
                 tracing::debug!("{}: stored on the workers: {}", self.path, e.message);
@@ -310,4 +311,13 @@ async fn join_one(tasks: &mut JoinSet<Result<()>>) -> Result<()> {
         Some(Err(e)) => Err(Error::internal(format!("chunk transfer task failed: {e}"))),
         None => Ok(()),
     }
+}
+
+/// The info a `CommitInline` answered with, holding the bytes committed:
+/// the coordinator does not send back the bytes the writer has.
+pub(crate) fn with_bytes(mut info: InodeInfo, data: Bytes) -> InodeInfo {
+    if info.inline.is_none() && info.chunks.first().is_some_and(|r| r.is_inline()) {
+        info.inline = Some(data);
+    }
+    info
 }

@@ -573,13 +573,14 @@ impl Coordinator {
         // must never be handed out again, not even after a crash of the
         // machine takes the last changes back: they wait for the fsync.
         let hands_out_ids = matches!(op, MetaOp::AllocInodes { .. } | MetaOp::RegisterWorker { .. });
+        let echoes = echoes_bytes(&op);
         let applied = self.apply(&mut self.inner.lock(), op, owner)?;
         let lsn = applied.lsn;
         let reply = self.finish(applied).await?;
         if hands_out_ids {
             self.log.sync_now(lsn).await?;
         }
-        Ok(CoordResponse::Meta(reply))
+        Ok(CoordResponse::Meta(without_bytes(reply, echoes)))
     }
 
     /// `meta` of a namespace change, and the inodes `stat` as it left them
@@ -686,21 +687,22 @@ impl Coordinator {
         let mut out: Vec<Result<MetaReply>> = Vec::with_capacity(ops.len());
         let mut applied = Vec::new();
         for op in ops {
+            let echoes = echoes_bytes(&op);
             let r = self.check_from_outside(&op).and_then(|()| self.apply(&mut self.inner.lock(), op, owner));
             match r {
                 Ok(a) => {
-                    applied.push((out.len(), a));
+                    applied.push((out.len(), a, echoes));
                     out.push(Err(Error::internal("not yet durable")));
                 }
                 Err(e) => out.push(Err(e)),
             }
         }
-        if let Some(last) = applied.iter().map(|(_, a)| a.lsn).max() {
+        if let Some(last) = applied.iter().map(|(_, a, _)| a.lsn).max() {
             self.acked(last).await?;
         }
-        for (i, Applied { reply, effects, lsn }) in applied {
+        for (i, Applied { reply, effects, lsn }, echoes) in applied {
             self.carry_out(effects, lsn);
-            out[i] = Ok(reply);
+            out[i] = Ok(without_bytes(reply, echoes));
         }
         Ok(CoordResponse::MetaMany(out))
     }
@@ -989,6 +991,20 @@ impl Drop for Following<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }
+}
+
+/// Whether `op`'s reply holds bytes its sender has (`CommitInline`'s file):
+/// they are not sent back.
+fn echoes_bytes(op: &MetaOp) -> bool {
+    matches!(op, MetaOp::CommitInline { .. })
+}
+
+/// `reply` without the file bytes its sender has, when `echoes`.
+fn without_bytes(mut reply: MetaReply, echoes: bool) -> MetaReply {
+    if let (true, MetaReply::Info(info)) = (echoes, &mut reply) {
+        info.inline = None;
+    }
+    reply
 }
 
 #[cfg(test)]

@@ -40,7 +40,8 @@ pub enum MetaOp {
     /// Publish a small file written whole, its bytes held by the metadata
     /// (see `state/inline.rs`): as `CommitFile` of one chunk, which no
     /// worker stores. At most `INLINE_MAX` and `chunk_size` bytes.
-    /// Reply: [`MetaReply::Info`] of the new file, with its bytes.
+    /// Reply: [`MetaReply::Info`] of the new file, with its bytes (the
+    /// coordinator sends it without them: the writer has them).
     CommitInline {
         path: String,
         inode: InodeId,

@@ -157,6 +157,9 @@ fn batches_report_each_item_in_order() {
                     assert_eq!(info.size, size(i) as u64, "item {i}");
                     let inline = info.chunks.first().is_some_and(|r| r.is_inline());
                     assert_eq!(inline, (1..=4096).contains(&size(i)), "item {i}");
+                    if inline {
+                        assert!(info.inline.as_deref() == Some(&items[i].1[..]), "item {i}: the info holds its bytes");
+                    }
                 }
                 (_, Err(e)) => panic!("item {i}: {e}"),
             }
@@ -206,7 +209,12 @@ fn concurrent_small_puts_and_stats_share_requests_and_each_gets_its_own_result()
                 (7, Err(e)) => assert_eq!(e.kind, ErrorKind::NotFound, "{e}"),
                 (8, Err(e)) => assert_eq!(e.kind, ErrorKind::AlreadyExists, "{e}"),
                 (7 | 8, Ok(_)) => panic!("put {i} should have failed"),
-                (_, r) => assert_eq!(r.unwrap_or_else(|e| panic!("put {i}: {e}")).size, (1 + i % 4000) as u64),
+                (_, r) => {
+                    // The coordinator does not send the bytes back; the info holds them.
+                    let info = r.unwrap_or_else(|e| panic!("put {i}: {e}"));
+                    assert_eq!(info.size, (1 + i % 4000) as u64);
+                    assert!(info.inline.as_deref() == Some(&data(i as u64, 1 + i % 4000)[..]), "put {i}");
+                }
             }
         }
         let after_puts = c.coalesced();
