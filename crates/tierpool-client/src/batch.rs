@@ -18,6 +18,7 @@ use crate::coalesce::Batches;
 use crate::read::{check_readable, whole_inline};
 use crate::write::{with_bytes, PutOptions};
 use bytes::Bytes;
+use futures::StreamExt;
 use std::future::Future;
 use tierpool_meta::{InodeInfo, MetaOp, MetaReply, Owner};
 use tierpool_proto::{CoordRequest, CoordResponse, MAX_BATCH};
@@ -42,13 +43,12 @@ impl Batches<String, InodeInfo> for Stats {
             if n > 1 {
                 match c.coord(CoordRequest::StatMany { paths: paths.clone() }).await {
                     Ok(CoordResponse::Infos(i)) if i.len() == n => return i,
-                    // Stats are idempotent: a batch that failed as a whole
-                    // (one answer too large for a frame, say) is asked
-                    // again a path at a time.
-                    // A coordinator out of reach was waited for already.
-                    Err(e) if e.kind == ErrorKind::Unavailable => return every(n, e),
+                    // Stats are idempotent: a batch whose answer could not
+                    // be taken (too large for a frame, say) is asked again
+                    // a path at a time, as many at once as the lane lets.
                     Ok(other) => tracing::debug!("stats asked one by one: {}", unexpected(other)),
-                    Err(e) => tracing::debug!("stats asked one by one: {e}"),
+                    Err(e) if e.kind == ErrorKind::Protocol => tracing::debug!("stats asked one by one: {e}"),
+                    Err(e) => return every(n, e),
                 }
             }
             let one = |path: String| {
@@ -60,7 +60,8 @@ impl Batches<String, InodeInfo> for Stats {
                     }
                 }
             };
-            futures::future::join_all(paths.into_iter().map(one)).await
+            let at_once = c.inner.cfg.coalesce.max(1);
+            futures::stream::iter(paths.into_iter().map(one)).buffered(at_once).collect().await
         }
     }
 }

@@ -15,10 +15,11 @@
 //!   dropped with its caller (then it is not sent, if it was not yet);
 //! - a request that ends (answered, failed, or dropped with its caller)
 //!   hands its place to the queue before freeing it, so nothing queued waits
-//!   for a request that is not in flight. The batch is sent by a task (of
-//!   the runtime the request ended on, else the one the lane was made on),
-//!   so a caller is answered when its own request is, not after the batch
-//!   that follows it. A task dropped unrun still hands its place on.
+//!   for a request that is not in flight. The batch is sent by a task of
+//!   the runtime the lane was made on (the client's), so a caller is
+//!   answered when its own request is, not after the batch that follows
+//!   it. A task dropped unrun (that runtime shutting down) still hands its
+//!   place on, and its callers are told.
 //!
 //! A queued call waits for a request in flight before its own is sent, so
 //! it may take up to twice as long to fail as a call alone (a coordinator
@@ -106,8 +107,7 @@ impl<T: Send + 'static, R: Send + 'static> Lane<T, R> {
         // Made before the task: a task dropped unrun (its runtime shutting
         // down) still hands the place on, and its callers are told.
         let place = Place { lane: self.clone(), sender: sender.clone() };
-        let rt = Handle::try_current().unwrap_or_else(|_| self.rt.clone());
-        rt.spawn(async move {
+        self.rt.spawn(async move {
             let (calls, answers): (Vec<T>, Vec<_>) = batch.into_iter().unzip();
             let n = calls.len();
             if n > 1 {

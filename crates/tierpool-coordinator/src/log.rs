@@ -613,15 +613,26 @@ fn flusher_thread(shared: &Shared) {
             let t = std::thread::Builder::new()
                 .name("meta-snapshot".into())
                 .spawn(move || {
-                    let started = Instant::now();
                     // A snapshot that cannot be made leaves segments to pile
                     // up unseen: the process stops instead, as on a failed write.
-                    let bytes = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| encode_snapshot(lsn, &state)))
-                        .unwrap_or_else(|_| fatal("encoding snapshot", std::io::Error::other("the encoder panicked")));
-                    drop(state);
-                    write_snapshot(&dir, lsn, &bytes).unwrap_or_else(|e| fatal("writing snapshot", e));
-                    drop_covered_segments(&dir, lsn);
-                    tracing::debug!("metadata snapshot at lsn {lsn}: {} bytes in {:?}", bytes.len(), started.elapsed());
+                    let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        let started = Instant::now();
+                        let bytes = encode_snapshot(lsn, &state);
+                        drop(state);
+                        write_snapshot(&dir, lsn, &bytes).unwrap_or_else(|e| fatal("writing snapshot", e));
+                        drop_covered_segments(&dir, lsn);
+                        tracing::debug!(
+                            "metadata snapshot at lsn {lsn}: {} bytes in {:?}",
+                            bytes.len(),
+                            started.elapsed()
+                        );
+                    }));
+                    if let Err(panic) = made {
+                        let what = (panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .or_else(|| panic.downcast_ref::<String>().cloned())
+                            .unwrap_or_else(|| "a panic".into());
+                        fatal("making a snapshot", std::io::Error::other(what));
+                    }
                     busy.store(false, Ordering::Release);
                 })
                 .unwrap_or_else(|e| fatal("starting the snapshot thread", e));

@@ -591,6 +591,7 @@ impl Coordinator {
             return Err(Error::invalid("MetaStat is for changes of the namespace; ask for ids with Meta"));
         }
         self.check_from_outside(&op)?;
+        let echoes = echoes_bytes(&op);
         let (applied, stats) = {
             let mut g = self.inner.lock();
             let applied = self.apply(&mut g, op, owner)?;
@@ -598,7 +599,7 @@ impl Coordinator {
             (applied, stats)
         };
         let reply = self.finish(applied).await?;
-        Ok(CoordResponse::MetaStat { reply, stats })
+        Ok(CoordResponse::MetaStat { reply: without_bytes(reply, echoes), stats })
     }
 
     /// Marks a region as being restored, unless another session has it open
