@@ -628,10 +628,7 @@ fn flusher_thread(shared: &Shared) {
                         );
                     }));
                     if let Err(panic) = made {
-                        let what = (panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                            .or_else(|| panic.downcast_ref::<String>().cloned())
-                            .unwrap_or_else(|| "a panic".into());
-                        fatal("making a snapshot", std::io::Error::other(what));
+                        fatal("making a snapshot", std::io::Error::other(tierpool_types::panic_message(&*panic)));
                     }
                     busy.store(false, Ordering::Release);
                 })

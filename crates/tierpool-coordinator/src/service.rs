@@ -236,7 +236,11 @@ impl Coordinator {
     /// since the lock is held). Nothing may be acknowledged before `finish`.
     fn apply(&self, g: &mut Inner, op: MetaOp, owner: Owner) -> Result<Applied> {
         let time = now_nanos();
-        let (reply, effects) = g.engine.execute(&op, owner, time, self.now())?;
+        let (mut reply, effects) = g.engine.execute(&op, owner, time, self.now())?;
+        // A small file's bytes are not sent back to the writer that has them.
+        if let (MetaOp::CommitInline { .. }, MetaReply::Info(info)) = (&op, &mut reply) {
+            info.inline = None;
+        }
         g.lsn += 1;
         let lsn = g.lsn;
         if effects.contains(&Effect::Placement) {
@@ -573,14 +577,13 @@ impl Coordinator {
         // must never be handed out again, not even after a crash of the
         // machine takes the last changes back: they wait for the fsync.
         let hands_out_ids = matches!(op, MetaOp::AllocInodes { .. } | MetaOp::RegisterWorker { .. });
-        let echoes = echoes_bytes(&op);
         let applied = self.apply(&mut self.inner.lock(), op, owner)?;
         let lsn = applied.lsn;
         let reply = self.finish(applied).await?;
         if hands_out_ids {
             self.log.sync_now(lsn).await?;
         }
-        Ok(CoordResponse::Meta(without_bytes(reply, echoes)))
+        Ok(CoordResponse::Meta(reply))
     }
 
     /// `meta` of a namespace change, and the inodes `stat` as it left them
@@ -591,7 +594,6 @@ impl Coordinator {
             return Err(Error::invalid("MetaStat is for changes of the namespace; ask for ids with Meta"));
         }
         self.check_from_outside(&op)?;
-        let echoes = echoes_bytes(&op);
         let (applied, stats) = {
             let mut g = self.inner.lock();
             let applied = self.apply(&mut g, op, owner)?;
@@ -599,7 +601,7 @@ impl Coordinator {
             (applied, stats)
         };
         let reply = self.finish(applied).await?;
-        Ok(CoordResponse::MetaStat { reply: without_bytes(reply, echoes), stats })
+        Ok(CoordResponse::MetaStat { reply, stats })
     }
 
     /// Marks a region as being restored, unless another session has it open
@@ -688,22 +690,21 @@ impl Coordinator {
         let mut out: Vec<Result<MetaReply>> = Vec::with_capacity(ops.len());
         let mut applied = Vec::new();
         for op in ops {
-            let echoes = echoes_bytes(&op);
             let r = self.check_from_outside(&op).and_then(|()| self.apply(&mut self.inner.lock(), op, owner));
             match r {
                 Ok(a) => {
-                    applied.push((out.len(), a, echoes));
+                    applied.push((out.len(), a));
                     out.push(Err(Error::internal("not yet durable")));
                 }
                 Err(e) => out.push(Err(e)),
             }
         }
-        if let Some(last) = applied.iter().map(|(_, a, _)| a.lsn).max() {
+        if let Some(last) = applied.iter().map(|(_, a)| a.lsn).max() {
             self.acked(last).await?;
         }
-        for (i, Applied { reply, effects, lsn }, echoes) in applied {
+        for (i, Applied { reply, effects, lsn }) in applied {
             self.carry_out(effects, lsn);
-            out[i] = Ok(without_bytes(reply, echoes));
+            out[i] = Ok(reply);
         }
         Ok(CoordResponse::MetaMany(out))
     }
@@ -992,20 +993,6 @@ impl Drop for Following<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }
-}
-
-/// Whether `op`'s reply holds bytes its sender has (`CommitInline`'s file):
-/// they are not sent back.
-fn echoes_bytes(op: &MetaOp) -> bool {
-    matches!(op, MetaOp::CommitInline { .. })
-}
-
-/// `reply` without the file bytes its sender has, when `echoes`.
-fn without_bytes(mut reply: MetaReply, echoes: bool) -> MetaReply {
-    if let (true, MetaReply::Info(info)) = (echoes, &mut reply) {
-        info.inline = None;
-    }
-    reply
 }
 
 #[cfg(test)]

@@ -108,9 +108,7 @@ async fn answer<H: Handler>(handler: &H, req: Request<H>, payload: Bytes) -> (Re
     match caught.await {
         Ok(answer) => answer,
         Err(panic) => {
-            let what = (panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic".into());
+            let what = tierpool_types::panic_message(&*panic);
             let role = <H::Service as Service>::ROLE;
             tracing::error!("the {role}'s handler panicked: {what}");
             (Err(Error::internal(format!("the {role}'s handler panicked: {what}"))), Bytes::new())

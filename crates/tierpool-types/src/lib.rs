@@ -12,7 +12,7 @@ mod size;
 mod span;
 mod stats;
 
-pub use error::{Error, ErrorKind, Result};
+pub use error::{panic_message, Error, ErrorKind, Result};
 pub use ids::{ChunkAttrs, ChunkKey, ChunkRef, InodeId, Priority, WorkerId};
 pub use placement::{Placement, Spread};
 pub use size::ByteSize;
