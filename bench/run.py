@@ -3,7 +3,9 @@
 
 Measures, in one run on this machine:
   - loopback TCP throughput (iperf3, one stream): the ceiling of the bulk path;
-  - tierpool large-file write/read throughput (`tierpool bench`), as a fraction of it;
+  - tierpool large-file write/read throughput (`tierpool bench`), as a fraction of it,
+    on a fresh pool and on a fresh pool whose workers filled their chunk buffers
+    ahead (`up --prefault`);
   - tierpool 4 KiB put/get ops/s and p99 next to redis-server with the same clients
     (in memory only, and with its append-only file fsynced before each reply),
     with the client's default coalescing of concurrent calls and without it;
@@ -108,6 +110,33 @@ def tp_bench(addr, files, size, threads, batch=1, coalesce=None):
     return json.loads(out)
 
 
+def large_prefaulted(files, size, log_sync):
+    """The large-file write and read on a fresh pool started with `up
+    --prefault`, measured once every worker's buffers are ready; also how
+    long they took to be."""
+    state = tempfile.mkdtemp(prefix="tierpool-bench-")
+    addr = f"127.0.0.1:{free_port()}"
+    sh(BIN, "up", "--dir", state, "--port", addr.split(":")[1], "--workers", "2", "--mem", "2GiB", "--disk", "4GiB",
+       "--log-sync", log_sync, "--prefault")
+    secret = {"TIERPOOL_SECRET_FILE": os.path.join(state, "coordinator", "secret")}
+    env = dict(os.environ, TIERPOOL_COORDINATOR=addr, **secret)
+    try:
+        started = time.monotonic()
+        while True:
+            workers = json.loads(sh(BIN, "status", "--json", env=env))["workers"]
+            if all(w["buffers"]["keep"] > 0 and w["buffers"]["spare"] == w["buffers"]["keep"] for w in workers):
+                break
+            if time.monotonic() - started > 120:
+                raise RuntimeError(f"the workers' buffers were not ready in 120 s: {[w['buffers'] for w in workers]}")
+            time.sleep(0.2)
+        ready = time.monotonic() - started
+        out = json.loads(sh(BIN, "bench", "--files", str(files), "--size", size, "--threads", "2", "--json", env=env))
+    finally:
+        sh(BIN, "down", "--dir", state)
+        shutil.rmtree(state, ignore_errors=True)
+    return out, ready
+
+
 def tp_connections(addr, n):
     env = dict(os.environ, TIERPOOL_COORDINATOR=addr, **SECRET)
     out = sh(BIN, "bench", "--connections", str(n), "--json", env=env)
@@ -173,6 +202,7 @@ def main():
     finally:
         sh(BIN, "down", "--dir", state)
         shutil.rmtree(state, ignore_errors=True)
+    prefaulted, ready = large_prefaulted(big_files, big_size, a.log_sync)
     rd = redis(clients, small_n * 5)
     rd_fsync = redis(clients, small_n, fsync=True, tests="set")
     rd_p = redis(clients, small_n * 20, pipeline=batch)
@@ -188,6 +218,15 @@ def main():
             "read_mb_per_sec": large["read"]["mb_per_sec"],
             "write_vs_tcp": large["write"]["mb_per_sec"] / tcp,
             "read_vs_tcp": large["read"]["mb_per_sec"] / tcp,
+        },
+        "large_files_prefault": {
+            "files": big_files, "size": big_size,
+            "write_mb_per_sec": prefaulted["write"]["mb_per_sec"],
+            "read_mb_per_sec": prefaulted["read"]["mb_per_sec"],
+            "write_vs_tcp": prefaulted["write"]["mb_per_sec"] / tcp,
+            "read_vs_tcp": prefaulted["read"]["mb_per_sec"] / tcp,
+            "buffers_ready_secs": ready,
+            "note": "a fresh pool of `up --prefault`: each worker fills its MEM budget of chunk buffers ahead",
         },
         "small_4k": dict(
             versus(small, rd, rd_fsync), clients=clients, inline_max=a.inline_max or "4KiB",

@@ -70,6 +70,7 @@ class LocalPool:
         set_env: bool = True,
         timeout: float = 30.0,
         log_sync: str = "always",
+        prefault: bool = False,
     ) -> None:
         if workers < 1:
             raise InvalidArgument("a pool needs at least one worker")
@@ -84,6 +85,7 @@ class LocalPool:
         self.set_env = set_env
         self.timeout = timeout
         self.log_sync = log_sync
+        self.prefault = prefault
         self.dir: Optional[str] = None
         """State and log directory of the running pool."""
         self.pids: List[int] = []
@@ -125,6 +127,8 @@ class LocalPool:
         ]  # fmt: skip
         if self.replicas is not None:
             cmd += ["--replicas", str(self.replicas)]
+        if self.prefault:
+            cmd.append("--prefault")
         try:
             # `up` waits for the coordinator, then for the workers: twice `wait` at most.
             done = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=2 * wait + 10)
@@ -211,6 +215,7 @@ def local(
     set_env: bool = True,
     timeout: float = 30.0,
     log_sync: str = "always",
+    prefault: bool = False,
 ) -> LocalPool:
     """An embedded pool in a temporary directory, as a context manager that
     yields a connected :class:`Client` (``client.address`` says where it
@@ -230,7 +235,10 @@ def local(
     is fsynced (``tierpool up --log-sync``): ``"always"``, before each change
     is acknowledged, or a period such as ``"10ms"``, after which changes are
     acknowledged once written (safe from the coordinator's process dying,
-    not from a crash of the machine).
+    not from a crash of the machine). With ``prefault``, each worker fills
+    its chunk buffers ahead, its whole ``mem`` (``tierpool up --prefault``):
+    the first large writes go several times faster, and the workers hold
+    that memory from the start.
     """
     return LocalPool(
         workers,
@@ -242,4 +250,5 @@ def local(
         set_env=set_env,
         timeout=timeout,
         log_sync=log_sync,
+        prefault=prefault,
     )

@@ -199,6 +199,10 @@ pub struct WorkerView {
     /// Bytes a second its links carried data at over the coordinator's
     /// window (`null`: too little traffic to say).
     pub bandwidth: Option<u64>,
+    /// The chunk buffers it reads chunks being written into, kept for
+    /// reuse: their size, how many it keeps spare at most and has spare
+    /// now, and how many chunks found one spare (`reused`) or not (`fresh`).
+    pub buffers: tierpool_types::BufferStats,
 }
 
 /// One tier of a worker.
@@ -238,6 +242,7 @@ impl StatusView {
                     bytes_written: stats.bytes_written,
                     bytes_read: stats.bytes_read,
                     bytes_moved_in: stats.bytes_moved_in,
+                    buffers: stats.buffers.clone(),
                 }
             })
             .collect();

@@ -13,8 +13,10 @@
 
 use crate::auth::{self, Credentials, Refusal, Secret};
 use crate::budget::Charge;
+use crate::buffers::ChunkBuffers;
 use crate::frame_io::{self, FrameError};
 use bytes::Bytes;
+use std::sync::Arc;
 use std::time::Duration;
 use tierpool_proto::frame::{FrameHeader, FRAME_HEADER_LEN, KIND_RESPONSE};
 use tierpool_proto::Service;
@@ -136,9 +138,10 @@ impl Connection {
         h: &FrameHeader,
         charge: &mut Charge,
         stall: Option<Duration>,
+        buffers: Option<&Arc<ChunkBuffers>>,
     ) -> Result<Frame, FrameError> {
-        let header = frame_io::read_body(&mut self.reader, h.header_len as usize, charge, stall).await?;
-        let payload = frame_io::read_body(&mut self.reader, h.payload_len as usize, charge, stall).await?;
+        let header = frame_io::read_body(&mut self.reader, h.header_len as usize, charge, stall, None).await?;
+        let payload = frame_io::read_body(&mut self.reader, h.payload_len as usize, charge, stall, buffers).await?;
         Ok(Frame { kind: h.kind, header, payload })
     }
 
@@ -158,7 +161,7 @@ impl Connection {
         let sent = self.write_frame(S::KIND, tierpool_proto::encode(req), payload).await;
         sent.map_err(|e| e.into_error(&self.peer))?;
         let frame = match self.read_head(None, None).await {
-            Ok(Some(h)) => self.read_body(&h, &mut Charge::unbounded(), None).await,
+            Ok(Some(h)) => self.read_body(&h, &mut Charge::unbounded(), None, None).await,
             Ok(None) => return Err(Error::new(ErrorKind::Unavailable, format!("{} closed the connection", self.peer))),
             Err(e) => Err(e),
         };

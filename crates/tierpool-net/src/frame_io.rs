@@ -16,9 +16,11 @@
 //! peer that sends or takes bytes slowly but steadily is not cut off.
 
 use crate::budget::Charge;
+use crate::buffers::ChunkBuffers;
 use crate::stats::DropReason;
 use bytes::Bytes;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 use tierpool_proto::frame::{FrameHeader, FRAME_HEADER_LEN};
 use tierpool_types::{ByteSize, Error, ErrorKind};
@@ -107,16 +109,20 @@ pub(crate) async fn read_head<R: AsyncRead + Unpin>(
 /// buffer sized to the body at once. Each part is charged to `charge`
 /// before it is allocated (beyond the connection's allowance the charge
 /// reserves the rest of the frame, so the second part waits for the budget
-/// at most once).
+/// at most once). A body that `buffers` fits goes on into one of its
+/// buffers, and gives it back when dropped.
 pub(crate) async fn read_body<R: AsyncRead + Unpin>(
     r: &mut R,
     len: usize,
     charge: &mut Charge,
     stall: Option<Duration>,
+    buffers: Option<&Arc<ChunkBuffers>>,
 ) -> Result<Bytes, FrameError> {
+    let buffers = buffers.filter(|b| b.fits(len));
     let mut buf: Vec<u8> = Vec::new();
+    let mut lent = None;
     let first = charge.fit(len.min(FIRST_STEP));
-    for part in [first, len - first] {
+    for (i, part) in [first, len - first].into_iter().enumerate() {
         if part == 0 {
             continue;
         }
@@ -128,7 +134,15 @@ pub(crate) async fn read_body<R: AsyncRead + Unpin>(
             }
             Some(Ok(())) => {}
         }
-        buf.reserve_exact(part);
+        match buffers {
+            Some(b) if i == 1 => {
+                let mut kept = b.take();
+                kept.extend_from_slice(&buf);
+                buf = kept;
+                lent = Some(b);
+            }
+            _ => buf.reserve_exact(part),
+        }
         let end = buf.len() + part;
         while buf.len() < end {
             let mut limited = (&mut *r).take((end - buf.len()) as u64);
@@ -138,7 +152,10 @@ pub(crate) async fn read_body<R: AsyncRead + Unpin>(
             }
         }
     }
-    Ok(Bytes::from(buf))
+    Ok(match lent {
+        Some(b) => b.lend(buf),
+        None => Bytes::from(buf),
+    })
 }
 
 /// Writes all of `buf`; with `stall`, each write must move a byte in time.
@@ -169,13 +186,13 @@ mod tests {
         let (mut client, mut server) = tokio::io::duplex(1 << 20);
         client.write_all(&vec![7u8; 1000]).await.unwrap();
         let mut charge = Charge::unbounded();
-        let read = read_body(&mut server, 64 << 20, &mut charge, Some(Duration::from_millis(100)));
+        let read = read_body(&mut server, 64 << 20, &mut charge, Some(Duration::from_millis(100)), None);
         match read.await {
             Err(FrameError::Refused(DropReason::Stalled, d)) => assert_eq!(d, "no bytes for 100ms"),
             other => panic!("{other:?}"),
         }
         drop(client);
-        let e = read_body(&mut server, 10, &mut charge, None).await.unwrap_err();
+        let e = read_body(&mut server, 10, &mut charge, None, None).await.unwrap_err();
         assert!(matches!(e, FrameError::Truncated), "{e:?}");
     }
 
@@ -186,8 +203,27 @@ mod tests {
         let sent = data.clone();
         let writer = tokio::spawn(async move { client.write_all(&sent).await.unwrap() });
         let mut charge = Charge::unbounded();
-        let body = read_body(&mut server, data.len(), &mut charge, None).await.unwrap();
+        let body = read_body(&mut server, data.len(), &mut charge, None, None).await.unwrap();
         writer.await.unwrap();
         assert_eq!(&body[..], &data[..]);
+    }
+
+    #[tokio::test]
+    async fn a_body_that_fits_a_kept_buffer_is_read_into_it_and_gives_it_back() {
+        let buffers = ChunkBuffers::new(4 << 20, 1);
+        buffers.prefault();
+        let (mut client, mut server) = tokio::io::duplex(64 << 10);
+        let data: Vec<u8> = (0..3_000_000u32).map(|i| (i % 253) as u8).collect();
+        let small = vec![9u8; 1000];
+        let sent = [data.clone(), small.clone()].concat();
+        let writer = tokio::spawn(async move { client.write_all(&sent).await.unwrap() });
+        let mut charge = Charge::unbounded();
+        let body = read_body(&mut server, data.len(), &mut charge, None, Some(&buffers)).await.unwrap();
+        let other = read_body(&mut server, small.len(), &mut charge, None, Some(&buffers)).await.unwrap();
+        writer.await.unwrap();
+        assert_eq!((&body[..], &other[..]), (&data[..], &small[..]));
+        assert_eq!((buffers.stats().spare, buffers.stats().reused), (0, 1));
+        drop(body);
+        assert_eq!(buffers.stats().spare, 1);
     }
 }

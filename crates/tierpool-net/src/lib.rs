@@ -10,6 +10,7 @@
 //! - `session`: one server connection, its time limits and drops;
 //! - `limits`: what a server lets its peers hold ([`Limits`], with defaults);
 //! - `budget`: the byte budget every frame a server reads is charged to;
+//! - `buffers`: chunk-sized buffers a server reads payloads into and reuses ([`ChunkBuffers`]);
 //! - `stats`: a server's figures ([`ServerStats`]);
 //! - [`background`]: loops that repeat work on the runtime (heartbeats, renewals, policy ticks).
 //!
@@ -20,7 +21,8 @@
 //! One request is in flight per connection; concurrency comes from several
 //! connections. Chunk payloads are written straight from the caller's
 //! buffer and read into one buffer that grows as they arrive and ends
-//! exactly sized: no serialiser copies bulk bytes, and no peer makes a
+//! exactly sized, or on a server that keeps chunk buffers, into a reused
+//! one ([`ChunkBuffers`]): no serialiser copies bulk bytes, and no peer makes a
 //! server allocate what it has only claimed. A server holds at most its
 //! budget (256 MiB by default) of frame bytes for all its peers together,
 //! at most `max_connections` (1024) connections, and drops a peer that
@@ -29,6 +31,7 @@
 pub mod auth;
 pub mod background;
 mod budget;
+mod buffers;
 mod conn;
 mod frame_io;
 mod limits;
@@ -39,6 +42,7 @@ mod stats;
 
 pub use auth::{Credentials, Secret};
 pub use background::{Background, Step};
+pub use buffers::ChunkBuffers;
 pub use conn::Connection;
 pub use limits::{Limits, ALLOWANCE};
 pub use pool::{Pool, PoolConfig, REUSE_WITHIN};

@@ -18,6 +18,7 @@
 
 use crate::auth::Secret;
 use crate::budget::Budget;
+use crate::buffers::ChunkBuffers;
 use crate::session::{serve_conn, Shared};
 use crate::stats::{Counters, DropReason, StatsHandle};
 use crate::{Connection, Limits};
@@ -76,8 +77,15 @@ impl Server {
         let counters = Counters::new(limits.budget);
         let budget = Budget::new(&limits, counters.clone());
         let slots = Arc::new(Semaphore::new(limits.max_connections));
-        let shared = Arc::new(Shared { limits, secret, budget, counters });
+        let shared = Arc::new(Shared { limits, secret, budget, counters, buffers: None });
         Ok(Server { listener: listener.0, shared, slots })
+    }
+
+    /// Has the server read chunk-sized payloads into `buffers`' buffers.
+    pub fn with_buffers(mut self, buffers: Arc<ChunkBuffers>) -> Server {
+        let shared = Arc::get_mut(&mut self.shared).expect("buffers are set before the server runs");
+        shared.buffers = Some(buffers);
+        self
     }
 
     pub fn local_addr(&self) -> Result<String> {

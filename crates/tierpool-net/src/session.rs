@@ -26,6 +26,7 @@
 
 use crate::auth::{Refusal, Secret};
 use crate::budget::Budget;
+use crate::buffers::ChunkBuffers;
 use crate::conn::{Connection, Frame};
 use crate::frame_io::FrameError;
 use crate::limits::Limits;
@@ -50,6 +51,8 @@ pub(crate) struct Shared {
     pub secret: Secret,
     pub budget: Arc<Budget>,
     pub counters: Arc<Counters>,
+    /// Where chunk-sized payloads are read into, if the server keeps buffers.
+    pub buffers: Option<Arc<ChunkBuffers>>,
 }
 
 /// How a connection ended.
@@ -227,7 +230,7 @@ impl<H: Handler> Session<H> {
         let mut charge = self.shared.budget.frame(u64::from(head.header_len) + u64::from(head.payload_len));
         let large = head.payload_len as usize >= LARGE_PAYLOAD;
         let transfer = large.then(|| self.shared.counters.transfer());
-        let frame = self.conn.read_body(head, &mut charge, stall).await?;
+        let frame = self.conn.read_body(head, &mut charge, stall, self.shared.buffers.as_ref()).await?;
         if let Some(t) = transfer {
             t.done(head.payload_len as u64);
         }

@@ -24,8 +24,9 @@ pub const MAGIC: [u8; 2] = *b"TP";
 /// (chunks kept on disk, the `back` write mode); 10: a file persisted below
 /// names the key it was written to; 11: workers say when files were last
 /// used (`LastUse`); 18: the metadata log's figures in the status; 19:
-/// `UpdateInline` (small contents given to an existing file), `MetaStat`.
-pub const PROTOCOL_VERSION: u8 = 23;
+/// `UpdateInline` (small contents given to an existing file), `MetaStat`;
+/// 24: workers report the chunk buffers they keep for reuse.
+pub const PROTOCOL_VERSION: u8 = 24;
 pub const FRAME_HEADER_LEN: usize = 12;
 /// Largest encoded message (a listing of a very large directory fits).
 pub const MAX_HEADER_LEN: u32 = 256 << 20;

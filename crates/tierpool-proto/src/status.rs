@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 use tierpool_meta::WorkerRecord;
-use tierpool_types::TierStats;
+use tierpool_types::{BufferStats, TierStats};
 
 /// What a worker reports with each heartbeat: its tiers and its traffic.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -18,6 +18,8 @@ pub struct WorkerStats {
     /// Payload bytes of large frames this worker read and wrote, and the
     /// nanoseconds that took, since it started (`None`: not measured).
     pub transfer: Option<(u64, u64)>,
+    /// The chunk buffers it keeps for reuse.
+    pub buffers: BufferStats,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -17,7 +17,7 @@ pub use ids::{ChunkAttrs, ChunkKey, ChunkRef, InodeId, Priority, WorkerId};
 pub use placement::{Placement, Spread};
 pub use size::ByteSize;
 pub use span::Span;
-pub use stats::TierStats;
+pub use stats::{BufferStats, TierStats};
 
 /// The unit of dirty tracking and of transaction conflict detection.
 pub const PAGE_SIZE: u64 = 4096;

@@ -34,3 +34,18 @@ pub struct TierStats {
     /// Reclaimable chunks dropped to make room since start.
     pub reclaimed: u64,
 }
+
+/// A worker's chunk buffers kept for reuse (see `tierpool_net::ChunkBuffers`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BufferStats {
+    /// Bytes of each buffer (the pool's chunk size).
+    pub size: u64,
+    /// Spare buffers kept at most.
+    pub keep: u64,
+    /// Spare buffers ready now.
+    pub spare: u64,
+    /// Chunks read into a spare buffer since start.
+    pub reused: u64,
+    /// Chunks that found no spare buffer and took fresh memory.
+    pub fresh: u64,
+}

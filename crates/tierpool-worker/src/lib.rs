@@ -65,13 +65,24 @@ pub struct WorkerConfig {
     pub limits: Limits,
     /// The pool's secret: what peers must prove, and what this worker proves.
     pub secret: Secret,
+    /// Fill the chunk buffers ahead, a MEM budget's worth, from the start
+    /// (`--prefault`): the first chunks written find their pages ready, and
+    /// the worker holds that memory whether used or not.
+    pub prefault: bool,
 }
 
 /// Chunks read from DISK held in memory at once (answers being written).
-/// With the frame budget this bounds what the worker holds beyond its MEM
-/// budget: `limits.budget + DISK_READS * chunk size` (192 MiB with 4 MiB
-/// chunks), plus the process's own few tens of MiB.
+/// With the frame budget and the spare chunk buffers this bounds what the
+/// worker holds beyond its MEM budget: `limits.budget + (DISK_READS +
+/// SPARE_BUFFERS) * chunk size` (256 MiB with 4 MiB chunks), plus the
+/// process's own few tens of MiB. With `prefault`, the spare buffers are
+/// the MEM budget's own (a chunk stored in MEM takes one).
 pub const DISK_READS: usize = 16;
+
+/// Chunk buffers freed (a chunk deleted or moved to DISK) kept for the
+/// next chunks written, without `prefault`: enough for steady writes into
+/// a full MEM tier not to fault fresh pages in.
+pub const SPARE_BUFFERS: usize = 16;
 
 struct Registration {
     cfg: WorkerConfig,
@@ -167,7 +178,9 @@ pub async fn run(cfg: WorkerConfig, stop: impl std::future::Future<Output = ()>)
     })?);
     let listener = tierpool_net::bind(&cfg.listen).await?;
     let addr = listener.local_addr()?;
+    let buffers = chunk_buffers(&cfg);
     let server = tierpool_net::Server::new(listener, cfg.limits.clone(), cfg.secret.clone())?;
+    let server = server.with_buffers(buffers.clone());
     let reg = Arc::new(Registration {
         cfg: cfg.clone(),
         addr: addr.clone(),
@@ -178,6 +191,7 @@ pub async fn run(cfg: WorkerConfig, stop: impl std::future::Future<Output = ()>)
     let kept = std::fs::remove_file(cfg.dir.join(CLEAN_STOP)).is_ok();
     let svc = Arc::new(service::WorkerService::new(tiers.clone(), cfg.secret.clone().into()));
     svc.set_server_stats(server.stats());
+    svc.set_buffers(buffers);
     svc.set_id(reg.register(known, kept).await?);
     reg.fetch_table(&svc).await?;
     tokio::spawn(moves::drop_strays(svc.clone()));
@@ -196,6 +210,27 @@ pub async fn run(cfg: WorkerConfig, stop: impl std::future::Future<Output = ()>)
         write_addr_file(&cfg.dir.join(CLEAN_STOP), "every chunk held was written to disk\n")?;
     }
     Ok(())
+}
+
+/// The buffers chunks being written are read into; with `prefault`, a
+/// MEM budget's worth, filled by a thread of their own.
+fn chunk_buffers(cfg: &WorkerConfig) -> Arc<tierpool_net::ChunkBuffers> {
+    let size = tierpool_types::DEFAULT_CHUNK_SIZE;
+    let keep = if cfg.prefault { (cfg.mem.0 / size) as usize } else { SPARE_BUFFERS };
+    let buffers = tierpool_net::ChunkBuffers::new(size as usize, keep);
+    if cfg.prefault {
+        let b = buffers.clone();
+        let filling = std::thread::Builder::new().name("prefault".into()).spawn(move || {
+            let started = std::time::Instant::now();
+            let n = b.prefault();
+            let bytes = ByteSize(n as u64 * size);
+            tracing::info!("{n} chunk buffers ({bytes}) ready in {:.1?}", started.elapsed());
+        });
+        if let Err(e) = filling {
+            tracing::warn!("chunk buffers are not filled ahead: cannot start a thread: {e}");
+        }
+    }
+    buffers
 }
 
 /// Stops taking writes and writes MEM to DISK, logging progress; whether

@@ -38,6 +38,7 @@ pub struct WorkerService {
     /// What this worker proves itself with to other workers (copies).
     pub(crate) credentials: tierpool_net::Credentials,
     net: std::sync::OnceLock<tierpool_net::StatsHandle>,
+    buffers: std::sync::OnceLock<Arc<tierpool_net::ChunkBuffers>>,
 }
 
 pub(crate) type Answer = Result<(WorkerResponse, Bytes)>;
@@ -107,6 +108,7 @@ impl WorkerService {
             strays_wake: tokio::sync::Notify::new(),
             credentials,
             net: std::sync::OnceLock::new(),
+            buffers: std::sync::OnceLock::new(),
         }
     }
 
@@ -120,7 +122,13 @@ impl WorkerService {
                 let s = n.snapshot();
                 (s.transfer_bytes, s.transfer_nanos)
             }),
+            buffers: self.buffers.get().map(|b| b.stats()).unwrap_or_default(),
         }
+    }
+
+    /// The buffers the server reads chunks being written into (their figures).
+    pub fn set_buffers(&self, buffers: Arc<tierpool_net::ChunkBuffers>) {
+        let _ = self.buffers.set(buffers);
     }
 
     /// The figures of the server that serves this worker (its transfers).

@@ -129,8 +129,12 @@ pub fn up(a: &UpArgs) -> Result<()> {
     let (cpid, addr) = start_coordinator(&exe, &dir, a, &stop_with, limit)?;
     let mut pids = vec![cpid];
     let mut worker_pids = Vec::new();
+    let mut worker: Vec<String> =
+        ["--mem", &mem.to_string(), "--disk", &disk.to_string(), "--coordinator", &addr].map(String::from).into();
+    if a.prefault {
+        worker.push("--prefault".into());
+    }
     for i in 0..a.workers {
-        let worker = [("--mem", mem.to_string()), ("--disk", disk.to_string()), ("--coordinator", addr.clone())];
         let pid = start_worker(&exe, &dir, i, &worker, &secret_file, &stop_with)?;
         worker_pids.push(pid);
         pids.push(pid);
@@ -160,12 +164,12 @@ fn start_worker(
     exe: &Path,
     dir: &Path,
     i: u32,
-    args: &[(&str, String)],
+    args: &[String],
     secret_file: &Path,
     stop_with: &[String],
 ) -> Result<i32> {
     let mut argv = vec!["worker".into(), "--dir".into(), path_arg(&dir.join(format!("worker-{i}")))];
-    argv.extend(args.iter().flat_map(|(flag, value)| [flag.to_string(), value.clone()]));
+    argv.extend(args.iter().cloned());
     argv.extend(["--secret-file".into(), path_arg(secret_file)]);
     argv.extend(stop_with.iter().cloned());
     spawn(exe, &argv, &dir.join(format!("logs/worker-{i}.log")))

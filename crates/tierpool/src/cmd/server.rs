@@ -97,6 +97,7 @@ pub async fn worker(a: WorkerArgs) -> Result<()> {
         disk,
         limits: a.limits.apply(tierpool_net::Limits::worker()),
         secret,
+        prefault: a.prefault,
     };
     let stop = async move {
         tokio::select! {

@@ -354,7 +354,7 @@ fn rename_at() -> BoxedStrategy<MetaOp> {
 }
 
 fn stats() -> BoxedStrategy<WorkerStats> {
-    (prop::collection::vec(num(), 16), any::<bool>())
+    (prop::collection::vec(num(), 21), any::<bool>())
         .prop_map(|(v, disk_full)| WorkerStats {
             tiers: tierpool_types::TierStats {
                 mem_capacity: v[0],
@@ -374,6 +374,13 @@ fn stats() -> BoxedStrategy<WorkerStats> {
             bytes_read: v[12],
             bytes_moved_in: v[13],
             transfer: disk_full.then_some((v[14], v[15])),
+            buffers: tierpool_types::BufferStats {
+                size: v[16],
+                keep: v[17],
+                spare: v[18],
+                reused: v[19],
+                fresh: v[20],
+            },
         })
         .boxed()
 }

@@ -1,0 +1,171 @@
+//! Chunk-sized buffers kept for reuse by a server: the large frame bodies
+//! it reads (chunks being written to a worker) go into buffers taken from
+//! here, and a buffer comes back when the last `Bytes` of its body is
+//! dropped: the chunk deleted or moved to disk, or the request refused.
+//!
+//! A fresh buffer costs a page fault and the zeroing of each page at its
+//! first touch (on a virtual machine that hands freed memory back to its
+//! host, the host's first touch too); a reused one costs neither.
+//! [`ChunkBuffers::prefault`] fills the spare list ahead, so that even the
+//! first writes into a fresh worker find their pages ready, and the
+//! worker's resident size is set from its start.
+//!
+//! Invariants: every buffer kept has capacity `size`; at most `keep` are
+//! spare, so what this holds beyond the bodies in use is at most
+//! `keep * size`; a body goes into one only if its length is in
+//! `(size / 2, size]`, so a buffer in use is more than half used.
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tierpool_types::BufferStats;
+
+/// Buffers of one size, kept for reuse.
+#[derive(Debug)]
+pub struct ChunkBuffers {
+    size: usize,
+    keep: usize,
+    spare: Mutex<Vec<Vec<u8>>>,
+    reused: AtomicU64,
+    fresh: AtomicU64,
+}
+
+impl ChunkBuffers {
+    /// Buffers of `size` bytes, at most `keep` of them spare.
+    pub fn new(size: usize, keep: usize) -> Arc<ChunkBuffers> {
+        Arc::new(ChunkBuffers {
+            size,
+            keep,
+            spare: Mutex::new(Vec::new()),
+            reused: AtomicU64::new(0),
+            fresh: AtomicU64::new(0),
+        })
+    }
+
+    /// Whether a body of `len` bytes is read into one of these.
+    pub(crate) fn fits(&self, len: usize) -> bool {
+        len > self.size / 2 && len <= self.size
+    }
+
+    /// An empty buffer of capacity `size`: a spare one if there is one.
+    pub(crate) fn take(&self) -> Vec<u8> {
+        if let Some(buf) = self.spare.lock().pop() {
+            self.reused.fetch_add(1, Ordering::Relaxed);
+            return buf;
+        }
+        self.fresh.fetch_add(1, Ordering::Relaxed);
+        Vec::with_capacity(self.size)
+    }
+
+    /// `buf` (taken from here) as `Bytes` that give it back when the last
+    /// of them is dropped.
+    pub(crate) fn lend(self: &Arc<Self>, buf: Vec<u8>) -> Bytes {
+        Bytes::from_owner(Lent { buf, home: self.clone() })
+    }
+
+    fn give_back(&self, mut buf: Vec<u8>) {
+        if buf.capacity() != self.size {
+            return;
+        }
+        buf.clear();
+        let mut spare = self.spare.lock();
+        if spare.len() < self.keep {
+            spare.push(buf);
+        }
+    }
+
+    /// Adds spare buffers, each touched in full, until `keep` are spare;
+    /// returns how many were added. Slow (the pages are faulted in one by
+    /// one): run it off the serving threads.
+    pub fn prefault(&self) -> usize {
+        let mut added = 0;
+        while self.spare.lock().len() < self.keep {
+            let mut buf = vec![0u8; self.size];
+            buf.fill(1);
+            buf.clear();
+            let mut spare = self.spare.lock();
+            if spare.len() >= self.keep {
+                break;
+            }
+            spare.push(buf);
+            added += 1;
+        }
+        added
+    }
+
+    pub fn stats(&self) -> BufferStats {
+        BufferStats {
+            size: self.size as u64,
+            keep: self.keep as u64,
+            spare: self.spare.lock().len() as u64,
+            reused: self.reused.load(Ordering::Relaxed),
+            fresh: self.fresh.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A buffer lent out as the bytes of a body.
+struct Lent {
+    buf: Vec<u8>,
+    home: Arc<ChunkBuffers>,
+}
+
+impl AsRef<[u8]> for Lent {
+    fn as_ref(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        self.home.give_back(std::mem::take(&mut self.buf));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_buffer_comes_back_when_its_last_bytes_go_and_is_reused() {
+        let b = ChunkBuffers::new(4096, 2);
+        let mut buf = b.take();
+        buf.extend_from_slice(&[7u8; 3000]);
+        let first = buf.as_ptr();
+        let bytes = b.lend(buf);
+        let part = bytes.slice(10..20);
+        drop(bytes);
+        assert_eq!(b.stats().spare, 0, "a slice still holds it");
+        assert_eq!(&part[..], &[7u8; 10]);
+        drop(part);
+        assert_eq!(b.stats().spare, 1);
+        let again = b.take();
+        assert_eq!((again.as_ptr(), again.len(), again.capacity()), (first, 0, 4096));
+        let s = b.stats();
+        assert_eq!((s.reused, s.fresh, s.spare), (1, 1, 0));
+    }
+
+    #[test]
+    fn no_more_than_keep_are_spare_and_prefault_fills_to_keep() {
+        let b = ChunkBuffers::new(8192, 2);
+        let lent: Vec<Bytes> = (0..3).map(|_| b.lend(b.take())).collect();
+        drop(lent);
+        assert_eq!(b.stats().spare, 2);
+        let c = ChunkBuffers::new(8192, 3);
+        assert_eq!(c.prefault(), 3);
+        assert_eq!(c.prefault(), 0);
+        assert_eq!(c.stats().spare, 3);
+        assert_eq!(c.take().capacity(), 8192);
+    }
+
+    #[test]
+    fn only_bodies_over_half_a_buffer_and_within_it_fit() {
+        let b = ChunkBuffers::new(4 << 20, 1);
+        assert!(!b.fits(2 << 20));
+        assert!(b.fits((2 << 20) + 1));
+        assert!(b.fits(4 << 20));
+        assert!(!b.fits((4 << 20) + 1));
+        assert!(!b.fits(0));
+    }
+}

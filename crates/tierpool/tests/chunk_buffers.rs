@@ -1,0 +1,133 @@
+//! Workers read the chunks written to them into buffers they keep for
+//! reuse: with `--prefault` a MEM budget's worth is ready from the start
+//! (resident before any write); without it, freed buffers are kept, up to
+//! 16. Either way the bytes read back are exactly those written, whether a
+//! chunk went into a fresh buffer or into one that held another chunk.
+
+mod common;
+use common::{data, resident, BIN};
+use serde_json::Value;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// A pool started with `up` (one worker, one copy), stopped when dropped.
+struct Up {
+    tmp: tempfile::TempDir,
+    addr: String,
+    worker: u32,
+}
+
+impl Up {
+    fn start(extra: &[&str]) -> Up {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("pool");
+        let out = Command::new(BIN)
+            .env("HOME", tmp.path())
+            .args(["up", "--dir", dir.to_str().unwrap(), "--port", "0", "--workers", "1", "--json"])
+            .args(["--mem", "64MiB", "--disk", "256MiB", "--partitions", "64"])
+            .args(["--stop-with", &std::process::id().to_string()])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let up: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let addr = up["coordinator"].as_str().unwrap().to_string();
+        let worker = up["worker_pids"][0].as_u64().unwrap() as u32;
+        Up { tmp, addr, worker }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let out = Command::new(BIN)
+            .env("HOME", self.tmp.path())
+            .env("TIERPOOL_COORDINATOR", &self.addr)
+            .env_remove("TIERPOOL_SECRET_FILE")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        out
+    }
+
+    fn put(&self, remote: &str, bytes: &[u8]) {
+        let local = self.tmp.path().join("upload");
+        std::fs::write(&local, bytes).unwrap();
+        self.run(&["put", local.to_str().unwrap(), remote]);
+    }
+
+    /// The worker's `buffers` figures once they satisfy `want` (its
+    /// heartbeat brings them every second).
+    fn buffers_when(&self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+        let t = Instant::now();
+        loop {
+            let st: Value = serde_json::from_slice(&self.run(&["status", "--json"]).stdout).unwrap();
+            let b = st["workers"][0]["buffers"].clone();
+            if want(&b) {
+                return b;
+            }
+            assert!(t.elapsed() < Duration::from_secs(40), "{what}: {b}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        let _ = Command::new(BIN)
+            .env("HOME", self.tmp.path())
+            .arg("down")
+            .arg("--dir")
+            .arg(self.tmp.path().join("pool"))
+            .output();
+    }
+}
+
+fn n(v: &Value, field: &str) -> u64 {
+    v[field].as_u64().unwrap_or_else(|| panic!("{field} in {v}"))
+}
+
+const CHUNK: u64 = 4 << 20;
+
+#[test]
+fn prefault_fills_the_mem_budget_ahead_and_chunks_written_reuse_it() {
+    let pool = Up::start(&["--prefault"]);
+    let b = pool.buffers_when("16 buffers ready", |b| b["spare"] == 16);
+    assert_eq!((n(&b, "size"), n(&b, "keep"), n(&b, "reused"), n(&b, "fresh")), (CHUNK, 16, 0, 0));
+    let log = std::fs::read_to_string(pool.tmp.path().join("pool/logs/worker-0.log")).unwrap();
+    assert!(log.contains("16 chunk buffers (64MiB) ready in"), "{log}");
+    let rss = resident(pool.worker);
+    assert!(rss >= 64 << 20, "the worker holds {} MiB before any write", rss >> 20);
+
+    // Ten whole chunks and a short last one, which takes no buffer.
+    let bytes = data(7, 10 * CHUNK as usize + 1000);
+    pool.put("/big", &bytes);
+    let b = pool.buffers_when("10 buffers taken", |b| b["reused"] == 10);
+    assert_eq!((n(&b, "spare"), n(&b, "fresh")), (6, 0));
+    assert_eq!(pool.run(&["cat", "/big"]).stdout, bytes);
+
+    // Deleted, its chunks give their buffers back; the next file reuses
+    // them, and reads back its own bytes, not the last one's.
+    pool.run(&["rm", "/big"]);
+    pool.buffers_when("the buffers back", |b| b["spare"] == 16);
+    let other = data(8, 10 * CHUNK as usize);
+    pool.put("/other", &other);
+    let b = pool.buffers_when("10 more taken", |b| b["reused"] == 20);
+    assert_eq!((n(&b, "spare"), n(&b, "fresh")), (6, 0));
+    assert_eq!(pool.run(&["cat", "/other"]).stdout, other);
+}
+
+#[test]
+fn without_prefault_freed_buffers_are_kept_for_the_next_chunks() {
+    let pool = Up::start(&[]);
+    let b = pool.buffers_when("the figures", |b| b.is_object());
+    assert_eq!((n(&b, "keep"), n(&b, "spare"), n(&b, "reused"), n(&b, "fresh")), (16, 0, 0, 0));
+    let bytes = data(9, 4 * CHUNK as usize);
+    pool.put("/a", &bytes);
+    pool.buffers_when("4 fresh", |b| b["fresh"] == 4);
+    pool.run(&["rm", "/a"]);
+    pool.buffers_when("4 spare", |b| b["spare"] == 4);
+    let again = data(10, 4 * CHUNK as usize);
+    pool.put("/b", &again);
+    let b = pool.buffers_when("4 reused", |b| b["reused"] == 4);
+    assert_eq!((n(&b, "spare"), n(&b, "fresh")), (0, 4));
+    assert_eq!(pool.run(&["cat", "/b"]).stdout, again);
+}
