@@ -13,7 +13,7 @@ medians and the ratio pool/disk of the medians (below 1: the pool is
 faster).
 
 Usage: python3 bench/dask_spill.py [--blocks N] [--block BYTES] [--workers N]
-       [--memory-limit SIZE] [--runs N] [--replicas N]
+       [--memory-limit SIZE] [--runs N] [--replicas N] [--prefault]
 (needs the tierpool package installed: ./scripts/test-python.sh does it).
 """
 
@@ -73,11 +73,12 @@ def main():
     ap.add_argument("--memory-limit", type=parse_bytes, default="512MiB")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--replicas", type=int, default=1, help="copies of each spilled chunk in the pool")
+    ap.add_argument("--prefault", action="store_true", help="the pool's workers fill their chunk buffers ahead")
     a = ap.parse_args()
     out = {
         "job": f"{a.blocks} blocks of {a.block} bytes made and kept, then each read back once, "
         f"on {a.workers} worker processes of {a.memory_limit} bytes each; the pool: 2 workers, "
-        f"1 GiB MEM and 4 GiB DISK each, {a.replicas} copies of each spilled chunk",
+        f"1 GiB MEM and 4 GiB DISK each{' (prefaulted)' if a.prefault else ''}, {a.replicas} copies of each spilled chunk",
         "runs": {"disk": [], "pool": []},
     }
     dask.config.set(
@@ -89,7 +90,7 @@ def main():
         }
     )
     answers = set()
-    with tierpool.local(workers=2, mem="1GiB", disk="4GiB") as pool:
+    with tierpool.local(workers=2, mem="1GiB", disk="4GiB", prefault=a.prefault) as pool:
         for _ in range(a.runs):
             for way in ("disk", "pool"):
                 data = spill_to_tierpool(a.memory_limit, address=pool.address, replicas=a.replicas) if way == "pool" else None

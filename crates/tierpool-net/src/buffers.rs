@@ -11,13 +11,15 @@
 //! worker's resident size is set from its start.
 //!
 //! Invariants: every buffer kept has capacity `size`; at most `keep` are
-//! spare, so what this holds beyond the bodies in use is at most
-//! `keep * size`; a body goes into one only if its length is in
-//! `(size / 2, size]`, so a buffer in use is more than half used.
+//! spare (once `set_keep` lowers it, the extra ones are freed), so what
+//! this holds beyond the bodies in use is at most `keep * size`; a body
+//! goes into one only if it is exactly `size` long (a whole chunk), so a
+//! buffer in use holds no slack and what counts bodies' bytes counts
+//! their memory.
 
 use bytes::Bytes;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use tierpool_types::BufferStats;
 
@@ -25,10 +27,12 @@ use tierpool_types::BufferStats;
 #[derive(Debug)]
 pub struct ChunkBuffers {
     size: usize,
-    keep: usize,
+    keep: AtomicUsize,
     spare: Mutex<Vec<Vec<u8>>>,
     reused: AtomicU64,
     fresh: AtomicU64,
+    /// A `prefault` is running.
+    filling: AtomicBool,
 }
 
 impl ChunkBuffers {
@@ -36,16 +40,29 @@ impl ChunkBuffers {
     pub fn new(size: usize, keep: usize) -> Arc<ChunkBuffers> {
         Arc::new(ChunkBuffers {
             size,
-            keep,
+            keep: AtomicUsize::new(keep),
             spare: Mutex::new(Vec::new()),
             reused: AtomicU64::new(0),
             fresh: AtomicU64::new(0),
+            filling: AtomicBool::new(false),
         })
     }
 
     /// Whether a body of `len` bytes is read into one of these.
     pub(crate) fn fits(&self, len: usize) -> bool {
-        len > self.size / 2 && len <= self.size
+        len == self.size
+    }
+
+    /// At most `keep` spare from now on: the spare buffers beyond it are
+    /// freed now, and buffers given back beyond it later.
+    pub fn set_keep(&self, keep: usize) {
+        self.keep.store(keep, Ordering::Relaxed);
+        let extra = {
+            let mut spare = self.spare.lock();
+            let at = spare.len().min(keep);
+            spare.split_off(at)
+        };
+        drop(extra);
     }
 
     /// An empty buffer of capacity `size`: a spare one if there is one.
@@ -64,28 +81,43 @@ impl ChunkBuffers {
         Bytes::from_owner(Lent { buf, home: self.clone() })
     }
 
-    fn give_back(&self, mut buf: Vec<u8>) {
+    /// Keeps `buf` (one of these) spare if fewer than `keep` are.
+    pub(crate) fn give_back(&self, mut buf: Vec<u8>) {
         if buf.capacity() != self.size {
             return;
         }
         buf.clear();
         let mut spare = self.spare.lock();
-        if spare.len() < self.keep {
+        if spare.len() < self.keep.load(Ordering::Relaxed) {
             spare.push(buf);
+            return;
         }
+        drop(spare);
+        drop(buf);
     }
 
-    /// Adds spare buffers, each touched in full, until `keep` are spare;
-    /// returns how many were added. Slow (the pages are faulted in one by
-    /// one): run it off the serving threads.
+    /// Adds spare buffers, each touched in full, until `keep` are spare,
+    /// at most `keep` of them (buffers taken meanwhile are not made up
+    /// for); returns how many were added, none if another call is adding
+    /// them. Slow (the pages are faulted in one by one): run it off the
+    /// serving threads.
     pub fn prefault(&self) -> usize {
+        if self.filling.swap(true, Ordering::AcqRel) {
+            return 0;
+        }
+        let added = self.fill();
+        self.filling.store(false, Ordering::Release);
+        added
+    }
+
+    fn fill(&self) -> usize {
         let mut added = 0;
-        while self.spare.lock().len() < self.keep {
+        while added < self.keep.load(Ordering::Relaxed) {
             let mut buf = vec![0u8; self.size];
             buf.fill(1);
             buf.clear();
             let mut spare = self.spare.lock();
-            if spare.len() >= self.keep {
+            if spare.len() >= self.keep.load(Ordering::Relaxed) {
                 break;
             }
             spare.push(buf);
@@ -97,7 +129,7 @@ impl ChunkBuffers {
     pub fn stats(&self) -> BufferStats {
         BufferStats {
             size: self.size as u64,
-            keep: self.keep as u64,
+            keep: self.keep.load(Ordering::Relaxed) as u64,
             spare: self.spare.lock().len() as u64,
             reused: self.reused.load(Ordering::Relaxed),
             fresh: self.fresh.load(Ordering::Relaxed),
@@ -131,7 +163,7 @@ mod tests {
     fn a_buffer_comes_back_when_its_last_bytes_go_and_is_reused() {
         let b = ChunkBuffers::new(4096, 2);
         let mut buf = b.take();
-        buf.extend_from_slice(&[7u8; 3000]);
+        buf.extend_from_slice(&[7u8; 4096]);
         let first = buf.as_ptr();
         let bytes = b.lend(buf);
         let part = bytes.slice(10..20);
@@ -157,14 +189,20 @@ mod tests {
         assert_eq!(c.prefault(), 0);
         assert_eq!(c.stats().spare, 3);
         assert_eq!(c.take().capacity(), 8192);
+        c.set_keep(1);
+        assert_eq!(c.stats().spare, 1, "the extra spare buffers are freed");
+        c.give_back(Vec::with_capacity(8192));
+        assert_eq!(c.stats().spare, 1, "none beyond keep is kept");
+        c.set_keep(3);
+        c.give_back(Vec::with_capacity(4096));
+        assert_eq!(c.stats().spare, 1, "a buffer of another size is not kept");
     }
 
     #[test]
-    fn only_bodies_over_half_a_buffer_and_within_it_fit() {
+    fn only_whole_chunks_fit() {
         let b = ChunkBuffers::new(4 << 20, 1);
-        assert!(!b.fits(2 << 20));
-        assert!(b.fits((2 << 20) + 1));
         assert!(b.fits(4 << 20));
+        assert!(!b.fits((4 << 20) - 1));
         assert!(!b.fits((4 << 20) + 1));
         assert!(!b.fits(0));
     }

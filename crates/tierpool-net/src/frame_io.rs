@@ -9,7 +9,10 @@
 //! it step by step would copy a chunk several times over, and small reads
 //! would go through the connection's read buffer); its pages are touched
 //! only as bytes arrive. The buffer ends exactly as long as the body, so a
-//! payload kept by a handler (a chunk stored in memory) holds no slack.
+//! payload kept by a handler (a chunk stored in memory) holds no slack. On
+//! a server that keeps chunk buffers, a body of exactly a chunk goes on
+//! into one of those (as long as it too), which is given back if the read
+//! fails.
 //!
 //! Time bounds are optional (a client relies on its request timeout):
 //! `stall` bounds each read, each write and each wait for the budget, so a
@@ -118,9 +121,38 @@ pub(crate) async fn read_body<R: AsyncRead + Unpin>(
     stall: Option<Duration>,
     buffers: Option<&Arc<ChunkBuffers>>,
 ) -> Result<Bytes, FrameError> {
-    let buffers = buffers.filter(|b| b.fits(len));
-    let mut buf: Vec<u8> = Vec::new();
-    let mut lent = None;
+    let mut body = Body { buf: Vec::new(), home: None };
+    read_parts(r, len, charge, stall, buffers.filter(|b| b.fits(len)), &mut body).await?;
+    let buf = std::mem::take(&mut body.buf);
+    Ok(match body.home.take() {
+        Some(b) => b.lend(buf),
+        None => Bytes::from(buf),
+    })
+}
+
+/// A body being read, and the buffers its buffer came from, if it did:
+/// given back there if the read fails.
+struct Body<'a> {
+    buf: Vec<u8>,
+    home: Option<&'a Arc<ChunkBuffers>>,
+}
+
+impl Drop for Body<'_> {
+    fn drop(&mut self) {
+        if let Some(b) = self.home {
+            b.give_back(std::mem::take(&mut self.buf));
+        }
+    }
+}
+
+async fn read_parts<'a, R: AsyncRead + Unpin>(
+    r: &mut R,
+    len: usize,
+    charge: &mut Charge,
+    stall: Option<Duration>,
+    buffers: Option<&'a Arc<ChunkBuffers>>,
+    body: &mut Body<'a>,
+) -> Result<(), FrameError> {
     let first = charge.fit(len.min(FIRST_STEP));
     for (i, part) in [first, len - first].into_iter().enumerate() {
         if part == 0 {
@@ -134,28 +166,27 @@ pub(crate) async fn read_body<R: AsyncRead + Unpin>(
             }
             Some(Ok(())) => {}
         }
+        let buf = &mut body.buf;
         match buffers {
             Some(b) if i == 1 => {
                 let mut kept = b.take();
-                kept.extend_from_slice(&buf);
-                buf = kept;
-                lent = Some(b);
+                kept.extend_from_slice(buf);
+                *buf = kept;
+                body.home = Some(b);
             }
             _ => buf.reserve_exact(part),
         }
+        let buf = &mut body.buf;
         let end = buf.len() + part;
         while buf.len() < end {
             let mut limited = (&mut *r).take((end - buf.len()) as u64);
-            let n = within(stall, limited.read_buf(&mut buf)).await.ok_or_else(|| stalled(stall, "no bytes"))??;
+            let n = within(stall, limited.read_buf(buf)).await.ok_or_else(|| stalled(stall, "no bytes"))??;
             if n == 0 {
                 return Err(FrameError::Truncated);
             }
         }
     }
-    Ok(match lent {
-        Some(b) => b.lend(buf),
-        None => Bytes::from(buf),
-    })
+    Ok(())
 }
 
 /// Writes all of `buf`; with `stall`, each write must move a byte in time.
@@ -213,7 +244,7 @@ mod tests {
         let buffers = ChunkBuffers::new(4 << 20, 1);
         buffers.prefault();
         let (mut client, mut server) = tokio::io::duplex(64 << 10);
-        let data: Vec<u8> = (0..3_000_000u32).map(|i| (i % 253) as u8).collect();
+        let data: Vec<u8> = (0..4u32 << 20).map(|i| (i % 253) as u8).collect();
         let small = vec![9u8; 1000];
         let sent = [data.clone(), small.clone()].concat();
         let writer = tokio::spawn(async move { client.write_all(&sent).await.unwrap() });
@@ -225,5 +256,18 @@ mod tests {
         assert_eq!((buffers.stats().spare, buffers.stats().reused), (0, 1));
         drop(body);
         assert_eq!(buffers.stats().spare, 1);
+    }
+
+    #[tokio::test]
+    async fn a_body_cut_short_gives_its_kept_buffer_back() {
+        let buffers = ChunkBuffers::new(4 << 20, 1);
+        buffers.prefault();
+        let (mut client, mut server) = tokio::io::duplex(64 << 10);
+        let writer = tokio::spawn(async move { client.write_all(&vec![5u8; 1 << 20]).await.unwrap() });
+        let mut charge = Charge::unbounded();
+        let e = read_body(&mut server, 4 << 20, &mut charge, None, Some(&buffers)).await.unwrap_err();
+        writer.await.unwrap();
+        assert!(matches!(e, FrameError::Truncated), "{e:?}");
+        assert_eq!((buffers.stats().spare, buffers.stats().reused), (1, 1));
     }
 }

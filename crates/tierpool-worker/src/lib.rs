@@ -76,7 +76,8 @@ pub struct WorkerConfig {
 /// worker holds beyond its MEM budget: `limits.budget + (DISK_READS +
 /// SPARE_BUFFERS) * chunk size` (256 MiB with 4 MiB chunks), plus the
 /// process's own few tens of MiB. With `prefault`, the spare buffers are
-/// the MEM budget's own (a chunk stored in MEM takes one).
+/// kept to MEM's free room, cut and filled again at each heartbeat (a
+/// chunk written into MEM takes one, and one leaving it gives it back).
 pub const DISK_READS: usize = 16;
 
 /// Chunk buffers freed (a chunk deleted or moved to DISK) kept for the
@@ -134,6 +135,7 @@ impl Registration {
     /// One heartbeat; registers again if the coordinator does not know
     /// this worker, asks for the table if its own is older.
     async fn beat(&self, svc: &service::WorkerService) -> Result<Step> {
+        svc.fit_buffers();
         let Some(current) = svc.id() else { return Ok(Step::Continue) };
         let req = CoordRequest::Heartbeat { id: current, stats: svc.stats() };
         match self.coordinator.call(&req, &[], true).await? {
@@ -191,7 +193,7 @@ pub async fn run(cfg: WorkerConfig, stop: impl std::future::Future<Output = ()>)
     let kept = std::fs::remove_file(cfg.dir.join(CLEAN_STOP)).is_ok();
     let svc = Arc::new(service::WorkerService::new(tiers.clone(), cfg.secret.clone().into()));
     svc.set_server_stats(server.stats());
-    svc.set_buffers(buffers);
+    svc.set_buffers(buffers, cfg.prefault);
     svc.set_id(reg.register(known, kept).await?);
     reg.fetch_table(&svc).await?;
     tokio::spawn(moves::drop_strays(svc.clone()));
@@ -213,10 +215,11 @@ pub async fn run(cfg: WorkerConfig, stop: impl std::future::Future<Output = ()>)
 }
 
 /// The buffers chunks being written are read into; with `prefault`, a
-/// MEM budget's worth, filled by a thread of their own.
+/// MEM budget's worth (at least `SPARE_BUFFERS`), filled by a thread of
+/// their own.
 fn chunk_buffers(cfg: &WorkerConfig) -> Arc<tierpool_net::ChunkBuffers> {
     let size = tierpool_types::DEFAULT_CHUNK_SIZE;
-    let keep = if cfg.prefault { (cfg.mem.0 / size) as usize } else { SPARE_BUFFERS };
+    let keep = if cfg.prefault { ((cfg.mem.0 / size) as usize).max(SPARE_BUFFERS) } else { SPARE_BUFFERS };
     let buffers = tierpool_net::ChunkBuffers::new(size as usize, keep);
     if cfg.prefault {
         let b = buffers.clone();

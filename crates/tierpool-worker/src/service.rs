@@ -38,7 +38,9 @@ pub struct WorkerService {
     /// What this worker proves itself with to other workers (copies).
     pub(crate) credentials: tierpool_net::Credentials,
     net: std::sync::OnceLock<tierpool_net::StatsHandle>,
-    buffers: std::sync::OnceLock<Arc<tierpool_net::ChunkBuffers>>,
+    /// The buffers chunks being written are read into, and whether they
+    /// fill the MEM budget's free room (`--prefault`).
+    buffers: std::sync::OnceLock<(Arc<tierpool_net::ChunkBuffers>, bool)>,
 }
 
 pub(crate) type Answer = Result<(WorkerResponse, Bytes)>;
@@ -122,13 +124,33 @@ impl WorkerService {
                 let s = n.snapshot();
                 (s.transfer_bytes, s.transfer_nanos)
             }),
-            buffers: self.buffers.get().map(|b| b.stats()).unwrap_or_default(),
+            buffers: self.buffers.get().map(|(b, _)| b.stats()).unwrap_or_default(),
         }
     }
 
-    /// The buffers the server reads chunks being written into (their figures).
-    pub fn set_buffers(&self, buffers: Arc<tierpool_net::ChunkBuffers>) {
-        let _ = self.buffers.set(buffers);
+    /// The buffers the server reads chunks being written into; with
+    /// `prefault`, [`fit_buffers`](Self::fit_buffers) keeps them to MEM's
+    /// free room.
+    pub fn set_buffers(&self, buffers: Arc<tierpool_net::ChunkBuffers>, prefault: bool) {
+        let _ = self.buffers.set((buffers, prefault));
+    }
+
+    /// With `prefault`, keeps as many spare buffers as MEM has free room
+    /// for (at least [`crate::SPARE_BUFFERS`]), so that spare buffers and
+    /// MEM's chunks together stay within the MEM budget and that many more:
+    /// chunks that reach MEM without a buffer (promoted from DISK, shorter
+    /// than a chunk, copied from a sibling) leave fewer spare, and room
+    /// made in MEM is filled again, off the serving threads.
+    pub fn fit_buffers(&self) {
+        let Some((buffers, true)) = self.buffers.get() else { return };
+        let t = self.tiers.stats();
+        let room = t.mem_capacity.saturating_sub(t.mem_used) / tierpool_types::DEFAULT_CHUNK_SIZE;
+        buffers.set_keep((room as usize).max(crate::SPARE_BUFFERS));
+        let b = buffers.stats();
+        if b.spare < b.keep {
+            let buffers = buffers.clone();
+            tokio::task::spawn_blocking(move || buffers.prefault());
+        }
     }
 
     /// The figures of the server that serves this worker (its transfers).

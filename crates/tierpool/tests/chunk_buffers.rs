@@ -1,7 +1,7 @@
 //! Workers read the chunks written to them into buffers they keep for
 //! reuse: with `--prefault` a MEM budget's worth is ready from the start
-//! (resident before any write); without it, freed buffers are kept, up to
-//! 16. Either way the bytes read back are exactly those written, whether a
+//! (resident before any write), and kept to MEM's free room; without it,
+//! freed buffers are kept, up to 16. Either way the bytes read back are exactly those written, whether a
 //! chunk went into a fresh buffer or into one that held another chunk.
 
 mod common;
@@ -18,13 +18,14 @@ struct Up {
 }
 
 impl Up {
-    fn start(extra: &[&str]) -> Up {
+    fn start(mem: &str, extra: &[&str]) -> Up {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("pool");
         let out = Command::new(BIN)
             .env("HOME", tmp.path())
+            .env("TIERPOOL_LOG", "info")
             .args(["up", "--dir", dir.to_str().unwrap(), "--port", "0", "--workers", "1", "--json"])
-            .args(["--mem", "64MiB", "--disk", "256MiB", "--partitions", "64"])
+            .args(["--mem", mem, "--disk", "512MiB", "--partitions", "64"])
             .args(["--stop-with", &std::process::id().to_string()])
             .args(extra)
             .output()
@@ -70,6 +71,20 @@ impl Up {
     }
 }
 
+impl Up {
+    fn log_says(&self, what: &str) {
+        let t = Instant::now();
+        loop {
+            let log = std::fs::read_to_string(self.tmp.path().join("pool/logs/worker-0.log")).unwrap();
+            if log.contains(what) {
+                return;
+            }
+            assert!(t.elapsed() < Duration::from_secs(40), "the worker's log never said {what:?}: {log}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
 impl Drop for Up {
     fn drop(&mut self) {
         let _ = Command::new(BIN)
@@ -89,35 +104,49 @@ const CHUNK: u64 = 4 << 20;
 
 #[test]
 fn prefault_fills_the_mem_budget_ahead_and_chunks_written_reuse_it() {
-    let pool = Up::start(&["--prefault"]);
-    let b = pool.buffers_when("16 buffers ready", |b| b["spare"] == 16);
-    assert_eq!((n(&b, "size"), n(&b, "keep"), n(&b, "reused"), n(&b, "fresh")), (CHUNK, 16, 0, 0));
-    let log = std::fs::read_to_string(pool.tmp.path().join("pool/logs/worker-0.log")).unwrap();
-    assert!(log.contains("16 chunk buffers (64MiB) ready in"), "{log}");
+    let pool = Up::start("128MiB", &["--prefault"]);
+    let b = pool.buffers_when("32 buffers ready", |b| b["spare"] == 32);
+    assert_eq!((n(&b, "size"), n(&b, "keep"), n(&b, "reused"), n(&b, "fresh")), (CHUNK, 32, 0, 0));
+    pool.log_says("32 chunk buffers (128MiB) ready in");
     let rss = resident(pool.worker);
-    assert!(rss >= 64 << 20, "the worker holds {} MiB before any write", rss >> 20);
+    assert!(rss >= 128 << 20, "the worker holds {} MiB before any write", rss >> 20);
 
     // Ten whole chunks and a short last one, which takes no buffer.
     let bytes = data(7, 10 * CHUNK as usize + 1000);
     pool.put("/big", &bytes);
     let b = pool.buffers_when("10 buffers taken", |b| b["reused"] == 10);
-    assert_eq!((n(&b, "spare"), n(&b, "fresh")), (6, 0));
+    assert_eq!((n(&b, "spare"), n(&b, "fresh")), (22, 0));
     assert_eq!(pool.run(&["cat", "/big"]).stdout, bytes);
 
-    // Deleted, its chunks give their buffers back; the next file reuses
-    // them, and reads back its own bytes, not the last one's.
+    // Deleted, its chunks give their buffers back (and MEM's room is
+    // filled again); the next file reuses them, and reads back its own
+    // bytes, not the last one's.
     pool.run(&["rm", "/big"]);
-    pool.buffers_when("the buffers back", |b| b["spare"] == 16);
+    pool.buffers_when("the buffers back", |b| b["spare"] == 32);
     let other = data(8, 10 * CHUNK as usize);
     pool.put("/other", &other);
     let b = pool.buffers_when("10 more taken", |b| b["reused"] == 20);
-    assert_eq!((n(&b, "spare"), n(&b, "fresh")), (6, 0));
+    assert_eq!((n(&b, "spare"), n(&b, "fresh")), (22, 0));
     assert_eq!(pool.run(&["cat", "/other"]).stdout, other);
+
+    // Chunks that take no buffer (1 MiB ones) fill MEM: the spare buffers
+    // shrink to its free room, but no fewer than 16 are kept.
+    pool.run(&["rm", "/other"]);
+    pool.buffers_when("the buffers back again", |b| b["spare"] == 32);
+    let small = data(9, 100 << 20);
+    let local = pool.tmp.path().join("small");
+    std::fs::write(&local, &small).unwrap();
+    pool.run(&["put", "--chunk-size", "1MiB", local.to_str().unwrap(), "/small"]);
+    let b = pool.buffers_when("kept to MEM's room", |b| b["keep"] == 16);
+    assert_eq!(n(&b, "spare"), 16);
+    assert_eq!(pool.run(&["cat", "/small"]).stdout, small);
+    pool.run(&["rm", "/small"]);
+    pool.buffers_when("MEM's room filled again", |b| b["keep"] == 32 && b["spare"] == 32);
 }
 
 #[test]
 fn without_prefault_freed_buffers_are_kept_for_the_next_chunks() {
-    let pool = Up::start(&[]);
+    let pool = Up::start("64MiB", &[]);
     let b = pool.buffers_when("the figures", |b| b.is_object());
     assert_eq!((n(&b, "keep"), n(&b, "spare"), n(&b, "reused"), n(&b, "fresh")), (16, 0, 0, 0));
     let bytes = data(9, 4 * CHUNK as usize);

@@ -43,7 +43,9 @@ impl MemStore {
     }
 
     /// Overwrites byte ranges `(offset, bytes)` of a chunk in place (without a
-    /// copy unless a reader still holds the old bytes). `false` if absent.
+    /// copy unless a reader still holds the old bytes, or they are in a
+    /// buffer a server lent, as a chunk written whole is: the first write
+    /// copies those). `false` if absent.
     ///
     /// # Panics
     /// If a range reaches past the chunk's end.
