@@ -489,7 +489,7 @@ impl Coordinator {
         }
         while let Some(Ok((id, r))) = asks.join_next().await {
             if let Ok(Ok((WorkerResponse::Stats(stats), _))) = r {
-                self.stats.lock().insert(id, stats);
+                self.stats.lock().insert(id, *stats);
             }
         }
     }

@@ -11,28 +11,33 @@
 //! worker's resident size is set from its start.
 //!
 //! Invariants: every buffer kept has capacity `size`; at most `keep` are
-//! spare (once `set_keep` lowers it, the extra ones are freed), so what
-//! this holds beyond the bodies in use is at most `keep * size`; a body
-//! goes into one only if it is exactly `size` long (a whole chunk), so a
-//! buffer in use holds no slack and what counts bodies' bytes counts
-//! their memory.
+//! spare, and once a `limit` is set, spare and lent ones together are kept
+//! within it (a buffer given back beyond it, and spare ones beyond a lowered
+//! limit, are freed); a body goes into one only if it is exactly `size`
+//! long (a whole chunk), so a buffer in use holds no slack and what counts
+//! bodies' bytes counts their memory.
 
 use bytes::Bytes;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use tierpool_types::BufferStats;
+
+/// No limit on the buffers spare and lent together.
+const NO_LIMIT: usize = usize::MAX;
 
 /// Buffers of one size, kept for reuse.
 #[derive(Debug)]
 pub struct ChunkBuffers {
     size: usize,
-    keep: AtomicUsize,
+    keep: usize,
+    /// Buffers spare and lent together beyond which none is kept.
+    limit: AtomicUsize,
     spare: Mutex<Vec<Vec<u8>>>,
+    /// Taken and not given back yet.
+    lent: AtomicUsize,
     reused: AtomicU64,
     fresh: AtomicU64,
-    /// A `prefault` is running.
-    filling: AtomicBool,
 }
 
 impl ChunkBuffers {
@@ -40,11 +45,12 @@ impl ChunkBuffers {
     pub fn new(size: usize, keep: usize) -> Arc<ChunkBuffers> {
         Arc::new(ChunkBuffers {
             size,
-            keep: AtomicUsize::new(keep),
+            keep,
+            limit: AtomicUsize::new(NO_LIMIT),
             spare: Mutex::new(Vec::new()),
+            lent: AtomicUsize::new(0),
             reused: AtomicU64::new(0),
             fresh: AtomicU64::new(0),
-            filling: AtomicBool::new(false),
         })
     }
 
@@ -53,20 +59,29 @@ impl ChunkBuffers {
         len == self.size
     }
 
-    /// At most `keep` spare from now on: the spare buffers beyond it are
-    /// freed now, and buffers given back beyond it later.
-    pub fn set_keep(&self, keep: usize) {
-        self.keep.store(keep, Ordering::Relaxed);
+    /// Keeps spare and lent buffers together within `limit` from now on:
+    /// the spare ones beyond it are freed now, buffers given back beyond
+    /// it later.
+    pub fn set_limit(&self, limit: usize) {
+        self.limit.store(limit, Ordering::Relaxed);
         let extra = {
             let mut spare = self.spare.lock();
-            let at = spare.len().min(keep);
+            let room = limit.saturating_sub(self.lent.load(Ordering::Relaxed));
+            let at = spare.len().min(room);
             spare.split_off(at)
         };
         drop(extra);
     }
 
-    /// An empty buffer of capacity `size`: a spare one if there is one.
+    /// Whether one more spare buffer is kept, with `spare` spare now.
+    fn keeps(&self, spare: usize) -> bool {
+        spare < self.keep && spare + self.lent.load(Ordering::Relaxed) < self.limit.load(Ordering::Relaxed)
+    }
+
+    /// An empty buffer of capacity `size`, lent until given back: a spare
+    /// one if there is one.
     pub(crate) fn take(&self) -> Vec<u8> {
+        self.lent.fetch_add(1, Ordering::Relaxed);
         if let Some(buf) = self.spare.lock().pop() {
             self.reused.fetch_add(1, Ordering::Relaxed);
             return buf;
@@ -81,14 +96,15 @@ impl ChunkBuffers {
         Bytes::from_owner(Lent { buf, home: self.clone() })
     }
 
-    /// Keeps `buf` (one of these) spare if fewer than `keep` are.
+    /// Takes back `buf` (taken from here), spare if [`keeps`](Self::keeps).
     pub(crate) fn give_back(&self, mut buf: Vec<u8>) {
+        self.lent.fetch_sub(1, Ordering::Relaxed);
         if buf.capacity() != self.size {
             return;
         }
         buf.clear();
         let mut spare = self.spare.lock();
-        if spare.len() < self.keep.load(Ordering::Relaxed) {
+        if self.keeps(spare.len()) {
             spare.push(buf);
             return;
         }
@@ -96,28 +112,17 @@ impl ChunkBuffers {
         drop(buf);
     }
 
-    /// Adds spare buffers, each touched in full, until `keep` are spare,
-    /// at most `keep` of them (buffers taken meanwhile are not made up
-    /// for); returns how many were added, none if another call is adding
-    /// them. Slow (the pages are faulted in one by one): run it off the
-    /// serving threads.
+    /// Adds spare buffers, each touched in full, while one more is kept;
+    /// returns how many were added. Slow (the pages are faulted in one by
+    /// one): run it off the serving threads.
     pub fn prefault(&self) -> usize {
-        if self.filling.swap(true, Ordering::AcqRel) {
-            return 0;
-        }
-        let added = self.fill();
-        self.filling.store(false, Ordering::Release);
-        added
-    }
-
-    fn fill(&self) -> usize {
         let mut added = 0;
-        while added < self.keep.load(Ordering::Relaxed) {
+        while self.keeps(self.spare.lock().len()) {
             let mut buf = vec![0u8; self.size];
             buf.fill(1);
             buf.clear();
             let mut spare = self.spare.lock();
-            if spare.len() >= self.keep.load(Ordering::Relaxed) {
+            if !self.keeps(spare.len()) {
                 break;
             }
             spare.push(buf);
@@ -127,10 +132,13 @@ impl ChunkBuffers {
     }
 
     pub fn stats(&self) -> BufferStats {
+        let limit = self.limit.load(Ordering::Relaxed);
         BufferStats {
             size: self.size as u64,
-            keep: self.keep.load(Ordering::Relaxed) as u64,
+            keep: self.keep as u64,
+            limit: (limit != NO_LIMIT).then_some(limit as u64),
             spare: self.spare.lock().len() as u64,
+            lent: self.lent.load(Ordering::Relaxed) as u64,
             reused: self.reused.load(Ordering::Relaxed),
             fresh: self.fresh.load(Ordering::Relaxed),
         }
@@ -182,20 +190,34 @@ mod tests {
     fn no_more_than_keep_are_spare_and_prefault_fills_to_keep() {
         let b = ChunkBuffers::new(8192, 2);
         let lent: Vec<Bytes> = (0..3).map(|_| b.lend(b.take())).collect();
+        assert_eq!(b.stats().lent, 3);
         drop(lent);
-        assert_eq!(b.stats().spare, 2);
+        assert_eq!((b.stats().spare, b.stats().lent), (2, 0));
         let c = ChunkBuffers::new(8192, 3);
         assert_eq!(c.prefault(), 3);
         assert_eq!(c.prefault(), 0);
         assert_eq!(c.stats().spare, 3);
-        assert_eq!(c.take().capacity(), 8192);
-        c.set_keep(1);
-        assert_eq!(c.stats().spare, 1, "the extra spare buffers are freed");
-        c.give_back(Vec::with_capacity(8192));
-        assert_eq!(c.stats().spare, 1, "none beyond keep is kept");
-        c.set_keep(3);
+        let taken = c.take();
+        assert_eq!(taken.capacity(), 8192);
         c.give_back(Vec::with_capacity(4096));
-        assert_eq!(c.stats().spare, 1, "a buffer of another size is not kept");
+        assert_eq!(c.stats().spare, 2, "a buffer of another size is not kept");
+    }
+
+    #[test]
+    fn a_limit_bounds_spare_and_lent_together() {
+        let b = ChunkBuffers::new(8192, 8);
+        b.set_limit(5);
+        assert_eq!(b.prefault(), 5);
+        let lent: Vec<Bytes> = (0..3).map(|_| b.lend(b.take())).collect();
+        assert_eq!((b.stats().spare, b.stats().lent), (2, 3));
+        b.set_limit(4);
+        assert_eq!(b.stats().spare, 1, "the spare ones beyond the limit are freed");
+        drop(lent);
+        assert_eq!((b.stats().spare, b.stats().lent), (4, 0), "those given back within it are kept");
+        b.set_limit(8);
+        assert_eq!(b.prefault(), 4);
+        assert_eq!(b.stats().limit, Some(8));
+        assert_eq!(ChunkBuffers::new(8192, 1).stats().limit, None);
     }
 
     #[test]

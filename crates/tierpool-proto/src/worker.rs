@@ -123,7 +123,8 @@ pub enum WorkerResponse {
     Deleted {
         chunks: u64,
     },
-    Stats(WorkerStats),
+    /// Boxed: far larger than the other answers.
+    Stats(Box<WorkerStats>),
     /// Payload: the bytes of a `ReadRange`, whose CRC-32C is `checksum`.
     Range {
         checksum: Checksum,

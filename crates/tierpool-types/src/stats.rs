@@ -42,8 +42,13 @@ pub struct BufferStats {
     pub size: u64,
     /// Spare buffers kept at most.
     pub keep: u64,
+    /// Buffers spare and in use together beyond which none is kept
+    /// (`None`: no such bound; with `--prefault`, MEM's room for them).
+    pub limit: Option<u64>,
     /// Spare buffers ready now.
     pub spare: u64,
+    /// Buffers in use now (chunks held in MEM, or being written).
+    pub lent: u64,
     /// Chunks read into a spare buffer since start.
     pub reused: u64,
     /// Chunks that found no spare buffer and took fresh memory.

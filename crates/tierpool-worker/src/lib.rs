@@ -75,9 +75,9 @@ pub struct WorkerConfig {
 /// With the frame budget and the spare chunk buffers this bounds what the
 /// worker holds beyond its MEM budget: `limits.budget + (DISK_READS +
 /// SPARE_BUFFERS) * chunk size` (256 MiB with 4 MiB chunks), plus the
-/// process's own few tens of MiB. With `prefault`, the spare buffers are
-/// kept to MEM's free room, cut and filled again at each heartbeat (a
-/// chunk written into MEM takes one, and one leaving it gives it back).
+/// process's own few tens of MiB. With `prefault`, the buffers spare and
+/// in use are kept within the MEM budget that chunks held without one
+/// leave, and `SPARE_BUFFERS` more (see `WorkerService::fit_buffers`).
 pub const DISK_READS: usize = 16;
 
 /// Chunk buffers freed (a chunk deleted or moved to DISK) kept for the
@@ -214,6 +214,13 @@ pub async fn run(cfg: WorkerConfig, stop: impl std::future::Future<Output = ()>)
     Ok(())
 }
 
+/// The buffers spare and in use a worker with `prefault` keeps, with
+/// `without` chunks' worth of MEM held outside them: what is left of its
+/// MEM budget, and `SPARE_BUFFERS` more.
+pub(crate) fn buffer_limit(mem: u64, size: u64, without: u64) -> usize {
+    ((mem / size).saturating_sub(without) as usize).saturating_add(SPARE_BUFFERS)
+}
+
 /// The buffers chunks being written are read into; with `prefault`, a
 /// MEM budget's worth (at least `SPARE_BUFFERS`), filled by a thread of
 /// their own.
@@ -222,6 +229,7 @@ fn chunk_buffers(cfg: &WorkerConfig) -> Arc<tierpool_net::ChunkBuffers> {
     let keep = if cfg.prefault { ((cfg.mem.0 / size) as usize).max(SPARE_BUFFERS) } else { SPARE_BUFFERS };
     let buffers = tierpool_net::ChunkBuffers::new(size as usize, keep);
     if cfg.prefault {
+        buffers.set_limit(buffer_limit(cfg.mem.0, size, 0));
         let b = buffers.clone();
         let filling = std::thread::Builder::new().name("prefault".into()).spawn(move || {
             let started = std::time::Instant::now();

@@ -135,22 +135,18 @@ impl WorkerService {
         let _ = self.buffers.set((buffers, prefault));
     }
 
-    /// With `prefault`, keeps as many spare buffers as MEM has free room
-    /// for (at least [`crate::SPARE_BUFFERS`]), so that spare buffers and
-    /// MEM's chunks together stay within the MEM budget and that many more:
-    /// chunks that reach MEM without a buffer (promoted from DISK, shorter
-    /// than a chunk, copied from a sibling) leave fewer spare, and room
-    /// made in MEM is filled again, off the serving threads.
+    /// With `prefault`, bounds the buffers spare and in use together by
+    /// what MEM's chunks held without one leave of the MEM budget (and
+    /// [`crate::SPARE_BUFFERS`] more): chunks that reach MEM without a
+    /// buffer (promoted from DISK, shorter than a chunk, copied from a
+    /// sibling) leave fewer spare, so the worker stays within its MEM
+    /// budget and those spare buffers' worth.
     pub fn fit_buffers(&self) {
         let Some((buffers, true)) = self.buffers.get() else { return };
-        let t = self.tiers.stats();
-        let room = t.mem_capacity.saturating_sub(t.mem_used) / tierpool_types::DEFAULT_CHUNK_SIZE;
-        buffers.set_keep((room as usize).max(crate::SPARE_BUFFERS));
         let b = buffers.stats();
-        if b.spare < b.keep {
-            let buffers = buffers.clone();
-            tokio::task::spawn_blocking(move || buffers.prefault());
-        }
+        let mem = self.tiers.stats();
+        let without = mem.mem_used.saturating_sub(b.lent * b.size) / b.size;
+        buffers.set_limit(crate::buffer_limit(mem.mem_capacity, b.size, without));
     }
 
     /// The figures of the server that serves this worker (its transfers).
@@ -334,7 +330,7 @@ impl WorkerService {
             WorkerRequest::DeleteInodes { inodes } => self.delete_inodes(&inodes),
             WorkerRequest::DeleteChunks { keys } => self.delete_chunks(&keys),
             WorkerRequest::SetAttrs { changes, replace } => self.set_attrs(&changes, replace),
-            WorkerRequest::Stats => Ok((WorkerResponse::Stats(self.stats()), Bytes::new())),
+            WorkerRequest::Stats => Ok((WorkerResponse::Stats(Box::new(self.stats())), Bytes::new())),
             WorkerRequest::CreateChunk { key, len, attrs, table } => {
                 self.routed(key, Some(table), || self.create_chunk(key, len, attrs))
             }

@@ -1,7 +1,8 @@
 //! Workers read the chunks written to them into buffers they keep for
 //! reuse: with `--prefault` a MEM budget's worth is ready from the start
-//! (resident before any write), and kept to MEM's free room; without it,
-//! freed buffers are kept, up to 16. Either way the bytes read back are exactly those written, whether a
+//! (resident before any write), and those spare and in use together stay
+//! within what MEM's other chunks leave of its budget, and 16 more;
+//! without it, freed buffers are kept, up to 16. Either way the bytes read back are exactly those written, whether a
 //! chunk went into a fresh buffer or into one that held another chunk.
 
 mod common;
@@ -106,7 +107,8 @@ const CHUNK: u64 = 4 << 20;
 fn prefault_fills_the_mem_budget_ahead_and_chunks_written_reuse_it() {
     let pool = Up::start("128MiB", &["--prefault"]);
     let b = pool.buffers_when("32 buffers ready", |b| b["spare"] == 32);
-    assert_eq!((n(&b, "size"), n(&b, "keep"), n(&b, "reused"), n(&b, "fresh")), (CHUNK, 32, 0, 0));
+    assert_eq!((n(&b, "size"), n(&b, "keep"), n(&b, "limit"), n(&b, "lent")), (CHUNK, 32, 48, 0));
+    assert_eq!((n(&b, "reused"), n(&b, "fresh")), (0, 0));
     pool.log_says("32 chunk buffers (128MiB) ready in");
     let rss = resident(pool.worker);
     assert!(rss >= 128 << 20, "the worker holds {} MiB before any write", rss >> 20);
@@ -115,33 +117,32 @@ fn prefault_fills_the_mem_budget_ahead_and_chunks_written_reuse_it() {
     let bytes = data(7, 10 * CHUNK as usize + 1000);
     pool.put("/big", &bytes);
     let b = pool.buffers_when("10 buffers taken", |b| b["reused"] == 10);
-    assert_eq!((n(&b, "spare"), n(&b, "fresh")), (22, 0));
+    assert_eq!((n(&b, "spare"), n(&b, "lent"), n(&b, "fresh")), (22, 10, 0));
     assert_eq!(pool.run(&["cat", "/big"]).stdout, bytes);
 
-    // Deleted, its chunks give their buffers back (and MEM's room is
-    // filled again); the next file reuses them, and reads back its own
-    // bytes, not the last one's.
+    // Deleted, its chunks give their buffers back; the next file reuses
+    // them, and reads back its own bytes, not the last one's.
     pool.run(&["rm", "/big"]);
-    pool.buffers_when("the buffers back", |b| b["spare"] == 32);
+    pool.buffers_when("the buffers back", |b| b["spare"] == 32 && b["lent"] == 0);
     let other = data(8, 10 * CHUNK as usize);
     pool.put("/other", &other);
     let b = pool.buffers_when("10 more taken", |b| b["reused"] == 20);
     assert_eq!((n(&b, "spare"), n(&b, "fresh")), (22, 0));
     assert_eq!(pool.run(&["cat", "/other"]).stdout, other);
-
-    // Chunks that take no buffer (1 MiB ones) fill MEM: the spare buffers
-    // shrink to its free room, but no fewer than 16 are kept.
     pool.run(&["rm", "/other"]);
     pool.buffers_when("the buffers back again", |b| b["spare"] == 32);
+
+    // Chunks that take no buffer (1 MiB ones) fill 100 MiB of MEM: the
+    // buffers kept shrink to what is left of it, and 16 more.
     let small = data(9, 100 << 20);
     let local = pool.tmp.path().join("small");
     std::fs::write(&local, &small).unwrap();
     pool.run(&["put", "--chunk-size", "1MiB", local.to_str().unwrap(), "/small"]);
-    let b = pool.buffers_when("kept to MEM's room", |b| b["keep"] == 16);
-    assert_eq!(n(&b, "spare"), 16);
+    let b = pool.buffers_when("kept to what MEM leaves", |b| b["limit"] == 23);
+    assert_eq!((n(&b, "spare"), n(&b, "lent")), (23, 0));
     assert_eq!(pool.run(&["cat", "/small"]).stdout, small);
     pool.run(&["rm", "/small"]);
-    pool.buffers_when("MEM's room filled again", |b| b["keep"] == 32 && b["spare"] == 32);
+    pool.buffers_when("MEM's room back", |b| b["limit"] == 48);
 }
 
 #[test]
@@ -149,9 +150,10 @@ fn without_prefault_freed_buffers_are_kept_for_the_next_chunks() {
     let pool = Up::start("64MiB", &[]);
     let b = pool.buffers_when("the figures", |b| b.is_object());
     assert_eq!((n(&b, "keep"), n(&b, "spare"), n(&b, "reused"), n(&b, "fresh")), (16, 0, 0, 0));
+    assert_eq!(b["limit"], Value::Null);
     let bytes = data(9, 4 * CHUNK as usize);
     pool.put("/a", &bytes);
-    pool.buffers_when("4 fresh", |b| b["fresh"] == 4);
+    pool.buffers_when("4 fresh", |b| b["fresh"] == 4 && b["lent"] == 4);
     pool.run(&["rm", "/a"]);
     pool.buffers_when("4 spare", |b| b["spare"] == 4);
     let again = data(10, 4 * CHUNK as usize);

@@ -354,7 +354,7 @@ fn rename_at() -> BoxedStrategy<MetaOp> {
 }
 
 fn stats() -> BoxedStrategy<WorkerStats> {
-    (prop::collection::vec(num(), 21), any::<bool>())
+    (prop::collection::vec(num(), 23), any::<bool>())
         .prop_map(|(v, disk_full)| WorkerStats {
             tiers: tierpool_types::TierStats {
                 mem_capacity: v[0],
@@ -377,9 +377,11 @@ fn stats() -> BoxedStrategy<WorkerStats> {
             buffers: tierpool_types::BufferStats {
                 size: v[16],
                 keep: v[17],
-                spare: v[18],
-                reused: v[19],
-                fresh: v[20],
+                limit: disk_full.then_some(v[18]),
+                spare: v[19],
+                lent: v[20],
+                reused: v[21],
+                fresh: v[22],
             },
         })
         .boxed()
