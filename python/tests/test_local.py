@@ -128,6 +128,26 @@ def test_a_pool_whose_log_is_fsynced_within_a_period_says_so() -> None:
         assert c.status()["metadata_log"]["sync_every_ms"] == 0
 
 
+def test_a_prefaulted_pool_has_its_chunk_buffers_ready_and_writes_into_them() -> None:
+    chunk = 4 << 20
+    with tierpool.local(workers=1, mem="32MiB", disk="64MiB", prefault=True) as c:
+        deadline = time.monotonic() + 30
+        while (b := c.status()["workers"][0]["buffers"])["spare"] < 16:
+            assert time.monotonic() < deadline, f"the buffers were never ready: {b}"
+            time.sleep(0.2)
+        assert (b["size"], b["keep"], b["limit"], b["lent"]) == (chunk, 16, 24, 0)
+        data = bytes(range(256)) * (3 * chunk // 256)
+        c.put(data, "/three-chunks")
+        deadline = time.monotonic() + 30
+        while (b := c.status()["workers"][0]["buffers"])["reused"] < 3:
+            assert time.monotonic() < deadline, f"the chunks never took spare buffers: {b}"
+            time.sleep(0.2)
+        assert (b["spare"], b["lent"], b["fresh"]) == (13, 3, 0)
+        assert c.get("/three-chunks") == data
+    with tierpool.local(workers=1, mem="16MiB", disk="64MiB") as c:
+        assert c.status()["workers"][0]["buffers"]["limit"] is None
+
+
 def test_local_pool_reports_a_pool_that_cannot_start() -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
