@@ -143,6 +143,15 @@ def tp_connections(addr, n):
     return json.loads(out)["connect"]
 
 
+def throughput(bench, tcp, **more):
+    """A large-file `tierpool bench`'s write and read, in MB/s and as a fraction of loopback TCP's."""
+    return dict(
+        more,
+        write_mb_per_sec=bench["write"]["mb_per_sec"], read_mb_per_sec=bench["read"]["mb_per_sec"],
+        write_vs_tcp=bench["write"]["mb_per_sec"] / tcp, read_vs_tcp=bench["read"]["mb_per_sec"] / tcp,
+    )
+
+
 def versus(tp, rd, rd_fsync):
     """tierpool's 4 KiB puts and gets (`tierpool bench`) next to redis-server's
     sets and gets, in memory (`rd`) and fsyncing each set (`rd_fsync`)."""
@@ -212,22 +221,10 @@ def main():
         "binary": BIN,
         "log_sync": a.log_sync,
         "loopback_tcp_mb_per_sec": tcp,
-        "large_files": {
-            "files": big_files, "size": big_size,
-            "write_mb_per_sec": large["write"]["mb_per_sec"],
-            "read_mb_per_sec": large["read"]["mb_per_sec"],
-            "write_vs_tcp": large["write"]["mb_per_sec"] / tcp,
-            "read_vs_tcp": large["read"]["mb_per_sec"] / tcp,
-        },
-        "large_files_prefault": {
-            "files": big_files, "size": big_size,
-            "write_mb_per_sec": prefaulted["write"]["mb_per_sec"],
-            "read_mb_per_sec": prefaulted["read"]["mb_per_sec"],
-            "write_vs_tcp": prefaulted["write"]["mb_per_sec"] / tcp,
-            "read_vs_tcp": prefaulted["read"]["mb_per_sec"] / tcp,
-            "buffers_ready_secs": ready,
-            "note": "a fresh pool of `up --prefault`: each worker fills its MEM budget of chunk buffers ahead",
-        },
+        "large_files": throughput(large, tcp, files=big_files, size=big_size),
+        "large_files_prefault": throughput(
+            prefaulted, tcp, files=big_files, size=big_size, buffers_ready_secs=ready,
+            note="a fresh pool of `up --prefault`: each worker fills its MEM budget of chunk buffers ahead"),
         "small_4k": dict(
             versus(small, rd, rd_fsync), clients=clients, inline_max=a.inline_max or "4KiB",
             coalesced_calls=small["coalesced_calls"],
