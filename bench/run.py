@@ -124,7 +124,8 @@ def large_prefaulted(files, size, log_sync):
         started = time.monotonic()
         while True:
             workers = json.loads(sh(BIN, "status", "--json", env=env))["workers"]
-            if all(w["buffers"]["keep"] > 0 and w["buffers"]["spare"] == w["buffers"]["keep"] for w in workers):
+            ready = [w["buffers"]["keep"] > 0 and w["buffers"]["spare"] == w["buffers"]["keep"] for w in workers]
+            if len(ready) == 2 and all(ready):
                 break
             if time.monotonic() - started > 120:
                 raise RuntimeError(f"the workers' buffers were not ready in 120 s: {[w['buffers'] for w in workers]}")

@@ -145,7 +145,11 @@ def test_a_prefaulted_pool_has_its_chunk_buffers_ready_and_writes_into_them() ->
         assert (b["spare"], b["lent"], b["fresh"]) == (13, 3, 0)
         assert c.get("/three-chunks") == data
     with tierpool.local(workers=1, mem="16MiB", disk="64MiB") as c:
-        assert c.status()["workers"][0]["buffers"]["limit"] is None
+        deadline = time.monotonic() + 30
+        while (b := c.status()["workers"][0]["buffers"])["size"] != chunk:
+            assert time.monotonic() < deadline, f"the worker never reported its buffers: {b}"
+            time.sleep(0.2)
+        assert (b["keep"], b["limit"], b["spare"]) == (16, None, 0)
 
 
 def test_local_pool_reports_a_pool_that_cannot_start() -> None:

@@ -236,7 +236,8 @@ def local(
     is acknowledged, or a period such as ``"10ms"``, after which changes are
     acknowledged once written (safe from the coordinator's process dying,
     not from a crash of the machine). With ``prefault``, each worker fills
-    its chunk buffers ahead, its whole ``mem`` (``tierpool up --prefault``):
+    its chunk buffers ahead, its whole ``mem`` (at least 16 buffers of 4 MiB;
+    ``tierpool up --prefault``):
     the first large writes go several times faster, and the workers hold
     that memory from the start.
     """

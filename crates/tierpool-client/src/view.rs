@@ -200,8 +200,10 @@ pub struct WorkerView {
     /// window (`null`: too little traffic to say).
     pub bandwidth: Option<u64>,
     /// The chunk buffers it reads chunks being written into, kept for
-    /// reuse: their size, how many it keeps spare at most and has spare
-    /// now, and how many chunks found one spare (`reused`) or not (`fresh`).
+    /// reuse: their size, how many it keeps spare at most (`keep`), how
+    /// many spare and in use together at most (`limit`, with `--prefault`;
+    /// else `null`), how many are spare and in use (`lent`) now, and how
+    /// many chunks found one spare (`reused`) or not (`fresh`).
     pub buffers: tierpool_types::BufferStats,
 }
 

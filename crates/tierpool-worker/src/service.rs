@@ -39,7 +39,7 @@ pub struct WorkerService {
     pub(crate) credentials: tierpool_net::Credentials,
     net: std::sync::OnceLock<tierpool_net::StatsHandle>,
     /// The buffers chunks being written are read into, and whether they
-    /// fill the MEM budget's free room (`--prefault`).
+    /// were filled ahead and are bounded by the MEM budget (`--prefault`).
     buffers: std::sync::OnceLock<(Arc<tierpool_net::ChunkBuffers>, bool)>,
 }
 
@@ -129,8 +129,8 @@ impl WorkerService {
     }
 
     /// The buffers the server reads chunks being written into; with
-    /// `prefault`, [`fit_buffers`](Self::fit_buffers) keeps them to MEM's
-    /// free room.
+    /// `prefault`, [`fit_buffers`](Self::fit_buffers) bounds them by what
+    /// MEM's other chunks leave of its budget.
     pub fn set_buffers(&self, buffers: Arc<tierpool_net::ChunkBuffers>, prefault: bool) {
         let _ = self.buffers.set((buffers, prefault));
     }

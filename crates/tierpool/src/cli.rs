@@ -519,7 +519,7 @@ pub struct UpArgs {
     #[arg(long, default_value = "always", value_name = "always|DURATION", value_parser = log_sync)]
     pub log_sync: tierpool_coordinator::LogSync,
     /// Have each worker fill its chunk buffers ahead, its whole MEM budget
-    /// (the workers' --prefault).
+    /// (at least 16 buffers; the workers' --prefault).
     #[arg(long)]
     pub prefault: bool,
 }
@@ -795,10 +795,11 @@ pub struct WorkerArgs {
     /// Stop when process PID exits.
     #[arg(long, value_name = "PID")]
     pub stop_with: Option<u32>,
-    /// Fill the buffers chunks are written into ahead, the whole MEM budget,
-    /// from the start (a thread of its own): the first writes find their
-    /// memory ready, and the worker holds its MEM budget whether used or not.
-    /// Without it, 16 freed chunk buffers are kept for reuse.
+    /// Fill the buffers chunks are written into ahead, the whole MEM budget
+    /// (at least 16 buffers), from the start (a thread of its own): the
+    /// first writes find their memory ready, and the worker holds its MEM
+    /// budget whether used or not, while MEM has room for it. Without it,
+    /// 16 freed chunk buffers are kept for reuse.
     #[arg(long)]
     pub prefault: bool,
     #[command(flatten)]

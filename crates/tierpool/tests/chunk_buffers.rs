@@ -56,8 +56,8 @@ impl Up {
         self.run(&["put", local.to_str().unwrap(), remote]);
     }
 
-    /// The worker's `buffers` figures once they satisfy `want` (its
-    /// heartbeat brings them every second).
+    /// The worker's `buffers` figures once they satisfy `want` (`status`
+    /// asks the worker; `limit` is set at its heartbeats, every second).
     fn buffers_when(&self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
         let t = Instant::now();
         loop {
@@ -148,7 +148,7 @@ fn prefault_fills_the_mem_budget_ahead_and_chunks_written_reuse_it() {
 #[test]
 fn without_prefault_freed_buffers_are_kept_for_the_next_chunks() {
     let pool = Up::start("64MiB", &[]);
-    let b = pool.buffers_when("the figures", |b| b.is_object());
+    let b = pool.buffers_when("the figures", |b| b["size"] == CHUNK);
     assert_eq!((n(&b, "keep"), n(&b, "spare"), n(&b, "reused"), n(&b, "fresh")), (16, 0, 0, 0));
     assert_eq!(b["limit"], Value::Null);
     let bytes = data(9, 4 * CHUNK as usize);
