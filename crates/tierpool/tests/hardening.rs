@@ -1,6 +1,7 @@
 //! What an unfriendly peer or a full disk cannot do: overwrite a committed
 //! chunk, store bytes under a wrong checksum, store a hole; and what a worker
-//! whose disk is really full does (pool full for writes, reads go on).
+//! whose disk is really full does (pool full for writes, reads go on); and
+//! a second server started on a directory another one uses (refused).
 
 mod common;
 use common::{data, Pool};
@@ -191,4 +192,59 @@ fn a_workers_memory_stays_within_its_budget_under_parallel_writers_and_readers()
     eprintln!("worker peak resident memory: {} MiB (bound {} MiB)", peak >> 20, bound >> 20);
     assert!(peak > 200 << 20, "the sampling saw the worker at work");
     assert!(peak <= bound, "peak {} MiB over the bound {} MiB", peak >> 20, bound >> 20);
+}
+
+/// Runs `tierpool ARGS` to its end; its exit code and stderr.
+fn refused(args: &[&str]) -> (Option<i32>, String) {
+    let out = std::process::Command::new(common::BIN).args(args).output().unwrap();
+    (out.status.code(), String::from_utf8(out.stderr).unwrap())
+}
+
+#[test]
+fn a_second_server_on_a_directory_in_use_is_refused_and_the_first_goes_on() {
+    let mut pool = Pool::start(1, "16MiB", "64MiB");
+    let bytes = data(3, 5 * MIB);
+    pool.put("/before", &bytes);
+    let coordinator_dir = pool.dir().join("coordinator");
+    let pid = pool.coordinator.as_ref().unwrap().id();
+    let (code, e) = refused(&["coordinator", "--dir", coordinator_dir.to_str().unwrap(), "--listen", "127.0.0.1:0"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        e,
+        format!(
+            "tierpool: another coordinator is running on {} (process {pid}): stop it first, or give this one \
+             another --dir\n",
+            coordinator_dir.display()
+        )
+    );
+    let worker_dir = pool.workers[0].dir.clone();
+    let worker_pid = pool.workers[0].child.as_ref().unwrap().id();
+    let secret = pool.secret_file();
+    let (code, e) = refused(&[
+        "worker",
+        "--dir",
+        worker_dir.to_str().unwrap(),
+        "--mem",
+        "16MiB",
+        "--disk",
+        "64MiB",
+        "--coordinator",
+        &pool.addr,
+        "--secret-file",
+        secret.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        e,
+        format!(
+            "tierpool: another worker is running on {} (process {worker_pid}): stop it first, or give this one \
+             another --dir\n",
+            worker_dir.display()
+        )
+    );
+    assert_eq!(pool.get("/before"), bytes);
+    // Killed, a server lets go of its directory at once: a new one starts on it.
+    pool.kill_coordinator();
+    pool.start_coordinator();
+    assert_eq!(pool.get("/before"), bytes);
 }

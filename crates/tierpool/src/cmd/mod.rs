@@ -1,6 +1,7 @@
 //! Command implementations; `run` wires parsed arguments to them.
 
 mod bench;
+mod dir_lock;
 mod fs;
 mod members;
 mod mount;

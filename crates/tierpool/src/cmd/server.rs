@@ -1,8 +1,10 @@
 //! `tierpool coordinator` and `tierpool worker`: the server processes, in the
 //! foreground, until SIGTERM or Ctrl-C, or with `--stop-with PID`, until that
 //! process is gone (so a pool started for a program never outlives it, even
-//! when the program is killed with SIGKILL). A stopping worker first writes
-//! what its MEM tier holds to its DISK tier (see `tierpool_worker::run`).
+//! when the program is killed with SIGKILL). Each holds its --dir's lock
+//! while it runs (`dir_lock`): a second server on one directory is refused.
+//! A stopping worker first writes what its MEM tier holds to its DISK tier
+//! (see `tierpool_worker::run`).
 
 use crate::cli::{CoordinatorArgs, WorkerArgs};
 use anyhow::Result;
@@ -14,6 +16,7 @@ use tierpool_worker::WorkerConfig;
 const WATCH_EVERY: Duration = Duration::from_millis(200);
 
 pub async fn coordinator(a: CoordinatorArgs) -> Result<()> {
+    let _lock = super::dir_lock::hold(&a.dir, "coordinator")?;
     let mut cfg = CoordinatorConfig::new(a.dir, a.listen);
     cfg.partitions = a.partitions;
     cfg.replicas = a.replicas;
@@ -80,6 +83,7 @@ pub async fn worker(a: WorkerArgs) -> Result<()> {
     let (Some(dir), Some(mem), Some(disk)) = (a.dir, a.mem, a.disk) else {
         anyhow::bail!("a worker needs --dir, --mem and --disk");
     };
+    let _lock = super::dir_lock::hold(&dir, "worker")?;
     let found = tierpool_net::auth::find_secret(a.conn.secret_file.as_deref(), &a.conn.coordinator)?;
     let Some(secret) = found.secret().cloned() else {
         anyhow::bail!(
