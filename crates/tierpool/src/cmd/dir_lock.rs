@@ -83,6 +83,6 @@ mod tests {
             )
         );
         drop(first);
-        hold(&dir, "worker").expect("free again once dropped");
+        let _again = hold(&dir, "worker").expect("free again once dropped");
     }
 }
