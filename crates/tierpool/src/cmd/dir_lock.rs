@@ -1,7 +1,9 @@
-//! One server process per state directory. A coordinator or worker takes an
-//! exclusive lock on `DIR/lock` before it reads anything there, and holds
-//! it until it exits: two coordinators appending to one metadata log, or
-//! two workers writing one chunk directory, would corrupt them. The lock is
+//! One server process of a role per state directory. A coordinator or
+//! worker takes an exclusive lock on `DIR/ROLE.lock` before it reads
+//! anything there, and holds it until it exits: two coordinators appending
+//! to one metadata log, or two workers writing one chunk directory, would
+//! corrupt them (a coordinator and a worker keep apart files, and may
+//! share a directory). The lock is
 //! the kernel's (`flock`), so a process killed with SIGKILL releases it
 //! with its last breath, and no stale file is ever in the way. The file
 //! names the holder's process id, for the error a second process gives.
@@ -25,7 +27,7 @@ pub struct DirLock {
 /// Locks `dir` (made if missing) for a `role` ("coordinator", "worker").
 pub fn hold(dir: &Path, role: &str) -> Result<DirLock> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let path = dir.join("lock");
+    let path = dir.join(format!("{role}.lock"));
     let mut f = OpenOptions::new()
         .read(true)
         .write(true)
@@ -70,7 +72,8 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("state");
         let first = hold(&dir, "worker").unwrap();
-        assert_eq!(std::fs::read_to_string(dir.join("lock")).unwrap(), format!("{}\n", std::process::id()));
+        assert_eq!(std::fs::read_to_string(dir.join("worker.lock")).unwrap(), format!("{}\n", std::process::id()));
+        let _other_role = hold(&dir, "coordinator").expect("a coordinator may share a worker's directory");
         let t = Instant::now();
         let e = hold(&dir, "worker").err().expect("a second holder is refused").to_string();
         assert!(t.elapsed() >= WAIT_FOR_HOLDER, "it waits for the holder to stop first");

@@ -2,7 +2,7 @@
 //! foreground, until SIGTERM or Ctrl-C, or with `--stop-with PID`, until that
 //! process is gone (so a pool started for a program never outlives it, even
 //! when the program is killed with SIGKILL). Each holds its --dir's lock
-//! while it runs (`dir_lock`): a second server on one directory is refused.
+//! while it runs (`dir_lock`): a second one of its role there is refused.
 //! A stopping worker first writes what its MEM tier holds to its DISK tier
 //! (see `tierpool_worker::run`).
 
