@@ -194,10 +194,33 @@ fn a_workers_memory_stays_within_its_budget_under_parallel_writers_and_readers()
     assert!(peak <= bound, "peak {} MiB over the bound {} MiB", peak >> 20, bound >> 20);
 }
 
-/// Runs `tierpool ARGS` to its end; its exit code and stderr.
-fn refused(args: &[&str]) -> (Option<i32>, String) {
-    let out = std::process::Command::new(common::BIN).args(args).output().unwrap();
-    (out.status.code(), String::from_utf8(out.stderr).unwrap())
+/// Runs `tierpool ROLE --dir DIR ARGS` next to the `role` of process `pid`
+/// that holds `dir`, and checks it is refused, saying so in one line.
+fn refused_next_to(role: &str, dir: &std::path::Path, pid: u32, args: &[&str]) {
+    let mut child = std::process::Command::new(common::BIN)
+        .args([role, "--dir", dir.to_str().unwrap()])
+        .args(args)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("a second {role} runs on {}", dir.display());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        format!(
+            "tierpool: another {role} is running on {} (process {pid}): stop it first, or give this one another \
+             --dir\n",
+            dir.display()
+        )
+    );
 }
 
 #[test]
@@ -205,43 +228,12 @@ fn a_second_server_on_a_directory_in_use_is_refused_and_the_first_goes_on() {
     let mut pool = Pool::start(1, "16MiB", "64MiB");
     let bytes = data(3, 5 * MIB);
     pool.put("/before", &bytes);
-    let coordinator_dir = pool.dir().join("coordinator");
     let pid = pool.coordinator.as_ref().unwrap().id();
-    let (code, e) = refused(&["coordinator", "--dir", coordinator_dir.to_str().unwrap(), "--listen", "127.0.0.1:0"]);
-    assert_eq!(code, Some(1));
-    assert_eq!(
-        e,
-        format!(
-            "tierpool: another coordinator is running on {} (process {pid}): stop it first, or give this one \
-             another --dir\n",
-            coordinator_dir.display()
-        )
-    );
-    let worker_dir = pool.workers[0].dir.clone();
-    let worker_pid = pool.workers[0].child.as_ref().unwrap().id();
+    refused_next_to("coordinator", &pool.dir().join("coordinator"), pid, &["--listen", "127.0.0.1:0"]);
+    let (dir, pid) = (pool.workers[0].dir.clone(), pool.workers[0].child.as_ref().unwrap().id());
     let secret = pool.secret_file();
-    let (code, e) = refused(&[
-        "worker",
-        "--dir",
-        worker_dir.to_str().unwrap(),
-        "--mem",
-        "16MiB",
-        "--disk",
-        "64MiB",
-        "--coordinator",
-        &pool.addr,
-        "--secret-file",
-        secret.to_str().unwrap(),
-    ]);
-    assert_eq!(code, Some(1));
-    assert_eq!(
-        e,
-        format!(
-            "tierpool: another worker is running on {} (process {worker_pid}): stop it first, or give this one \
-             another --dir\n",
-            worker_dir.display()
-        )
-    );
+    let args = ["--mem", "16MiB", "--disk", "64MiB", "--coordinator", &pool.addr];
+    refused_next_to("worker", &dir, pid, &[&args[..], &["--secret-file", secret.to_str().unwrap()]].concat());
     assert_eq!(pool.get("/before"), bytes);
     // Killed, a server lets go of its directory at once: a new one starts on it.
     pool.kill_coordinator();
