@@ -118,6 +118,7 @@ impl ClientConfig {
             request_timeout: self.request_timeout,
             max_idle,
             credentials: credentials.clone(),
+            local: tierpool_net::local::enabled(),
         }
     }
 }

@@ -3,7 +3,9 @@
 //! A connection carries frames only after the handshake (`auth`): a client
 //! connection is handed out by [`Connection::connect`] once the server
 //! proved it knows the secret, a server connection is handed to its
-//! session, which runs [`Connection::accept_handshake`] first.
+//! session, which runs [`Connection::accept_handshake`] first. Either runs
+//! over TCP or over a local socket to a server on the same machine
+//! (`local.rs`); a client connection names the address dialled either way.
 //!
 //! Reading goes through `frame_io`: bodies grow as bytes arrive,
 //! on both sides (a client reads a large listing the same way). A server
@@ -15,6 +17,8 @@ use crate::auth::{self, Credentials, Refusal, Secret};
 use crate::budget::Charge;
 use crate::buffers::ChunkBuffers;
 use crate::frame_io::{self, FrameError};
+use crate::local;
+use crate::stream::{ReadHalf, Stream, WriteHalf};
 use bytes::Bytes;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +26,6 @@ use tierpool_proto::frame::{FrameHeader, FRAME_HEADER_LEN, KIND_RESPONSE};
 use tierpool_proto::Service;
 use tierpool_types::{Error, ErrorKind, Result};
 use tokio::io::BufReader;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 
 /// Payloads smaller than this are sent in the same write as their header.
@@ -40,9 +43,11 @@ pub struct Frame {
 }
 
 pub struct Connection {
-    reader: BufReader<OwnedReadHalf>,
-    writer: OwnedWriteHalf,
+    reader: BufReader<ReadHalf>,
+    writer: WriteHalf,
     peer: String,
+    /// Over a local socket rather than TCP.
+    local: bool,
     /// Server side: how long a write may go without progress.
     write_stall: Option<Duration>,
 }
@@ -51,40 +56,65 @@ pub struct Connection {
 pub const CONNECT_FAILED: &str = "cannot connect to";
 
 impl Connection {
-    /// A client connection over `stream`, before its handshake.
-    fn new(stream: TcpStream) -> Connection {
-        Connection::with_buffer(stream, CLIENT_READ_BUFFER, None)
+    /// A client connection to `addr` over `stream`, before its handshake.
+    fn new(stream: Stream, addr: &str) -> Connection {
+        Connection::with_buffer(stream, addr.to_string(), CLIENT_READ_BUFFER, None)
     }
 
-    /// A server connection: small read buffer, writes bounded by `stall`.
-    pub(crate) fn accepted(stream: TcpStream, stall: Duration) -> Connection {
-        Connection::with_buffer(stream, SERVER_READ_BUFFER, Some(stall))
+    /// A server connection from `peer`: small read buffer, writes bounded by `stall`.
+    pub(crate) fn accepted(stream: Stream, peer: String, stall: Duration) -> Connection {
+        Connection::with_buffer(stream, peer, SERVER_READ_BUFFER, Some(stall))
     }
 
-    fn with_buffer(stream: TcpStream, buffer: usize, write_stall: Option<Duration>) -> Connection {
-        let _ = stream.set_nodelay(true);
-        let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "?".into());
+    fn with_buffer(stream: Stream, peer: String, buffer: usize, write_stall: Option<Duration>) -> Connection {
+        match &stream {
+            Stream::Tcp(s) => {
+                let _ = s.set_nodelay(true);
+            }
+            Stream::Local(s) => local::tune(s),
+        }
+        let local = stream.is_local();
         let (r, w) = stream.into_split();
-        Connection { reader: BufReader::with_capacity(buffer, r), writer: w, peer, write_stall }
+        Connection { reader: BufReader::with_capacity(buffer, r), writer: w, peer, local, write_stall }
     }
 
     /// Connects to `addr` and does the handshake with `creds`, each within
-    /// `timeout`. A failure to connect is `Unavailable` and starts with
-    /// [`CONNECT_FAILED`]: nothing was sent, so any call may be tried again.
+    /// `timeout`; through the server's local socket if it has one here and
+    /// this process uses them ([`local::enabled`]). A failure to connect is
+    /// `Unavailable` and starts with [`CONNECT_FAILED`]: nothing was sent,
+    /// so any call may be tried again.
     pub async fn connect(addr: &str, timeout: Duration, creds: &Credentials) -> Result<Connection> {
-        let mut conn = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
-            Ok(Ok(s)) => Connection::new(s),
-            Ok(Err(e)) => return Err(Error::new(ErrorKind::Unavailable, format!("{CONNECT_FAILED} {addr}: {e}"))),
-            Err(_) => {
-                return Err(Error::new(
-                    ErrorKind::Unavailable,
-                    format!("{CONNECT_FAILED} {addr}: timed out after {timeout:?}"),
-                ))
+        Connection::connect_via(addr, timeout, creds, local::enabled()).await
+    }
+
+    /// As [`connect`](Self::connect), trying the local socket only if `local`.
+    pub async fn connect_via(addr: &str, timeout: Duration, creds: &Credentials, local: bool) -> Result<Connection> {
+        if let Some(s) = if local { local::connect(addr).await } else { None } {
+            // What holds the name may not be the server: unless the server
+            // refused this client's secret, TCP, which reaches it if anything does.
+            match Connection::new(Stream::Local(s), addr).introduce(addr, timeout, creds).await {
+                Ok(conn) => return Ok(conn),
+                Err(e) if e.kind == ErrorKind::Unauthenticated => return Err(e),
+                Err(e) => tracing::debug!("the local socket of {addr} failed: {e}; connecting over TCP"),
             }
-        };
-        let mut stream = tokio::io::join(&mut conn.reader, &mut conn.writer);
+        }
+        Connection::tcp(addr, timeout).await?.introduce(addr, timeout, creds).await
+    }
+
+    async fn introduce(mut self, addr: &str, timeout: Duration, creds: &Credentials) -> Result<Connection> {
+        let mut stream = tokio::io::join(&mut self.reader, &mut self.writer);
         auth::introduce(&mut stream, creds, addr, timeout).await?;
-        Ok(conn)
+        Ok(self)
+    }
+
+    async fn tcp(addr: &str, timeout: Duration) -> Result<Connection> {
+        match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
+            Ok(Ok(s)) => Ok(Connection::new(Stream::Tcp(s), addr)),
+            Ok(Err(e)) => Err(Error::new(ErrorKind::Unavailable, format!("{CONNECT_FAILED} {addr}: {e}"))),
+            Err(_) => {
+                Err(Error::new(ErrorKind::Unavailable, format!("{CONNECT_FAILED} {addr}: timed out after {timeout:?}")))
+            }
+        }
     }
 
     /// Server side: the handshake, before anything else is read, within `limit`.
@@ -100,6 +130,11 @@ impl Connection {
 
     pub fn peer(&self) -> &str {
         &self.peer
+    }
+
+    /// Whether it runs over a local socket.
+    pub fn is_local(&self) -> bool {
+        self.local
     }
 
     pub(crate) async fn write_frame(&mut self, kind: u8, msg: Vec<u8>, payload: &[u8]) -> Result<(), FrameError> {

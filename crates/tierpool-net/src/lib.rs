@@ -1,10 +1,13 @@
 //! Sockets and the runtime's background work: authenticated, framed
-//! request/response transport over TCP, and the loops that keep a
+//! request/response transport over TCP (or a
+//! local socket to a server on the same machine), and the loops that keep a
 //! process's peers informed.
 //!
 //! - [`auth`]: the pool's secret, where it is found, and the handshake every connection opens with;
 //! - `conn`: one connection, writing frames and reading them through `frame_io`;
 //! - `frame_io`: frame headers and bodies read as bytes arrive, under time and memory bounds;
+//! - [`local`]: Unix sockets beside each server's TCP address, for peers on the same machine;
+//! - `stream`: the byte streams a connection runs over (TCP or local);
 //! - `pool`: a pool of idle connections to one address, with timeouts;
 //! - `server`: binding, and the accept loop that feeds requests to a [`Handler`];
 //! - `session`: one server connection, its time limits and drops;
@@ -35,10 +38,12 @@ mod buffers;
 mod conn;
 mod frame_io;
 mod limits;
+pub mod local;
 mod pool;
 mod server;
 mod session;
 mod stats;
+mod stream;
 
 pub use auth::{Credentials, Secret};
 pub use background::{Background, Step};

@@ -31,6 +31,9 @@ pub struct PoolConfig {
     pub max_idle: usize,
     /// What new connections prove themselves with.
     pub credentials: Credentials,
+    /// Whether new connections try the server's local socket first
+    /// (`local.rs`); by default as `$TIERPOOL_LOCAL_SOCKETS` says.
+    pub local: bool,
 }
 
 impl PoolConfig {
@@ -48,6 +51,7 @@ impl Default for PoolConfig {
             request_timeout: Duration::from_secs(60),
             max_idle: 32,
             credentials: Credentials::none(),
+            local: crate::local::enabled(),
         }
     }
 }
@@ -90,7 +94,7 @@ impl<S: Service> Pool<S> {
     }
 
     async fn connect(&self) -> Result<Connection> {
-        Connection::connect(&self.addr, self.cfg.connect_timeout, &self.cfg.credentials).await
+        Connection::connect_via(&self.addr, self.cfg.connect_timeout, &self.cfg.credentials, self.cfg.local).await
     }
 
     /// The most recently used idle connection still fit for a call; staler

@@ -228,7 +228,8 @@ impl<H: Handler> Session<H> {
     async fn serve_frame(&mut self, head: &FrameHeader) -> Result<(), End> {
         let stall = Some(self.shared.limits.stall_timeout);
         let mut charge = self.shared.budget.frame(u64::from(head.header_len) + u64::from(head.payload_len));
-        let large = head.payload_len as usize >= LARGE_PAYLOAD;
+        // A local socket is not a link: its rate would say nothing of one.
+        let large = head.payload_len as usize >= LARGE_PAYLOAD && !self.conn.is_local();
         let transfer = large.then(|| self.shared.counters.transfer());
         let frame = self.conn.read_body(head, &mut charge, stall, self.shared.buffers.as_ref()).await?;
         if let Some(t) = transfer {

@@ -102,6 +102,9 @@ impl Dropped {
 pub struct ServerStats {
     pub connections_open: u64,
     pub connections_accepted: u64,
+    /// Of those accepted, the ones through the local socket (peers on this
+    /// machine, see `local.rs`).
+    pub connections_local: u64,
     /// Bytes held now by frames being read or handled.
     pub bytes_held: u64,
     /// The most `bytes_held` has been.
@@ -111,7 +114,7 @@ pub struct ServerStats {
     pub dropped: Dropped,
     /// Payload bytes of large requests (at least [`LARGE_PAYLOAD`]) read,
     /// and the nanoseconds during which at least one was being read (from
-    /// its header to its last byte): what the links to this server achieve
+    /// its header to its last byte), over TCP: what the links to this server achieve
     /// when they carry data (the rate of the link, or of the peers,
     /// whichever is slower). Concurrent requests share one busy time, so
     /// requests queued behind each other on a link do not count it slower.
@@ -127,6 +130,7 @@ pub(crate) struct Counters {
     budget: u64,
     open: AtomicU64,
     accepted: AtomicU64,
+    local: AtomicU64,
     held: AtomicU64,
     peak: AtomicU64,
     dropped: [AtomicU64; DropReason::ALL.len()],
@@ -174,6 +178,7 @@ impl Counters {
             budget: budget.0,
             open: AtomicU64::new(0),
             accepted: AtomicU64::new(0),
+            local: AtomicU64::new(0),
             held: AtomicU64::new(0),
             peak: AtomicU64::new(0),
             dropped: Default::default(),
@@ -182,8 +187,11 @@ impl Counters {
         })
     }
 
-    pub(crate) fn opened(&self) {
+    pub(crate) fn opened(&self, local: bool) {
         self.accepted.fetch_add(1, Ordering::Relaxed);
+        if local {
+            self.local.fetch_add(1, Ordering::Relaxed);
+        }
         self.open.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -219,6 +227,7 @@ impl Counters {
         ServerStats {
             connections_open: self.open.load(Ordering::Relaxed),
             connections_accepted: self.accepted.load(Ordering::Relaxed),
+            connections_local: self.local.load(Ordering::Relaxed),
             bytes_held: self.held.load(Ordering::Relaxed),
             bytes_held_peak: self.peak.load(Ordering::Relaxed),
             budget: ByteSize(self.budget),

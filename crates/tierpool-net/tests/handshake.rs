@@ -17,12 +17,13 @@ const SECOND: Duration = Duration::from_secs(1);
 async fn strangers_are_refused_before_a_frame_is_read() {
     let (addr, stats) = start(Limits::default(), Duration::ZERO).await;
     let wrong: Credentials = Secret::from_key(&[9; 32], "/wrong/secret").unwrap().into();
-    let e = Connection::connect(&addr, SECOND, &wrong).await.err().unwrap();
+    // Over TCP (a peer on this machine would use the local socket: local_sockets.rs).
+    let e = Connection::connect_via(&addr, SECOND, &wrong, false).await.err().unwrap();
     assert_eq!(e.kind, ErrorKind::Unauthenticated);
     let expected =
         format!("the pool at {addr} refused this client's secret (from /wrong/secret): it is not that pool's");
     assert_eq!(e.message, expected);
-    let e = Connection::connect(&addr, SECOND, &Credentials::none()).await.err().unwrap();
+    let e = Connection::connect_via(&addr, SECOND, &Credentials::none(), false).await.err().unwrap();
     assert_eq!(e.kind, ErrorKind::Unauthenticated);
     assert!(e.message.contains("which has no secret"), "{}", e.message);
     // A well-formed chunk put sent without the handshake: refused at its
@@ -33,7 +34,7 @@ async fn strangers_are_refused_before_a_frame_is_read() {
     let mut got = Vec::new();
     let _ = tokio::time::timeout(5 * SECOND, s.read_to_end(&mut got)).await.unwrap();
     assert_eq!(got.len(), 36 + 5, "a hello, then a refusal: {got:?}");
-    assert_eq!(&got[36..], b"TP\x18\x13\x02");
+    assert_eq!(&got[36..], b"TP\x19\x13\x02");
     let st = stats.snapshot();
     assert_eq!(st.dropped, Dropped { unauthenticated: 3, ..Dropped::default() });
     assert_eq!((st.bytes_held_peak, st.connections_accepted), (0, 3));

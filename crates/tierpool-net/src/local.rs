@@ -1,0 +1,157 @@
+//! Local sockets: a peer on the server's machine skips TCP.
+//!
+//! A server listening on a TCP address also listens on a Unix socket in
+//! the abstract namespace named after that address (`tierpool/ADDR`, for
+//! example `tierpool/127.0.0.1:7001`). A client about to connect to an
+//! address first tries the Unix sockets that address names and connects
+//! over TCP only if none answers. Loopback carries a byte through the
+//! TCP stack twice (checksums, segments, acknowledgements); a Unix socket
+//! copies it once from sender to receiver, with no protocol around it.
+//!
+//! Invariants:
+//! - a client reaches over a local socket only a server it would reach
+//!   over TCP: abstract names live in a network namespace, as TCP ports
+//!   do, and one address is bound by one server at a time (the kernel
+//!   drops the name with its process, as it does the port);
+//! - so peers in other network namespaces (a pool spread over namespaces
+//!   with shaped links) still cross their links;
+//! - a local connection opens with the same handshake as a TCP one: a
+//!   process that squats a name cannot pass for the server, and a server
+//!   that finds its name taken serves over TCP alone;
+//! - nothing but the transport differs: frames, limits and budgets are the
+//!   same, and errors name the address dialled.
+//!
+//! `TIERPOOL_LOCAL_SOCKETS=0` turns them off in a process: its servers do
+//! not listen on them and its clients do not try them.
+
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::OnceLock;
+use tokio::net::{UnixListener, UnixStream};
+
+/// Send and receive buffers of a local socket: four times the default, so
+/// a 4 MiB chunk crosses in a few wakeups rather than dozens.
+const SOCKET_BUFFER: usize = 1 << 20;
+
+/// Whether this process uses local sockets: `$TIERPOOL_LOCAL_SOCKETS`
+/// (`0`, `off`, `false`, `no` turn them off), else on.
+pub fn enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| match std::env::var("TIERPOOL_LOCAL_SOCKETS") {
+        Err(_) => true,
+        Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
+            "0" | "off" | "false" | "no" => false,
+            "1" | "on" | "true" | "yes" | "" => true,
+            _ => {
+                tracing::warn!("TIERPOOL_LOCAL_SOCKETS={v:?} is neither on nor off; using local sockets");
+                true
+            }
+        },
+    })
+}
+
+/// The abstract name of a server bound to `addr`.
+fn name(addr: SocketAddr) -> String {
+    format!("tierpool/{addr}")
+}
+
+/// The names a server reached at `dialed` may listen on, in the order to
+/// try: its own address's, then, for a loopback address, those of servers
+/// bound to every address (which loopback reaches too). None for a host
+/// name other than `localhost`, which may be another machine.
+pub(crate) fn names(dialed: &str) -> Vec<String> {
+    let addr = match dialed.parse::<SocketAddr>() {
+        Ok(a) => a,
+        Err(_) => match dialed.rsplit_once(':') {
+            Some(("localhost", port)) => match port.parse::<u16>() {
+                Ok(p) => SocketAddr::from((Ipv4Addr::LOCALHOST, p)),
+                Err(_) => return Vec::new(),
+            },
+            _ => return Vec::new(),
+        },
+    };
+    let port = addr.port();
+    let mut names = vec![name(addr)];
+    match addr {
+        SocketAddr::V4(a) if a.ip().is_loopback() => {
+            names.push(name(SocketAddr::from((Ipv4Addr::UNSPECIFIED, port))));
+            names.push(name(SocketAddr::from((Ipv6Addr::UNSPECIFIED, port))));
+        }
+        SocketAddr::V6(a) if a.ip().is_loopback() => names.push(name(SocketAddr::from((Ipv6Addr::UNSPECIFIED, port)))),
+        _ => {}
+    }
+    if dialed.starts_with("localhost:") {
+        names.insert(1, name(SocketAddr::from((Ipv6Addr::LOCALHOST, port))));
+    }
+    names
+}
+
+/// The abstract address `name` stands for, as tokio takes it.
+fn abstract_path(name: &str) -> String {
+    format!("\0{name}")
+}
+
+/// Listens on the local socket of a server bound to `addr`; `None` (said
+/// so) if another process holds its name.
+pub(crate) fn listen(addr: SocketAddr) -> Option<UnixListener> {
+    let n = name(addr);
+    match UnixListener::bind(abstract_path(&n)) {
+        Ok(l) => Some(l),
+        Err(e) => {
+            tracing::warn!("cannot listen on the local socket {n} ({e}): peers on this machine connect over TCP");
+            None
+        }
+    }
+}
+
+/// A connection to the server at `dialed` through its local socket, if it
+/// has one in this network namespace.
+pub(crate) async fn connect(dialed: &str) -> Option<UnixStream> {
+    for n in names(dialed) {
+        if let Ok(s) = UnixStream::connect(abstract_path(&n)).await {
+            tune(&s);
+            return Some(s);
+        }
+    }
+    None
+}
+
+/// Sets a local socket's buffers (either end's).
+pub(crate) fn tune(s: &UnixStream) {
+    let sock = socket2::SockRef::from(s);
+    let _ = sock.set_send_buffer_size(SOCKET_BUFFER);
+    let _ = sock.set_recv_buffer_size(SOCKET_BUFFER);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_address_names_its_own_socket_and_loopback_also_the_wildcards() {
+        assert_eq!(names("10.0.0.2:7001"), ["tierpool/10.0.0.2:7001"]);
+        assert_eq!(names("127.0.0.1:7001"), ["tierpool/127.0.0.1:7001", "tierpool/0.0.0.0:7001", "tierpool/[::]:7001"]);
+        assert_eq!(names("[::1]:9"), ["tierpool/[::1]:9", "tierpool/[::]:9"]);
+        assert_eq!(
+            names("localhost:7001"),
+            ["tierpool/127.0.0.1:7001", "tierpool/[::1]:7001", "tierpool/0.0.0.0:7001", "tierpool/[::]:7001"]
+        );
+        assert!(names("db.example.com:7001").is_empty(), "another machine, perhaps");
+        assert!(names("localhost:x").is_empty());
+        assert!(names("nonsense").is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_client_reaches_a_listener_by_the_address_it_dials_and_nothing_else() {
+        let addr: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        // Port 1 is never a tierpool server's here; no other test binds it.
+        let l = listen(addr).expect("the name is free");
+        assert!(connect("127.0.0.1:1").await.is_some());
+        assert!(connect("localhost:1").await.is_some());
+        assert!(connect("127.0.0.1:2").await.is_none(), "another port");
+        assert!(connect("10.9.9.9:1").await.is_none(), "another address");
+        assert!(listen(addr).is_none(), "one holder per name");
+        drop(l);
+        assert!(connect("127.0.0.1:1").await.is_none(), "gone with its listener");
+        assert!(listen(addr).is_some(), "and free again");
+    }
+}

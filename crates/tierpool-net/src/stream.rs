@@ -1,0 +1,86 @@
+//! The byte streams a connection runs over: TCP, or a Unix socket to a
+//! server on the same machine and network namespace (`local.rs`). Both
+//! halves of either read and write the same way; only a connection's
+//! figures and its peer's name tell them apart.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{tcp, unix, TcpStream, UnixStream};
+
+pub(crate) enum Stream {
+    Tcp(TcpStream),
+    Local(UnixStream),
+}
+
+pub(crate) enum ReadHalf {
+    Tcp(tcp::OwnedReadHalf),
+    Local(unix::OwnedReadHalf),
+}
+
+pub(crate) enum WriteHalf {
+    Tcp(tcp::OwnedWriteHalf),
+    Local(unix::OwnedWriteHalf),
+}
+
+impl Stream {
+    pub(crate) fn is_local(&self) -> bool {
+        matches!(self, Stream::Local(_))
+    }
+
+    pub(crate) fn into_split(self) -> (ReadHalf, WriteHalf) {
+        match self {
+            Stream::Tcp(s) => {
+                let (r, w) = s.into_split();
+                (ReadHalf::Tcp(r), WriteHalf::Tcp(w))
+            }
+            Stream::Local(s) => {
+                let (r, w) = s.into_split();
+                (ReadHalf::Local(r), WriteHalf::Local(w))
+            }
+        }
+    }
+}
+
+impl ReadHalf {
+    /// Reads what is there without waiting (`WouldBlock` if nothing is).
+    pub(crate) fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            ReadHalf::Tcp(r) => r.try_read(buf),
+            ReadHalf::Local(r) => r.try_read(buf),
+        }
+    }
+}
+
+impl AsyncRead for ReadHalf {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ReadHalf::Tcp(r) => Pin::new(r).poll_read(cx, buf),
+            ReadHalf::Local(r) => Pin::new(r).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for WriteHalf {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            WriteHalf::Tcp(w) => Pin::new(w).poll_write(cx, buf),
+            WriteHalf::Local(w) => Pin::new(w).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            WriteHalf::Tcp(w) => Pin::new(w).poll_flush(cx),
+            WriteHalf::Local(w) => Pin::new(w).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            WriteHalf::Tcp(w) => Pin::new(w).poll_shutdown(cx),
+            WriteHalf::Local(w) => Pin::new(w).poll_shutdown(cx),
+        }
+    }
+}
