@@ -152,6 +152,19 @@ def test_a_prefaulted_pool_has_its_chunk_buffers_ready_and_writes_into_them() ->
         assert (b["keep"], b["limit"], b["spare"]) == (16, None, 0)
 
 
+def test_a_local_pool_is_reached_through_its_local_sockets() -> None:
+    with tierpool.local(workers=1, mem="32MiB", disk="64MiB") as c:
+        data = bytes(range(256)) * (5 << 12)
+        c.put(data, "/near")
+        assert c.get("/near") == data
+        deadline = time.monotonic() + 30
+        while (n := c.status()["workers"][0]["connections"])["local"] == 0:
+            assert time.monotonic() < deadline, f"no local connection: {n}"
+            time.sleep(0.2)
+        # Every process of the pool, and this one, is on this machine.
+        assert n["accepted"] == n["local"], n
+
+
 def test_local_pool_reports_a_pool_that_cannot_start() -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -205,6 +205,9 @@ pub struct WorkerView {
     /// else `null`), how many are spare and in use (`lent`) now, and how
     /// many chunks found one spare (`reused`) or not (`fresh`).
     pub buffers: tierpool_types::BufferStats,
+    /// Connections it accepted since it started (`accepted`), and how many
+    /// of them came through its local socket from this machine (`local`).
+    pub connections: tierpool_proto::Connections,
 }
 
 /// One tier of a worker.
@@ -245,6 +248,7 @@ impl StatusView {
                     bytes_read: stats.bytes_read,
                     bytes_moved_in: stats.bytes_moved_in,
                     buffers: stats.buffers.clone(),
+                    connections: stats.connections,
                 }
             })
             .collect();

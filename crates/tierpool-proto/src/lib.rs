@@ -28,7 +28,7 @@ pub use coord::{
 };
 pub use frame::{FrameHeader, FRAME_HEADER_LEN, MAX_HEADER_LEN, MAX_PAYLOAD_LEN, PROTOCOL_VERSION};
 pub use status::{
-    AttachmentStatus, ChangeFeedStatus, InlineStatus, MetadataLogStatus, MigrationStatus, PoolStatus,
+    AttachmentStatus, ChangeFeedStatus, Connections, InlineStatus, MetadataLogStatus, MigrationStatus, PoolStatus,
     ReplicationStatus, SnapshotStatus, TransactionStatus, WorkerStats, WorkerStatus,
 };
 pub use worker::{ChunkPlace, WorkerRequest, WorkerResponse};

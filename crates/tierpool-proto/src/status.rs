@@ -20,6 +20,16 @@ pub struct WorkerStats {
     pub transfer: Option<(u64, u64)>,
     /// The chunk buffers it keeps for reuse.
     pub buffers: BufferStats,
+    /// Connections it accepted since it started.
+    pub connections: Connections,
+}
+
+/// Connections a server accepted: all of them, and those through its local
+/// socket (from peers on its machine).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Connections {
+    pub accepted: u64,
+    pub local: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

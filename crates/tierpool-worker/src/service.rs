@@ -125,6 +125,10 @@ impl WorkerService {
                 (s.transfer_bytes, s.transfer_nanos)
             }),
             buffers: self.buffers.get().map(|(b, _)| b.stats()).unwrap_or_default(),
+            connections: self.net.get().map_or_else(Default::default, |n| {
+                let s = n.snapshot();
+                tierpool_proto::Connections { accepted: s.connections_accepted, local: s.connections_local }
+            }),
         }
     }
 

@@ -65,6 +65,8 @@ pub struct Pool {
     /// Flags every start of the coordinator gets besides the usual ones
     /// (`--replicas 1` unless they name `--replicas`).
     pub coordinator_args: Vec<String>,
+    /// Environment of workers started from now on, besides the test's own.
+    pub worker_env: Vec<(String, String)>,
 }
 
 fn log_file(dir: &Path, name: &str) -> std::fs::File {
@@ -85,7 +87,8 @@ impl Pool {
         let tmp = tempfile::tempdir().unwrap();
         let addr = format!("127.0.0.1:{}", free_port());
         let coordinator_args = coordinator_args.iter().map(|s| s.to_string()).collect();
-        let mut pool = Pool { tmp, addr, coordinator: None, workers: Vec::new(), coordinator_args };
+        let mut pool =
+            Pool { tmp, addr, coordinator: None, workers: Vec::new(), coordinator_args, worker_env: Vec::new() };
         pool.start_coordinator();
         for _ in 0..n {
             pool.add_worker(mem, disk);
@@ -208,6 +211,7 @@ impl Pool {
             .args(["--stop-with", &std::process::id().to_string()])
             .arg("--secret-file")
             .arg(self.secret_file())
+            .envs(self.worker_env.iter().map(|(k, v)| (k, v)))
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()

@@ -354,7 +354,7 @@ fn rename_at() -> BoxedStrategy<MetaOp> {
 }
 
 fn stats() -> BoxedStrategy<WorkerStats> {
-    (prop::collection::vec(num(), 23), any::<bool>())
+    (prop::collection::vec(num(), 25), any::<bool>())
         .prop_map(|(v, disk_full)| WorkerStats {
             tiers: tierpool_types::TierStats {
                 mem_capacity: v[0],
@@ -383,6 +383,7 @@ fn stats() -> BoxedStrategy<WorkerStats> {
                 reused: v[21],
                 fresh: v[22],
             },
+            connections: tierpool_proto::Connections { accepted: v[23], local: v[24] },
         })
         .boxed()
 }
