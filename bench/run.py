@@ -5,9 +5,11 @@ Measures, in one run on this machine:
   - loopback TCP throughput (iperf3, one stream): the ceiling of the bulk path;
   - tierpool large-file write/read throughput (`tierpool bench`), as a fraction of it,
     on a fresh pool and on a fresh pool whose workers filled their chunk buffers
-    ahead (`up --prefault`);
+    ahead (`up --prefault`), the latter also with local sockets off in every
+    process (TIERPOOL_LOCAL_SOCKETS=0: all over loopback TCP);
   - tierpool 4 KiB put/get ops/s and p99 next to redis-server with the same clients
-    (in memory only, and with its append-only file fsynced before each reply),
+    (in memory only, and with its append-only file fsynced before each reply;
+    over TCP and over its Unix socket, as tierpool's clients here use theirs),
     with the client's default coalescing of concurrent calls and without it;
   - the same batched: tierpool's put_many/get_many of 16 files a request next to
     redis-benchmark pipelining 16 commands a connection (-P 16);
@@ -73,22 +75,26 @@ def iperf3():
     return out["end"]["sum_received"]["bits_per_second"] / 8 / 1e6  # MB/s
 
 
-def redis(clients, n, fsync=False, tests="set,get", pipeline=1):
+def redis(clients, n, fsync=False, tests="set,get", pipeline=1, unix=False):
     """redis-benchmark of 4 KiB values against a fresh redis-server: in
     memory only, or (`fsync`) with its append-only file fsynced before each
     reply, as tierpool's `--log-sync always` does for a put; `pipeline`
-    commands in flight on each connection (-P)."""
+    commands in flight on each connection (-P); over its Unix socket
+    instead of TCP with `unix`."""
     port = free_port()
     aof = tempfile.mkdtemp(prefix="tierpool-bench-redis-")
+    sock = os.path.join(aof, "redis.sock")
     durability = ["--appendonly", "yes", "--appendfsync", "always", "--dir", aof] if fsync else ["--appendonly", "no"]
     srv = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--save", "", *durability],
+        ["redis-server", "--port", str(port), "--save", "", "--unixsocket", sock, "--unixsocketperm", "700",
+         *durability],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     time.sleep(0.5)
     try:
-        out = sh("redis-benchmark", "-p", str(port), "-t", tests, "-d", "4096", "-c", str(clients), "-n", str(n),
+        where = ["-s", sock] if unix else ["-p", str(port)]
+        out = sh("redis-benchmark", *where, "-t", tests, "-d", "4096", "-c", str(clients), "-n", str(n),
                  "-P", str(pipeline), "--csv")
     finally:
         srv.terminate()
@@ -110,16 +116,18 @@ def tp_bench(addr, files, size, threads, batch=1, coalesce=None):
     return json.loads(out)
 
 
-def large_prefaulted(files, size, log_sync):
+def large_prefaulted(files, size, log_sync, local=True):
     """The large-file write and read on a fresh pool started with `up
     --prefault`, measured once every worker's buffers are ready; also how
-    long they took to be."""
+    long they took to be. Without `local`, every process of the pool and
+    the benchmark's client have local sockets off: all over TCP."""
     state = tempfile.mkdtemp(prefix="tierpool-bench-")
     addr = f"127.0.0.1:{free_port()}"
+    off = {} if local else {"TIERPOOL_LOCAL_SOCKETS": "0"}
     sh(BIN, "up", "--dir", state, "--port", addr.split(":")[1], "--workers", "2", "--mem", "2GiB", "--disk", "4GiB",
-       "--log-sync", log_sync, "--prefault")
+       "--log-sync", log_sync, "--prefault", env=dict(os.environ, **off))
     secret = {"TIERPOOL_SECRET_FILE": os.path.join(state, "coordinator", "secret")}
-    env = dict(os.environ, TIERPOOL_COORDINATOR=addr, **secret)
+    env = dict(os.environ, TIERPOOL_COORDINATOR=addr, **secret, **off)
     try:
         started = time.monotonic()
         while True:
@@ -153,17 +161,20 @@ def throughput(bench, tcp, **more):
     )
 
 
-def versus(tp, rd, rd_fsync):
+def versus(tp, rd, rd_fsync, rd_unix):
     """tierpool's 4 KiB puts and gets (`tierpool bench`) next to redis-server's
-    sets and gets, in memory (`rd`) and fsyncing each set (`rd_fsync`)."""
+    sets and gets, in memory (`rd`; `rd_unix` over its Unix socket) and
+    fsyncing each set (`rd_fsync`)."""
     ops = lambda r: r["ops_per_sec"]
     return {
         "tierpool_put": tp["write"], "tierpool_get": tp["read"],
         "redis_set": rd.get("set"), "redis_get": rd.get("get"),
+        "redis_set_unix": rd_unix.get("set"), "redis_get_unix": rd_unix.get("get"),
         "redis_set_fsync_always": rd_fsync.get("set"),
         "put_vs_redis_set": ops(tp["write"]) / ops(rd["set"]),
         "put_vs_redis_set_fsync_always": ops(tp["write"]) / ops(rd_fsync["set"]),
         "get_vs_redis_get": ops(tp["read"]) / ops(rd["get"]),
+        "get_vs_redis_get_unix": ops(tp["read"]) / ops(rd_unix["get"]),
     }
 
 
@@ -213,9 +224,12 @@ def main():
         sh(BIN, "down", "--dir", state)
         shutil.rmtree(state, ignore_errors=True)
     prefaulted, ready = large_prefaulted(big_files, big_size, a.log_sync)
+    over_tcp, ready_tcp = large_prefaulted(big_files, big_size, a.log_sync, local=False)
     rd = redis(clients, small_n * 5)
+    rd_unix = redis(clients, small_n * 5, unix=True)
     rd_fsync = redis(clients, small_n, fsync=True, tests="set")
     rd_p = redis(clients, small_n * 20, pipeline=batch)
+    rd_p_unix = redis(clients, small_n * 20, pipeline=batch, unix=True)
     rd_p_fsync = redis(clients, small_n * 4, fsync=True, tests="set", pipeline=batch)
     result = {
         "machine": {"cores": os.cpu_count()},
@@ -226,16 +240,19 @@ def main():
         "large_files_prefault": throughput(
             prefaulted, tcp, files=big_files, size=big_size, buffers_ready_secs=ready,
             note="a fresh pool of `up --prefault`: each worker fills its MEM budget of chunk buffers ahead"),
+        "large_files_prefault_tcp": throughput(
+            over_tcp, tcp, files=big_files, size=big_size, buffers_ready_secs=ready_tcp,
+            note="as large_files_prefault, with TIERPOOL_LOCAL_SOCKETS=0 in every process: all over loopback TCP"),
         "small_4k": dict(
-            versus(small, rd, rd_fsync), clients=clients, inline_max=a.inline_max or "4KiB",
+            versus(small, rd, rd_fsync, rd_unix), clients=clients, inline_max=a.inline_max or "4KiB",
             coalesced_calls=small["coalesced_calls"],
             note="concurrent calls of the one client process share requests beyond 4 in flight "
                  "(TIERPOOL_COALESCE, the client's default)"),
         "small_4k_alone": dict(
-            versus(alone, rd, rd_fsync), clients=clients,
+            versus(alone, rd, rd_fsync, rd_unix), clients=clients,
             note="TIERPOOL_COALESCE=0: every put and get a request of its own, as redis-benchmark sends them"),
         "small_4k_batched": dict(
-            versus(batched, rd_p, rd_p_fsync), clients=clients, batch=batch,
+            versus(batched, rd_p, rd_p_fsync, rd_p_unix), clients=clients, batch=batch,
             note="tierpool: put_many/get_many of `batch` files a request, `clients` requests at once, "
                  "p99 of whole requests; redis-server: redis-benchmark -P `batch`"),
         "metadata": {
