@@ -14,9 +14,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tierpool_meta::{DirEntry, InodeInfo, MetaOp, MetaReply, Owner};
-use tierpool_net::{Connection, Credentials, Pool, PoolConfig, Secret};
+use tierpool_net::{ChunkBuffers, Connection, Credentials, Pool, PoolConfig, Secret};
 use tierpool_proto::{CoordRequest, CoordResponse, Coordinator, Layout, PoolStatus, Worker, WorkerRequest};
-use tierpool_types::{Error, ErrorKind, InodeId, Priority, Result, WorkerId};
+use tierpool_types::{Error, ErrorKind, InodeId, Priority, Result, WorkerId, DEFAULT_CHUNK_SIZE};
 
 /// How a client reaches its pool.
 #[derive(Clone, Debug)]
@@ -114,6 +114,7 @@ impl ClientConfig {
 
     fn pool_config(&self, credentials: &Credentials, max_idle: usize) -> PoolConfig {
         PoolConfig {
+            buffers: None,
             connect_timeout: self.connect_timeout,
             request_timeout: self.request_timeout,
             max_idle,
@@ -144,6 +145,9 @@ pub(crate) struct Inner {
     stats: Arc<Lane<String, InodeInfo>>,
     /// Concurrent commits of small files, batched likewise.
     pub(crate) commits: Arc<Lane<MetaOp, MetaReply>>,
+    /// Where whole chunks read from workers arrive, kept for the next
+    /// reads: a fresh buffer costs a page fault per page.
+    chunk_buffers: Arc<ChunkBuffers>,
 }
 
 /// A handle to a pool. Cheap to clone; clones share connections and caches.
@@ -183,6 +187,8 @@ impl Client {
         let credentials = cfg.credentials()?;
         let coord = Pool::new(cfg.coordinator.clone(), cfg.pool_config(&credentials, 32));
         let coalesce = cfg.coalesce;
+        // As many as one transfer has in flight.
+        let chunk_buffers = ChunkBuffers::new(DEFAULT_CHUNK_SIZE as usize, cfg.window.max(1));
         let c = Client {
             inner: Arc::new(Inner {
                 cfg,
@@ -197,6 +203,7 @@ impl Client {
                 dir_placing: Default::default(),
                 stats: Arc::new(Lane::new(coalesce, COALESCED_MAX)),
                 commits: Arc::new(Lane::new(coalesce, COALESCED_MAX)),
+                chunk_buffers,
             }),
         };
         // Once: a coordinator that is not there is said at once.
@@ -436,7 +443,9 @@ impl Client {
         let mut w = self.inner.workers.lock();
         w.entry((id, addr.to_string()))
             .or_insert_with(|| {
-                Arc::new(Pool::new(addr.to_string(), self.inner.cfg.pool_config(&self.inner.credentials, 64)))
+                let cfg = self.inner.cfg.pool_config(&self.inner.credentials, 64);
+                let cfg = PoolConfig { buffers: Some(self.inner.chunk_buffers.clone()), ..cfg };
+                Arc::new(Pool::new(addr.to_string(), cfg))
             })
             .clone()
     }

@@ -1,7 +1,9 @@
-//! Chunk-sized buffers kept for reuse by a server: the large frame bodies
-//! it reads (chunks being written to a worker) go into buffers taken from
-//! here, and a buffer comes back when the last `Bytes` of its body is
-//! dropped: the chunk deleted or moved to disk, or the request refused.
+//! Chunk-sized buffers kept for reuse: the large frame bodies a server
+//! reads (chunks being written to a worker), or a client (chunks read from
+//! workers, `PoolConfig::buffers`), go into buffers taken from here, and a
+//! buffer comes back when the last `Bytes` of its body is dropped: the chunk
+//! deleted or moved to disk, the request refused, or the bytes read copied
+//! where the caller wanted them.
 //!
 //! A fresh buffer costs a page fault and the zeroing of each page at its
 //! first touch (on a virtual machine that hands freed memory back to its

@@ -193,10 +193,21 @@ impl Connection {
     /// Sends a request to service `S` and waits for its response; an error
     /// answer becomes `Err`.
     pub async fn call<S: Service>(&mut self, req: &S::Request, payload: &[u8]) -> Result<(S::Response, Bytes)> {
+        self.call_with::<S>(req, payload, None).await
+    }
+
+    /// As [`call`](Self::call), reading an answer's payload of exactly a
+    /// chunk into one of `buffers`.
+    pub async fn call_with<S: Service>(
+        &mut self,
+        req: &S::Request,
+        payload: &[u8],
+        buffers: Option<&Arc<ChunkBuffers>>,
+    ) -> Result<(S::Response, Bytes)> {
         let sent = self.write_frame(S::KIND, tierpool_proto::encode(req), payload).await;
         sent.map_err(|e| e.into_error(&self.peer))?;
         let frame = match self.read_head(None, None).await {
-            Ok(Some(h)) => self.read_body(&h, &mut Charge::unbounded(), None, None).await,
+            Ok(Some(h)) => self.read_body(&h, &mut Charge::unbounded(), None, buffers).await,
             Ok(None) => return Err(Error::new(ErrorKind::Unavailable, format!("{} closed the connection", self.peer))),
             Err(e) => Err(e),
         };

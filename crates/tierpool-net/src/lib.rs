@@ -13,7 +13,7 @@
 //! - `session`: one server connection, its time limits and drops;
 //! - `limits`: what a server lets its peers hold ([`Limits`], with defaults);
 //! - `budget`: the byte budget every frame a server reads is charged to;
-//! - `buffers`: chunk-sized buffers a server reads payloads into and reuses ([`ChunkBuffers`]);
+//! - `buffers`: chunk-sized buffers a server or a client reads payloads into and reuses ([`ChunkBuffers`]);
 //! - `stats`: a server's figures ([`ServerStats`]);
 //! - [`background`]: loops that repeat work on the runtime (heartbeats, renewals, policy ticks).
 //!

@@ -11,10 +11,12 @@
 //! not be retried from being sent into a connection the server just closed.
 
 use crate::auth::Credentials;
+use crate::buffers::ChunkBuffers;
 use crate::Connection;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::marker::PhantomData;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tierpool_proto::Service;
 use tierpool_types::{Error, ErrorKind, Result};
@@ -34,6 +36,9 @@ pub struct PoolConfig {
     /// Whether new connections try the server's local socket first
     /// (`local.rs`); by default as `$TIERPOOL_LOCAL_SOCKETS` says.
     pub local: bool,
+    /// Where answers of exactly a chunk (a chunk read) are read into, kept
+    /// for reuse; `None`: a fresh buffer each.
+    pub buffers: Option<Arc<ChunkBuffers>>,
 }
 
 impl PoolConfig {
@@ -52,6 +57,7 @@ impl Default for PoolConfig {
             max_idle: 32,
             credentials: Credentials::none(),
             local: crate::local::enabled(),
+            buffers: None,
         }
     }
 }
@@ -113,7 +119,8 @@ impl<S: Service> Pool<S> {
     }
 
     async fn call_on(&self, mut conn: Connection, req: &S::Request, payload: &[u8]) -> Result<(S::Response, Bytes)> {
-        let r = tokio::time::timeout(self.cfg.request_timeout, conn.call::<S>(req, payload)).await;
+        let call = conn.call_with::<S>(req, payload, self.cfg.buffers.as_ref());
+        let r = tokio::time::timeout(self.cfg.request_timeout, call).await;
         let r = match r {
             Err(_) => {
                 return Err(Error::new(

@@ -6,8 +6,9 @@ mod common;
 
 use common::*;
 use std::time::Duration;
-use tierpool_net::{Dropped, Limits, Pool, PoolConfig};
+use tierpool_net::{ChunkBuffers, Dropped, Limits, Pool, PoolConfig};
 use tierpool_proto::{Worker, WorkerRequest, WorkerResponse};
+use tierpool_types::{ChunkKey, InodeId};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_the_server_dropped_while_idle_is_not_reused() {
@@ -22,4 +23,33 @@ async fn a_connection_the_server_dropped_while_idle_is_not_reused() {
     }
     let s = stats.snapshot();
     assert_eq!((s.connections_accepted, s.dropped), (3, Dropped { idle_timeout: 3, ..Dropped::default() }));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_of_a_whole_chunk_arrive_in_kept_buffers_with_their_own_bytes() {
+    const CHUNK: u64 = 1 << 20;
+    let (addr, _) = start(Limits::default(), Duration::ZERO).await;
+    let buffers = ChunkBuffers::new(CHUNK as usize, 2);
+    let pool: Pool<Worker> =
+        Pool::new(addr, PoolConfig { buffers: Some(buffers.clone()), ..PoolConfig::with(secret()) });
+    let get = |index: u64, version: u64| {
+        let key = ChunkKey { inode: InodeId(1), index, version, home: None };
+        (key, WorkerRequest::GetChunk { key, mem_only: false })
+    };
+    for version in 1..=3 {
+        let (key, req) = get(CHUNK, version);
+        let (r, bytes) = pool.call(&req, &[], true).await.unwrap();
+        assert_eq!(r, WorkerResponse::Chunk);
+        assert_eq!(bytes, chunk_bytes(key), "version {version}: its own bytes, not the last answer's");
+        assert_eq!(buffers.stats().lent, 1, "held while its bytes are");
+        drop(bytes);
+        assert_eq!((buffers.stats().spare, buffers.stats().lent), (1, 0), "back once they are dropped");
+    }
+    let s = buffers.stats();
+    assert_eq!((s.fresh, s.reused), (1, 2));
+    // An answer of another length takes none.
+    let (key, req) = get(CHUNK - 1, 4);
+    let (_, bytes) = pool.call(&req, &[], true).await.unwrap();
+    assert_eq!(bytes, chunk_bytes(key));
+    assert_eq!((buffers.stats().fresh, buffers.stats().reused, buffers.stats().lent), (1, 2, 0));
 }

@@ -1,6 +1,7 @@
 //! An in-process server on loopback for the limit tests: a worker-speaking
-//! handler that answers `Ping` and `PutChunk` (after an optional delay, so
-//! frames stay charged while handled) and panics on `Stats`, and raw peers
+//! handler that answers `Ping`, `PutChunk` (after an optional delay, so
+//! frames stay charged while handled) and `GetChunk` (with [`chunk_bytes`]),
+//! and panics on `Stats`, and raw peers
 //! that do the handshake, then send frames by hand.
 
 #![allow(dead_code)]
@@ -34,9 +35,16 @@ impl Handler for TestHandler {
                 // The payload's length comes back, so a test sees it arrived whole.
                 (Ok(WorkerResponse::Deleted { chunks: payload.len() as u64 }), Bytes::new())
             }
+            WorkerRequest::GetChunk { key, .. } => (Ok(WorkerResponse::Chunk), Bytes::from(chunk_bytes(key))),
             other => (Err(Error::invalid(format!("not served here: {other:?}"))), Bytes::new()),
         }
     }
+}
+
+/// What the test handler answers a `GetChunk` of `key` with: `key.index`
+/// bytes, a pattern set by `key.version`.
+pub fn chunk_bytes(key: ChunkKey) -> Vec<u8> {
+    (0..key.index).map(|i| (i % 251) as u8 ^ key.version as u8).collect()
 }
 
 /// The secret of every test server.
