@@ -8,6 +8,7 @@
 
 use crate::batch::{Commits, Stats, COALESCED_MAX};
 use crate::coalesce::Lane;
+use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -145,8 +146,9 @@ pub(crate) struct Inner {
     stats: Arc<Lane<String, InodeInfo>>,
     /// Concurrent commits of small files, batched likewise.
     pub(crate) commits: Arc<Lane<MetaOp, MetaReply>>,
-    /// Where whole chunks read from workers arrive, kept for the next
-    /// reads: a fresh buffer costs a page fault per page.
+    /// Where whole chunks read from workers arrive, and whole chunks
+    /// written are copied, kept for the next ones: a fresh buffer costs a
+    /// page fault per page.
     chunk_buffers: Arc<ChunkBuffers>,
 }
 
@@ -437,6 +439,18 @@ impl Client {
             }
             other => Err(unexpected(other)),
         }
+    }
+
+    /// The buffers this client keeps for whole chunks read and written.
+    pub fn chunk_buffers(&self) -> tierpool_types::BufferStats {
+        self.inner.chunk_buffers.stats()
+    }
+
+    /// `bytes` copied into one of the buffers this client keeps for whole
+    /// chunks (given back once the last copy of the result goes); `None`
+    /// unless they are one.
+    pub(crate) fn kept_chunk(&self, bytes: &[u8]) -> Option<Bytes> {
+        self.inner.chunk_buffers.copy(bytes)
     }
 
     pub(crate) fn worker_pool(&self, id: WorkerId, addr: &str) -> WorkerPool {

@@ -158,6 +158,14 @@ impl FileWriter {
         let cs = self.opts.chunk_size as usize;
         let mut rest = data;
         while !rest.is_empty() {
+            if self.buf.is_empty() && rest.len() >= cs {
+                if let Some(chunk) = self.client.kept_chunk(&rest[..cs]) {
+                    rest = &rest[cs..];
+                    self.size += cs as u64;
+                    self.send(chunk, false).await?;
+                    continue;
+                }
+            }
             if self.buf.capacity() < cs {
                 self.buf.reserve(cs - self.buf.len());
             }

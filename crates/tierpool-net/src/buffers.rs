@@ -1,9 +1,10 @@
 //! Chunk-sized buffers kept for reuse: the large frame bodies a server
 //! reads (chunks being written to a worker), or a client (chunks read from
-//! workers, `PoolConfig::buffers`), go into buffers taken from here, and a
-//! buffer comes back when the last `Bytes` of its body is dropped: the chunk
-//! deleted or moved to disk, the request refused, or the bytes read copied
-//! where the caller wanted them.
+//! workers, `PoolConfig::buffers`), go into buffers taken from here, as do
+//! the whole chunks a client writes ([`ChunkBuffers::copy`]). A buffer
+//! comes back when the last `Bytes` of its body is dropped: the chunk
+//! deleted or moved to disk, the request refused, the bytes read copied
+//! where the caller wanted them, or the chunk written stored.
 //!
 //! A fresh buffer costs a page fault and the zeroing of each page at its
 //! first touch (on a virtual machine that hands freed memory back to its
@@ -96,6 +97,18 @@ impl ChunkBuffers {
     /// of them is dropped.
     pub(crate) fn lend(self: &Arc<Self>, buf: Vec<u8>) -> Bytes {
         Bytes::from_owner(Lent { buf, home: self.clone() })
+    }
+
+    /// A copy of `bytes` in a buffer taken from here, given back when the
+    /// last of the returned `Bytes` goes; `None` unless they are exactly a
+    /// buffer long (a whole chunk being written, say).
+    pub fn copy(self: &Arc<Self>, bytes: &[u8]) -> Option<Bytes> {
+        if !self.fits(bytes.len()) {
+            return None;
+        }
+        let mut buf = self.take();
+        buf.extend_from_slice(bytes);
+        Some(self.lend(buf))
     }
 
     /// Takes back `buf` (taken from here), spare if [`keeps`](Self::keeps).

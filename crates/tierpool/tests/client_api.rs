@@ -4,7 +4,9 @@
 //! with the copies it keeps; batches report each item in order (small
 //! files many to a request, the others one by one), and so do single
 //! calls that tasks make at once and that share requests; writers
-//! are never taken for dead ones, however old their reserved ids.
+//! are never taken for dead ones, however old their reserved ids. Whole
+//! chunks written and read go through buffers the client keeps, each
+//! file keeping its own bytes.
 
 mod common;
 use bytes::Bytes;
@@ -319,5 +321,45 @@ fn namespace_changes_by_inode_answer_with_their_directories_as_they_left_them() 
         // A failed change answers with its error, and nothing else.
         let e = c.remove_at(root, "d", true).await.unwrap_err();
         assert_eq!(e.kind, ErrorKind::NotFound);
+    });
+}
+
+#[test]
+fn whole_chunks_written_and_read_reuse_kept_buffers_and_keep_their_own_bytes() {
+    const CHUNK: usize = 4 << 20;
+    let pool = Pool::start_with(2, "64MiB", "256MiB", &["--replicas", "2"]);
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let c = Client::connect(pool.client_config()).await.unwrap();
+        let opts = PutOptions::default();
+        let files: Vec<Vec<u8>> = (0..4).map(|i| data(40 + i, 3 * CHUNK + 1000 * i as usize)).collect();
+        for (i, bytes) in files.iter().enumerate() {
+            let mut w = c.create(&format!("/f{i}"), &opts).await.unwrap();
+            // One call of three whole chunks and a tail.
+            w.write(bytes).await.unwrap();
+            w.close().await.unwrap();
+        }
+        // A byte, then a chunk's worth: that first chunk is cut from the
+        // writer's own buffer, not from a kept one.
+        let mut w = c.create("/pieces", &opts).await.unwrap();
+        let odd = data(50, CHUNK + 1);
+        w.write(&odd[..1]).await.unwrap();
+        w.write(&odd[1..]).await.unwrap();
+        w.close().await.unwrap();
+        let written = c.chunk_buffers();
+        assert_eq!(written.fresh + written.reused, 12, "one per whole chunk given in one call: {written:?}");
+        assert!(written.reused > 0, "{written:?}");
+        assert_eq!(written.lent, 0, "all given back once stored: {written:?}");
+        for round in 0..2 {
+            for (i, bytes) in files.iter().enumerate() {
+                let got = c.get_bytes(&format!("/f{i}")).await.unwrap();
+                assert!(got == *bytes, "round {round}: /f{i} read back other bytes");
+            }
+        }
+        assert_eq!(c.get_bytes("/pieces").await.unwrap(), odd);
+        let read = c.chunk_buffers();
+        assert_eq!(read.fresh + read.reused, 12 + 2 * 12 + 1, "one per whole chunk read: {read:?}");
+        assert!(read.fresh <= read.keep + written.fresh, "{read:?}");
+        assert_eq!(read.lent, 0, "{read:?}");
     });
 }
