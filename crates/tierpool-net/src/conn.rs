@@ -79,8 +79,9 @@ impl Connection {
     }
 
     /// Connects to `addr` and does the handshake with `creds`, each within
-    /// `timeout`; through the server's local socket if it has one here and
-    /// this process uses them ([`local::enabled`]). A failure to connect is
+    /// `timeout`; first through the server's local socket, if it has one
+    /// here and this process uses them ([`local::enabled`]), the handshake
+    /// there within [`local::HANDSHAKE`] at most. A failure to connect is
     /// `Unavailable` and starts with [`CONNECT_FAILED`]: nothing was sent,
     /// so any call may be tried again.
     pub async fn connect(addr: &str, timeout: Duration, creds: &Credentials) -> Result<Connection> {
@@ -90,11 +91,12 @@ impl Connection {
     /// As [`connect`](Self::connect), trying the local socket only if `local`.
     pub async fn connect_via(addr: &str, timeout: Duration, creds: &Credentials, local: bool) -> Result<Connection> {
         if let Some(s) = if local { local::connect(addr).await } else { None } {
-            // What holds the name may not be the server: unless the server
-            // refused this client's secret, TCP, which reaches it if anything does.
-            match Connection::new(Stream::Local(s), addr).introduce(addr, timeout, creds).await {
+            // Nothing guards a name: what holds it may not be the server, or
+            // may not answer. Whatever failed here, TCP reaches the server if
+            // anything does, and says why if it does not.
+            let limit = timeout.min(local::HANDSHAKE);
+            match Connection::new(Stream::Local(s), addr).introduce(addr, limit, creds).await {
                 Ok(conn) => return Ok(conn),
-                Err(e) if e.kind == ErrorKind::Unauthenticated => return Err(e),
                 Err(e) => tracing::debug!("the local socket of {addr} failed: {e}; connecting over TCP"),
             }
         }

@@ -17,7 +17,9 @@
 //!   with shaped links) still cross their links;
 //! - a local connection opens with the same handshake as a TCP one: a
 //!   process that squats a name cannot pass for the server, and a server
-//!   that finds its name taken serves over TCP alone;
+//!   that finds its name taken serves over TCP alone. A client whose local
+//!   handshake fails in any way (a refusal included: anyone may send one)
+//!   connects over TCP, and reports what TCP says;
 //! - nothing but the transport differs: frames, limits and budgets are the
 //!   same, and errors name the address dialled.
 //!
@@ -26,14 +28,23 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::OnceLock;
+use std::time::Duration;
 use tokio::net::{UnixListener, UnixStream};
 
-/// Send and receive buffers of a local socket: four times the default, so
-/// a 4 MiB chunk crosses in a few wakeups rather than dozens.
+/// The send buffer a local socket asks for (the kernel caps it at
+/// `net.core.wmem_max`), so that a 4 MiB chunk crosses in a few wakeups
+/// rather than dozens. A Unix stream socket's sender's buffer bounds what is
+/// in flight; the receiver's plays no part.
 const SOCKET_BUFFER: usize = 1 << 20;
 
+/// The longest a handshake over a local socket may take before the client
+/// tries TCP instead (or the connect timeout, if shorter): a server on the
+/// same machine answers in microseconds unless it is stopped or swamped.
+pub const HANDSHAKE: Duration = Duration::from_secs(1);
+
 /// Whether this process uses local sockets: `$TIERPOOL_LOCAL_SOCKETS`
-/// (`0`, `off`, `false`, `no` turn them off), else on.
+/// (`0`, `off`, `false`, `no` turn them off), else on; read once, at the
+/// first connection or server.
 pub fn enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
     *ON.get_or_init(|| match std::env::var("TIERPOOL_LOCAL_SOCKETS") {
@@ -54,35 +65,40 @@ fn name(addr: SocketAddr) -> String {
     format!("tierpool/{addr}")
 }
 
-/// The names a server reached at `dialed` may listen on, in the order to
-/// try: its own address's, then, for a loopback address, those of servers
-/// bound to every address (which loopback reaches too). None for a host
-/// name other than `localhost`, which may be another machine.
-pub(crate) fn names(dialed: &str) -> Vec<String> {
-    let addr = match dialed.parse::<SocketAddr>() {
-        Ok(a) => a,
-        Err(_) => match dialed.rsplit_once(':') {
-            Some(("localhost", port)) => match port.parse::<u16>() {
-                Ok(p) => SocketAddr::from((Ipv4Addr::LOCALHOST, p)),
-                Err(_) => return Vec::new(),
-            },
-            _ => return Vec::new(),
-        },
-    };
-    let port = addr.port();
-    let mut names = vec![name(addr)];
-    match addr {
-        SocketAddr::V4(a) if a.ip().is_loopback() => {
-            names.push(name(SocketAddr::from((Ipv4Addr::UNSPECIFIED, port))));
-            names.push(name(SocketAddr::from((Ipv6Addr::UNSPECIFIED, port))));
+/// The names a server reached at `addrs` (what the address dialled
+/// resolves to, in TCP's order) may listen on, in the order to try: for
+/// each address its own name, then, for a loopback address, that of a
+/// server bound to every address of its family (which loopback reaches
+/// too, and which cannot be bound beside a server on loopback itself).
+pub(crate) fn names(addrs: &[SocketAddr]) -> Vec<String> {
+    let mut names = Vec::new();
+    for &addr in addrs {
+        names.push(name(addr));
+        if addr.ip().is_loopback() {
+            let any = match addr {
+                SocketAddr::V4(_) => SocketAddr::from((Ipv4Addr::UNSPECIFIED, addr.port())),
+                SocketAddr::V6(_) => SocketAddr::from((Ipv6Addr::UNSPECIFIED, addr.port())),
+            };
+            names.push(name(any));
         }
-        SocketAddr::V6(a) if a.ip().is_loopback() => names.push(name(SocketAddr::from((Ipv6Addr::UNSPECIFIED, port)))),
-        _ => {}
-    }
-    if dialed.starts_with("localhost:") {
-        names.insert(1, name(SocketAddr::from((Ipv6Addr::LOCALHOST, port))));
     }
     names
+}
+
+/// What `dialed` stands for: itself if it is an address; the loopback
+/// addresses `localhost` resolves to, in the resolver's order; nothing for
+/// another host name, which may be another machine.
+async fn resolve(dialed: &str) -> Vec<SocketAddr> {
+    if let Ok(a) = dialed.parse::<SocketAddr>() {
+        return vec![a];
+    }
+    match dialed.rsplit_once(':') {
+        Some(("localhost", _)) => match tokio::net::lookup_host(dialed).await {
+            Ok(addrs) => addrs.filter(|a| a.ip().is_loopback()).collect(),
+            Err(_) => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
 }
 
 /// The abstract address `name` stands for, as tokio takes it.
@@ -106,7 +122,7 @@ pub(crate) fn listen(addr: SocketAddr) -> Option<UnixListener> {
 /// A connection to the server at `dialed` through its local socket, if it
 /// has one in this network namespace.
 pub(crate) async fn connect(dialed: &str) -> Option<UnixStream> {
-    for n in names(dialed) {
+    for n in names(&resolve(dialed).await) {
         if let Ok(s) = UnixStream::connect(abstract_path(&n)).await {
             tune(&s);
             return Some(s);
@@ -115,29 +131,39 @@ pub(crate) async fn connect(dialed: &str) -> Option<UnixStream> {
     None
 }
 
-/// Sets a local socket's buffers (either end's).
+/// Sets a local socket's send buffer (either end's).
 pub(crate) fn tune(s: &UnixStream) {
-    let sock = socket2::SockRef::from(s);
-    let _ = sock.set_send_buffer_size(SOCKET_BUFFER);
-    let _ = sock.set_recv_buffer_size(SOCKET_BUFFER);
+    let _ = socket2::SockRef::from(s).set_send_buffer_size(SOCKET_BUFFER);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn addrs(a: &[&str]) -> Vec<SocketAddr> {
+        a.iter().map(|a| a.parse().unwrap()).collect()
+    }
+
     #[test]
-    fn an_address_names_its_own_socket_and_loopback_also_the_wildcards() {
-        assert_eq!(names("10.0.0.2:7001"), ["tierpool/10.0.0.2:7001"]);
-        assert_eq!(names("127.0.0.1:7001"), ["tierpool/127.0.0.1:7001", "tierpool/0.0.0.0:7001", "tierpool/[::]:7001"]);
-        assert_eq!(names("[::1]:9"), ["tierpool/[::1]:9", "tierpool/[::]:9"]);
+    fn an_address_names_its_own_socket_and_loopback_also_its_familys_wildcard() {
+        assert_eq!(names(&addrs(&["10.0.0.2:7001"])), ["tierpool/10.0.0.2:7001"]);
+        assert_eq!(names(&addrs(&["127.0.0.1:7001"])), ["tierpool/127.0.0.1:7001", "tierpool/0.0.0.0:7001"]);
+        assert_eq!(names(&addrs(&["[::1]:9"])), ["tierpool/[::1]:9", "tierpool/[::]:9"]);
         assert_eq!(
-            names("localhost:7001"),
-            ["tierpool/127.0.0.1:7001", "tierpool/[::1]:7001", "tierpool/0.0.0.0:7001", "tierpool/[::]:7001"]
+            names(&addrs(&["[::1]:7001", "127.0.0.1:7001"])),
+            ["tierpool/[::1]:7001", "tierpool/[::]:7001", "tierpool/127.0.0.1:7001", "tierpool/0.0.0.0:7001"],
+            "in the order given"
         );
-        assert!(names("db.example.com:7001").is_empty(), "another machine, perhaps");
-        assert!(names("localhost:x").is_empty());
-        assert!(names("nonsense").is_empty());
+    }
+
+    #[tokio::test]
+    async fn only_addresses_and_localhost_resolve_here() {
+        assert_eq!(resolve("10.0.0.2:7001").await, addrs(&["10.0.0.2:7001"]));
+        let local = resolve("localhost:7001").await;
+        assert!(!local.is_empty() && local.iter().all(|a| a.ip().is_loopback() && a.port() == 7001), "{local:?}");
+        assert!(resolve("db.example.com:7001").await.is_empty(), "another machine, perhaps");
+        assert!(resolve("localhost:x").await.is_empty());
+        assert!(resolve("nonsense").await.is_empty());
     }
 
     #[tokio::test]

@@ -122,7 +122,7 @@ pub struct ServerStats {
     pub transfer_nanos: u64,
 }
 
-/// Frames with a payload this large are timed (see `ServerStats::transfer_bytes`).
+/// Frames with a payload this large are timed over TCP (see `ServerStats::transfer_bytes`).
 pub const LARGE_PAYLOAD: usize = 256 << 10;
 
 /// The live counters of one server.
@@ -190,7 +190,9 @@ impl Counters {
     pub(crate) fn opened(&self, local: bool) {
         self.accepted.fetch_add(1, Ordering::Relaxed);
         if local {
-            self.local.fetch_add(1, Ordering::Relaxed);
+            // After `accepted`, read before it: no snapshot has more local
+            // connections than accepted ones.
+            self.local.fetch_add(1, Ordering::Release);
         }
         self.open.fetch_add(1, Ordering::Relaxed);
     }
@@ -224,10 +226,11 @@ impl Counters {
 
     fn snapshot(&self) -> ServerStats {
         let d = |r: DropReason| self.dropped[r.index()].load(Ordering::Relaxed);
+        let local = self.local.load(Ordering::Acquire);
         ServerStats {
             connections_open: self.open.load(Ordering::Relaxed),
             connections_accepted: self.accepted.load(Ordering::Relaxed),
-            connections_local: self.local.load(Ordering::Relaxed),
+            connections_local: local,
             bytes_held: self.held.load(Ordering::Relaxed),
             bytes_held_peak: self.peak.load(Ordering::Relaxed),
             budget: ByteSize(self.budget),

@@ -25,7 +25,8 @@ pub const MAGIC: [u8; 2] = *b"TP";
 /// names the key it was written to; 11: workers say when files were last
 /// used (`LastUse`); 18: the metadata log's figures in the status; 19:
 /// `UpdateInline` (small contents given to an existing file), `MetaStat`;
-/// 24: workers report the chunk buffers they keep for reuse.
+/// 24: workers report the chunk buffers they keep for reuse; 25: and the
+/// connections they accepted, local ones apart.
 pub const PROTOCOL_VERSION: u8 = 25;
 pub const FRAME_HEADER_LEN: usize = 12;
 /// Largest encoded message (a listing of a very large directory fits).

@@ -63,14 +63,21 @@ fn commands_with_a_wrong_secret_or_none_are_refused_in_one_line() {
     );
     assert_eq!(refusal(out), expected);
     assert_eq!(pool.get("/kept"), data(1, 10_000));
-    // One line each at the coordinator, naming the peer and why.
+    // Two lines each at the coordinator, naming the peer and why: the CLI
+    // runs on its machine, so it came through the local socket first, then
+    // over TCP (a refusal on a local socket may come from an impostor).
     let log = pool.log("coordinator.log");
     let refused: Vec<&str> = log.lines().filter(|l| l.contains("failed the handshake")).collect();
-    assert_eq!(refused.len(), 2, "{log}");
-    // The CLI runs on the coordinator's machine: it came through the local socket.
-    assert!(refused[0].contains("dropping connection from process "), "{}", refused[0]);
-    assert!(refused[0].ends_with(" on this machine: failed the handshake: wrong secret"), "{}", refused[0]);
-    assert!(refused[1].ends_with("failed the handshake: it has no secret"), "{}", refused[1]);
+    assert_eq!(refused.len(), 4, "{log}");
+    for (line, why) in refused.iter().zip(["wrong secret", "wrong secret", "it has no secret", "it has no secret"]) {
+        assert!(line.ends_with(&format!("failed the handshake: {why}")), "{line}");
+    }
+    for local in [refused[0], refused[2]] {
+        assert!(local.contains("dropping connection from process ") && local.contains(" on this machine: "), "{local}");
+    }
+    for tcp in [refused[1], refused[3]] {
+        assert!(tcp.contains("dropping connection from 127.0.0.1:"), "{tcp}");
+    }
 }
 
 /// A request frame as a peer that skips the handshake sends it.
@@ -167,6 +174,7 @@ fn a_worker_with_a_wrong_secret_or_none_cannot_register() {
         "{log}"
     );
     assert_eq!(pool.status()["workers"].as_array().unwrap().len(), 1, "no worker was added");
+    // Once through the local socket, once over TCP.
     let log = pool.log("coordinator.log");
-    assert_eq!(log.matches("failed the handshake: wrong secret").count(), 1, "{log}");
+    assert_eq!(log.matches("failed the handshake: wrong secret").count(), 2, "{log}");
 }
