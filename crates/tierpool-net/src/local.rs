@@ -124,14 +124,13 @@ pub(crate) fn listen(addr: SocketAddr) -> Option<UnixListener> {
 pub(crate) async fn connect(dialed: &str) -> Option<UnixStream> {
     for n in names(&resolve(dialed).await) {
         if let Ok(s) = UnixStream::connect(abstract_path(&n)).await {
-            tune(&s);
             return Some(s);
         }
     }
     None
 }
 
-/// Sets a local socket's send buffer (either end's).
+/// Sets a local socket's send buffer (either end's; `Connection` does, for both).
 pub(crate) fn tune(s: &UnixStream) {
     let _ = socket2::SockRef::from(s).set_send_buffer_size(SOCKET_BUFFER);
 }
