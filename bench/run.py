@@ -13,6 +13,9 @@ Measures, in one run on this machine:
     with the client's default coalescing of concurrent calls and without it;
   - the same batched: tierpool's put_many/get_many of 16 files a request next to
     redis-benchmark pipelining 16 commands a connection (-P 16);
+  - the same two for 16 KiB values: files past the metadata's inline limit,
+    stored on the workers (a put is a worker write and a commit, a get a
+    stat and a worker read), next to redis-server in memory;
   - tierpool metadata ops/s: create, stat and delete of empty files;
   - the cost of a fresh connection: 1,000 opened one after another, one ping each.
 Writes JSON to stdout and to bench/results/<timestamp>.json.
@@ -75,8 +78,8 @@ def iperf3():
     return out["end"]["sum_received"]["bits_per_second"] / 8 / 1e6  # MB/s
 
 
-def redis(clients, n, fsync=False, tests="set,get", pipeline=1, unix=False):
-    """redis-benchmark of 4 KiB values against a fresh redis-server: in
+def redis(clients, n, fsync=False, tests="set,get", pipeline=1, unix=False, size=4096):
+    """redis-benchmark of `size`-byte values (4 KiB) against a fresh redis-server: in
     memory only, or (`fsync`) with its append-only file fsynced before each
     reply, as tierpool's `--log-sync always` does for a put; `pipeline`
     commands in flight on each connection (-P); over its Unix socket
@@ -94,7 +97,7 @@ def redis(clients, n, fsync=False, tests="set,get", pipeline=1, unix=False):
     time.sleep(0.5)
     try:
         where = ["-s", sock] if unix else ["-p", str(port)]
-        out = sh("redis-benchmark", *where, "-t", tests, "-d", "4096", "-c", str(clients), "-n", str(n),
+        out = sh("redis-benchmark", *where, "-t", tests, "-d", str(size), "-c", str(clients), "-n", str(n),
                  "-P", str(pipeline), "--csv")
     finally:
         srv.terminate()
@@ -162,20 +165,23 @@ def throughput(bench, tcp, **more):
 
 
 def versus(tp, rd, rd_fsync, rd_unix):
-    """tierpool's 4 KiB puts and gets (`tierpool bench`) next to redis-server's
-    sets and gets, in memory (`rd`; `rd_unix` over its Unix socket) and
-    fsyncing each set (`rd_fsync`)."""
+    """tierpool's small puts and gets (`tierpool bench`) next to redis-server's
+    sets and gets, in memory (`rd`; `rd_unix` over its Unix socket) and,
+    unless None, fsyncing each set (`rd_fsync`)."""
     ops = lambda r: r["ops_per_sec"]
-    return {
+    out = {
         "tierpool_put": tp["write"], "tierpool_get": tp["read"],
         "redis_set": rd.get("set"), "redis_get": rd.get("get"),
         "redis_set_unix": rd_unix.get("set"), "redis_get_unix": rd_unix.get("get"),
-        "redis_set_fsync_always": rd_fsync.get("set"),
         "put_vs_redis_set": ops(tp["write"]) / ops(rd["set"]),
-        "put_vs_redis_set_fsync_always": ops(tp["write"]) / ops(rd_fsync["set"]),
         "get_vs_redis_get": ops(tp["read"]) / ops(rd["get"]),
+        "put_vs_redis_set_unix": ops(tp["write"]) / ops(rd_unix["set"]),
         "get_vs_redis_get_unix": ops(tp["read"]) / ops(rd_unix["get"]),
     }
+    if rd_fsync is not None:
+        out["redis_set_fsync_always"] = rd_fsync.get("set")
+        out["put_vs_redis_set_fsync_always"] = ops(tp["write"]) / ops(rd_fsync["set"])
+    return out
 
 
 def write_result(prefix, result):
@@ -218,6 +224,8 @@ def main():
         small = tp_bench(addr, small_n, "4KiB", clients)
         alone = tp_bench(addr, small_n, "4KiB", clients, coalesce=0)
         batched = tp_bench(addr, small_n, "4KiB", clients, batch)
+        mid = tp_bench(addr, small_n, "16KiB", clients)
+        mid_batched = tp_bench(addr, small_n, "16KiB", clients, batch)
         meta = tp_bench(addr, small_n, "0", clients)
         conns = tp_connections(addr, 1000)
     finally:
@@ -231,6 +239,10 @@ def main():
     rd_p = redis(clients, small_n * 20, pipeline=batch)
     rd_p_unix = redis(clients, small_n * 20, pipeline=batch, unix=True)
     rd_p_fsync = redis(clients, small_n * 4, fsync=True, tests="set", pipeline=batch)
+    rd_16k = redis(clients, small_n * 5, size=16384)
+    rd_16k_unix = redis(clients, small_n * 5, unix=True, size=16384)
+    rd_16k_p = redis(clients, small_n * 20, pipeline=batch, size=16384)
+    rd_16k_p_unix = redis(clients, small_n * 20, pipeline=batch, unix=True, size=16384)
     result = {
         "machine": {"cores": os.cpu_count()},
         "binary": BIN,
@@ -255,6 +267,12 @@ def main():
             versus(batched, rd_p, rd_p_fsync, rd_p_unix), clients=clients, batch=batch,
             note="tierpool: put_many/get_many of `batch` files a request, `clients` requests at once, "
                  "p99 of whole requests; redis-server: redis-benchmark -P `batch`"),
+        "small_16k": dict(
+            versus(mid, rd_16k, None, rd_16k_unix), clients=clients,
+            note="16 KiB files: past the default inline limit, so stored on the workers"),
+        "small_16k_batched": dict(
+            versus(mid_batched, rd_16k_p, None, rd_16k_p_unix), clients=clients, batch=batch,
+            note="16 KiB files, put_many/get_many of `batch` a request; redis-benchmark -P `batch`"),
         "metadata": {
             "create_ops_per_sec": meta["write"]["ops_per_sec"],
             "stat_ops_per_sec": meta["stat"]["ops_per_sec"],

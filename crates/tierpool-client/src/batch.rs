@@ -9,9 +9,11 @@
 //! results come back one per item, in the order given, and a failure in the
 //! middle neither stops nor undoes the others.
 //!
-//! The same requests carry single `stat`s and small-file commits that
+//! The same requests carry single `stat`s and new files' commits that
 //! tasks of one client make at once (see `coalesce.rs`): [`Stats`] and
-//! [`Commits`] send a lane's calls alone or as one batch.
+//! [`Commits`] send a lane's calls alone or as one batch. So files stored
+//! on the workers (too large to keep inline, or no room left for them)
+//! share their commits too.
 
 use crate::client::{unexpected, unexpected_meta, Client};
 use crate::coalesce::Batches;
@@ -66,8 +68,8 @@ impl Batches<String, InodeInfo> for Stats {
     }
 }
 
-/// Sends a lane's small-file commits, as this client's owner: one as
-/// `Meta`, more as `MetaMany`.
+/// Sends a lane's new files' commits (`CommitInline`, `CommitFile`), as
+/// this client's owner: one as `Meta`, more as `MetaMany`.
 #[derive(Clone)]
 pub(crate) struct Commits(pub(crate) Client);
 
@@ -108,12 +110,14 @@ impl Client {
             _ => 0,
         };
         let small: Vec<usize> = (0..items.len()).filter(|i| (1..=max).contains(&(items[*i].1.len() as u64))).collect();
+        // Those it refused for want of room go straight to the workers.
+        let mut refused = vec![false; items.len()];
         for group in small.chunks(MAX_BATCH) {
             match self.put_inline_many(group.iter().map(|i| &items[*i]), opts).await {
                 Ok(results) => {
                     for (i, r) in group.iter().zip(results) {
                         match r {
-                            Err(e) if e.kind == ErrorKind::PoolFull => {}
+                            Err(e) if e.kind == ErrorKind::PoolFull => refused[*i] = true,
                             r => out[*i] = Some(r),
                         }
                     }
@@ -121,12 +125,14 @@ impl Client {
                 Err(e) => tracing::debug!("small files written one by one: {e}"),
             }
         }
-        let rest: Vec<(usize, (String, Bytes))> =
-            items.into_iter().enumerate().filter(|(i, _)| out[*i].is_none()).collect();
+        let rest: Vec<(usize, (String, Bytes, bool))> = (items.into_iter().zip(refused).enumerate())
+            .filter(|(i, _)| out[*i].is_none())
+            .map(|(i, ((path, data), refused))| (i, (path, data, !refused)))
+            .collect();
         let (c, opts) = (self.clone(), opts.clone());
-        let done = each(rest.iter().map(|(_, item)| item.clone()).collect(), move |(path, data)| {
+        let done = each(rest.iter().map(|(_, item)| item.clone()).collect(), move |(path, data, inline)| {
             let (c, opts) = (c.clone(), opts.clone());
-            async move { c.put_bytes(&path, data, &opts).await }
+            async move { c.put_bytes_as(&path, data, &opts, inline).await }
         })
         .await;
         for ((i, _), r) in rest.iter().zip(done) {
@@ -175,7 +181,10 @@ impl Client {
     /// several at once: one result per path, in the order given.
     pub async fn get_many(&self, paths: Vec<String>) -> Vec<Result<Vec<u8>>> {
         let mut out: Vec<Option<Result<Vec<u8>>>> = (0..paths.len()).map(|_| None).collect();
-        // One request stats many: small files held inline come back with it.
+        // One request stats many: small files held inline come back with
+        // it; the others are read as stat'ed there (asked again only if
+        // their batch could not be).
+        let mut stated: Vec<Option<InodeInfo>> = (0..paths.len()).map(|_| None).collect();
         for (g, group) in paths.chunks(MAX_BATCH).enumerate() {
             let infos = match self.coord(CoordRequest::StatMany { paths: group.to_vec() }).await {
                 Ok(CoordResponse::Infos(i)) if i.len() == group.len() => i,
@@ -183,22 +192,39 @@ impl Client {
             };
             for (j, (info, path)) in infos.into_iter().zip(group).enumerate() {
                 let i = g * MAX_BATCH + j;
-                out[i] = match info {
-                    Err(e) => Some(Err(e)),
-                    Ok(info) => match check_readable(path, &info) {
-                        Err(e) => Some(Err(e)),
-                        // Beneath an attachment the object is checked first: read as any file.
-                        Ok(()) if info.origin.is_some() => None,
-                        Ok(()) => whole_inline(path, &info).transpose(),
+                match info.and_then(|info| check_readable(path, &info).map(|()| info)) {
+                    Err(e) => out[i] = Some(Err(e)),
+                    // Beneath an attachment the object is checked first (`bytes_of`).
+                    Ok(info) if info.origin.is_some() => stated[i] = Some(info),
+                    Ok(info) => match whole_inline(path, &info).transpose() {
+                        Some(r) => out[i] = Some(r),
+                        None => stated[i] = Some(info),
                     },
-                };
+                }
             }
         }
-        let rest: Vec<(usize, String)> = paths.into_iter().enumerate().filter(|(i, _)| out[*i].is_none()).collect();
+        // Small files on the workers, many to a request (`read_many.rs`).
+        let small: Vec<(usize, &InodeInfo)> =
+            stated.iter().enumerate().filter_map(|(i, s)| s.as_ref().map(|info| (i, info))).collect();
+        let infos: Vec<&InodeInfo> = small.iter().map(|(_, info)| *info).collect();
+        for ((i, _), read) in small.iter().zip(self.read_small_many(&infos).await) {
+            out[*i] = read.map(Ok);
+        }
+        let rest: Vec<(usize, (String, Option<InodeInfo>))> =
+            paths.into_iter().zip(stated).enumerate().filter(|(i, _)| out[*i].is_none()).collect();
         let c = self.clone();
-        let done = each(rest.iter().map(|(_, p)| p.clone()).collect(), move |path| {
+        let done = each(rest.iter().map(|(_, item)| item.clone()).collect(), move |(path, info)| {
             let c = c.clone();
-            async move { c.get_bytes(&path).await }
+            async move {
+                match info {
+                    // Stat'ed a while ago: a file changed since is read as it is now.
+                    Some(info) => match c.bytes_of(&path, &info).await {
+                        Err(e) if matches!(e.kind, ErrorKind::Stale | ErrorKind::Lost) => c.get_bytes(&path).await,
+                        r => r,
+                    },
+                    None => c.get_bytes(&path).await,
+                }
+            }
         })
         .await;
         for ((i, _), r) in rest.iter().zip(done) {

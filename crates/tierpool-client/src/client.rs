@@ -51,7 +51,7 @@ pub struct ClientConfig {
     /// file system keeps changes in memory until an `fsync`, which then
     /// calls [`Client::sync_log`]. For the mount; off by default.
     pub written: bool,
-    /// Stats and small-file commits this client lets travel alone at once;
+    /// Stats and new files' commits this client lets travel alone at once;
     /// calls made while that many are in flight go to the coordinator
     /// together, as one `StatMany` or `MetaMany`, when one comes back (see
     /// `coalesce.rs`). 0: every call alone. By default `$TIERPOOL_COALESCE`,
@@ -59,7 +59,7 @@ pub struct ClientConfig {
     pub coalesce: usize,
 }
 
-/// Stats and small-file commits in flight alone before calls are batched.
+/// Stats and new files' commits in flight alone before calls are batched.
 pub const DEFAULT_COALESCE: usize = 4;
 
 /// `$TIERPOOL_COALESCE`, else [`DEFAULT_COALESCE`] (said so if it is not a number).
@@ -75,11 +75,15 @@ fn coalesce_from_env() -> usize {
 
 /// Calls of a client that shared a request with others, so far, by kind.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Coalesced {
     /// `stat`s (small gets among them) sent in a `StatMany`.
     pub stats: u64,
-    /// Small-file commits sent in a `MetaMany`.
+    /// New files' commits sent in a `MetaMany`.
     pub commits: u64,
+    /// Files read from the workers many to a request (`get_many`'s
+    /// `GetChunks`).
+    pub reads: u64,
 }
 
 /// This machine's hostname (empty if unknown).
@@ -113,12 +117,15 @@ impl ClientConfig {
         }
     }
 
-    fn pool_config(&self, credentials: &Credentials, max_idle: usize) -> PoolConfig {
+    /// Connections to one server: at most `max_open` at once (calls
+    /// beyond wait their turn), `max_idle` of them kept between calls.
+    fn pool_config(&self, credentials: &Credentials, max_open: usize, max_idle: usize) -> PoolConfig {
         PoolConfig {
             buffers: None,
             connect_timeout: self.connect_timeout,
             request_timeout: self.request_timeout,
             max_idle,
+            max_open,
             credentials: credentials.clone(),
             local: tierpool_net::local::enabled(),
         }
@@ -144,8 +151,10 @@ pub(crate) struct Inner {
     pub(crate) dir_placing: crate::dir_placing::DirPlacing,
     /// Concurrent `stat`s, batched beyond `cfg.coalesce` in flight.
     stats: Arc<Lane<String, InodeInfo>>,
-    /// Concurrent commits of small files, batched likewise.
+    /// Concurrent commits of new files, batched likewise.
     pub(crate) commits: Arc<Lane<MetaOp, MetaReply>>,
+    /// Files read many to a request from the workers, so far.
+    pub(crate) read_many: std::sync::atomic::AtomicU64,
     /// Where whole chunks read from workers arrive, and whole chunks
     /// written are copied, kept for the next ones: a fresh buffer costs a
     /// page fault per page.
@@ -159,6 +168,16 @@ pub struct Client {
 }
 
 const ID_BATCH: u64 = 256;
+
+/// Connections a client holds to each worker at most: its calls beyond
+/// wait for one to come free (a batch of many small files would otherwise
+/// open, and close again, one per call). Kept between calls as well, so a
+/// steady load reuses them all. Calls to the coordinator are not held
+/// back (lease renewals and change polls must not wait behind others;
+/// the lanes of `coalesce.rs` bound the bulk of them), and 32 of its
+/// connections are kept.
+pub(crate) const WORKER_CONNECTIONS: usize = 64;
+const COORD_IDLE: usize = 32;
 
 /// Reserved inode ids not used yet (`next..end`), and when they were reserved.
 struct IdBatch {
@@ -187,7 +206,10 @@ impl Client {
     /// `Unauthenticated` error naming the coordinator.
     pub async fn connect(cfg: ClientConfig) -> Result<Client> {
         let credentials = cfg.credentials()?;
-        let coord = Pool::new(cfg.coordinator.clone(), cfg.pool_config(&credentials, 32));
+        let coord = Pool::new(
+            cfg.coordinator.clone(),
+            cfg.pool_config(&credentials, tierpool_net::DEFAULT_MAX_OPEN, COORD_IDLE),
+        );
         let coalesce = cfg.coalesce;
         // As many as one transfer has in flight.
         let chunk_buffers = ChunkBuffers::new(DEFAULT_CHUNK_SIZE as usize, cfg.window.max(1));
@@ -205,6 +227,7 @@ impl Client {
                 dir_placing: Default::default(),
                 stats: Arc::new(Lane::new(coalesce, COALESCED_MAX)),
                 commits: Arc::new(Lane::new(coalesce, COALESCED_MAX)),
+                read_many: Default::default(),
                 chunk_buffers,
             }),
         };
@@ -231,7 +254,8 @@ impl Client {
     /// by `tierpool bench --connections`.
     pub async fn ping_fresh(&self) -> Result<()> {
         let cfg = &self.inner.cfg;
-        let fresh: Pool<Coordinator> = Pool::new(cfg.coordinator.clone(), cfg.pool_config(&self.inner.credentials, 0));
+        let fresh: Pool<Coordinator> =
+            Pool::new(cfg.coordinator.clone(), cfg.pool_config(&self.inner.credentials, 1, 0));
         match fresh.call(&CoordRequest::Ping, &[], false).await?.0 {
             CoordResponse::Pong => Ok(()),
             other => Err(unexpected(other)),
@@ -311,14 +335,19 @@ impl Client {
         self.inner.stats.call(path.to_string(), Stats(self.clone())).await
     }
 
-    /// Stats and small-file commits of this client that were sent in a
+    /// Stats and new files' commits of this client that were sent in a
     /// request with others (`ClientConfig::coalesce`), so far.
     pub fn coalesced(&self) -> Coalesced {
-        Coalesced { stats: self.inner.stats.shared(), commits: self.inner.commits.shared() }
+        Coalesced {
+            stats: self.inner.stats.shared(),
+            commits: self.inner.commits.shared(),
+            reads: self.inner.read_many.load(std::sync::atomic::Ordering::Relaxed),
+        }
     }
 
-    /// `MetaOp::CommitInline` as this client's owner; concurrent ones share requests.
-    pub(crate) async fn commit_inline(&self, op: MetaOp) -> Result<MetaReply> {
+    /// A new file's commit (`MetaOp::CommitInline`, `CommitFile`) as this
+    /// client's owner; concurrent ones share requests.
+    pub(crate) async fn commit(&self, op: MetaOp) -> Result<MetaReply> {
         self.inner.commits.call(op, Commits(self.clone())).await
     }
 
@@ -457,7 +486,7 @@ impl Client {
         let mut w = self.inner.workers.lock();
         w.entry((id, addr.to_string()))
             .or_insert_with(|| {
-                let cfg = self.inner.cfg.pool_config(&self.inner.credentials, 64);
+                let cfg = self.inner.cfg.pool_config(&self.inner.credentials, WORKER_CONNECTIONS, WORKER_CONNECTIONS);
                 let cfg = PoolConfig { buffers: Some(self.inner.chunk_buffers.clone()), ..cfg };
                 Arc::new(Pool::new(addr.to_string(), cfg))
             })

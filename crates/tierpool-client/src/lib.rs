@@ -21,6 +21,7 @@ mod inode;
 mod lease;
 mod placing;
 mod read;
+mod read_many;
 mod region;
 mod region_handle;
 mod replicas;

@@ -162,11 +162,16 @@ impl Client {
     /// The whole file in memory (for small files and tests).
     pub async fn get_bytes(&self, path: &str) -> Result<Vec<u8>> {
         let info = self.stat(path).await?;
-        check_readable(path, &info)?;
-        self.check_origin(path, &info).await?;
+        self.bytes_of(path, &info).await
+    }
+
+    /// The whole file `info` (`path`'s inode as just stat'ed) in memory.
+    pub(crate) async fn bytes_of(&self, path: &str, info: &InodeInfo) -> Result<Vec<u8>> {
+        check_readable(path, info)?;
+        self.check_origin(path, info).await?;
         // Sized once and filled in place: no regrowth, one copy per byte.
         let mut out = vec![0u8; info.size as usize];
-        let n = self.read_at(path, &info, 0, &mut out).await?;
+        let n = self.read_at(path, info, 0, &mut out).await?;
         out.truncate(n);
         Ok(out)
     }

@@ -54,7 +54,8 @@ impl Client {
             Ok((WorkerResponse::Busy, _)) => Outcome::Retry(format!("worker {w} is handing its partition over")),
             Ok((resp, data)) => Outcome::Answer(resp, data),
             Err(e) if matches!(e.kind, ErrorKind::Unavailable | ErrorKind::NotFound | ErrorKind::Corrupt) => {
-                if e.kind == ErrorKind::Unavailable {
+                // This client's own connections all busy says nothing of the worker.
+                if e.kind == ErrorKind::Unavailable && !tierpool_net::stayed_busy(&e) {
                     self.inner.suspects.lock().insert(w, Instant::now());
                 }
                 let what = match e.kind {
@@ -232,7 +233,7 @@ impl Client {
     /// The workers holding a replica of `key`, nearest first, in classes
     /// of equally near ones: on this client's host, in its rack, the
     /// others (each in replica order), then those that failed lately.
-    fn nearest(&self, layout: &Layout, key: ChunkKey) -> Vec<Vec<WorkerId>> {
+    pub(crate) fn nearest(&self, layout: &Layout, key: ChunkKey) -> Vec<Vec<WorkerId>> {
         let holders = layout.table.holders(layout.table.partition(key));
         let (host, rack) = (&self.inner.cfg.host, &self.inner.cfg.rack);
         let suspects = {

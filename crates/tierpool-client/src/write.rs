@@ -58,9 +58,14 @@ pub struct FileWriter {
     /// Whether `placing` is the directory's (settled at close).
     inherited: bool,
     tasks: JoinSet<Result<()>>,
+    /// Whether a file that fits in the metadata is offered to it at close.
+    inline: bool,
     /// Keeps the stored chunks from being taken for a dead writer's.
     _lease: WriteLease,
 }
+
+/// Chunks a file may have for its commit to share a request with others.
+const SHARED_COMMIT_CHUNKS: usize = 256;
 
 impl Client {
     /// Starts writing a new file at `path` (published on `close`).
@@ -84,6 +89,7 @@ impl Client {
             placing,
             inherited,
             tasks: JoinSet::new(),
+            inline: true,
         })
     }
 
@@ -122,7 +128,20 @@ impl Client {
 
     /// Writes `data` to `path`.
     pub async fn put_bytes(&self, path: &str, data: Bytes, opts: &PutOptions) -> Result<InodeInfo> {
+        self.put_bytes_as(path, data, opts, true).await
+    }
+
+    /// `put_bytes`; unless `inline`, a small file is stored on the workers
+    /// without being offered to the metadata first (which just refused it).
+    pub(crate) async fn put_bytes_as(
+        &self,
+        path: &str,
+        data: Bytes,
+        opts: &PutOptions,
+        inline: bool,
+    ) -> Result<InodeInfo> {
         let mut w = self.create(path, opts).await?;
+        w.inline = inline;
         if let Err(e) = w.write_bytes(data).await {
             w.abort().await;
             return Err(e);
@@ -228,7 +247,7 @@ impl FileWriter {
     /// written whole (nothing sent yet) is committed with its bytes, which
     /// the metadata keeps, if the coordinator takes it.
     pub async fn close(mut self) -> Result<InodeInfo> {
-        if self.checksums.is_empty() && !self.buf.is_empty() {
+        if self.inline && self.checksums.is_empty() && !self.buf.is_empty() {
             if let Some(info) = self.close_inline().await? {
                 return Ok(info);
             }
@@ -248,6 +267,9 @@ impl FileWriter {
             self.client.discard_inode(self.inode).await;
             return Err(e);
         }
+        // A commit of a few chunks shares a request with others; a large
+        // file's (a checksum per chunk) goes alone, never near a frame's limit.
+        let shared = self.checksums.len() <= SHARED_COMMIT_CHUNKS;
         let op = MetaOp::CommitFile {
             path: self.path.clone(),
             inode: self.inode,
@@ -259,7 +281,11 @@ impl FileWriter {
             mode: self.opts.mode,
             overwrite: self.opts.overwrite,
         };
-        let info = match self.client.meta(op).await {
+        let committed = match shared {
+            true => self.client.commit(op).await,
+            false => self.client.meta(op).await,
+        };
+        let info = match committed {
             Ok(MetaReply::Info(i)) if self.inherited => {
                 self.client.settle(&self.path, &i, self.placing).await.map_err(|e| e.context(&self.path))?;
                 i
@@ -267,7 +293,15 @@ impl FileWriter {
             Ok(MetaReply::Info(i)) => i,
             Ok(other) => return Err(unexpected_meta(other)),
             Err(e) => {
-                self.client.discard_inode(self.inode).await;
+                // Refused: nothing names the chunks. A commit that may have
+                // been made (no answer came) keeps them; if it was not, they
+                // are orphans once this writer's lease lapses, swept then.
+                let unanswered = matches!(e.kind, ErrorKind::Unavailable | ErrorKind::Protocol)
+                    && !tierpool_net::Connection::never_sent(&e);
+                match unanswered {
+                    true => tracing::warn!("{}: no answer to its commit ({e}); its chunks are kept", self.path),
+                    false => self.client.discard_inode(self.inode).await,
+                }
                 return Err(e);
             }
         };
@@ -293,7 +327,7 @@ impl FileWriter {
             mode: self.opts.mode,
             overwrite: self.opts.overwrite,
         };
-        let info = match self.client.commit_inline(op).await {
+        let info = match self.client.commit(op).await {
             Ok(MetaReply::Info(i)) => with_bytes(i, data),
             Ok(other) => return Err(unexpected_meta(other)),
             Err(e) if e.kind == ErrorKind::PoolFull => {

@@ -9,9 +9,18 @@
 //! been idle less than [`REUSE_WITHIN`] and the server has not closed it;
 //! otherwise the call opens a fresh one. That keeps a request that must
 //! not be retried from being sent into a connection the server just closed.
+//!
+//! At most [`PoolConfig::max_open`] calls are in flight at once; further
+//! calls wait their turn (within their `request_timeout`). A call opens a
+//! connection only when none is idle, so with `max_idle <= max_open` the
+//! pool never holds more than `max_open` connections to its server: many
+//! tasks calling at once share them rather than opening (and, past
+//! `max_idle`, closing again) one each, which would cost every call a
+//! handshake and could fill the server's `max_connections`.
 
 use crate::auth::Credentials;
 use crate::buffers::ChunkBuffers;
+use crate::conn::CONNECT_FAILED;
 use crate::Connection;
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -20,6 +29,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tierpool_proto::Service;
 use tierpool_types::{Error, ErrorKind, Result};
+use tokio::sync::Semaphore;
+
+/// Calls in flight at once by default: as many connections as a server
+/// takes by default (`Limits::max_connections`), so no cap in practice.
+pub const DEFAULT_MAX_OPEN: usize = 1024;
+
+/// Ends the error of a call that found every connection of its pool busy
+/// for its whole timeout (see [`stayed_busy`]).
+const STAYED_BUSY: &str = "connections stayed busy";
 
 /// Idle connections older than this are not reused: well below a server's
 /// default `idle_timeout`, so the server does not close one as it is reused.
@@ -30,7 +48,11 @@ pub struct PoolConfig {
     /// Bounds the TCP connect, and then the handshake.
     pub connect_timeout: Duration,
     pub request_timeout: Duration,
+    /// Idle connections kept (at most `max_open` are useful).
     pub max_idle: usize,
+    /// Calls in flight at once, so connections open at once (at least 1;
+    /// [`DEFAULT_MAX_OPEN`] by default).
+    pub max_open: usize,
     /// What new connections prove themselves with.
     pub credentials: Credentials,
     /// Whether new connections try the server's local socket first
@@ -55,11 +77,20 @@ impl Default for PoolConfig {
             connect_timeout: Duration::from_secs(3),
             request_timeout: Duration::from_secs(60),
             max_idle: 32,
+            max_open: DEFAULT_MAX_OPEN,
             credentials: Credentials::none(),
             local: crate::local::enabled(),
             buffers: None,
         }
     }
+}
+
+/// Whether `e` is a call's that never left because every connection of
+/// its pool stayed busy (this client's own load, not the server's state).
+/// Such a call never reached the server: [`Connection::never_sent`] holds
+/// for it too.
+pub fn stayed_busy(e: &Error) -> bool {
+    Connection::never_sent(e) && e.message.contains(STAYED_BUSY)
 }
 
 /// Connections to one server of service `S`.
@@ -68,12 +99,15 @@ pub struct Pool<S: Service> {
     cfg: PoolConfig,
     /// Idle connections, each with the moment it went idle, oldest first.
     idle: Mutex<Vec<(Connection, Instant)>>,
+    /// One permit per call that may be in flight (`max_open`).
+    turns: Semaphore,
     _service: PhantomData<S>,
 }
 
 impl<S: Service> Pool<S> {
     pub fn new(addr: impl Into<String>, cfg: PoolConfig) -> Pool<S> {
-        Pool { addr: addr.into(), cfg, idle: Mutex::new(Vec::new()), _service: PhantomData }
+        let turns = Semaphore::new(cfg.max_open.clamp(1, Semaphore::MAX_PERMITS));
+        Pool { addr: addr.into(), cfg, idle: Mutex::new(Vec::new()), turns, _service: PhantomData }
     }
 
     pub fn addr(&self) -> &str {
@@ -84,6 +118,18 @@ impl<S: Service> Pool<S> {
     /// out dead, try once more on a fresh one (only for idempotent requests).
     /// An error answer is returned as `Err`.
     pub async fn call(&self, req: &S::Request, payload: &[u8], retry_stale: bool) -> Result<(S::Response, Bytes)> {
+        let _turn = match tokio::time::timeout(self.cfg.request_timeout, self.turns.acquire()).await {
+            Ok(turn) => turn.expect("the pool's semaphore is never closed"),
+            Err(_) => {
+                return Err(Error::new(
+                    ErrorKind::Unavailable,
+                    format!(
+                        "{CONNECT_FAILED} {}: all {} {STAYED_BUSY} for {:?}",
+                        self.addr, self.cfg.max_open, self.cfg.request_timeout
+                    ),
+                ))
+            }
+        };
         let reused = self.take_idle(!retry_stale);
         let was_reused = reused.is_some();
         let conn = match reused {

@@ -1,6 +1,6 @@
 //! A pool does not send a request into a connection its server has
 //! already dropped for idling: a request that may not be retried still
-//! goes through.
+//! goes through. Many calls at once share at most `max_open` connections.
 
 mod common;
 
@@ -8,7 +8,7 @@ use common::*;
 use std::time::Duration;
 use tierpool_net::{ChunkBuffers, Dropped, Limits, Pool, PoolConfig};
 use tierpool_proto::{Worker, WorkerRequest, WorkerResponse};
-use tierpool_types::{ChunkKey, InodeId};
+use tierpool_types::{ChunkAttrs, ChunkKey, ErrorKind, InodeId};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_the_server_dropped_while_idle_is_not_reused() {
@@ -52,4 +52,51 @@ async fn answers_of_a_whole_chunk_arrive_in_kept_buffers_with_their_own_bytes() 
     let (_, bytes) = pool.call(&req, &[], true).await.unwrap();
     assert_eq!(bytes, chunk_bytes(key));
     assert_eq!((buffers.stats().fresh, buffers.stats().reused, buffers.stats().lent), (1, 2, 0));
+}
+
+fn put(index: u64) -> WorkerRequest {
+    let key = ChunkKey { inode: InodeId(1), index, version: 1, home: None };
+    WorkerRequest::PutChunk { key, checksum: 0, attrs: ChunkAttrs::default(), table: 0 }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_at_once_beyond_max_open_wait_their_turn_on_the_same_connections() {
+    // Each put is held 30 ms by the server, so the 40 calls overlap.
+    let (addr, stats) = start(Limits::default(), Duration::from_millis(30)).await;
+    let cfg = PoolConfig { max_open: 3, max_idle: 3, ..PoolConfig::with(secret()) };
+    let pool = std::sync::Arc::new(Pool::<Worker>::new(addr, cfg));
+    let calls: Vec<_> = (0..40u64)
+        .map(|i| {
+            let pool = pool.clone();
+            tokio::spawn(async move { pool.call(&put(i), &vec![7; i as usize], false).await })
+        })
+        .collect();
+    for (i, call) in calls.into_iter().enumerate() {
+        let (r, _) = call.await.unwrap().unwrap();
+        assert_eq!(r, WorkerResponse::Deleted { chunks: i as u64 }, "call {i}: its own payload's length");
+    }
+    let s = stats.snapshot();
+    assert_eq!(s.connections_accepted, 3, "three connections carried every call");
+    // A call that finds every turn taken for its whole timeout gives up,
+    // naming why. One connection, made ahead (so holding it starts at
+    // once); two puts take it in turn, each held until it times out (the
+    // server holds a put 3 s), and a ping waiting behind both gives up first.
+    let cfg = PoolConfig { max_open: 1, request_timeout: Duration::from_secs(1), ..PoolConfig::with(secret()) };
+    let (addr, _) = start(Limits::default(), Duration::from_secs(3)).await;
+    let pool = std::sync::Arc::new(Pool::<Worker>::new(addr.clone(), cfg));
+    pool.call(&WorkerRequest::Ping, &[], false).await.unwrap();
+    let mut calls = Vec::new();
+    for i in 0..2 {
+        let pool = pool.clone();
+        calls.push(tokio::spawn(async move { pool.call(&put(i), &[], false).await }));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let e = pool.call(&WorkerRequest::Ping, &[], true).await.unwrap_err();
+    assert_eq!(e.message, format!("cannot connect to {addr}: all 1 connections stayed busy for 1s"));
+    assert!(tierpool_net::stayed_busy(&e) && tierpool_net::Connection::never_sent(&e), "{e}");
+    for call in calls {
+        let e = call.await.unwrap().unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Unavailable);
+        assert!(!tierpool_net::stayed_busy(&e), "{e}");
+    }
 }

@@ -18,7 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 use tierpool_placement::PartitionTable;
-use tierpool_types::{Checksum, ChunkAttrs, ChunkKey, InodeId};
+use tierpool_types::{Checksum, ChunkAttrs, ChunkKey, Error, ErrorKind, InodeId, Result};
 
 use crate::status::WorkerStats;
 
@@ -96,6 +96,12 @@ pub enum WorkerRequest {
     /// `from` (same length and checksum). `to` is replaced if it exists.
     /// `ChunkCopied`; `NotFound` if `from` is absent.
     CopyChunk { from: ChunkKey, to: ChunkKey, unless: Option<ChunkKey>, table: u64 },
+    /// The bytes of many chunks at once (small files read many to a
+    /// request), each as a `GetChunk` would give it: `Fetched`, for as many
+    /// of the first keys as fit in one answer, `None` for a key this worker
+    /// does not serve now (not stored, moved, handed over, or damaged:
+    /// dropped as reported). At most [`crate::MAX_BATCH`] keys.
+    GetChunks { keys: Vec<ChunkKey> },
 }
 
 impl WorkerRequest {
@@ -112,6 +118,30 @@ impl WorkerRequest {
         }
         r
     }
+}
+
+/// A chunk of a `Fetched` answer: its key, and its bytes and checksum if
+/// they came.
+pub type FetchedChunk = (ChunkKey, Option<(bytes::Bytes, Checksum)>);
+
+/// The chunks of a `Fetched` answer with their bytes, cut from `payload`
+/// in order (`None` for a key not stored or not served there), each with
+/// the checksum the answer gives; `Protocol` if one runs past the payload.
+pub fn fetched_bytes(
+    chunks: &[(ChunkKey, Option<(u64, Checksum)>)],
+    payload: &bytes::Bytes,
+) -> Result<Vec<FetchedChunk>> {
+    let mut at = 0usize;
+    (chunks.iter())
+        .map(|(key, stored)| {
+            let Some((len, checksum)) = stored else { return Ok((*key, None)) };
+            let end = (at.checked_add(*len as usize).filter(|e| *e <= payload.len()))
+                .ok_or_else(|| Error::new(ErrorKind::Protocol, "a fetched chunk runs past the payload"))?;
+            let data = payload.slice(at..end);
+            at = end;
+            Ok((*key, Some((data, *checksum))))
+        })
+        .collect()
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -151,9 +181,10 @@ pub enum WorkerResponse {
         chunks: Vec<(ChunkKey, u64)>,
         next: Option<ChunkKey>,
     },
-    /// The first keys asked for, each with its length and checksum, or
-    /// `None` if it is not stored (deleted meanwhile). Payload: the stored
-    /// chunks' bytes, concatenated in this order.
+    /// The first keys asked for (by `Fetch` or `GetChunks`), each with its
+    /// length and checksum, or `None` if it is not stored (deleted
+    /// meanwhile) or, for `GetChunks`, not served here now. Payload: the
+    /// stored chunks' bytes, concatenated in this order.
     Fetched {
         chunks: Vec<(ChunkKey, Option<(u64, Checksum)>)>,
     },

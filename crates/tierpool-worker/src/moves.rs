@@ -225,22 +225,17 @@ impl Copier<'_> {
                 (WorkerResponse::Fetched { chunks }, payload) if !chunks.is_empty() => (chunks, payload),
                 (other, _) => return Err(unexpected(other)),
             };
-            let mut at = 0usize;
-            for (key, stored) in &answers {
+            for (key, stored) in tierpool_proto::fetched_bytes(&answers, &payload)? {
                 match stored {
-                    Some((len, checksum)) => {
-                        let end = at.checked_add(*len as usize).filter(|e| *e <= payload.len()).ok_or_else(|| {
-                            Error::new(ErrorKind::Protocol, "a fetched chunk runs past the payload".to_string())
-                        })?;
-                        let data: Bytes = payload.slice(at..end);
-                        at = end;
-                        block_in_place(|| self.svc.tiers.replace(*key, data, *checksum))?;
+                    Some((data, checksum)) => {
+                        let len = data.len() as u64;
+                        block_in_place(|| self.svc.tiers.replace(key, data, checksum))?;
                         self.chunks += 1;
                         self.bytes += len;
-                        self.svc.bytes_moved_in.fetch_add(*len, Ordering::Relaxed);
+                        self.svc.bytes_moved_in.fetch_add(len, Ordering::Relaxed);
                     }
                     None => {
-                        block_in_place(|| self.svc.tiers.delete(*key))?;
+                        block_in_place(|| self.svc.tiers.delete(key))?;
                     }
                 }
             }

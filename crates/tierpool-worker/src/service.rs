@@ -11,7 +11,7 @@
 //! partition serves it (the moving of partitions is in `moves`).
 
 use crate::routing::{Admit, Routing};
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -235,6 +235,40 @@ impl WorkerService {
         Ok((WorkerResponse::Chunk, data))
     }
 
+    /// Each key as `get_chunk` serves it, as many of the first as fit in
+    /// one answer; a key not served now (absent, moved, handed over,
+    /// damaged, unreadable) is `None`, and its reader asks for it alone.
+    /// A damaged copy is left for that `GetChunk` to drop as it reports it,
+    /// so the reader writes the good bytes back here.
+    fn get_chunks(&self, keys: &[ChunkKey]) -> Answer {
+        if keys.len() > tierpool_proto::MAX_BATCH {
+            return Err(Error::invalid(format!(
+                "{} chunks asked at once; at most {}",
+                keys.len(),
+                tierpool_proto::MAX_BATCH
+            )));
+        }
+        let (mut chunks, mut payload) = (Vec::with_capacity(keys.len()), BytesMut::new());
+        for key in keys {
+            let served = self.routed(*key, None, || {
+                let found = self.tiers.try_get_in_mem(*key).map(Ok);
+                Ok((WorkerResponse::Chunk, found.unwrap_or_else(|| block_in_place(|| self.tiers.get(*key)))?))
+            });
+            match served {
+                Ok((WorkerResponse::Chunk, data)) => {
+                    if !payload.is_empty() && payload.len() + data.len() > tierpool_proto::MAX_PAYLOAD_LEN as usize {
+                        break;
+                    }
+                    self.bytes_read.fetch_add(data.len() as u64, Ordering::Relaxed);
+                    chunks.push((*key, Some((data.len() as u64, crc32c::crc32c(&data)))));
+                    payload.extend_from_slice(&data);
+                }
+                Ok(_) | Err(_) => chunks.push((*key, None)),
+            }
+        }
+        Ok((WorkerResponse::Fetched { chunks }, payload.freeze()))
+    }
+
     fn delete_inodes(&self, inodes: &[InodeId]) -> Answer {
         let chunks = block_in_place(|| self.tiers.delete_inodes(inodes))?;
         Ok((WorkerResponse::Deleted { chunks }, Bytes::new()))
@@ -331,6 +365,7 @@ impl WorkerService {
                 self.routed(key, Some(table), || self.put_chunk(key, checksum, attrs, payload))
             }
             WorkerRequest::GetChunk { key, mem_only } => self.routed(key, None, || self.get_chunk(key, mem_only)),
+            WorkerRequest::GetChunks { keys } => self.get_chunks(&keys),
             WorkerRequest::DeleteInodes { inodes } => self.delete_inodes(&inodes),
             WorkerRequest::DeleteChunks { keys } => self.delete_chunks(&keys),
             WorkerRequest::SetAttrs { changes, replace } => self.set_attrs(&changes, replace),

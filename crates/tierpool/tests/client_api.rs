@@ -3,7 +3,9 @@
 //! whose idea of a directory's copies is stale still leaves each file
 //! with the copies it keeps; batches report each item in order (small
 //! files many to a request, the others one by one), and so do single
-//! calls that tasks make at once and that share requests; writers
+//! calls that tasks make at once and that share requests (files stored
+//! on the workers too), and a batch past the metadata's room for small
+//! files stores the rest on the workers with exact bytes; writers
 //! are never taken for dead ones, however old their reserved ids. Whole
 //! chunks written and read go through buffers the client keeps, each
 //! file keeping its own bytes.
@@ -254,6 +256,104 @@ fn concurrent_small_puts_and_stats_share_requests_and_each_gets_its_own_result()
             }
         }
         assert_eq!(alone.coalesced(), Default::default());
+    });
+}
+
+/// A batch past the metadata's room for small files: what it refuses is
+/// stored on the workers, and every file reads back exact, each batch
+/// item with its own result. Files on the workers written at once by many
+/// tasks share their commits' requests, a failing one failing alone.
+#[test]
+fn batches_past_the_inline_room_and_files_on_the_workers_keep_their_own_results() {
+    use tierpool_types::ErrorKind;
+    let pool = Pool::start_with(2, "16MiB", "64MiB", &["--inline-total", "40000"]);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let cfg = tierpool_client::ClientConfig { coalesce: 4, ..pool.client_config() };
+        let c = Client::connect(cfg).await.unwrap();
+        c.mkdir("/r", false).await.unwrap();
+        let items: Vec<(String, Bytes)> =
+            (0..100).map(|i| (format!("/r/f{i}"), Bytes::from(data(i as u64, 1000)))).collect();
+        let put = c.put_many(items.clone(), &PutOptions::default()).await;
+        let inline = |info: &tierpool_client::InodeInfo| info.chunks.first().is_some_and(|r| r.is_inline());
+        let kept: Vec<bool> = put.iter().map(|r| inline(r.as_ref().unwrap())).collect();
+        assert_eq!(kept.iter().filter(|k| **k).count(), 40, "40 files of 1000 bytes fill --inline-total 40000");
+        let st = pool.fresh_status();
+        assert_eq!((st["inline"]["files"].as_u64(), st["inline"]["bytes"].as_u64()), (Some(40), Some(40_000)));
+        assert_eq!(pool.used(), 60 * 1000, "the other 60 are on the workers");
+        let mut paths: Vec<String> = items.iter().map(|(p, _)| p.clone()).collect();
+        paths.insert(70, "/r/missing".into());
+        let got = c.get_many(paths).await;
+        assert_eq!(got[70].as_ref().unwrap_err().kind, ErrorKind::NotFound);
+        for (i, (_, bytes)) in items.iter().enumerate() {
+            let at = if i < 70 { i } else { i + 1 };
+            assert!(got[at].as_ref().unwrap()[..] == bytes[..], "item {i}");
+        }
+        assert_eq!(c.coalesced().reads, 60, "the files on the workers were read many to a request");
+
+        // 300 files past --inline-max written at once, one of them on a taken name.
+        let before = c.coalesced().commits;
+        let opts = PutOptions { overwrite: false, ..PutOptions::default() };
+        let path = |i: usize| if i == 150 { "/r/f0".to_string() } else { format!("/r/w{i}") };
+        let puts: Vec<_> = (0..300)
+            .map(|i| {
+                let (c, opts, p) = (c.clone(), opts.clone(), path(i));
+                tokio::spawn(async move { c.put_bytes(&p, Bytes::from(data(i as u64, 5000 + i)), &opts).await })
+            })
+            .collect();
+        for (i, h) in puts.into_iter().enumerate() {
+            match (i, h.await.unwrap()) {
+                (150, r) => assert_eq!(r.unwrap_err().kind, ErrorKind::AlreadyExists),
+                (_, r) => assert_eq!(r.unwrap_or_else(|e| panic!("put {i}: {e}")).size, (5000 + i) as u64),
+            }
+        }
+        assert!(c.coalesced().commits > before, "300 commits at once shared no request");
+        let got = c.get_many((0..300).map(path).collect()).await;
+        for (i, r) in got.into_iter().enumerate() {
+            match i {
+                150 => assert!(r.unwrap()[..] == data(0, 1000)[..], "the taken name kept its bytes"),
+                _ => assert!(r.unwrap() == data(i as u64, 5000 + i), "file {i}"),
+            }
+        }
+        assert_eq!(c.coalesced().reads, 60 + 299);
+    });
+    // The refused commit's chunks were let go: only the files' own copies remain.
+    let stored: u64 = 60 * 1000 + (0..300u64).filter(|i| *i != 150).map(|i| 5000 + i).sum::<u64>();
+    pool.settle(stored);
+}
+
+/// Small files on the workers read many to a request: with a worker
+/// killed (-9), those whose nearest copy was there are read from the other
+/// copy, one by one, and every file still reads back exact.
+#[test]
+fn small_files_read_many_to_a_request_fall_back_to_other_copies_when_a_worker_dies() {
+    let mut pool = Pool::start_with(2, "16MiB", "64MiB", &["--replicas", "2", "--inline-max", "0"]);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let items: Vec<(String, Bytes)> =
+        (0..200).map(|i| (format!("/k/f{i}"), Bytes::from(data(i as u64, 100 + 37 * i)))).collect();
+    let paths: Vec<String> = items.iter().map(|(p, _)| p.clone()).collect();
+    let c = rt.block_on(async {
+        let c = Client::connect(pool.client_config()).await.unwrap();
+        c.mkdir("/k", false).await.unwrap();
+        let opts = PutOptions { replicas: Some(2), ..PutOptions::default() };
+        for r in c.put_many(items.clone(), &opts).await {
+            assert_eq!(r.unwrap().replicas, 2);
+        }
+        let got = c.get_many(paths.clone()).await;
+        for (i, r) in got.into_iter().enumerate() {
+            assert!(r.unwrap()[..] == items[i].1[..], "file {i}");
+        }
+        assert_eq!(c.coalesced().reads, 200);
+        c
+    });
+    pool.kill_worker(0);
+    rt.block_on(async {
+        let got = c.get_many(paths.clone()).await;
+        for (i, r) in got.into_iter().enumerate() {
+            assert!(r.unwrap_or_else(|e| panic!("file {i}: {e}"))[..] == items[i].1[..], "file {i}");
+        }
+        let through_the_batch = c.coalesced().reads - 200;
+        assert!((1..200).contains(&through_the_batch), "worker 1's own share only: {through_the_batch}");
     });
 }
 

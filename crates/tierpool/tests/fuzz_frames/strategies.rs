@@ -544,6 +544,7 @@ fn worker(sample: &WorkerRequest) -> BoxedStrategy<Req<WorkerRequest>> {
                 .boxed()
         }
         W::Locate { .. } => plain(many(key()).prop_map(|keys| W::Locate { keys }).boxed()),
+        W::GetChunks { .. } => plain(many(key()).prop_map(|keys| W::GetChunks { keys }).boxed()),
         W::Reclaim { .. } => {
             plain((many(inode()), many(key())).prop_map(|(inodes, keys)| W::Reclaim { inodes, keys }).boxed())
         }
