@@ -41,32 +41,11 @@ fn holds(bytes: &[u8], info: &InodeInfo) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tierpool_meta::InodeKind;
     use tierpool_types::{ChunkRef, InodeId};
 
+    /// A file of chunks of 4 bytes.
     fn file(size: u64, chunks: Vec<ChunkRef>) -> InodeInfo {
-        InodeInfo {
-            id: InodeId(3),
-            kind: InodeKind::File,
-            size,
-            chunk_size: 4,
-            mode: 0o644,
-            uid: 0,
-            gid: 0,
-            nlink: 1,
-            atime: 0,
-            mtime: 0,
-            ctime: 0,
-            attrs: Default::default(),
-            replicas: 1,
-            placement: tierpool_types::Placement::Hash,
-            chunks,
-            target: String::new(),
-            rdev: 0,
-            origin: None,
-            inline: None,
-            restoring: None,
-        }
+        crate::test_files::file(InodeId(3), size, 4, chunks)
     }
 
     fn stored(data: &[u8]) -> ChunkRef {

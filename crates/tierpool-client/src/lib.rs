@@ -27,6 +27,8 @@ mod region_handle;
 mod replicas;
 mod replication;
 mod snapshots;
+#[cfg(test)]
+mod test_files;
 mod transaction;
 mod under;
 pub mod view;

@@ -163,28 +163,7 @@ mod tests {
 
     #[test]
     fn only_files_stored_whole_in_one_chunk_on_the_workers_are_read_so() {
-        let info = InodeInfo {
-            id: InodeId(9),
-            kind: InodeKind::File,
-            size: 5,
-            chunk_size: 1 << 22,
-            mode: 0o644,
-            uid: 0,
-            gid: 0,
-            nlink: 1,
-            atime: 0,
-            mtime: 0,
-            ctime: 0,
-            attrs: Default::default(),
-            replicas: 1,
-            placement: tierpool_types::Placement::Hash,
-            chunks: vec![chunk(3, b"hello")],
-            target: String::new(),
-            rdev: 0,
-            origin: None,
-            inline: None,
-            restoring: None,
-        };
+        let info = crate::test_files::file(InodeId(9), 5, 1 << 22, vec![chunk(3, b"hello")]);
         assert_eq!(whole_chunk(&info), Some(info.chunks[0]));
         let mut two = info.clone();
         two.chunks.push(chunk(4, b"x"));
