@@ -13,10 +13,12 @@
 //! tasks of one client make at once (see `coalesce.rs`): [`Stats`] and
 //! [`Commits`] send a lane's calls alone or as one batch. So files stored
 //! on the workers (too large to keep inline, or no room left for them)
-//! share their commits too.
+//! share their commits too; small ones are stored and read many to a
+//! request as well (`write_many.rs`, `read_many.rs`).
 
 use crate::client::{unexpected, unexpected_meta, Client};
 use crate::coalesce::Batches;
+use crate::per_worker::SMALL_MANY_MAX;
 use crate::read::{check_readable, whole_inline};
 use crate::write::{with_bytes, PutOptions};
 use bytes::Bytes;
@@ -29,6 +31,11 @@ use tokio::task::JoinSet;
 
 /// Files a batch works on at once.
 pub const IN_FLIGHT: usize = 64;
+
+/// Small files a batch writes at once (each holds a writer and a lease),
+/// and their bytes at most.
+const WRITERS_AT_ONCE: usize = 1024;
+const WRITERS_BYTES: u64 = 64 << 20;
 
 /// Most calls of one client that share a request.
 pub(crate) const COALESCED_MAX: usize = 64;
@@ -105,9 +112,9 @@ impl Client {
         let mut out: Vec<Option<Result<InodeInfo>>> = (0..items.len()).map(|_| None).collect();
         // Small files first, many to a request; what the metadata does not
         // take (too large, its room full) is written as any file.
-        let max = match (self.layout().await, validate_chunk_size(opts.chunk_size)) {
-            (Ok(l), Ok(cs)) => l.inline_max.min(cs),
-            _ => 0,
+        let (max, layout_known) = match (self.layout().await, validate_chunk_size(opts.chunk_size)) {
+            (Ok(l), Ok(cs)) => (l.inline_max.min(cs), true),
+            _ => (0, false),
         };
         let small: Vec<usize> = (0..items.len()).filter(|i| (1..=max).contains(&(items[*i].1.len() as u64))).collect();
         // Those it refused for want of room go straight to the workers.
@@ -129,6 +136,29 @@ impl Client {
             .filter(|(i, _)| out[*i].is_none())
             .map(|(i, ((path, data), refused))| (i, (path, data, !refused)))
             .collect();
+        // Small files for the workers, their chunks many to a request
+        // (`write_many.rs`), a group of writers at a time.
+        let whole = if layout_known { SMALL_MANY_MAX.min(opts.chunk_size) } else { 0 };
+        let (small, rest): (Vec<_>, Vec<_>) = rest.into_iter().partition(|(_, (_, data, inline))| {
+            let n = data.len() as u64;
+            n <= whole && (!*inline || n > max)
+        });
+        let mut small = small.into_iter().peekable();
+        while small.peek().is_some() {
+            let (mut group, mut bytes) = (Vec::new(), 0);
+            while let Some((_, (_, data, _))) = small.peek() {
+                let n = data.len() as u64;
+                if !group.is_empty() && (group.len() >= WRITERS_AT_ONCE || bytes + n > WRITERS_BYTES) {
+                    break;
+                }
+                bytes += n;
+                group.extend(small.next());
+            }
+            let items = group.iter().map(|(_, (path, data, _))| (path.clone(), data.clone())).collect();
+            for ((i, _), r) in group.iter().zip(self.put_small_many(items, opts).await) {
+                out[*i] = Some(r);
+            }
+        }
         let (c, opts) = (self.clone(), opts.clone());
         let done = each(rest.iter().map(|(_, item)| item.clone()).collect(), move |(path, data, inline)| {
             let (c, opts) = (c.clone(), opts.clone());

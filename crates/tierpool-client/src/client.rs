@@ -84,6 +84,9 @@ pub struct Coalesced {
     /// Files read from the workers many to a request (`get_many`'s
     /// `GetChunks`).
     pub reads: u64,
+    /// Files whose chunk was stored on the workers many to a request
+    /// (`put_many`'s `PutChunks`).
+    pub writes: u64,
 }
 
 /// This machine's hostname (empty if unknown).
@@ -155,6 +158,8 @@ pub(crate) struct Inner {
     pub(crate) commits: Arc<Lane<MetaOp, MetaReply>>,
     /// Files read many to a request from the workers, so far.
     pub(crate) read_many: std::sync::atomic::AtomicU64,
+    /// Files whose chunk was stored many to a request, so far.
+    pub(crate) write_many: std::sync::atomic::AtomicU64,
     /// Where whole chunks read from workers arrive, and whole chunks
     /// written are copied, kept for the next ones: a fresh buffer costs a
     /// page fault per page.
@@ -228,6 +233,7 @@ impl Client {
                 stats: Arc::new(Lane::new(coalesce, COALESCED_MAX)),
                 commits: Arc::new(Lane::new(coalesce, COALESCED_MAX)),
                 read_many: Default::default(),
+                write_many: Default::default(),
                 chunk_buffers,
             }),
         };
@@ -342,6 +348,7 @@ impl Client {
             stats: self.inner.stats.shared(),
             commits: self.inner.commits.shared(),
             reads: self.inner.read_many.load(std::sync::atomic::Ordering::Relaxed),
+            writes: self.inner.write_many.load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 

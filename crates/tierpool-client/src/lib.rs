@@ -19,6 +19,7 @@ mod coalesce;
 mod dir_placing;
 mod inode;
 mod lease;
+mod per_worker;
 mod placing;
 mod read;
 mod read_many;
@@ -33,6 +34,7 @@ mod transaction;
 mod under;
 pub mod view;
 mod write;
+mod write_many;
 mod write_modes;
 
 pub use batch::IN_FLIGHT;

@@ -13,22 +13,12 @@
 //! damaged copy for that read to drop and have written again).
 
 use crate::client::Client;
+use crate::per_worker::{requests, REQUESTS_AT_ONCE, SMALL_MANY_MAX};
 use bytes::Bytes;
 use futures::StreamExt;
-use std::collections::BTreeMap;
 use tierpool_meta::{InodeInfo, InodeKind};
 use tierpool_proto::{WorkerRequest, WorkerResponse};
-use tierpool_types::{Checksum, ChunkKey, ChunkRef, Result, WorkerId};
-
-/// Files at most this large are read many to a request.
-pub(crate) const SMALL_READ_MAX: u64 = 1 << 20;
-/// Bytes one `GetChunks` asks for at most.
-const REQUEST_BYTES: u64 = 8 << 20;
-/// Chunks one `GetChunks` asks for at most.
-const REQUEST_CHUNKS: usize = 64;
-/// `GetChunks` requests in flight at once (other calls of the client to
-/// the same workers keep connections to go on with).
-const REQUESTS_AT_ONCE: usize = 8;
+use tierpool_types::{Checksum, ChunkKey, ChunkRef, Result};
 
 /// One request's files: each file's index, its chunk's key and reference.
 type Ask = Vec<(usize, ChunkKey, ChunkRef)>;
@@ -37,7 +27,7 @@ type Ask = Vec<(usize, ChunkKey, ChunkRef)>;
 /// file read many to a request.
 fn whole_chunk(info: &InodeInfo) -> Option<ChunkRef> {
     match (info.kind, info.chunks.as_slice()) {
-        (InodeKind::File, [r]) if info.origin.is_none() && info.size <= SMALL_READ_MAX => {
+        (InodeKind::File, [r]) if info.origin.is_none() && info.size <= SMALL_MANY_MAX => {
             let stored = !(r.is_hole() || r.is_inline() || r.is_below());
             (stored && r.len == info.size).then_some(*r)
         }
@@ -56,32 +46,24 @@ impl Client {
             return out;
         }
         let Ok(layout) = self.layout().await else { return out };
-        let mut asks: BTreeMap<WorkerId, Vec<Ask>> = BTreeMap::new();
-        for (i, r) in wanted {
+        let nearest = |(i, r): (usize, ChunkRef)| {
             let key = r.key(files[i].id, 0);
-            let Some(&w) = self.nearest(&layout, key).first().and_then(|class| class.first()) else { continue };
-            let requests = asks.entry(w).or_default();
-            let full = requests.last().is_none_or(|last| {
-                last.len() >= REQUEST_CHUNKS || last.iter().map(|(_, _, r)| r.len).sum::<u64>() + r.len > REQUEST_BYTES
-            });
-            if full {
-                requests.push(Vec::new());
-            }
-            requests.last_mut().expect("one was pushed").push((i, key, r));
-        }
-        let calls =
-            asks.into_iter().flat_map(|(w, requests)| requests.into_iter().map(move |ask| (w, ask))).map(|(w, ask)| {
-                let layout = layout.clone();
-                async move {
-                    let Some(rec) = layout.worker(w) else { return (ask, None) };
-                    let req = WorkerRequest::GetChunks { keys: ask.iter().map(|(_, k, _)| *k).collect() };
-                    let answer = self.worker_pool(w, &rec.addr).call(&req, &[], true).await;
-                    if let Err(e) = &answer {
-                        tracing::debug!("{} small files from worker {w}: {e}; read one by one", ask.len());
-                    }
-                    (ask, answer.ok())
+            let w = self.nearest(&layout, key).first().and_then(|class| class.first()).copied();
+            w.map(|w| (w, r.len, (i, key, r)))
+        };
+        let asks = requests(wanted.into_iter().filter_map(nearest));
+        let calls = asks.into_iter().map(|(w, ask)| {
+            let layout = layout.clone();
+            async move {
+                let Some(rec) = layout.worker(w) else { return (ask, None) };
+                let req = WorkerRequest::GetChunks { keys: ask.iter().map(|(_, k, _)| *k).collect() };
+                let answer = self.worker_pool(w, &rec.addr).call(&req, &[], true).await;
+                if let Err(e) = &answer {
+                    tracing::debug!("{} small files from worker {w}: {e}; read one by one", ask.len());
                 }
-            });
+                (ask, answer.ok())
+            }
+        });
         let mut answers = futures::stream::iter(calls).buffer_unordered(REQUESTS_AT_ONCE);
         let mut read = 0;
         while let Some((ask, answer)) = answers.next().await {
@@ -146,7 +128,7 @@ mod tests {
         payload.extend_from_slice(d);
         let short = Bytes::from(payload.clone());
         let e = verified(&ask, &chunks, &short).unwrap_err();
-        assert_eq!(e.message, "a fetched chunk runs past the payload");
+        assert_eq!(e.message, "chunks run past the payload");
         // The same answer whole: only the chunk that matches its commit.
         payload.extend_from_slice(&[0; 50]);
         let got = verified(&ask, &chunks, &Bytes::from(payload)).unwrap();
@@ -172,8 +154,8 @@ mod tests {
         short.size = 9;
         assert_eq!(whole_chunk(&short), None, "a hole after its bytes");
         let mut large = info.clone();
-        (large.size, large.chunks[0].len) = (SMALL_READ_MAX + 1, SMALL_READ_MAX + 1);
-        assert_eq!(whole_chunk(&large), None, "past SMALL_READ_MAX");
+        (large.size, large.chunks[0].len) = (SMALL_MANY_MAX + 1, SMALL_MANY_MAX + 1);
+        assert_eq!(whole_chunk(&large), None, "past SMALL_MANY_MAX");
         let mut dir = info.clone();
         dir.kind = InodeKind::Dir;
         assert_eq!(whole_chunk(&dir), None);

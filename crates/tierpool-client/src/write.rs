@@ -59,9 +59,18 @@ pub struct FileWriter {
     inherited: bool,
     tasks: JoinSet<Result<()>>,
     /// Whether a file that fits in the metadata is offered to it at close.
-    inline: bool,
+    pub(crate) inline: bool,
     /// Keeps the stored chunks from being taken for a dead writer's.
     _lease: WriteLease,
+}
+
+/// The one chunk of a small file, as its writer would store it.
+pub(crate) struct WholeChunk {
+    pub key: ChunkKey,
+    pub checksum: Checksum,
+    pub data: Bytes,
+    /// Copies it keeps.
+    pub copies: u8,
 }
 
 /// Chunks a file may have for its commit to share a request with others.
@@ -220,6 +229,37 @@ impl FileWriter {
             return Ok(());
         }
         self.write(&data).await
+    }
+
+    /// All of a file of one chunk (`data`, at most a chunk, nothing
+    /// written yet), as this writer would store it; stored many to a
+    /// request elsewhere (`write_many.rs`), then noted with `stored` or
+    /// stored here with `unstored`.
+    pub(crate) async fn whole_chunk(&mut self, data: Bytes) -> Result<WholeChunk> {
+        if self.size != 0 || data.is_empty() || data.len() as u64 > self.opts.chunk_size {
+            return Err(Error::internal(format!("{}: not a file of one whole chunk", self.path)));
+        }
+        let home = self.client.home_for(self.placing.placement, self.inode, 0).await?;
+        let key = ChunkKey { home, ..ChunkKey::hashed(self.inode, 0, 1) };
+        self.size = data.len() as u64;
+        Ok(WholeChunk { key, checksum: crc32c::crc32c(&data), data, copies: self.placing.copies })
+    }
+
+    /// `chunk` (from `whole_chunk`) is stored on every worker that is to
+    /// hold a copy of it.
+    pub(crate) fn stored(&mut self, chunk: &WholeChunk) {
+        self.checksums.push(chunk.checksum);
+        self.homes.push(chunk.key.home);
+    }
+
+    /// `chunk` (from `whole_chunk`) is not stored everywhere it is to be:
+    /// stored now, under the same key, on every copy's worker.
+    pub(crate) async fn unstored(&mut self, chunk: WholeChunk) -> Result<()> {
+        let c = &chunk;
+        let put = self.client.put_chunk(c.key, c.data.clone(), c.checksum, self.opts.attrs, c.copies).await;
+        put.map_err(|e| e.context(&self.path))?;
+        self.stored(&chunk);
+        Ok(())
     }
 
     /// Stores `chunk` in the background, up to `window` chunks at once; the

@@ -31,7 +31,7 @@ pub use status::{
     AttachmentStatus, ChangeFeedStatus, Connections, InlineStatus, MetadataLogStatus, MigrationStatus, PoolStatus,
     ReplicationStatus, SnapshotStatus, TransactionStatus, WorkerStats, WorkerStatus,
 };
-pub use worker::{fetched_bytes, ChunkPlace, WorkerRequest, WorkerResponse};
+pub use worker::{fetched_bytes, split_payload, ChunkPlace, WorkerRequest, WorkerResponse};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;

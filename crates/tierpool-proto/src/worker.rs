@@ -4,7 +4,8 @@
 //! the serialiser.
 //!
 //! Chunk requests (`PutChunk`, `GetChunk`, `CreateChunk`, `ReadRange`,
-//! `WriteRanges`) are served only by the worker owning the chunk's
+//! `WriteRanges`, and each chunk of `PutChunks` and `GetChunks`) are
+//! served only by the worker owning the chunk's
 //! partition in the newest table it was given; others answer `Moved` or
 //! `Busy` (see the worker's `routing`).
 //!
@@ -102,6 +103,12 @@ pub enum WorkerRequest {
     /// does not serve now (not stored, moved, handed over, or damaged:
     /// dropped as reported). At most [`crate::MAX_BATCH`] keys.
     GetChunks { keys: Vec<ChunkKey> },
+    /// Stores many chunk versions at once (small files written many to a
+    /// request), each as a `PutChunk` of its `(key, checksum, length)` with
+    /// `attrs` and `table` would: `Stored`, one per chunk in order. Payload:
+    /// their bytes, concatenated in this order. At most
+    /// [`crate::MAX_BATCH`] chunks.
+    PutChunks { chunks: Vec<(ChunkKey, Checksum, u64)>, attrs: ChunkAttrs, table: u64 },
 }
 
 impl WorkerRequest {
@@ -110,6 +117,7 @@ impl WorkerRequest {
     pub fn fenced(&self, version: u64) -> WorkerRequest {
         let mut r = self.clone();
         if let WorkerRequest::PutChunk { table, .. }
+        | WorkerRequest::PutChunks { table, .. }
         | WorkerRequest::CreateChunk { table, .. }
         | WorkerRequest::WriteRanges { table, .. }
         | WorkerRequest::CopyChunk { table, .. } = &mut r
@@ -124,6 +132,30 @@ impl WorkerRequest {
 /// they came.
 pub type FetchedChunk = (ChunkKey, Option<(bytes::Bytes, Checksum)>);
 
+/// `payload` cut into pieces of `lens` bytes, in order; `Protocol` if
+/// they run past it, or (`whole`) do not cover all of it.
+pub fn split_payload(
+    lens: impl IntoIterator<Item = u64>,
+    payload: &bytes::Bytes,
+    whole: bool,
+) -> Result<Vec<bytes::Bytes>> {
+    let mut at = 0usize;
+    let pieces = (lens.into_iter())
+        .map(|len| {
+            let end = (usize::try_from(len).ok().and_then(|n| at.checked_add(n)).filter(|e| *e <= payload.len()))
+                .ok_or_else(|| Error::new(ErrorKind::Protocol, "chunks run past the payload"))?;
+            let piece = payload.slice(at..end);
+            at = end;
+            Ok(piece)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if whole && at != payload.len() {
+        let rest = payload.len() - at;
+        return Err(Error::new(ErrorKind::Protocol, format!("{rest} bytes of the payload belong to no chunk")));
+    }
+    Ok(pieces)
+}
+
 /// The chunks of a `Fetched` answer with their bytes, cut from `payload`
 /// in order (`None` for a key not stored or not served there), each with
 /// the checksum the answer gives; `Protocol` if one runs past the payload.
@@ -131,17 +163,12 @@ pub fn fetched_bytes(
     chunks: &[(ChunkKey, Option<(u64, Checksum)>)],
     payload: &bytes::Bytes,
 ) -> Result<Vec<FetchedChunk>> {
-    let mut at = 0usize;
-    (chunks.iter())
-        .map(|(key, stored)| {
-            let Some((len, checksum)) = stored else { return Ok((*key, None)) };
-            let end = (at.checked_add(*len as usize).filter(|e| *e <= payload.len()))
-                .ok_or_else(|| Error::new(ErrorKind::Protocol, "a fetched chunk runs past the payload"))?;
-            let data = payload.slice(at..end);
-            at = end;
-            Ok((*key, Some((data, *checksum))))
-        })
-        .collect()
+    let lens = chunks.iter().filter_map(|(_, stored)| stored.map(|(len, _)| len));
+    let mut pieces = split_payload(lens, payload, false)?.into_iter();
+    let chunk = |(key, stored): &(ChunkKey, Option<(u64, Checksum)>)| {
+        (*key, stored.map(|(_, sum)| (pieces.next().expect("one piece per stored chunk"), sum)))
+    };
+    Ok(chunks.iter().map(chunk).collect())
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -207,6 +234,11 @@ pub enum WorkerResponse {
         checksum: Checksum,
         copied: bool,
     },
+    /// A `PutChunks`: per chunk in order, whether it is stored (`Done`);
+    /// `false` for one that a `PutChunk` would not have been answered
+    /// `Done` for (moved, handed over, pool full, a bad checksum...): its
+    /// writer stores it alone and learns why.
+    Stored(Vec<bool>),
 }
 
 /// Where a worker holds a chunk.

@@ -204,12 +204,15 @@ impl WorkerService {
     }
 
     /// The tier checks the payload against `checksum` before storing it.
-    fn put_chunk(&self, key: ChunkKey, checksum: Checksum, attrs: ChunkAttrs, payload: Bytes) -> Answer {
+    /// With `wait`, a full worker waits a little for room made by marks
+    /// of garbage still in flight (`with_room`).
+    fn put_chunk(&self, key: ChunkKey, checksum: Checksum, attrs: ChunkAttrs, payload: Bytes, wait: bool) -> Answer {
         check_version(key)?;
         let n = payload.len() as u64;
         match self.tiers.try_put_in_mem(key, &payload, checksum, attrs) {
             Some(stored) => stored?,
-            None => with_room(|| block_in_place(|| self.tiers.put(key, payload.clone(), checksum, attrs)))?,
+            None if wait => with_room(|| block_in_place(|| self.tiers.put(key, payload.clone(), checksum, attrs)))?,
+            None => block_in_place(|| self.tiers.put(key, payload, checksum, attrs))?,
         }
         self.bytes_written.fetch_add(n, Ordering::Relaxed);
         done()
@@ -267,6 +270,38 @@ impl WorkerService {
             }
         }
         Ok((WorkerResponse::Fetched { chunks }, payload.freeze()))
+    }
+
+    /// Each chunk as a `PutChunk` of it would be stored, except that a
+    /// full worker does not wait for room; `false` for one that would not
+    /// have been answered `Done` (its writer sends it alone, waits for
+    /// room if need be, and learns why). Each is stored as a copy of its
+    /// own bytes: a slice would keep the whole request's buffer alive, and
+    /// MEM counts only the chunk's length.
+    fn put_chunks(
+        &self,
+        chunks: &[(ChunkKey, Checksum, u64)],
+        attrs: ChunkAttrs,
+        table: u64,
+        payload: Bytes,
+    ) -> Answer {
+        if chunks.len() > tierpool_proto::MAX_BATCH {
+            return Err(Error::invalid(format!(
+                "{} chunks stored at once; at most {}",
+                chunks.len(),
+                tierpool_proto::MAX_BATCH
+            )));
+        }
+        let pieces = tierpool_proto::split_payload(chunks.iter().map(|(_, _, len)| *len), &payload, true)
+            .map_err(|e| Error::invalid(e.message))?;
+        let stored = (chunks.iter().zip(pieces))
+            .map(|((key, checksum, _), piece)| {
+                let data = Bytes::copy_from_slice(&piece);
+                let put = self.routed(*key, Some(table), || self.put_chunk(*key, *checksum, attrs, data, false));
+                matches!(put, Ok((WorkerResponse::Done, _)))
+            })
+            .collect();
+        Ok((WorkerResponse::Stored(stored), Bytes::new()))
     }
 
     fn delete_inodes(&self, inodes: &[InodeId]) -> Answer {
@@ -362,10 +397,11 @@ impl WorkerService {
         match req {
             WorkerRequest::Ping => Ok((WorkerResponse::Pong, Bytes::new())),
             WorkerRequest::PutChunk { key, checksum, attrs, table } => {
-                self.routed(key, Some(table), || self.put_chunk(key, checksum, attrs, payload))
+                self.routed(key, Some(table), || self.put_chunk(key, checksum, attrs, payload, true))
             }
             WorkerRequest::GetChunk { key, mem_only } => self.routed(key, None, || self.get_chunk(key, mem_only)),
             WorkerRequest::GetChunks { keys } => self.get_chunks(&keys),
+            WorkerRequest::PutChunks { chunks, attrs, table } => self.put_chunks(&chunks, attrs, table, payload),
             WorkerRequest::DeleteInodes { inodes } => self.delete_inodes(&inodes),
             WorkerRequest::DeleteChunks { keys } => self.delete_chunks(&keys),
             WorkerRequest::SetAttrs { changes, replace } => self.set_attrs(&changes, replace),

@@ -281,6 +281,7 @@ fn batches_past_the_inline_room_and_files_on_the_workers_keep_their_own_results(
         let st = pool.fresh_status();
         assert_eq!((st["inline"]["files"].as_u64(), st["inline"]["bytes"].as_u64()), (Some(40), Some(40_000)));
         assert_eq!(pool.used(), 60 * 1000, "the other 60 are on the workers");
+        assert_eq!(c.coalesced().writes, 60, "their chunks were stored many to a request");
         let mut paths: Vec<String> = items.iter().map(|(p, _)| p.clone()).collect();
         paths.insert(70, "/r/missing".into());
         let got = c.get_many(paths).await;
@@ -343,7 +344,7 @@ fn small_files_read_many_to_a_request_fall_back_to_other_copies_when_a_worker_di
         for (i, r) in got.into_iter().enumerate() {
             assert!(r.unwrap()[..] == items[i].1[..], "file {i}");
         }
-        assert_eq!(c.coalesced().reads, 200);
+        assert_eq!((c.coalesced().reads, c.coalesced().writes), (200, 200));
         c
     });
     pool.kill_worker(0);
@@ -355,6 +356,36 @@ fn small_files_read_many_to_a_request_fall_back_to_other_copies_when_a_worker_di
         let through_the_batch = c.coalesced().reads - 200;
         assert!((1..200).contains(&through_the_batch), "worker 1's own share only: {through_the_batch}");
     });
+}
+
+/// Small files on the workers written many to a request with a worker
+/// dead (kill -9) that some of their copies are for: those are stored the
+/// ordinary way once the pool has moved its share, and every file reads
+/// back exact with both copies.
+#[test]
+fn small_files_written_many_to_a_request_store_the_rest_alone_when_a_worker_is_dead() {
+    let mut pool =
+        Pool::start_with(3, "16MiB", "64MiB", &["--replicas", "2", "--inline-max", "0", "--dead-after", "2s"]);
+    pool.kill_worker(2);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let c = Client::connect(pool.client_config()).await.unwrap();
+        c.mkdir("/d", false).await.unwrap();
+        let items: Vec<(String, Bytes)> =
+            (0..120).map(|i| (format!("/d/f{i}"), Bytes::from(data(i as u64, 10 + 101 * i)))).collect();
+        let opts = PutOptions { replicas: Some(2), ..PutOptions::default() };
+        for (i, r) in c.put_many(items.clone(), &opts).await.into_iter().enumerate() {
+            assert_eq!(r.unwrap_or_else(|e| panic!("file {i}: {e}")).replicas, 2);
+        }
+        let writes = c.coalesced().writes;
+        assert!((1..120).contains(&writes), "the files with no copy for the dead worker only: {writes}");
+        let got = c.get_many(items.iter().map(|(p, _)| p.clone()).collect()).await;
+        for (i, r) in got.into_iter().enumerate() {
+            assert!(r.unwrap_or_else(|e| panic!("file {i}: {e}"))[..] == items[i].1[..], "file {i}");
+        }
+    });
+    let stored: u64 = (0..120u64).map(|i| 10 + 101 * i).sum();
+    pool.settle(2 * stored);
 }
 
 /// A writer whose client reserved its ids longer than a hold period ago is

@@ -5,8 +5,8 @@
 //! `--connections N` it measures fresh connections instead. Single stats
 //! and new files' commits of concurrent clients share requests as the client
 //! library lets them (`$TIERPOOL_COALESCE`, 0 for none); the JSON says how
-//! many did, and how many files `get_many` read from the workers many to a
-//! request (`coalesced_calls`).
+//! many did, and how many files `get_many` read and `put_many` stored on the
+//! workers many to a request (`coalesced_calls`).
 //!
 //! File contents are generated per file from a seed, so verification needs no
 //! second copy and catches misplaced chunks.
@@ -225,7 +225,9 @@ async fn connections(c: &Client, n: u32, json: bool) -> Result<()> {
 
 fn report(a: &BenchArgs, phases: &[Phase], coalesced: tierpool_client::Coalesced) -> Result<()> {
     let mut out = json!({
-        "coalesced_calls": {"stats": coalesced.stats, "commits": coalesced.commits, "reads": coalesced.reads},
+        "coalesced_calls": {
+            "stats": coalesced.stats, "commits": coalesced.commits, "reads": coalesced.reads, "writes": coalesced.writes,
+        },
         "files": a.files,
         "size": a.size.0,
         "threads": a.threads,

@@ -545,6 +545,17 @@ fn worker(sample: &WorkerRequest) -> BoxedStrategy<Req<WorkerRequest>> {
         }
         W::Locate { .. } => plain(many(key()).prop_map(|keys| W::Locate { keys }).boxed()),
         W::GetChunks { .. } => plain(many(key()).prop_map(|keys| W::GetChunks { keys }).boxed()),
+        W::PutChunks { .. } => {
+            (prop::collection::vec((key(), bytes_and_checksum(0..1024)), 0..4), attrs(), any::<bool>())
+                .prop_map(|(chunks, attrs, fit)| {
+                    let payload: Vec<u8> = chunks.iter().flat_map(|(_, (b, _))| b.clone()).collect();
+                    // Often the lengths add up to the payload's.
+                    let extra = if fit { 0 } else { 1 };
+                    let list = chunks.iter().map(|(k, (b, sum))| (*k, *sum, b.len() as u64 + extra)).collect();
+                    (W::PutChunks { chunks: list, attrs, table: 0 }, payload)
+                })
+                .boxed()
+        }
         W::Reclaim { .. } => {
             plain((many(inode()), many(key())).prop_map(|(inodes, keys)| W::Reclaim { inodes, keys }).boxed())
         }
