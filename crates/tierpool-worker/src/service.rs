@@ -222,11 +222,10 @@ impl WorkerService {
     /// reader takes another replica and writes the good bytes back here.
     /// With `mem_only`, a chunk held on DISK only is not read (`OnDisk`).
     fn get_chunk(&self, key: ChunkKey, mem_only: bool) -> Answer {
-        let found = self.tiers.try_get_in_mem(key).map(Ok);
-        if found.is_none() && mem_only && self.tiers.locate(key) == Some(tierpool_tier::TierKind::Disk) {
+        if mem_only && self.tiers.locate(key) == Some(TierKind::Disk) {
             return Ok((WorkerResponse::OnDisk, Bytes::new()));
         }
-        let data = match found.unwrap_or_else(|| block_in_place(|| self.tiers.get(key))) {
+        let data = match self.read_chunk(key) {
             Err(e) if e.kind == ErrorKind::Corrupt => {
                 tracing::warn!("chunk {key} is damaged here, dropped: {}", e.message);
                 let _ = block_in_place(|| self.tiers.delete(key));
@@ -238,25 +237,24 @@ impl WorkerService {
         Ok((WorkerResponse::Chunk, data))
     }
 
+    /// A chunk's bytes, from MEM if it is there, else from DISK.
+    fn read_chunk(&self, key: ChunkKey) -> Result<Bytes> {
+        match self.tiers.try_get_in_mem(key) {
+            Some(data) => Ok(data),
+            None => block_in_place(|| self.tiers.get(key)),
+        }
+    }
+
     /// Each key as `get_chunk` serves it, as many of the first as fit in
     /// one answer; a key not served now (absent, moved, handed over,
     /// damaged, unreadable) is `None`, and its reader asks for it alone.
     /// A damaged copy is left for that `GetChunk` to drop as it reports it,
     /// so the reader writes the good bytes back here.
     fn get_chunks(&self, keys: &[ChunkKey]) -> Answer {
-        if keys.len() > tierpool_proto::MAX_BATCH {
-            return Err(Error::invalid(format!(
-                "{} chunks asked at once; at most {}",
-                keys.len(),
-                tierpool_proto::MAX_BATCH
-            )));
-        }
+        at_most_a_batch(keys.len())?;
         let (mut chunks, mut payload) = (Vec::with_capacity(keys.len()), BytesMut::new());
         for key in keys {
-            let served = self.routed(*key, None, || {
-                let found = self.tiers.try_get_in_mem(*key).map(Ok);
-                Ok((WorkerResponse::Chunk, found.unwrap_or_else(|| block_in_place(|| self.tiers.get(*key)))?))
-            });
+            let served = self.routed(*key, None, || Ok((WorkerResponse::Chunk, self.read_chunk(*key)?)));
             match served {
                 Ok((WorkerResponse::Chunk, data)) => {
                     if !payload.is_empty() && payload.len() + data.len() > tierpool_proto::MAX_PAYLOAD_LEN as usize {
@@ -285,13 +283,7 @@ impl WorkerService {
         table: u64,
         payload: Bytes,
     ) -> Answer {
-        if chunks.len() > tierpool_proto::MAX_BATCH {
-            return Err(Error::invalid(format!(
-                "{} chunks stored at once; at most {}",
-                chunks.len(),
-                tierpool_proto::MAX_BATCH
-            )));
-        }
+        at_most_a_batch(chunks.len())?;
         let pieces = tierpool_proto::split_payload(chunks.iter().map(|(_, _, len)| *len), &payload, true)
             .map_err(|e| Error::invalid(e.message))?;
         let stored = (chunks.iter().zip(pieces))
@@ -453,6 +445,14 @@ impl WorkerService {
                 Err(Error::internal("an asynchronous request reached the synchronous dispatch"))
             }
         }
+    }
+}
+
+/// Chunks one `GetChunks` or `PutChunks` names: at most `MAX_BATCH`.
+fn at_most_a_batch(n: usize) -> Result<()> {
+    match n <= tierpool_proto::MAX_BATCH {
+        true => Ok(()),
+        false => Err(Error::invalid(format!("{n} chunks in one request; at most {}", tierpool_proto::MAX_BATCH))),
     }
 }
 
