@@ -286,7 +286,7 @@ impl Client {
         );
         let req = match req {
             CoordRequest::Written { .. } | CoordRequest::SyncLog => req,
-            req if self.inner.cfg.written => CoordRequest::Written { req: tierpool_proto::encode(&req) },
+            req if self.inner.cfg.written => CoordRequest::Written { req: tierpool_proto::encode(&req).into() },
             req => req,
         };
         let since = Instant::now();

@@ -239,7 +239,7 @@ async fn ask(c: &Coordinator, req: CoordRequest) -> tierpool_types::Result<Coord
 
 /// `req` asking to be answered once written.
 fn written(req: CoordRequest) -> CoordRequest {
-    CoordRequest::Written { req: tierpool_proto::encode(&req) }
+    CoordRequest::Written { req: tierpool_proto::encode(&req).into() }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -266,7 +266,7 @@ async fn a_request_answered_once_written_is_kept_and_sync_log_fsyncs_it() {
     let e = ask(&c, written(written(CoordRequest::Ping))).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::InvalidArgument);
     assert_eq!(e.message, "a Written request carries another request, not a Written one");
-    assert!(ask(&c, CoordRequest::Written { req: vec![0xff; 3] }).await.is_err());
+    assert!(ask(&c, CoordRequest::Written { req: vec![0xff; 3].into() }).await.is_err());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

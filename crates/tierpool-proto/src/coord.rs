@@ -120,8 +120,10 @@ pub enum CoordRequest {
     /// or saw is written to the coordinator's log (it then survives the
     /// coordinator's process dying, not yet a crash of its machine) rather
     /// than fsynced: what a file system asks, as a local one keeps changes
-    /// in memory until an `fsync`, which asks `SyncLog`.
-    Written { req: Vec<u8> },
+    /// in memory until an `fsync`, which asks `SyncLog`. Encoded as one
+    /// run of bytes (as a `Vec<u8>` was on the wire), never byte by byte:
+    /// it carries a publish's inline bytes.
+    Written { req: bytes::Bytes },
     /// `LogSynced` once every change made so far is fsynced.
     SyncLog,
 }
@@ -243,5 +245,26 @@ pub struct Layout {
 impl Layout {
     pub fn worker(&self, id: WorkerId) -> Option<&WorkerRecord> {
         self.workers.iter().find(|w| w.id == id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Written` carries its request as one run of bytes, laid out on the
+    /// wire exactly as the `Vec<u8>` it once was (a length, then the bytes).
+    #[test]
+    fn written_is_its_request_bytes_after_a_length() {
+        let inner = crate::encode(&CoordRequest::Stat { path: "/a/b".repeat(100) });
+        let encoded = crate::encode(&CoordRequest::Written { req: inner.clone().into() });
+        let as_vec = postcard::to_stdvec(&inner).unwrap();
+        assert_eq!(encoded.len(), 1 + as_vec.len(), "one byte of variant, then the Vec<u8> form");
+        assert!(encoded.ends_with(&as_vec));
+        assert!(encoded.ends_with(&inner));
+        match crate::decode::<CoordRequest>(&encoded).unwrap() {
+            CoordRequest::Written { req } => assert_eq!(&req[..], &inner[..]),
+            other => panic!("decoded {other:?}"),
+        }
     }
 }

@@ -473,10 +473,10 @@ fn coord(sample: &CoordRequest) -> BoxedStrategy<CoordRequest> {
         C::Written { .. } => prop_oneof![
             text().prop_map(|path| tierpool_proto::encode(&C::Stat { path })),
             Just(tierpool_proto::encode(&C::SyncLog)),
-            Just(tierpool_proto::encode(&C::Written { req: tierpool_proto::encode(&C::Ping) })),
+            Just(tierpool_proto::encode(&C::Written { req: tierpool_proto::encode(&C::Ping).into() })),
             prop::collection::vec(any::<u8>(), 0..64),
         ]
-        .prop_map(|req| C::Written { req })
+        .prop_map(|req| C::Written { req: req.into() })
         .boxed(),
         C::SyncLog => Just(C::SyncLog).boxed(),
     }
