@@ -193,7 +193,7 @@ impl TierpoolFs {
     /// waiting to be published: kept by it and made with them, nothing
     /// changing in the pool yet; `None` if it has no such changes.
     pub(crate) fn keep_for_publish(&self, ino: u64, change: &InodeChange) -> Option<InodeInfo> {
-        let info = self.open_file(ino)?.defer_change(change)?;
+        let info = self.open_file(ino)?.defer_change(&self.io, change)?;
         // No answer in flight is older than the file's view, which has the
         // change: what was given is stale, the windows of `fresh` are not.
         self.fresh.lock().given_stale(ino);

@@ -175,7 +175,13 @@ impl OpenFile {
     /// `tar` makes three to every file it writes); the inode as this mount
     /// now shows it. `None` if nothing is waiting to be published: the
     /// caller makes them at once.
-    pub fn defer_change(&self, change: &InodeChange) -> Option<InodeInfo> {
+    ///
+    /// A writer that sets attributes has mostly written its last bytes
+    /// (`tar`, `cp -p` and `rsync` set them after the contents): the
+    /// chunks it left unsent start on their way to the workers now, so
+    /// that the publish finds them stored. Bytes written after that make
+    /// the chunk unsent again (the sent version is then discarded).
+    pub fn defer_change(&self, io: &Io, change: &InodeChange) -> Option<InodeInfo> {
         {
             let mut g = self.inner.lock();
             // Not after a failed publish: made at once, their error is theirs.
@@ -187,6 +193,7 @@ impl OpenFile {
             (p.uid, p.gid) = (change.uid.or(p.uid), change.gid.or(p.gid));
             (p.atime, p.mtime) = (change.atime.or(p.atime), change.mtime.or(p.mtime));
             g.pending_at = crate::attr::time_ns();
+            send_early(io, &mut g);
         }
         Some(self.info())
     }
@@ -365,8 +372,15 @@ impl OpenFile {
             return Ok(());
         }
         loop {
-            for index in g.state.dirty_chunks() {
-                send(io, &mut g, index)?;
+            match g.state.dirty_chunks()[..] {
+                // One chunk and nothing in flight (a small file's publish):
+                // sent from this thread, without a hop to the runtime's.
+                [index] if g.sending.is_empty() => send_now(io, &mut g, index)?,
+                ref dirty => {
+                    for &index in dirty {
+                        send(io, &mut g, index)?;
+                    }
+                }
             }
             collect(io, &mut g, true);
             if let Some(e) = g.error.take() {
@@ -500,16 +514,66 @@ fn send(io: &Io, g: &mut Inner, index: u64) -> Result<()> {
     while g.sending.len() >= SEND_WINDOW {
         collect_one(io, g);
     }
-    let version = io.rt.block_on(io.client.fresh_version())?;
-    let Some(data) = g.state.send(index, version) else { return Ok(()) };
-    tracing::debug!("inode {}: sending chunk {index} ({} bytes) as version {version}", g.state.inode(), data.len());
-    let (client, inode, attrs, placing) = (io.client.clone(), g.state.inode(), g.info.attrs, Placing::of(&g.info));
-    let task = io.rt.spawn(async move {
-        let r = client.put_version(inode, index, version, data.clone(), attrs, placing).await?;
-        Ok((r, data))
-    });
+    let Some(store) = to_store(io, g, index)? else { return Ok(()) };
+    let (version, task) = (store.version, io.rt.spawn(store.run()));
     g.sending.push((index, version, task));
     Ok(())
+}
+
+/// Hands out every unsent chunk of `g` while none is in flight, unless
+/// the file is one its publish keeps in the metadata (which takes its
+/// bytes from here), or sending is refused (the publish then tries again).
+fn send_early(io: &Io, g: &mut Inner) {
+    if !g.sending.is_empty() || g.info.kind != InodeKind::File {
+        return;
+    }
+    let Ok(layout) = io.rt.block_on(io.client.layout()) else { return };
+    if g.info.origin.is_none() && g.state.size() <= layout.inline_max {
+        return;
+    }
+    for index in g.state.dirty_chunks() {
+        if send(io, g, index).is_err() {
+            return;
+        }
+    }
+}
+
+/// Stores chunk `index` as a fresh version and waits for it here.
+fn send_now(io: &Io, g: &mut Inner, index: u64) -> Result<()> {
+    let Some(store) = to_store(io, g, index)? else { return Ok(()) };
+    let version = store.version;
+    let outcome = io.rt.block_on(store.run());
+    stored(io, g, index, version, outcome);
+    Ok(())
+}
+
+/// Chunk `index` of an open file on its way to a worker as `version`.
+struct Store {
+    client: Client,
+    inode: InodeId,
+    index: u64,
+    version: u64,
+    data: Bytes,
+    attrs: tierpool_types::ChunkAttrs,
+    placing: Placing,
+}
+
+impl Store {
+    async fn run(self) -> Result<(ChunkRef, Bytes)> {
+        let Store { client, inode, index, version, data, attrs, placing } = self;
+        let r = client.put_version(inode, index, version, data.clone(), attrs, placing).await?;
+        Ok((r, data))
+    }
+}
+
+/// Takes chunk `index`'s bytes from `g` to be stored as a fresh version
+/// (`None` if it holds none to send).
+fn to_store(io: &Io, g: &mut Inner, index: u64) -> Result<Option<Store>> {
+    let version = io.rt.block_on(io.client.fresh_version())?;
+    let Some(data) = g.state.send(index, version) else { return Ok(None) };
+    tracing::debug!("inode {}: sending chunk {index} ({} bytes) as version {version}", g.state.inode(), data.len());
+    let (client, inode, attrs, placing) = (io.client.clone(), g.state.inode(), g.info.attrs, Placing::of(&g.info));
+    Ok(Some(Store { client, inode, index, version, data, attrs, placing }))
 }
 
 /// Takes in the answers of finished sends (all of them, waiting, if `all`).
@@ -526,6 +590,11 @@ fn collect(io: &Io, g: &mut Inner, all: bool) {
 fn collect_one(io: &Io, g: &mut Inner) {
     let (index, version, task) = g.sending.remove(0);
     let outcome = io.rt.block_on(task).unwrap_or_else(|e| Err(Error::internal(format!("chunk send failed: {e}"))));
+    stored(io, g, index, version, outcome);
+}
+
+/// Records the outcome of storing chunk `index` as `version`.
+fn stored(io: &Io, g: &mut Inner, index: u64, version: u64, outcome: Result<(ChunkRef, Bytes)>) {
     match outcome {
         Ok((r, data)) => {
             io.cache.lock().insert(r.key(g.state.inode(), index), data);

@@ -10,7 +10,7 @@ use common::{Mount, Pool};
 use serde_json::Value;
 use std::fs::{self, File, FileTimes, OpenOptions, Permissions};
 use std::io::Write;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -121,6 +121,36 @@ fn attribute_changes_of_a_file_being_written_are_published_with_it() {
     let mtime = st["mtime_ns"].as_u64().unwrap();
     assert!(now - mtime < 60_000_000_000, "the write after utimens set the time to now: {st}");
     assert_eq!(pool.get("/f"), b"being written more!");
+}
+
+#[test]
+fn writes_after_attribute_changes_of_a_large_file_keep_their_bytes() {
+    // A file past the metadata's inline room has its unsent chunks sent
+    // when its attributes change; writes after that replace what was sent.
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    let m = Mount::new(&pool, "mnt");
+    let mut want = common::data(1, 60_000);
+    let mut f = File::create(m.p("f")).unwrap();
+    f.write_all(&want).unwrap();
+    f.set_permissions(Permissions::from_mode(0o640)).unwrap();
+    // Into the chunk just sent, and past its end.
+    f.write_all_at(b"overwritten", 10).unwrap();
+    want[10..21].copy_from_slice(b"overwritten");
+    let more = common::data(2, 40_000);
+    f.write_all_at(&more, 60_000).unwrap();
+    want.extend_from_slice(&more);
+    std::os::unix::fs::fchown(&f, Some(4242), None).unwrap();
+    drop(f);
+    assert_eq!(pool.get("/f"), want);
+    assert_eq!(fs::read(m.p("f")).unwrap(), want);
+    let st = stat_json(&pool, "/f");
+    assert_eq!(
+        (st["mode"].as_str(), st["uid"].as_u64(), st["size"].as_u64()),
+        (Some("640"), Some(4242), Some(100_000))
+    );
+    // The version sent before the last writes is discarded: one copy of
+    // the file's bytes is left on the workers.
+    pool.settle(100_000);
 }
 
 /// Runs `sh -c script` as user and group `id`; returns whether it succeeded and its stderr.
