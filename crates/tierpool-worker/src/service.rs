@@ -365,21 +365,10 @@ impl WorkerService {
 
     fn write_ranges(&self, key: ChunkKey, ranges: &[(u64, u64)], checksum: Checksum, payload: Bytes) -> Answer {
         check_transit(key, &payload, checksum)?;
-        let total = ranges.iter().try_fold(0u64, |t, (_, n)| t.checked_add(*n));
-        if total != Some(payload.len() as u64) {
-            return Err(Error::invalid(format!(
-                "chunk {key}: ranges cover {total:?} bytes but {} were sent",
-                payload.len()
-            )));
-        }
-        let mut at = 0usize;
-        let slices: Vec<(u64, &[u8])> = (ranges.iter())
-            .map(|(off, n)| {
-                let s = (*off, &payload[at..at + *n as usize]);
-                at += *n as usize;
-                s
-            })
-            .collect();
+        let pieces = tierpool_proto::split_payload(ranges.iter().map(|(_, n)| *n), &payload, true)
+            .map_err(|e| Error::invalid(format!("chunk {key}: ranges do not cover the payload: {}", e.message)))?;
+        let slices: Vec<(u64, &[u8])> =
+            ranges.iter().zip(&pieces).map(|((off, _), piece)| (*off, &piece[..])).collect();
         block_in_place(|| self.tiers.write_ranges(key, &slices))?;
         self.bytes_written.fetch_add(payload.len() as u64, Ordering::Relaxed);
         done()

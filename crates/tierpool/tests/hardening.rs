@@ -23,6 +23,16 @@ fn forge(
     payload: &[u8],
     checksum: u32,
 ) -> Vec<Result<WorkerResponse, tierpool_types::Error>> {
+    let req = WorkerRequest::PutChunk { key, checksum, attrs: ChunkAttrs::default(), table: 0 };
+    ask_every_worker(pool, &req, payload)
+}
+
+/// What every worker of the pool answers `req` with `payload`.
+fn ask_every_worker(
+    pool: &Pool,
+    req: &WorkerRequest,
+    payload: &[u8],
+) -> Vec<Result<WorkerResponse, tierpool_types::Error>> {
     let st = pool.status();
     let addrs: Vec<String> =
         st["workers"].as_array().unwrap().iter().map(|w| w["address"].as_str().unwrap().to_string()).collect();
@@ -30,11 +40,28 @@ fn forge(
         let mut out = Vec::new();
         for a in addrs {
             let c: Conn<Worker> = Conn::new(a, PoolConfig::with(pool.credentials()));
-            let req = WorkerRequest::PutChunk { key, checksum, attrs: ChunkAttrs::default(), table: 0 };
-            out.push(c.call(&req, payload, false).await.map(|(r, _)| r));
+            out.push(c.call(req, payload, false).await.map(|(r, _)| r));
         }
         out
     })
+}
+
+#[test]
+fn ranges_that_do_not_cover_their_payload_are_refused() {
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    let key = ChunkKey::hashed(InodeId(77), 0, 1);
+    let payload = b"0123456789";
+    let checksum = crc32c::crc32c(payload);
+    for (ranges, why) in [
+        (vec![(0, 4), (100, 4)], "2 bytes of the payload belong to no chunk"),
+        (vec![(0, 4), (100, 7)], "chunks run past the payload"),
+        (vec![(0, u64::MAX)], "chunks run past the payload"),
+    ] {
+        let req = WorkerRequest::WriteRanges { key, ranges, checksum, table: 0 };
+        let e = ask_every_worker(&pool, &req, payload).remove(0).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidArgument);
+        assert_eq!(e.message, format!("chunk {key}: ranges do not cover the payload: {why}"));
+    }
 }
 
 #[test]
