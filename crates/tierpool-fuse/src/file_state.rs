@@ -369,12 +369,19 @@ impl FileState {
         Some(Commit { size: self.size, cut: self.cut, chunks: self.stored.iter().map(|(i, r)| (*i, *r)).collect() })
     }
 
+    /// Whether the file is small enough to be published inline, the
+    /// metadata keeping files of up to `max` bytes so: in one chunk, of at
+    /// most `max` bytes.
+    pub fn fits_inline(&self, max: u64) -> bool {
+        self.size <= max.min(self.chunk_size)
+    }
+
     /// The file's whole contents when they may be published inline (see
     /// `MetaOp::UpdateInline`): it changed, holds at most `max` bytes in
     /// one chunk, and every byte is held here, being written (zeros past
     /// the local bytes). `None` otherwise: it is published by chunks.
     pub fn small_contents(&self, max: u64) -> Option<Vec<u8>> {
-        if !self.changed || self.size > max.min(self.chunk_size) {
+        if !self.changed || !self.fits_inline(max) {
             return None;
         }
         if self.size == 0 {

@@ -71,8 +71,8 @@ struct Inner {
     state: FileState,
     /// The inode as last seen at the coordinator.
     info: InodeInfo,
-    /// Chunks on their way to a worker: index, version, task.
-    sending: Vec<(u64, u64, Send)>,
+    /// Chunks on their way to a worker, oldest first.
+    sending: Vec<InFlight>,
     /// The first failure of a send, reported by the next write or publish.
     error: Option<Error>,
     /// When the last local change was made (ns), shown as mtime until published.
@@ -91,6 +91,19 @@ struct Inner {
     /// The `ctime`s the publishes since the last `take_published` left
     /// the inode with, as the coordinator answered them.
     published: Vec<u64>,
+    /// The last handle closed (`close` ran): nothing is deferred or sent
+    /// any more, as nothing would publish or discard it.
+    closed: bool,
+}
+
+/// A chunk on its way to a worker as `version`.
+struct InFlight {
+    index: u64,
+    version: u64,
+    task: Send,
+    /// Sent ahead of the publish (`send_early`): its failure is not the
+    /// writer's error; the chunk is only unsent again, for the publish.
+    early: bool,
 }
 
 pub struct OpenFile {
@@ -118,6 +131,7 @@ impl OpenFile {
             pending: InodeChange::default(),
             pending_at: 0,
             published: Vec::new(),
+            closed: false,
         };
         OpenFile { inode: info_id, inner: Mutex::new(inner), frozen: false }
     }
@@ -185,7 +199,7 @@ impl OpenFile {
         {
             let mut g = self.inner.lock();
             // Not after a failed publish: made at once, their error is theirs.
-            if self.frozen || g.unlinked || !g.state.changed() || g.error.is_some() {
+            if self.frozen || g.closed || g.unlinked || !g.state.changed() || g.error.is_some() {
                 return None;
             }
             let p = &mut g.pending;
@@ -425,7 +439,7 @@ impl OpenFile {
             return Ok(false);
         }
         let max = io.rt.block_on(io.client.layout())?.inline_max;
-        if g.state.size() > max {
+        if !inline_candidate(g, max) {
             return Ok(false); // sends in flight keep going meanwhile
         }
         collect(io, g, true);
@@ -460,6 +474,7 @@ impl OpenFile {
     /// fails).
     pub fn close(&self, io: &Io) {
         let mut g = self.inner.lock();
+        g.closed = true;
         collect(io, &mut g, true);
         let mut keys = g.state.take_garbage();
         if g.unlinked || g.state.changed() {
@@ -511,12 +526,17 @@ fn discard_garbage(io: &Io, g: &mut Inner) {
 /// Hands chunk `index` out to be stored as a fresh version, keeping at
 /// most `SEND_WINDOW` sends in flight.
 fn send(io: &Io, g: &mut Inner, index: u64) -> Result<()> {
+    send_in_flight(io, g, index, false)
+}
+
+/// [`send`], `early` if ahead of the publish.
+fn send_in_flight(io: &Io, g: &mut Inner, index: u64, early: bool) -> Result<()> {
     while g.sending.len() >= SEND_WINDOW {
         collect_one(io, g);
     }
     let Some(store) = to_store(io, g, index)? else { return Ok(()) };
     let (version, task) = (store.version, io.rt.spawn(store.run()));
-    g.sending.push((index, version, task));
+    g.sending.push(InFlight { index, version, task, early });
     Ok(())
 }
 
@@ -528,14 +548,20 @@ fn send_early(io: &Io, g: &mut Inner) {
         return;
     }
     let Ok(layout) = io.rt.block_on(io.client.layout()) else { return };
-    if g.info.origin.is_none() && g.state.size() <= layout.inline_max {
+    if inline_candidate(g, layout.inline_max) {
         return;
     }
     for index in g.state.dirty_chunks() {
-        if send(io, g, index).is_err() {
+        if send_in_flight(io, g, index, true).is_err() {
             return;
         }
     }
+}
+
+/// Whether the publish of `g` may give its bytes to the metadata to keep
+/// (`publish_inline`), which keeps files of up to `inline_max` bytes.
+fn inline_candidate(g: &Inner, inline_max: u64) -> bool {
+    g.info.origin.is_none() && g.info.kind == InodeKind::File && g.state.fits_inline(inline_max)
 }
 
 /// Stores chunk `index` as a fresh version and waits for it here.
@@ -543,7 +569,7 @@ fn send_now(io: &Io, g: &mut Inner, index: u64) -> Result<()> {
     let Some(store) = to_store(io, g, index)? else { return Ok(()) };
     let version = store.version;
     let outcome = io.rt.block_on(store.run());
-    stored(io, g, index, version, outcome);
+    stored(io, g, index, version, outcome, false);
     Ok(())
 }
 
@@ -579,7 +605,7 @@ fn to_store(io: &Io, g: &mut Inner, index: u64) -> Result<Option<Store>> {
 /// Takes in the answers of finished sends (all of them, waiting, if `all`).
 fn collect(io: &Io, g: &mut Inner, all: bool) {
     while !g.sending.is_empty() {
-        if !all && !g.sending[0].2.is_finished() {
+        if !all && !g.sending[0].task.is_finished() {
             break;
         }
         collect_one(io, g);
@@ -588,13 +614,14 @@ fn collect(io: &Io, g: &mut Inner, all: bool) {
 
 /// Waits for the oldest send and records its outcome.
 fn collect_one(io: &Io, g: &mut Inner) {
-    let (index, version, task) = g.sending.remove(0);
+    let InFlight { index, version, task, early } = g.sending.remove(0);
     let outcome = io.rt.block_on(task).unwrap_or_else(|e| Err(Error::internal(format!("chunk send failed: {e}"))));
-    stored(io, g, index, version, outcome);
+    stored(io, g, index, version, outcome, early);
 }
 
-/// Records the outcome of storing chunk `index` as `version`.
-fn stored(io: &Io, g: &mut Inner, index: u64, version: u64, outcome: Result<(ChunkRef, Bytes)>) {
+/// Records the outcome of storing chunk `index` as `version`; the failure
+/// of a send that was `early` leaves the chunk to the publish.
+fn stored(io: &Io, g: &mut Inner, index: u64, version: u64, outcome: Result<(ChunkRef, Bytes)>, early: bool) {
     match outcome {
         Ok((r, data)) => {
             io.cache.lock().insert(r.key(g.state.inode(), index), data);
@@ -603,7 +630,9 @@ fn stored(io: &Io, g: &mut Inner, index: u64, version: u64, outcome: Result<(Chu
         Err(e) => {
             tracing::warn!("storing chunk {index} of inode {}: {e}", g.state.inode());
             g.state.send_failed(index, version);
-            g.error.get_or_insert(e);
+            if !early {
+                g.error.get_or_insert(e);
+            }
         }
     }
 }

@@ -12,6 +12,7 @@ use std::fs::{self, File, FileTimes, OpenOptions, Permissions};
 use std::io::Write;
 use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
 use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, UNIX_EPOCH};
 
 fn stat_json(pool: &Pool, path: &str) -> Value {
@@ -151,6 +152,53 @@ fn writes_after_attribute_changes_of_a_large_file_keep_their_bytes() {
     // The version sent before the last writes is discarded: one copy of
     // the file's bytes is left on the workers.
     pool.settle(100_000);
+}
+
+#[test]
+fn a_failed_early_store_is_left_to_the_publish() {
+    // The chunks sent when attributes change are sent ahead of time: their
+    // failure (the only worker is gone) is not the writer's error; the
+    // publish at close sends them again, once the worker is back.
+    let mut pool = Pool::start(1, "16MiB", "64MiB");
+    let mut worker = common::Reaped(pool.workers[0].child.take());
+    // Its replacement is started now and held by a shell until told to go:
+    // a process started while the file is open closes its copy of the
+    // descriptor as it starts, which publishes the file, which waits for
+    // the worker being replaced.
+    let log = || {
+        let path = pool.tmp.path().join("worker-0.log");
+        std::fs::OpenOptions::new().append(true).open(path).unwrap()
+    };
+    let mut gate = common::Reaped(Some(
+        Command::new("sh")
+            .args(["-c", "read go && exec \"$0\" \"$@\"", common::BIN, "worker", "--dir"])
+            .arg(&pool.workers[0].dir)
+            .args(["--mem", "16MiB", "--disk", "64MiB", "--coordinator", &pool.addr, "--host", "host0"])
+            .args(["--stop-with", &std::process::id().to_string(), "--secret-file"])
+            .arg(pool.secret_file())
+            .stdin(Stdio::piped())
+            .stdout(log())
+            .stderr(log())
+            .spawn()
+            .unwrap(),
+    ));
+    let m = Mount::new(&pool, "mnt");
+    let mut want = common::data(3, 60_000);
+    let mut f = File::create(m.p("f")).unwrap();
+    f.write_all(&want).unwrap();
+    let w = worker.0.as_mut().unwrap();
+    w.kill().unwrap();
+    w.wait().unwrap();
+    f.set_permissions(Permissions::from_mode(0o600)).unwrap();
+    // The early store gives up after the client's patience for a worker (30 s).
+    std::thread::sleep(Duration::from_secs(33));
+    f.write_all(b"after").unwrap();
+    want.extend_from_slice(b"after");
+    writeln!(gate.0.as_mut().unwrap().stdin.take().unwrap(), "go").unwrap();
+    pool.wait_registered(0, 2);
+    drop(f);
+    assert_eq!(pool.get("/f"), want);
+    assert_eq!(stat_json(&pool, "/f")["mode"], "600");
 }
 
 /// Runs `sh -c script` as user and group `id`; returns whether it succeeded and its stderr.
