@@ -7,7 +7,9 @@
 //! once; other clients see them after a publish (`close`, `fsync`). Writes
 //! are coalesced into whole chunks here; a chunk filled to its end is sent
 //! at once (a sequential writer streams to the workers while it writes),
-//! others wait for the publish or for the dirty budget to run out.
+//! others wait for the publish, for the dirty budget to run out, or for an
+//! attribute change kept for the publish (sent early: a failure of such a
+//! send is left to the publish, which sends the chunk again).
 //!
 //! Lock: `inner` is held across the I/O of a write, a cut or a publish (so
 //! these are atomic with respect to each other), but a read holds it only
