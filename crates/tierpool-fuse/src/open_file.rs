@@ -542,9 +542,11 @@ fn send_in_flight(io: &Io, g: &mut Inner, index: u64, early: bool) -> Result<()>
     Ok(())
 }
 
-/// Hands out every unsent chunk of `g` while none is in flight, unless
-/// the file is one its publish keeps in the metadata (which takes its
-/// bytes from here), or sending is refused (the publish then tries again).
+/// Hands out the unsent chunks of `g` while none is in flight, as many as
+/// go at once (`SEND_WINDOW`: the change never waits for a send; the
+/// publish sends the rest), unless the file is one its publish keeps in
+/// the metadata (which takes its bytes from here), or sending is refused
+/// (the publish then tries again).
 fn send_early(io: &Io, g: &mut Inner) {
     if !g.sending.is_empty() || g.info.kind != InodeKind::File {
         return;
@@ -553,7 +555,7 @@ fn send_early(io: &Io, g: &mut Inner) {
     if inline_candidate(g, layout.inline_max) {
         return;
     }
-    for index in g.state.dirty_chunks() {
+    for index in g.state.dirty_chunks().into_iter().take(SEND_WINDOW) {
         if send_in_flight(io, g, index, true).is_err() {
             return;
         }

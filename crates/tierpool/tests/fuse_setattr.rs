@@ -155,6 +155,26 @@ fn writes_after_attribute_changes_of_a_large_file_keep_their_bytes() {
 }
 
 #[test]
+fn a_file_with_more_unsent_chunks_than_go_at_once_keeps_its_bytes() {
+    // Ten chunks begun and none finished: an attribute change hands out as
+    // many as go at once, the publish at close the rest.
+    const CHUNK: usize = 4 << 20;
+    let pool = Pool::start(1, "64MiB", "256MiB");
+    let m = Mount::new(&pool, "mnt");
+    let mut want = vec![0u8; 9 * CHUNK + 1000];
+    let f = File::create(m.p("f")).unwrap();
+    for i in 0..10 {
+        let piece = common::data(10 + i as u64, 1000);
+        f.write_all_at(&piece, (i * CHUNK) as u64).unwrap();
+        want[i * CHUNK..i * CHUNK + 1000].copy_from_slice(&piece);
+    }
+    f.set_permissions(Permissions::from_mode(0o640)).unwrap();
+    drop(f);
+    assert!(pool.get("/f") == want, "the file's bytes, holes as zeros");
+    assert_eq!(stat_json(&pool, "/f")["mode"], "640");
+}
+
+#[test]
 fn a_failed_early_store_is_left_to_the_publish() {
     // The chunks sent when attributes change are sent ahead of time: their
     // failure (the only worker is gone) is not the writer's error; the
