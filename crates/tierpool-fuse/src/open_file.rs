@@ -437,9 +437,6 @@ impl OpenFile {
     /// by chunks. Not for files of an under-store, which are written to it
     /// from their chunks.
     fn publish_inline(&self, io: &Io, g: &mut Inner) -> Result<bool> {
-        if g.info.origin.is_some() || g.info.kind != InodeKind::File {
-            return Ok(false);
-        }
         let max = io.rt.block_on(io.client.layout())?.inline_max;
         if !inline_candidate(g, max) {
             return Ok(false); // sends in flight keep going meanwhile
