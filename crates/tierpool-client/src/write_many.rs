@@ -140,7 +140,7 @@ impl Client {
     /// `None` if the request failed as a whole.
     async fn put_chunks(&self, layout: &Layout, w: WorkerId, chunks: &[Chunk], attrs: ChunkAttrs) -> Option<Vec<bool>> {
         let rec = layout.worker(w)?;
-        let mut payload = BytesMut::new();
+        let mut payload = BytesMut::with_capacity(chunks.iter().map(|(_, _, d)| d.len()).sum());
         for (_, _, data) in chunks {
             payload.extend_from_slice(data);
         }

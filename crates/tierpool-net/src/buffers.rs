@@ -13,13 +13,19 @@
 //! first writes into a fresh worker find their pages ready, and the
 //! worker's resident size is set from its start.
 //!
-//! Invariants: every buffer kept has capacity `size`; at most `keep` are
-//! spare, and once a `limit` is set, spare and lent ones together are kept
-//! within it (a buffer given back beyond it, and spare ones beyond a lowered
-//! limit, are freed); a body goes into one only if it is exactly `size`
-//! long (a whole chunk), so a buffer in use holds no slack and what counts
-//! bodies' bytes counts their memory.
+//! A worker's buffers also keep shorter bodies, by size class
+//! (`small_buffers.rs`, [`ChunkBuffers::with_small`]): the small chunks
+//! it stores and the requests that carry many of them.
+//!
+//! Invariants: every chunk buffer kept has capacity `size`; at most `keep`
+//! are spare, and once a `limit` is set, spare and lent ones together are
+//! kept within it (a buffer given back beyond it, and spare ones beyond a
+//! lowered limit, are freed); a body goes into one only if it is exactly
+//! `size` long (a whole chunk), so a chunk buffer in use holds no slack and
+//! what counts bodies' bytes counts their memory. A shorter body goes into
+//! a small buffer only if this keeps them, with at most its class's slack.
 
+use crate::small_buffers::SmallBuffers;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -41,6 +47,8 @@ pub struct ChunkBuffers {
     lent: AtomicUsize,
     reused: AtomicU64,
     fresh: AtomicU64,
+    /// Shorter buffers, if these keep them.
+    small: Option<SmallBuffers>,
 }
 
 impl ChunkBuffers {
@@ -54,12 +62,37 @@ impl ChunkBuffers {
             lent: AtomicUsize::new(0),
             reused: AtomicU64::new(0),
             fresh: AtomicU64::new(0),
+            small: None,
         })
+    }
+
+    /// As [`new`](Self::new), also keeping buffers for shorter bodies, at
+    /// most `room` bytes of them spare ([`set_small_room`](Self::set_small_room)).
+    pub fn with_small(size: usize, keep: usize, room: usize) -> Arc<ChunkBuffers> {
+        let mut b = Arc::into_inner(Self::new(size, keep)).expect("just made");
+        b.small = Some(SmallBuffers::new(size, room));
+        Arc::new(b)
     }
 
     /// Whether a body of `len` bytes is read into one of these.
     pub(crate) fn fits(&self, len: usize) -> bool {
-        len == self.size
+        len == self.size || self.small.as_ref().is_some_and(|s| s.class(len).is_some())
+    }
+
+    /// An empty buffer for a body of `len` bytes (one that [`fits`](Self::fits)),
+    /// lent until given back.
+    pub(crate) fn take_for(&self, len: usize) -> Vec<u8> {
+        match self.small.as_ref().and_then(|s| Some((s, s.class(len)?))) {
+            Some((small, class)) => small.take(class),
+            None => self.take(),
+        }
+    }
+
+    /// Keeps at most `room` bytes of shorter buffers spare from now on.
+    pub fn set_small_room(&self, room: usize) {
+        if let Some(s) = &self.small {
+            s.set_room(room);
+        }
     }
 
     /// Keeps spare and lent buffers together within `limit` from now on:
@@ -100,19 +133,24 @@ impl ChunkBuffers {
     }
 
     /// A copy of `bytes` in a buffer taken from here, given back when the
-    /// last of the returned `Bytes` goes; `None` unless they are exactly a
-    /// buffer long (a whole chunk being written, say).
+    /// last of the returned `Bytes` goes; `None` unless they [`fit`](Self::fits)
+    /// (exactly a buffer long, a whole chunk being written, or shorter
+    /// where these keep shorter buffers).
     pub fn copy(self: &Arc<Self>, bytes: &[u8]) -> Option<Bytes> {
         if !self.fits(bytes.len()) {
             return None;
         }
-        let mut buf = self.take();
+        let mut buf = self.take_for(bytes.len());
         buf.extend_from_slice(bytes);
         Some(self.lend(buf))
     }
 
-    /// Takes back `buf` (taken from here), spare if [`keeps`](Self::keeps).
+    /// Takes back `buf` (taken from here), spare if [`keeps`](Self::keeps)
+    /// (a shorter one, if its class has room).
     pub(crate) fn give_back(&self, mut buf: Vec<u8>) {
+        if let Some(small) = self.small.as_ref().filter(|_| buf.capacity() != self.size) {
+            return small.give_back(buf);
+        }
         self.lent.fetch_sub(1, Ordering::Relaxed);
         if buf.capacity() != self.size {
             return;
@@ -148,6 +186,8 @@ impl ChunkBuffers {
 
     pub fn stats(&self) -> BufferStats {
         let limit = self.limit.load(Ordering::Relaxed);
+        let (small_room, small_spare, small_lent, small_reused, small_fresh) =
+            self.small.as_ref().map_or((0, 0, 0, 0, 0), |s| s.figures());
         BufferStats {
             size: self.size as u64,
             keep: self.keep as u64,
@@ -156,6 +196,11 @@ impl ChunkBuffers {
             lent: self.lent.load(Ordering::Relaxed) as u64,
             reused: self.reused.load(Ordering::Relaxed),
             fresh: self.fresh.load(Ordering::Relaxed),
+            small_room,
+            small_spare,
+            small_lent,
+            small_reused,
+            small_fresh,
         }
     }
 }

@@ -11,8 +11,9 @@
 //! only as bytes arrive. The buffer ends exactly as long as the body, so a
 //! payload kept by a handler (a chunk stored in memory) holds no slack. On
 //! a server that keeps chunk buffers, a body of exactly a chunk goes on
-//! into one of those (as long as it too), which is given back if the read
-//! fails.
+//! into one of those (as long as it too), and on one that keeps shorter
+//! ones too (a worker), a shorter body goes into one of its size class
+//! (a little longer): either is given back if the read fails.
 //!
 //! Time bounds are optional (a client relies on its request timeout):
 //! `stall` bounds each read, each write and each wait for the budget, so a
@@ -168,8 +169,9 @@ async fn read_parts<'a, R: AsyncRead + Unpin>(
         }
         let buf = &mut body.buf;
         match buffers {
-            Some(b) if i == 1 => {
-                let mut kept = b.take();
+            // The whole body in the first part (a short one), or its second.
+            Some(b) if i == 1 || part == len => {
+                let mut kept = b.take_for(len);
                 kept.extend_from_slice(buf);
                 *buf = kept;
                 body.home = Some(b);
@@ -256,6 +258,32 @@ mod tests {
         assert_eq!((buffers.stats().spare, buffers.stats().reused), (0, 1));
         drop(body);
         assert_eq!(buffers.stats().spare, 1);
+    }
+
+    #[tokio::test]
+    async fn shorter_bodies_go_into_buffers_of_their_class_and_come_back_for_the_next() {
+        let buffers = ChunkBuffers::with_small(4 << 20, 1, 1 << 20);
+        let (mut client, mut server) = tokio::io::duplex(64 << 10);
+        let short: Vec<u8> = (0..5000u32).map(|i| (i % 241) as u8).collect();
+        let longer: Vec<u8> = (0..300_000u32).map(|i| (i % 239) as u8).collect();
+        let sent = [short.clone(), longer.clone(), short.clone(), vec![1u8; 100]].concat();
+        let writer = tokio::spawn(async move { client.write_all(&sent).await.unwrap() });
+        let mut charge = Charge::unbounded();
+        let a = read_body(&mut server, 5000, &mut charge, None, Some(&buffers)).await.unwrap();
+        let long = read_body(&mut server, longer.len(), &mut charge, None, Some(&buffers)).await.unwrap();
+        assert_eq!((&a[..], &long[..]), (&short[..], &longer[..]));
+        let s = buffers.stats();
+        assert_eq!((s.small_lent, s.small_fresh, s.small_reused), (8192 + 327_680, 2, 0));
+        let at = a.as_ptr();
+        drop((a, long));
+        assert_eq!((buffers.stats().small_spare, buffers.stats().small_lent), (8192 + 327_680, 0));
+        let again = read_body(&mut server, 5000, &mut charge, None, Some(&buffers)).await.unwrap();
+        assert_eq!((&again[..], again.as_ptr()), (&short[..], at), "the same pages");
+        let tiny = read_body(&mut server, 100, &mut charge, None, Some(&buffers)).await.unwrap();
+        writer.await.unwrap();
+        assert_eq!(&tiny[..], &[1u8; 100]);
+        let s = buffers.stats();
+        assert_eq!((s.small_reused, s.small_fresh, s.spare, s.lent), (1, 3, 0, 0), "no chunk buffer taken");
     }
 
     #[tokio::test]

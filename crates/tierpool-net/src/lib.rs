@@ -14,6 +14,7 @@
 //! - `limits`: what a server lets its peers hold ([`Limits`], with defaults);
 //! - `budget`: the byte budget every frame a server reads is charged to;
 //! - `buffers`: chunk-sized buffers a server or a client reads payloads into and reuses ([`ChunkBuffers`]);
+//! - `small_buffers`: a worker's shorter ones, by size class;
 //! - `stats`: a server's figures ([`ServerStats`]);
 //! - [`background`]: loops that repeat work on the runtime (heartbeats, renewals, policy ticks).
 //!
@@ -42,6 +43,7 @@ pub mod local;
 mod pool;
 mod server;
 mod session;
+mod small_buffers;
 mod stats;
 mod stream;
 

@@ -53,4 +53,15 @@ pub struct BufferStats {
     pub reused: u64,
     /// Chunks that found no spare buffer and took fresh memory.
     pub fresh: u64,
+    /// Bytes of buffers shorter than a chunk (small chunks, requests
+    /// carrying many) kept spare at most: what the MEM budget leaves.
+    pub small_room: u64,
+    /// Bytes of such buffers spare now.
+    pub small_spare: u64,
+    /// Bytes of such buffers in use now (their capacities).
+    pub small_lent: u64,
+    /// Bodies shorter than a chunk read into a spare buffer since start.
+    pub small_reused: u64,
+    /// Bodies shorter than a chunk that took fresh memory.
+    pub small_fresh: u64,
 }

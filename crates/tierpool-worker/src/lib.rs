@@ -194,6 +194,7 @@ pub async fn run(cfg: WorkerConfig, stop: impl std::future::Future<Output = ()>)
     let svc = Arc::new(service::WorkerService::new(tiers.clone(), cfg.secret.clone().into()));
     svc.set_server_stats(server.stats());
     svc.set_buffers(buffers, cfg.prefault);
+    svc.fit_buffers();
     svc.set_id(reg.register(known, kept).await?);
     reg.fetch_table(&svc).await?;
     tokio::spawn(moves::drop_strays(svc.clone()));
@@ -227,7 +228,10 @@ pub(crate) fn buffer_limit(mem: u64, size: u64, without: u64) -> usize {
 fn chunk_buffers(cfg: &WorkerConfig) -> Arc<tierpool_net::ChunkBuffers> {
     let size = tierpool_types::DEFAULT_CHUNK_SIZE;
     let keep = if cfg.prefault { ((cfg.mem.0 / size) as usize).max(SPARE_BUFFERS) } else { SPARE_BUFFERS };
-    let buffers = tierpool_net::ChunkBuffers::new(size as usize, keep);
+    // Shorter buffers: as much spare as the chunk buffers at first, until
+    // the first heartbeat fits them to what MEM leaves (`fit_buffers`).
+    let small_room = (SPARE_BUFFERS as u64 * size).min(cfg.mem.0) as usize;
+    let buffers = tierpool_net::ChunkBuffers::with_small(size as usize, keep, small_room);
     if cfg.prefault {
         buffers.set_limit(buffer_limit(cfg.mem.0, size, 0));
         let b = buffers.clone();

@@ -145,12 +145,20 @@ impl WorkerService {
     /// buffer (promoted from DISK, shorter than a chunk, copied from a
     /// sibling) leave fewer spare, so the worker stays within its MEM
     /// budget and those spare buffers' worth.
+    ///
+    /// Shorter buffers (small chunks) are kept spare within what MEM's
+    /// chunks and the spare chunk buffers leave of the budget.
     pub fn fit_buffers(&self) {
-        let Some((buffers, true)) = self.buffers.get() else { return };
-        let b = buffers.stats();
+        let Some((buffers, prefault)) = self.buffers.get() else { return };
         let mem = self.tiers.stats();
-        let without = mem.mem_used.saturating_sub(b.lent * b.size) / b.size;
-        buffers.set_limit(crate::buffer_limit(mem.mem_capacity, b.size, without));
+        if *prefault {
+            let b = buffers.stats();
+            let without = mem.mem_used.saturating_sub(b.lent * b.size) / b.size;
+            buffers.set_limit(crate::buffer_limit(mem.mem_capacity, b.size, without));
+        }
+        let b = buffers.stats();
+        let held = mem.mem_used.saturating_add(b.spare * b.size);
+        buffers.set_small_room(mem.mem_capacity.saturating_sub(held) as usize);
     }
 
     /// The figures of the server that serves this worker (its transfers).
@@ -288,7 +296,9 @@ impl WorkerService {
             .map_err(|e| Error::invalid(e.message))?;
         let stored = (chunks.iter().zip(pieces))
             .map(|((key, checksum, _), piece)| {
-                let data = Bytes::copy_from_slice(&piece);
+                // In a kept buffer: the pages of a small chunk deleted before.
+                let kept = self.buffers.get().and_then(|(b, _)| b.copy(&piece));
+                let data = kept.unwrap_or_else(|| Bytes::copy_from_slice(&piece));
                 let put = self.routed(*key, Some(table), || self.put_chunk(*key, *checksum, attrs, data, false));
                 matches!(put, Ok((WorkerResponse::Done, _)))
             })

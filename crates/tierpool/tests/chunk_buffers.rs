@@ -2,8 +2,11 @@
 //! reuse: with `--prefault` a MEM budget's worth is ready from the start
 //! (resident before any write), and those spare and in use together stay
 //! within what MEM's other chunks leave of its budget, and 16 more;
-//! without it, freed buffers are kept, up to 16. Either way the bytes read back are exactly those written, whether a
-//! chunk went into a fresh buffer or into one that held another chunk.
+//! without it, freed buffers are kept, up to 16. Chunks shorter than a
+//! chunk buffer go into buffers of their size class, kept spare once freed
+//! within what MEM leaves of its budget. Either way the bytes read back
+//! are exactly those written, whether a chunk went into a fresh buffer or
+//! into one that held another chunk.
 
 mod common;
 use common::{data, resident, BIN};
@@ -161,4 +164,37 @@ fn without_prefault_freed_buffers_are_kept_for_the_next_chunks() {
     let b = pool.buffers_when("4 reused", |b| b["reused"] == 4);
     assert_eq!((n(&b, "spare"), n(&b, "fresh")), (0, 4));
     assert_eq!(pool.run(&["cat", "/b"]).stdout, again);
+}
+
+#[test]
+fn small_chunks_deleted_leave_their_buffers_to_the_next_ones_within_mem() {
+    let pool = Up::start("64MiB", &[]);
+    let b = pool.buffers_when("room for small buffers", |b| b["small_room"].as_u64() > Some(0));
+    assert!(n(&b, "small_room") <= 64 << 20, "within MEM: {b}");
+    // 10,000 bytes: past the metadata's inline limit, in buffers of three pages.
+    let first: Vec<Vec<u8>> = (0..12).map(|i| data(100 + i, 10_000)).collect();
+    for (i, bytes) in first.iter().enumerate() {
+        pool.put(&format!("/f{i}"), bytes);
+    }
+    let b = pool.buffers_when("12 small chunks held", |b| b["small_lent"] == 12 * 12_288);
+    assert!(n(&b, "small_fresh") >= 12, "{b}");
+    for i in 0..12 {
+        pool.run(&["rm", &format!("/f{i}")]);
+    }
+    let b = pool.buffers_when("their buffers spare", |b| b["small_lent"] == 0);
+    assert!(n(&b, "small_spare") >= 12 * 12_288, "{b}");
+    let reused = n(&b, "small_reused");
+
+    // Shorter ones of the same class take those pages, and read back
+    // their own bytes, not what the pages held before.
+    let second: Vec<Vec<u8>> = (0..12).map(|i| data(200 + i, 9_000)).collect();
+    for (i, bytes) in second.iter().enumerate() {
+        pool.put(&format!("/g{i}"), bytes);
+    }
+    let b = pool.buffers_when("12 more held", |b| b["small_lent"] == 12 * 12_288);
+    assert!(n(&b, "small_reused") >= reused + 12, "{b}");
+    for (i, bytes) in second.iter().enumerate() {
+        assert_eq!(&pool.run(&["cat", &format!("/g{i}")]).stdout, bytes, "/g{i}");
+    }
+    assert_eq!((n(&b, "lent"), n(&b, "fresh")), (0, 0), "no chunk buffer taken");
 }

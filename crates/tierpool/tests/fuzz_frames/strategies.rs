@@ -354,7 +354,7 @@ fn rename_at() -> BoxedStrategy<MetaOp> {
 }
 
 fn stats() -> BoxedStrategy<WorkerStats> {
-    (prop::collection::vec(num(), 25), any::<bool>())
+    (prop::collection::vec(num(), 30), any::<bool>())
         .prop_map(|(v, disk_full)| WorkerStats {
             tiers: tierpool_types::TierStats {
                 mem_capacity: v[0],
@@ -382,6 +382,11 @@ fn stats() -> BoxedStrategy<WorkerStats> {
                 lent: v[20],
                 reused: v[21],
                 fresh: v[22],
+                small_room: v[25],
+                small_spare: v[26],
+                small_lent: v[27],
+                small_reused: v[28],
+                small_fresh: v[29],
             },
             connections: tierpool_proto::Connections { accepted: v[23], local: v[24] },
         })
