@@ -67,7 +67,7 @@ impl ChunkBuffers {
     }
 
     /// As [`new`](Self::new), also keeping buffers for shorter bodies, at
-    /// most `room` bytes of them spare ([`set_small_room`](Self::set_small_room)).
+    /// most `room` bytes of them spare.
     pub fn with_small(size: usize, keep: usize, room: usize) -> Arc<ChunkBuffers> {
         let mut b = Arc::into_inner(Self::new(size, keep)).expect("just made");
         b.small = Some(SmallBuffers::new(size, room));
@@ -85,13 +85,6 @@ impl ChunkBuffers {
         match self.small.as_ref().and_then(|s| Some((s, s.class(len)?))) {
             Some((small, class)) => small.take(class),
             None => self.take(),
-        }
-    }
-
-    /// Keeps at most `room` bytes of shorter buffers spare from now on.
-    pub fn set_small_room(&self, room: usize) {
-        if let Some(s) = &self.small {
-            s.set_room(room);
         }
     }
 
@@ -278,6 +271,24 @@ mod tests {
         assert_eq!(b.prefault(), 4);
         assert_eq!(b.stats().limit, Some(8));
         assert_eq!(ChunkBuffers::new(8192, 1).stats().limit, None);
+    }
+
+    #[test]
+    fn copies_of_shorter_bytes_go_into_buffers_of_their_class_where_kept() {
+        let b = ChunkBuffers::with_small(1 << 20, 1, 1 << 20);
+        let copy = b.copy(&[3u8; 10_000]).unwrap();
+        assert_eq!(&copy[..], &[3u8; 10_000]);
+        let s = b.stats();
+        assert_eq!((s.small_lent, s.small_fresh, s.lent, s.fresh), (10_240, 1, 0, 0));
+        let whole = b.copy(&vec![4u8; 1 << 20]).unwrap();
+        assert_eq!((b.stats().lent, b.stats().small_lent), (1, 10_240), "a whole chunk takes a chunk buffer");
+        drop((copy, whole));
+        let s = b.stats();
+        assert_eq!((s.small_spare, s.small_lent, s.spare, s.lent), (10_240, 0, 1, 0));
+        let again = b.copy(&[5u8; 9_500]).unwrap();
+        assert_eq!((&again[..], b.stats().small_reused), (&[5u8; 9_500][..], 1));
+        assert!(b.copy(&[]).is_none() && b.copy(&vec![0u8; (1 << 20) + 1]).is_none());
+        assert!(ChunkBuffers::new(1 << 20, 1).copy(&[3u8; 10_000]).is_none(), "a client's keep whole chunks only");
     }
 
     #[test]

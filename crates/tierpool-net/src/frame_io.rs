@@ -12,8 +12,9 @@
 //! payload kept by a handler (a chunk stored in memory) holds no slack. On
 //! a server that keeps chunk buffers, a body of exactly a chunk goes on
 //! into one of those (as long as it too), and on one that keeps shorter
-//! ones too (a worker), a shorter body goes into one of its size class
-//! (a little longer): either is given back if the read fails.
+//! ones too (a worker), a shorter body goes into one of its size class:
+//! either is given back if the read fails. Such a body is charged its
+//! length, and holds at most an eighth more (or 63 bytes).
 //!
 //! Time bounds are optional (a client relies on its request timeout):
 //! `stall` bounds each read, each write and each wait for the budget, so a
@@ -273,10 +274,10 @@ mod tests {
         let long = read_body(&mut server, longer.len(), &mut charge, None, Some(&buffers)).await.unwrap();
         assert_eq!((&a[..], &long[..]), (&short[..], &longer[..]));
         let s = buffers.stats();
-        assert_eq!((s.small_lent, s.small_fresh, s.small_reused), (8192 + 327_680, 2, 0));
+        assert_eq!((s.small_lent, s.small_fresh, s.small_reused), (5120 + 327_680, 2, 0));
         let at = a.as_ptr();
         drop((a, long));
-        assert_eq!((buffers.stats().small_spare, buffers.stats().small_lent), (8192 + 327_680, 0));
+        assert_eq!((buffers.stats().small_spare, buffers.stats().small_lent), (5120 + 327_680, 0));
         let again = read_body(&mut server, 5000, &mut charge, None, Some(&buffers)).await.unwrap();
         assert_eq!((&again[..], again.as_ptr()), (&short[..], at), "the same pages");
         let tiny = read_body(&mut server, 100, &mut charge, None, Some(&buffers)).await.unwrap();

@@ -12,29 +12,25 @@
 //! are the next one's.
 //!
 //! Invariants: a body of `len` bytes goes into a buffer of capacity
-//! [`class_of`]`(len)`, at most a page (up to 64 KiB) or an eighth more
-//! than it needs; spare buffers hold at most `room` bytes together (the
-//! worker sets it to what its MEM budget leaves: chunks held and spare
-//! buffers together stay within it), and a spare buffer is kept only in
-//! the list of its own class, so whatever is taken has its class's
-//! capacity. Lengths whose class reaches the chunk size are not taken
-//! here.
+//! [`class_of`]`(len)`, at most an eighth more than it needs (or 63 bytes,
+//! for the shortest); spare buffers hold at most `room` bytes together (a
+//! worker's fixed overhead beside its MEM budget, as its spare chunk
+//! buffers are), and a spare buffer is kept only in the list of its own
+//! class, so whatever is taken has its class's capacity. Lengths whose
+//! class reaches the chunk size are not taken here.
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-const PAGE: usize = 4096;
-/// Bodies up to this long are rounded up to whole pages; longer ones to a
-/// sixteenth of their power of two (an eighth of them at most).
-const PAGES_UP_TO: usize = 64 << 10;
+/// The finest step between classes.
+const MIN_STEP: usize = 64;
 
-/// The capacity a buffer for `len` bytes (`len > 0`) is taken with.
+/// The capacity a buffer for `len` bytes (`len > 0`) is taken with: `len`
+/// rounded up to a sixteenth of its power of two (so the step is at most
+/// an eighth of `len`), at least [`MIN_STEP`].
 pub(crate) fn class_of(len: usize) -> usize {
-    if len <= PAGES_UP_TO {
-        return len.div_ceil(PAGE).max(1) * PAGE;
-    }
-    let step = len.next_power_of_two() / 16;
+    let step = (len.next_power_of_two() / 16).max(MIN_STEP);
     len.div_ceil(step) * step
 }
 
@@ -49,7 +45,7 @@ struct Spare {
 pub(crate) struct SmallBuffers {
     /// Buffers at least this long go elsewhere (a chunk's size).
     below: usize,
-    room: AtomicUsize,
+    room: usize,
     spare: Mutex<Spare>,
     /// Bytes (capacities) taken and not given back yet.
     lent: AtomicU64,
@@ -62,7 +58,7 @@ impl SmallBuffers {
     pub(crate) fn new(below: usize, room: usize) -> SmallBuffers {
         SmallBuffers {
             below,
-            room: AtomicUsize::new(room),
+            room,
             spare: Mutex::new(Spare::default()),
             lent: AtomicU64::new(0),
             reused: AtomicU64::new(0),
@@ -109,7 +105,7 @@ impl SmallBuffers {
         }
         buf.clear();
         let mut spare = self.spare.lock();
-        if spare.bytes + cap <= self.room.load(Ordering::Relaxed) {
+        if spare.bytes + cap <= self.room {
             spare.bytes += cap;
             spare.by_class.entry(cap).or_default().push(buf);
             return;
@@ -118,31 +114,11 @@ impl SmallBuffers {
         drop(buf);
     }
 
-    /// Keeps at most `room` bytes spare from now on, freeing what is beyond it now.
-    pub(crate) fn set_room(&self, room: usize) {
-        self.room.store(room, Ordering::Relaxed);
-        let mut freed = Vec::new();
-        {
-            let mut spare = self.spare.lock();
-            let mut bytes = spare.bytes;
-            for list in spare.by_class.values_mut() {
-                while bytes > room {
-                    let Some(buf) = list.pop() else { break };
-                    bytes -= buf.capacity();
-                    freed.push(buf);
-                }
-            }
-            spare.bytes = bytes;
-            spare.by_class.retain(|_, l| !l.is_empty());
-        }
-        drop(freed);
-    }
-
     /// Spare bytes at most, spare bytes now, bytes lent, and the bodies
     /// that found a spare buffer and that took fresh memory.
     pub(crate) fn figures(&self) -> (u64, u64, u64, u64, u64) {
         (
-            self.room.load(Ordering::Relaxed) as u64,
+            self.room as u64,
             self.spare.lock().bytes as u64,
             self.lent.load(Ordering::Relaxed),
             self.reused.load(Ordering::Relaxed),
@@ -157,8 +133,8 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn classes_are_whole_pages_then_sixteenths() {
-        let cases = [(1, 4096), (4096, 4096), (4097, 8192), (16 << 10, 16 << 10), (65536, 65536)];
+    fn classes_are_sixteenths_of_a_power_of_two() {
+        let cases = [(1, 64), (100, 128), (4096, 4096), (4097, 4608), (5000, 5120), (16 << 10, 16 << 10)];
         for (len, class) in cases {
             assert_eq!(class_of(len), class, "{len}");
         }
@@ -176,32 +152,33 @@ mod tests {
         fn a_class_holds_its_length_with_little_slack(len in 1usize..(8 << 20)) {
             let c = class_of(len);
             prop_assert!(c >= len);
-            prop_assert!(c - len < PAGE || (c - len) * 8 <= len, "{len} in {c}");
+            prop_assert!(c - len < MIN_STEP || (c - len) * 8 <= len, "{len} in {c}");
             prop_assert_eq!(class_of(c), c, "a class is its own class");
         }
     }
 
     #[test]
     fn a_buffer_given_back_is_reused_within_the_room() {
-        let b = SmallBuffers::new(4 << 20, 3 * 4096);
+        let b = SmallBuffers::new(4 << 20, 4096 + 5120);
         let c = b.class(100).unwrap();
-        let mut first = b.take(c);
-        first.extend_from_slice(&[1; 100]);
+        let mut first = b.take(b.class(4000).unwrap());
+        first.extend_from_slice(&[1; 4000]);
         let at = first.as_ptr();
         let second = b.take(b.class(5000).unwrap());
-        assert_eq!((first.capacity(), second.capacity()), (4096, 8192));
-        assert_eq!(b.figures(), (12288, 0, 12288, 0, 2));
+        assert_eq!((c, first.capacity(), second.capacity()), (128, 4096, 5120));
+        assert_eq!(b.figures(), (9216, 0, 9216, 0, 2));
         b.give_back(first);
         b.give_back(second);
-        assert_eq!(b.figures(), (12288, 12288, 0, 0, 2), "both fit the room");
+        assert_eq!(b.figures(), (9216, 9216, 0, 0, 2), "both fit the room");
         let again = b.take(4096);
         assert_eq!((again.as_ptr(), again.len(), again.capacity()), (at, 0, 4096));
         let third = b.take(4096);
         assert_eq!(b.figures().3, 1, "the second one of its class is fresh");
         b.give_back(again);
         b.give_back(third);
-        assert_eq!(b.figures().1, 12288, "one beyond the room is freed");
-        b.set_room(4096);
-        assert!(b.figures().1 <= 4096, "a lower room frees what is beyond it");
+        assert_eq!(b.figures().1, 9216, "one beyond the room is freed");
+        let other = b.take(b.class(100).unwrap());
+        b.give_back(other);
+        assert_eq!(b.figures().1, 9216, "nor is one of a class with no room left");
     }
 }

@@ -54,7 +54,7 @@ pub struct BufferStats {
     /// Chunks that found no spare buffer and took fresh memory.
     pub fresh: u64,
     /// Bytes of buffers shorter than a chunk (small chunks, requests
-    /// carrying many) kept spare at most: what the MEM budget leaves.
+    /// carrying many) kept spare at most.
     pub small_room: u64,
     /// Bytes of such buffers spare now.
     pub small_spare: u64,

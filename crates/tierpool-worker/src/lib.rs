@@ -72,10 +72,11 @@ pub struct WorkerConfig {
 }
 
 /// Chunks read from DISK held in memory at once (answers being written).
-/// With the frame budget and the spare chunk buffers this bounds what the
+/// With the frame budget and the spare buffers this bounds what the
 /// worker holds beyond its MEM budget: `limits.budget + (DISK_READS +
-/// SPARE_BUFFERS) * chunk size` (256 MiB with 4 MiB chunks), plus the
-/// process's own few tens of MiB. With `prefault`, the buffers spare and
+/// SPARE_BUFFERS) * chunk size + SPARE_SMALL` (320 MiB with 4 MiB chunks),
+/// plus the process's own few tens of MiB, and the slack of the buffers
+/// that hold chunks shorter than a chunk (an eighth of them at most). With `prefault`, the buffers spare and
 /// in use are kept within the MEM budget that chunks held without one
 /// leave, and `SPARE_BUFFERS` more (see `WorkerService::fit_buffers`).
 pub const DISK_READS: usize = 16;
@@ -84,6 +85,10 @@ pub const DISK_READS: usize = 16;
 /// next chunks written, without `prefault`: enough for steady writes into
 /// a full MEM tier not to fault fresh pages in.
 pub const SPARE_BUFFERS: usize = 16;
+
+/// Bytes of freed buffers shorter than a chunk (small chunks, requests
+/// carrying many) kept for the next ones, by size class.
+pub const SPARE_SMALL: u64 = 64 << 20;
 
 struct Registration {
     cfg: WorkerConfig,
@@ -194,7 +199,6 @@ pub async fn run(cfg: WorkerConfig, stop: impl std::future::Future<Output = ()>)
     let svc = Arc::new(service::WorkerService::new(tiers.clone(), cfg.secret.clone().into()));
     svc.set_server_stats(server.stats());
     svc.set_buffers(buffers, cfg.prefault);
-    svc.fit_buffers();
     svc.set_id(reg.register(known, kept).await?);
     reg.fetch_table(&svc).await?;
     tokio::spawn(moves::drop_strays(svc.clone()));
@@ -228,10 +232,7 @@ pub(crate) fn buffer_limit(mem: u64, size: u64, without: u64) -> usize {
 fn chunk_buffers(cfg: &WorkerConfig) -> Arc<tierpool_net::ChunkBuffers> {
     let size = tierpool_types::DEFAULT_CHUNK_SIZE;
     let keep = if cfg.prefault { ((cfg.mem.0 / size) as usize).max(SPARE_BUFFERS) } else { SPARE_BUFFERS };
-    // Shorter buffers: as much spare as the chunk buffers at first, until
-    // the first heartbeat fits them to what MEM leaves (`fit_buffers`).
-    let small_room = (SPARE_BUFFERS as u64 * size).min(cfg.mem.0) as usize;
-    let buffers = tierpool_net::ChunkBuffers::with_small(size as usize, keep, small_room);
+    let buffers = tierpool_net::ChunkBuffers::with_small(size as usize, keep, SPARE_SMALL as usize);
     if cfg.prefault {
         buffers.set_limit(buffer_limit(cfg.mem.0, size, 0));
         let b = buffers.clone();

@@ -145,20 +145,12 @@ impl WorkerService {
     /// buffer (promoted from DISK, shorter than a chunk, copied from a
     /// sibling) leave fewer spare, so the worker stays within its MEM
     /// budget and those spare buffers' worth.
-    ///
-    /// Shorter buffers (small chunks) are kept spare within what MEM's
-    /// chunks and the spare chunk buffers leave of the budget.
     pub fn fit_buffers(&self) {
-        let Some((buffers, prefault)) = self.buffers.get() else { return };
-        let mem = self.tiers.stats();
-        if *prefault {
-            let b = buffers.stats();
-            let without = mem.mem_used.saturating_sub(b.lent * b.size) / b.size;
-            buffers.set_limit(crate::buffer_limit(mem.mem_capacity, b.size, without));
-        }
+        let Some((buffers, true)) = self.buffers.get() else { return };
         let b = buffers.stats();
-        let held = mem.mem_used.saturating_add(b.spare * b.size);
-        buffers.set_small_room(mem.mem_capacity.saturating_sub(held) as usize);
+        let mem = self.tiers.stats();
+        let without = mem.mem_used.saturating_sub(b.lent * b.size) / b.size;
+        buffers.set_limit(crate::buffer_limit(mem.mem_capacity, b.size, without));
     }
 
     /// The figures of the server that serves this worker (its transfers).
