@@ -14,7 +14,7 @@ import sys
 import tempfile
 import textwrap
 import time
-from typing import List
+from typing import Any, Callable, Dict, List
 
 import pytest
 
@@ -150,6 +150,37 @@ def test_a_prefaulted_pool_has_its_chunk_buffers_ready_and_writes_into_them() ->
             assert time.monotonic() < deadline, f"the worker never reported its buffers: {b}"
             time.sleep(0.2)
         assert (b["keep"], b["limit"], b["spare"]) == (16, None, 0)
+
+
+def _buffers_when(c: "tierpool.Client", what: str, want: Callable[[Dict[str, Any]], bool]) -> Dict[str, Any]:
+    deadline = time.monotonic() + 30
+    while not want(b := c.status()["workers"][0]["buffers"]):
+        assert time.monotonic() < deadline, f"{what}: {b}"
+        time.sleep(0.2)
+    return b
+
+
+def test_small_files_put_many_at_once_reuse_the_buffers_of_deleted_ones() -> None:
+    with tierpool.local(workers=1, mem="32MiB", disk="64MiB") as c:
+        b = _buffers_when(c, "the worker's figures", lambda b: b["size"] == 4 << 20)
+        assert (b["small_room"], b["small_spare"], b["small_lent"]) == (64 << 20, 0, 0)
+        # 10,000 bytes each: past the inline limit, 16 chunks in one
+        # request, each copied into a buffer of 10 KiB.
+        first = {f"/a{i}": os.urandom(10_000) for i in range(16)}
+        assert all(isinstance(r, tierpool.FileInfo) for r in c.put_many(first))
+        b = _buffers_when(c, "16 small chunks held", lambda b: b["small_lent"] == 16 * 10_240)
+        assert b["small_fresh"] >= 16 and (b["lent"], b["fresh"]) == (0, 0)
+        for path in first:
+            c.rm(path)
+        b = _buffers_when(c, "their buffers spare", lambda b: b["small_lent"] == 0)
+        assert b["small_spare"] >= 16 * 10_240
+        # Shorter ones of the same class take those pages and read back
+        # exactly their own bytes.
+        second = {f"/b{i}": os.urandom(9_500) for i in range(16)}
+        assert all(isinstance(r, tierpool.FileInfo) for r in c.put_many(second))
+        after = _buffers_when(c, "16 more held", lambda x: x["small_lent"] == 16 * 10_240)
+        assert after["small_reused"] >= b["small_reused"] + 16, after
+        assert c.get_many(list(second)) == list(second.values())
 
 
 def test_a_local_pool_is_reached_through_its_local_sockets() -> None:
