@@ -54,7 +54,17 @@ pub struct ChunkBuffers {
 impl ChunkBuffers {
     /// Buffers of `size` bytes, at most `keep` of them spare.
     pub fn new(size: usize, keep: usize) -> Arc<ChunkBuffers> {
-        Arc::new(ChunkBuffers {
+        Arc::new(Self::build(size, keep, None))
+    }
+
+    /// As [`new`](Self::new), also keeping buffers for shorter bodies, at
+    /// most `room` bytes of them spare.
+    pub fn with_small(size: usize, keep: usize, room: usize) -> Arc<ChunkBuffers> {
+        Arc::new(Self::build(size, keep, Some(SmallBuffers::new(size, room))))
+    }
+
+    fn build(size: usize, keep: usize, small: Option<SmallBuffers>) -> ChunkBuffers {
+        ChunkBuffers {
             size,
             keep,
             limit: AtomicUsize::new(NO_LIMIT),
@@ -62,16 +72,8 @@ impl ChunkBuffers {
             lent: AtomicUsize::new(0),
             reused: AtomicU64::new(0),
             fresh: AtomicU64::new(0),
-            small: None,
-        })
-    }
-
-    /// As [`new`](Self::new), also keeping buffers for shorter bodies, at
-    /// most `room` bytes of them spare.
-    pub fn with_small(size: usize, keep: usize, room: usize) -> Arc<ChunkBuffers> {
-        let mut b = Arc::into_inner(Self::new(size, keep)).expect("just made");
-        b.small = Some(SmallBuffers::new(size, room));
-        Arc::new(b)
+            small,
+        }
     }
 
     /// Whether a body of `len` bytes is read into one of these.

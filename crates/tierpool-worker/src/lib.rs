@@ -76,9 +76,10 @@ pub struct WorkerConfig {
 /// worker holds beyond its MEM budget: `limits.budget + (DISK_READS +
 /// SPARE_BUFFERS) * chunk size + SPARE_SMALL` (320 MiB with 4 MiB chunks),
 /// plus the process's own few tens of MiB, and the slack of the buffers
-/// that hold chunks shorter than a chunk (an eighth of them at most). With `prefault`, the buffers spare and
-/// in use are kept within the MEM budget that chunks held without one
-/// leave, and `SPARE_BUFFERS` more (see `WorkerService::fit_buffers`).
+/// that hold chunks shorter than a chunk (an eighth of them at most).
+/// With `prefault`, the buffers spare and in use are kept within the MEM
+/// budget that chunks held without one leave, and `SPARE_BUFFERS` more
+/// (see `WorkerService::fit_buffers`).
 pub const DISK_READS: usize = 16;
 
 /// Chunk buffers freed (a chunk deleted or moved to DISK) kept for the

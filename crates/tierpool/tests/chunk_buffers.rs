@@ -4,9 +4,9 @@
 //! within what MEM's other chunks leave of its budget, and 16 more;
 //! without it, freed buffers are kept, up to 16. Chunks shorter than a
 //! chunk buffer go into buffers of their size class, kept spare once freed
-//! up to 64 MiB. Either way the bytes read back
-//! are exactly those written, whether a chunk went into a fresh buffer or
-//! into one that held another chunk.
+//! up to 64 MiB. Either way the bytes read back are exactly those written,
+//! whether a chunk went into a fresh buffer or into one that held another
+//! chunk.
 
 mod common;
 use common::{data, resident, BIN};
