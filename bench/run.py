@@ -20,7 +20,7 @@ Measures, in one run on this machine:
   - the cost of a fresh connection: 1,000 opened one after another, one ping each.
 Writes JSON to stdout and to bench/results/<timestamp>.json.
 
-Usage: python3 bench/run.py [--quick] [--bin PATH] [--inline-max SIZE] [--log-sync always|DURATION]
+Usage: python3 bench/run.py [--quick] [--bin PATH] [--inline-max SIZE] [--log-sync always|DURATION] [--reads N]
 
 --bin measures another build of the binary (e.g. an older commit's, kept aside)
 instead of building this checkout's. --inline-max is the pool's (`up
@@ -28,6 +28,9 @@ instead of building this checkout's. --inline-max is the pool's (`up
 before small files were kept by the metadata. --log-sync is the pool's
 (`up --log-sync`): `always` fsyncs the metadata log before each change is
 acknowledged; a period such as 10ms acknowledges changes once written.
+--reads is how many times over the small files are read back (`bench
+--reads`, 5 by default, so a read phase lasts long enough to measure; 1
+for builds older than that option).
 """
 
 import argparse
@@ -109,13 +112,15 @@ def redis(clients, n, fsync=False, tests="set,get", pipeline=1, unix=False, size
     return res
 
 
-def tp_bench(addr, files, size, threads, batch=1, coalesce=None):
-    """`tierpool bench`; `coalesce` sets the client's TIERPOOL_COALESCE (None: its default)."""
+def tp_bench(addr, files, size, threads, batch=1, coalesce=None, reads=1):
+    """`tierpool bench`; `coalesce` sets the client's TIERPOOL_COALESCE (None: its default);
+    `reads`: how many times over the files are read back."""
     env = dict(os.environ, TIERPOOL_COORDINATOR=addr, **SECRET)
     if coalesce is not None:
         env["TIERPOOL_COALESCE"] = str(coalesce)
+    more = ["--reads", str(reads)] if reads > 1 else []
     out = sh(BIN, "bench", "--files", str(files), "--size", size, "--threads", str(threads), "--batch", str(batch),
-             "--json", env=env)
+             *more, "--json", env=env)
     return json.loads(out)
 
 
@@ -200,6 +205,7 @@ def main():
     ap.add_argument("--bin", help="the tierpool binary to measure (default: build this checkout's)")
     ap.add_argument("--inline-max", help="files kept by the metadata up to this size (the pool's default: 4KiB)")
     ap.add_argument("--log-sync", default="always", help="when the metadata log is fsynced (`up --log-sync`)")
+    ap.add_argument("--reads", type=int, default=5, help="how many times over small files are read back (1: once)")
     a = ap.parse_args()
     ensure_tools()
     global BIN
@@ -221,11 +227,12 @@ def main():
     try:
         tcp = iperf3()
         large = tp_bench(addr, big_files, big_size, 2)
-        small = tp_bench(addr, small_n, "4KiB", clients)
-        alone = tp_bench(addr, small_n, "4KiB", clients, coalesce=0)
-        batched = tp_bench(addr, small_n, "4KiB", clients, batch)
-        mid = tp_bench(addr, small_n, "16KiB", clients)
-        mid_batched = tp_bench(addr, small_n, "16KiB", clients, batch)
+        r = a.reads
+        small = tp_bench(addr, small_n, "4KiB", clients, reads=r)
+        alone = tp_bench(addr, small_n, "4KiB", clients, coalesce=0, reads=r)
+        batched = tp_bench(addr, small_n, "4KiB", clients, batch, reads=r)
+        mid = tp_bench(addr, small_n, "16KiB", clients, reads=r)
+        mid_batched = tp_bench(addr, small_n, "16KiB", clients, batch, reads=r)
         meta = tp_bench(addr, small_n, "0", clients)
         conns = tp_connections(addr, 1000)
     finally:

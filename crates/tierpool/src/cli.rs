@@ -831,6 +831,11 @@ pub struct BenchArgs {
     /// Stats and deletes stay one file per request.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub batch: u32,
+    /// Read all the files back N times over in the read phase, each pass
+    /// verified, so that a read phase of small files lasts long enough to
+    /// measure; ops/s counts every read.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub reads: u32,
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]

@@ -63,9 +63,16 @@ fn bench_writes_and_reads_back_files_one_or_many_to_a_request() {
         }
         assert_eq!(j["delete"]["requests"].as_u64(), Some(37), "stats and deletes stay one a request");
     }
+    // Each file read three times over: 37 files in 3 requests a pass.
+    let out = pool.ok(&["bench", "--files", "37", "--size", "3KiB", "--batch", "16", "--reads", "3", "--json"]);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((j["read"]["ops"].as_u64(), j["read"]["requests"].as_u64()), (Some(111), Some(9)), "{out}");
+    assert_eq!((j["write"]["ops"].as_u64(), j["reads"].as_u64()), (Some(37), Some(3)), "{out}");
     assert_eq!(pool.ok(&["ls", "/"]), "", "the bench leaves nothing behind");
     let e = pool.err(&["bench", "--files", "3", "--batch", "0"]);
-    assert_eq!(e, "tierpool: --files, --threads and --batch must be at least 1");
+    assert_eq!(e, "tierpool: --files, --threads, --batch and --reads must be at least 1");
+    let e = pool.err(&["bench", "--files", "3000000000", "--reads", "2"]);
+    assert_eq!(e, "tierpool: --files times --reads is too large");
 }
 
 #[test]
@@ -122,7 +129,7 @@ fn servers_survive_malformed_messages() {
     for (addr, kind, other) in [(pool.addr.as_str(), 1u8, 2u8), (worker.as_str(), 2, 1)] {
         // Not our protocol at all, before the handshake: the hello, a refusal, the end.
         let reply = junk(std::net::TcpStream::connect(addr).unwrap(), b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
-        assert_eq!((reply.len(), &reply[36..]), (41, &b"TP\x1c\x13\x02"[..]), "{reply:?}");
+        assert_eq!((reply.len(), &reply[36..]), (41, &b"TP\x1d\x13\x02"[..]), "{reply:?}");
         // A well-framed message whose body is garbage: an error reply, then close.
         let mut frame = vec![b'T', b'P', v, kind, 4, 0, 0, 0, 0, 0, 0, 0];
         frame.extend_from_slice(&[0xff, 0xff, 0xff, 0xff]);

@@ -6,7 +6,8 @@
 //! and new files' commits of concurrent clients share requests as the client
 //! library lets them (`$TIERPOOL_COALESCE`, 0 for none); the JSON says how
 //! many did, and how many files `get_many` read and `put_many` stored on the
-//! workers many to a request (`coalesced_calls`).
+//! workers many to a request (`coalesced_calls`). With `--reads N` the read
+//! phase reads every file N times over (pass after pass).
 //!
 //! File contents are generated per file from a seed, so verification needs no
 //! second copy and catches misplaced chunks.
@@ -65,16 +66,15 @@ impl Phase {
     }
 }
 
-/// Runs `f(0..n.div_ceil(per))`: `threads` tasks, each calling `f` on
-/// the next request not yet taken until none is left, as that many
-/// clients would. Each call is one request of `per` files of `bytes_each`
-/// (the last may have fewer; `f` knows).
-async fn phase<F, Fut>(name: &'static str, n: u32, per: u32, threads: u32, bytes_each: u64, f: F) -> Result<Phase>
+/// Runs `f(0..requests)`: `threads` tasks, each calling `f` on the next
+/// request not yet taken until none is left, as that many clients would.
+/// The calls do `n` files of `bytes_each` in all (`f` knows which).
+async fn phase<F, Fut>(name: &'static str, n: u32, requests: u32, threads: u32, bytes_each: u64, f: F) -> Result<Phase>
 where
     F: Fn(u32) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Result<()>> + Send + 'static,
 {
-    let (f, requests) = (Arc::new(f), n.div_ceil(per));
+    let f = Arc::new(f);
     let next = Arc::new(AtomicU32::new(0));
     let start = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
@@ -104,9 +104,10 @@ pub async fn run(c: &Client, a: &BenchArgs) -> Result<()> {
     if let Some(n) = a.connections {
         return connections(c, n, a.json).await;
     }
-    if a.files == 0 || a.threads == 0 || a.batch == 0 {
-        bail!("--files, --threads and --batch must be at least 1");
+    if a.files == 0 || a.threads == 0 || a.batch == 0 || a.reads == 0 {
+        bail!("--files, --threads, --batch and --reads must be at least 1");
     }
+    let reads = a.files.checked_mul(a.reads).ok_or_else(|| anyhow::anyhow!("--files times --reads is too large"))?;
     let opts = Arc::new(PutOptions { chunk_size: validate_chunk_size(a.chunk_size.0)?, ..PutOptions::default() });
     let dir = format!("/.bench-{}", std::process::id());
     c.mkdir(&dir, true).await?;
@@ -121,9 +122,11 @@ pub async fn run(c: &Client, a: &BenchArgs) -> Result<()> {
     let (batch, files) = (a.batch, a.files);
     // Request `r` of a phase: the files `r * batch ..` (fewer at the end).
     let files_of = move |r: u32| (r * batch)..((r + 1) * batch).min(files);
+    // One pass over the files: the write phase, and each pass of the reads.
+    let per_pass = files.div_ceil(batch);
     let (c1, d1, p1, o1) = (c.clone(), data.clone(), path.clone(), opts.clone());
     phases.push(
-        phase("write", a.files, batch, a.threads, size as u64, move |r| {
+        phase("write", files, per_pass, a.threads, size as u64, move |r| {
             let (c, d, p, o) = (c1.clone(), d1.clone(), p1.clone(), o1.clone());
             async move {
                 if batch == 1 {
@@ -137,8 +140,9 @@ pub async fn run(c: &Client, a: &BenchArgs) -> Result<()> {
     );
     let (c2, d2, p2) = (c.clone(), data.clone(), path.clone());
     phases.push(
-        phase("read", a.files, batch, a.threads, size as u64, move |r| {
+        phase("read", reads, per_pass * a.reads, a.threads, size as u64, move |r| {
             let (c, d, p) = (c2.clone(), d2.clone(), p2.clone());
+            let r = r % per_pass;
             async move {
                 if batch == 1 {
                     return read_back(&c, &p(r), &d[r as usize]).await;
@@ -156,7 +160,7 @@ pub async fn run(c: &Client, a: &BenchArgs) -> Result<()> {
     );
     let (c3, p3) = (c.clone(), path.clone());
     phases.push(
-        phase("stat", a.files, 1, a.threads, 0, move |i| {
+        phase("stat", files, files, a.threads, 0, move |i| {
             let (c, p) = (c3.clone(), p3(i));
             async move { c.stat(&p).await.map(|_| ()).map_err(Into::into) }
         })
@@ -164,7 +168,7 @@ pub async fn run(c: &Client, a: &BenchArgs) -> Result<()> {
     );
     let (c4, p4) = (c.clone(), path.clone());
     phases.push(
-        phase("delete", a.files, 1, a.threads, 0, move |i| {
+        phase("delete", files, files, a.threads, 0, move |i| {
             let (c, p) = (c4.clone(), p4(i));
             async move { c.remove(&p, false).await.map(|_| ()).map_err(Into::into) }
         })
@@ -199,7 +203,7 @@ async fn connections(c: &Client, n: u32, json: bool) -> Result<()> {
         bail!("--connections must be at least 1");
     }
     c.ping_fresh().await?;
-    let p = phase("connect", n, 1, 1, 0, {
+    let p = phase("connect", n, n, 1, 0, {
         let c = c.clone();
         move |_| {
             let c = c.clone();
@@ -232,6 +236,7 @@ fn report(a: &BenchArgs, phases: &[Phase], coalesced: tierpool_client::Coalesced
         "size": a.size.0,
         "threads": a.threads,
         "batch": a.batch,
+        "reads": a.reads,
         "chunk_size": a.chunk_size.0,
         "verified": true,
     });
@@ -242,7 +247,11 @@ fn report(a: &BenchArgs, phases: &[Phase], coalesced: tierpool_client::Coalesced
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
-    let per = if a.batch > 1 { format!(" (writes and reads {} files to a request)", a.batch) } else { String::new() };
+    let mut per =
+        if a.batch > 1 { format!(" (writes and reads {} files to a request)", a.batch) } else { String::new() };
+    if a.reads > 1 {
+        per += &format!(", each read {} times", a.reads);
+    }
     println!(
         "{} files of {}, {} concurrent{per}, chunk {}: all verified",
         a.files,
