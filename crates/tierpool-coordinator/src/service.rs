@@ -26,7 +26,7 @@ use tierpool_proto::{
     MetadataLogStatus, PoolStatus, SnapshotStatus, TransactionStatus, WorkerRequest, WorkerResponse, WorkerStats,
     MAX_BATCH, MAX_CHANGES_WAIT_MS, MAX_PAGES_ASKED,
 };
-use tierpool_proto::{Worker, WorkerStatus};
+use tierpool_proto::{Payload, Worker, WorkerStatus};
 use tierpool_types::{ByteSize, ChunkKey, Error, ErrorKind, InodeId, Result, WorkerId};
 
 tokio::task_local! {
@@ -953,8 +953,8 @@ impl Coordinator {
 impl Handler for Coordinator {
     type Service = tierpool_proto::Coordinator;
 
-    async fn handle(&self, req: CoordRequest, _payload: Bytes) -> (Result<CoordResponse>, Bytes) {
-        (self.dispatch(req).await, Bytes::new())
+    async fn handle(&self, req: CoordRequest, _payload: Bytes) -> (Result<CoordResponse>, Payload) {
+        (self.dispatch(req).await, Payload::empty())
     }
 }
 

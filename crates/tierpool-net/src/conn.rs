@@ -20,10 +20,11 @@ use crate::frame_io::{self, FrameError};
 use crate::local;
 use crate::stream::{ReadHalf, Stream, WriteHalf};
 use bytes::Bytes;
+use std::io::IoSlice;
 use std::sync::Arc;
 use std::time::Duration;
 use tierpool_proto::frame::{FrameHeader, FRAME_HEADER_LEN, KIND_RESPONSE};
-use tierpool_proto::Service;
+use tierpool_proto::{Payload, Service};
 use tierpool_types::{Error, ErrorKind, Result};
 use tokio::io::BufReader;
 use tokio::net::TcpStream;
@@ -139,18 +140,32 @@ impl Connection {
         self.local
     }
 
-    pub(crate) async fn write_frame(&mut self, kind: u8, msg: Vec<u8>, payload: &[u8]) -> Result<(), FrameError> {
-        let fh = FrameHeader { kind, header_len: msg.len() as u32, payload_len: payload.len() as u32 };
-        let mut head = Vec::with_capacity(FRAME_HEADER_LEN + msg.len() + payload.len().min(COALESCE_LIMIT));
-        head.extend_from_slice(&fh.encode());
-        head.extend_from_slice(&msg);
-        if payload.len() < COALESCE_LIMIT {
-            head.extend_from_slice(payload);
-            frame_io::write_all(&mut self.writer, &head, self.write_stall).await
-        } else {
-            frame_io::write_all(&mut self.writer, &head, self.write_stall).await?;
-            frame_io::write_all(&mut self.writer, payload, self.write_stall).await
+    /// Writes a frame: header, `msg` and a payload of one part shorter than
+    /// `COALESCE_LIMIT` in one buffer (the message encoded in place); any
+    /// other payload's parts as they are, after the header in the same
+    /// vectored writes.
+    pub(crate) async fn write_frame<T: serde::Serialize>(
+        &mut self,
+        kind: u8,
+        msg: &T,
+        payload: &[&[u8]],
+    ) -> Result<(), FrameError> {
+        let len: usize = payload.iter().map(|p| p.len()).sum();
+        let (inline, parts) = match payload {
+            [one] if len < COALESCE_LIMIT => (*one, &[][..]),
+            parts => (&[][..], parts),
+        };
+        let mut head = tierpool_proto::encode_after(msg, FRAME_HEADER_LEN, inline.len());
+        let header_len = (head.len() - FRAME_HEADER_LEN) as u32;
+        let fh = FrameHeader { kind, header_len, payload_len: len as u32 };
+        head[..FRAME_HEADER_LEN].copy_from_slice(&fh.encode());
+        head.extend_from_slice(inline);
+        if parts.is_empty() {
+            return frame_io::write_all(&mut self.writer, &head, self.write_stall).await;
         }
+        let mut slices: Vec<IoSlice<'_>> =
+            std::iter::once(&head[..]).chain(parts.iter().copied()).map(IoSlice::new).collect();
+        frame_io::write_all_vectored(&mut self.writer, &mut slices, self.write_stall).await
     }
 
     /// Waits until a byte of the next frame has arrived (`Ok(true)`) or the
@@ -206,7 +221,7 @@ impl Connection {
         payload: &[u8],
         buffers: Option<&Arc<ChunkBuffers>>,
     ) -> Result<(S::Response, Bytes)> {
-        let sent = self.write_frame(S::KIND, tierpool_proto::encode(req), payload).await;
+        let sent = self.write_frame(S::KIND, req, &[payload]).await;
         sent.map_err(|e| e.into_error(&self.peer))?;
         let frame = match self.read_head(None, None).await {
             Ok(Some(h)) => self.read_body(&h, &mut Charge::unbounded(), None, buffers).await,
@@ -219,15 +234,16 @@ impl Connection {
             return Err(Error::new(ErrorKind::Protocol, e));
         }
         let r: std::result::Result<S::Response, Error> = tierpool_proto::decode(&f.header)?;
-        Ok((r?, f.payload))
+        S::attach(r?, f.payload)
     }
 
     /// Server side: answers the request just read.
     pub(crate) async fn send_response<T: serde::Serialize>(
         &mut self,
         resp: &std::result::Result<T, Error>,
-        payload: &[u8],
+        payload: &Payload,
     ) -> Result<(), FrameError> {
-        self.write_frame(KIND_RESPONSE, tierpool_proto::encode(resp), payload).await
+        let parts: Vec<&[u8]> = payload.parts().iter().map(|b| &b[..]).collect();
+        self.write_frame(KIND_RESPONSE, resp, &parts).await
     }
 }

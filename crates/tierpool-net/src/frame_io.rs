@@ -25,6 +25,7 @@ use crate::buffers::ChunkBuffers;
 use crate::stats::DropReason;
 use bytes::Bytes;
 use std::future::Future;
+use std::io::IoSlice;
 use std::sync::Arc;
 use std::time::Duration;
 use tierpool_proto::frame::{FrameHeader, FRAME_HEADER_LEN};
@@ -211,6 +212,33 @@ pub(crate) async fn write_all<W: AsyncWrite + Unpin>(
     Ok(())
 }
 
+/// Most buffers handed to one `writev` (Linux's `IOV_MAX`).
+const MAX_SLICES: usize = 1024;
+
+/// Writes all of `bufs`, in order, as few vectored writes as the socket
+/// takes; with `stall`, each write must move a byte in time.
+pub(crate) async fn write_all_vectored<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    mut bufs: &mut [IoSlice<'_>],
+    stall: Option<Duration>,
+) -> Result<(), FrameError> {
+    IoSlice::advance_slices(&mut bufs, 0);
+    while !bufs.is_empty() {
+        let write = w.write_vectored(&bufs[..bufs.len().min(MAX_SLICES)]);
+        let n = match stall {
+            Some(limit) => {
+                tokio::time::timeout(limit, write).await.map_err(|_| stalled(stall, "the answer was not taken"))??
+            }
+            None => write.await?,
+        };
+        if n == 0 {
+            return Err(FrameError::Io(std::io::ErrorKind::WriteZero.into()));
+        }
+        IoSlice::advance_slices(&mut bufs, n);
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,5 +326,30 @@ mod tests {
         writer.await.unwrap();
         assert!(matches!(e, FrameError::Truncated), "{e:?}");
         assert_eq!((buffers.stats().spare, buffers.stats().reused), (1, 1));
+    }
+
+    #[tokio::test]
+    async fn many_parts_arrive_whole_and_in_order_through_short_writes() {
+        // More parts than one writev takes, through a pipe of 1,000 bytes.
+        let parts: Vec<Vec<u8>> = (0..1500u32).map(|i| vec![(i % 251) as u8; (i % 7) as usize * 3]).collect();
+        let want: Vec<u8> = parts.concat();
+        let (mut w, mut r) = tokio::io::duplex(1000);
+        let reader = tokio::spawn(async move {
+            let mut got = Vec::new();
+            r.read_to_end(&mut got).await.unwrap();
+            got
+        });
+        let mut slices: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
+        write_all_vectored(&mut w, &mut slices, Some(Duration::from_secs(5))).await.unwrap();
+        drop(w);
+        assert_eq!(reader.await.unwrap(), want);
+        // A peer that takes nothing stalls the write.
+        let (mut w, _r) = tokio::io::duplex(10);
+        let (a, b) = (vec![1u8; 8], vec![2u8; 8]);
+        let mut slices = [IoSlice::new(&a), IoSlice::new(&b)];
+        match write_all_vectored(&mut w, &mut slices, Some(Duration::from_millis(50))).await {
+            Err(FrameError::Refused(DropReason::Stalled, d)) => assert_eq!(d, "the answer was not taken for 50ms"),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -11,7 +11,8 @@
 //! connection a 16 KiB read buffer, a frame header and a task.
 //!
 //! Answers are not charged: their bytes are the handler's (a chunk read
-//! from MEM is shared, not copied), and each write must make progress
+//! from MEM is shared, not copied: a [`Payload`] is a list of such buffers,
+//! written after the message in vectored writes), and each write must make progress
 //! within `stall_timeout`. A chunk a worker reads from DISK to answer is a
 //! fresh buffer, so peers that ask for large chunks and never read the
 //! answers hold up to one chunk per connection until that timeout.
@@ -29,7 +30,7 @@ use crate::{Connection, Limits};
 use bytes::Bytes;
 use std::future::Future;
 use std::sync::Arc;
-use tierpool_proto::Service;
+use tierpool_proto::{Payload, Service};
 use tierpool_types::{Error, Result};
 use tokio::net::{TcpListener, UnixListener, UnixStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -41,7 +42,7 @@ pub trait Handler: Send + Sync + 'static {
         &self,
         req: <Self::Service as Service>::Request,
         payload: Bytes,
-    ) -> impl Future<Output = (Result<<Self::Service as Service>::Response>, Bytes)> + Send;
+    ) -> impl Future<Output = (Result<<Self::Service as Service>::Response>, Payload)> + Send;
 }
 
 /// A bound listening socket, and the local socket named after it.

@@ -40,7 +40,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 use tierpool_proto::frame::{FrameHeader, KIND_COORD_REQUEST, KIND_WORKER_REQUEST};
-use tierpool_proto::Service;
+use tierpool_proto::{Payload, Service};
 use tierpool_types::{ByteSize, Error, ErrorKind, Result};
 use tokio::time::Instant;
 
@@ -101,7 +101,7 @@ struct Session<H> {
 /// The handler's answer; a panic in it becomes an `Internal` error answer
 /// (the panic itself is reported by the panic hook), so the peer is told
 /// and the connection, whose framing is intact, goes on.
-async fn answer<H: Handler>(handler: &H, req: Request<H>, payload: Bytes) -> (Result<Response<H>>, Bytes) {
+async fn answer<H: Handler>(handler: &H, req: Request<H>, payload: Bytes) -> (Result<Response<H>>, Payload) {
     let mut handling = std::pin::pin!(handler.handle(req, payload));
     let caught = std::future::poll_fn(|cx| match catch_unwind(AssertUnwindSafe(|| handling.as_mut().poll(cx))) {
         Ok(Poll::Pending) => Poll::Pending,
@@ -114,7 +114,7 @@ async fn answer<H: Handler>(handler: &H, req: Request<H>, payload: Bytes) -> (Re
             let what = tierpool_types::panic_message(&*panic);
             let role = <H::Service as Service>::ROLE;
             tracing::error!("the {role}'s handler panicked: {what}");
-            (Err(Error::internal(format!("the {role}'s handler panicked: {what}"))), Bytes::new())
+            (Err(Error::internal(format!("the {role}'s handler panicked: {what}"))), Payload::empty())
         }
     }
 }
@@ -239,7 +239,7 @@ impl<H: Handler> Session<H> {
         if frame.kind != <H::Service as Service>::KIND {
             let e = Error::invalid(format!("this is a {role}; that request is for {}", other_role(frame.kind)));
             drop((frame, charge));
-            return Ok(self.conn.send_response(&Err::<(), _>(e), &[]).await?);
+            return Ok(self.conn.send_response(&Err::<(), _>(e), &Payload::empty()).await?);
         }
         let Frame { header, payload, .. } = frame;
         let req = match tierpool_proto::decode::<<H::Service as Service>::Request>(&header) {
@@ -247,12 +247,13 @@ impl<H: Handler> Session<H> {
             Err(e) => {
                 drop((header, payload, charge));
                 let answer: Result<()> = Err(Error::new(ErrorKind::Protocol, e.message.clone()));
-                let _ = self.conn.send_response(&answer, &[]).await;
+                let _ = self.conn.send_response(&answer, &Payload::empty()).await;
                 return Err(End::Dropped(DropReason::Malformed, e.message));
             }
         };
         drop(header);
         let (resp, out) = answer(&*self.handler, req, payload).await;
+        let (resp, out) = <H::Service as Service>::detach(resp, out);
         // Answered: what the handler kept of the payload is its own to account.
         drop(charge);
         // Responses are not timed: one that fits in the socket's send buffer

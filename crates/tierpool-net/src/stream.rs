@@ -70,6 +70,24 @@ impl AsyncWrite for WriteHalf {
         }
     }
 
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            WriteHalf::Tcp(w) => Pin::new(w).poll_write_vectored(cx, bufs),
+            WriteHalf::Local(w) => Pin::new(w).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            WriteHalf::Tcp(w) => w.is_write_vectored(),
+            WriteHalf::Local(w) => w.is_write_vectored(),
+        }
+    }
+
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             WriteHalf::Tcp(w) => Pin::new(w).poll_flush(cx),

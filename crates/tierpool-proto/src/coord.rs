@@ -201,6 +201,13 @@ pub enum CoordResponse {
     LogSynced {
         machine: String,
     },
+    /// An answer whose small files' bytes follow it in the frame's payload,
+    /// in order: one length per info it carries, `None` where an info has
+    /// none (`payload.rs`). Readers see the answer itself, bytes in place.
+    InlineAfter {
+        answer: Box<CoordResponse>,
+        lens: Vec<Option<u32>>,
+    },
 }
 
 /// A directory attached to an under-store.

@@ -28,7 +28,7 @@ pub const MAGIC: [u8; 2] = *b"TP";
 /// 24: workers report the chunk buffers they keep for reuse; 25: and the
 /// connections they accepted, local ones apart; 26: `GetChunks`; 27:
 /// `PutChunks`; 28: workers report the shorter buffers they keep too.
-pub const PROTOCOL_VERSION: u8 = 28;
+pub const PROTOCOL_VERSION: u8 = 29;
 pub const FRAME_HEADER_LEN: usize = 12;
 /// Largest encoded message (a listing of a very large directory fits).
 pub const MAX_HEADER_LEN: u32 = 256 << 20;

@@ -4,6 +4,7 @@
 //! - [`frame`]: the framing of every message (magic, version, kind, lengths), checked before decoding;
 //! - [`coord`]: what clients and workers ask the coordinator, and its answers;
 //! - [`worker`]: what clients and the coordinator ask a worker, and its answers;
+//! - [`payload`]: the bytes after a message, and the answers that move theirs there;
 //! - [`status`]: the figures a pool reports.
 //!
 //! Each server has a request enum of its own, named by a [`Service`]; the
@@ -19,6 +20,7 @@
 pub mod coord;
 pub mod frame;
 pub mod handshake;
+pub mod payload;
 pub mod status;
 pub mod worker;
 
@@ -27,6 +29,7 @@ pub use coord::{
     MAX_PAGES_ASKED,
 };
 pub use frame::{FrameHeader, FRAME_HEADER_LEN, MAX_HEADER_LEN, MAX_PAYLOAD_LEN, PROTOCOL_VERSION};
+pub use payload::Payload;
 pub use status::{
     AttachmentStatus, ChangeFeedStatus, Connections, InlineStatus, MetadataLogStatus, MigrationStatus, PoolStatus,
     ReplicationStatus, SnapshotStatus, TransactionStatus, WorkerStats, WorkerStatus,
@@ -46,6 +49,17 @@ pub trait Service: Send + Sync + 'static {
     const ROLE: &'static str;
     type Request: Serialize + DeserializeOwned + Debug + Send + Sync + 'static;
     type Response: Serialize + DeserializeOwned + Debug + Send + Sync + 'static;
+
+    /// An answer as it is sent: bytes it holds may move to the payload.
+    fn detach(resp: Result<Self::Response>, payload: Payload) -> (Result<Self::Response>, Payload) {
+        (resp, payload)
+    }
+
+    /// An answer as read: what [`detach`](Self::detach) moved, back in
+    /// place; the payload left over.
+    fn attach(resp: Self::Response, payload: bytes::Bytes) -> Result<(Self::Response, bytes::Bytes)> {
+        Ok((resp, payload))
+    }
 }
 
 /// The coordinator: metadata, membership, layout.
@@ -56,6 +70,14 @@ impl Service for Coordinator {
     const ROLE: &'static str = "coordinator";
     type Request = CoordRequest;
     type Response = CoordResponse;
+
+    fn detach(resp: Result<CoordResponse>, payload: Payload) -> (Result<CoordResponse>, Payload) {
+        payload::detach_inline(resp, payload)
+    }
+
+    fn attach(resp: CoordResponse, payload: bytes::Bytes) -> Result<(CoordResponse, bytes::Bytes)> {
+        payload::attach_inline(resp, payload)
+    }
 }
 
 /// A worker: chunk bytes.
@@ -70,7 +92,19 @@ impl Service for Worker {
 
 /// Encodes a message body.
 pub fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
-    postcard::to_stdvec(msg).expect("in-memory serialisation of tierpool messages cannot fail")
+    encode_after(msg, 0, 0)
+}
+
+/// Encodes a message body after `before` zero bytes (for the caller to
+/// fill in: a frame header), in one allocation with room for `after` more
+/// (a short payload). The body is measured first, so it is written once
+/// and never moved: bytes it carries (a small file's) are copied once.
+pub fn encode_after<T: Serialize>(msg: &T, before: usize, after: usize) -> Vec<u8> {
+    const INFALLIBLE: &str = "in-memory serialisation of tierpool messages cannot fail";
+    let len = postcard::experimental::serialized_size(msg).expect(INFALLIBLE);
+    let mut out = Vec::with_capacity(before + len + after);
+    out.resize(before, 0);
+    postcard::to_extend(msg, out).expect(INFALLIBLE)
 }
 
 /// Decodes a message body; a malformed body is a `Protocol` error, never a panic.

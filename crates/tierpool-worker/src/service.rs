@@ -11,7 +11,7 @@
 //! partition serves it (the moving of partitions is in `moves`).
 
 use crate::routing::{Admit, Routing};
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tierpool_net::Handler;
 use tierpool_placement::PartitionTable;
-use tierpool_proto::{ChunkPlace, WorkerRequest, WorkerResponse, WorkerStats};
+use tierpool_proto::{ChunkPlace, Payload, WorkerRequest, WorkerResponse, WorkerStats};
 use tierpool_tier::{TierKind, TierManager};
 use tierpool_types::{Checksum, ChunkAttrs, ChunkKey, Error, ErrorKind, InodeId, Result, WorkerId};
 use tokio::task::block_in_place;
@@ -250,9 +250,11 @@ impl WorkerService {
     /// damaged, unreadable) is `None`, and its reader asks for it alone.
     /// A damaged copy is left for that `GetChunk` to drop as it reports it,
     /// so the reader writes the good bytes back here.
-    fn get_chunks(&self, keys: &[ChunkKey]) -> Answer {
+    /// The chunks' bytes go out as they are kept, one part of the payload
+    /// each (never copied together).
+    fn get_chunks(&self, keys: &[ChunkKey]) -> Result<(WorkerResponse, Payload)> {
         at_most_a_batch(keys.len())?;
-        let (mut chunks, mut payload) = (Vec::with_capacity(keys.len()), BytesMut::new());
+        let (mut chunks, mut payload) = (Vec::with_capacity(keys.len()), Payload::empty());
         for key in keys {
             let served = self.routed(*key, None, || Ok((WorkerResponse::Chunk, self.read_chunk(*key)?)));
             match served {
@@ -262,12 +264,12 @@ impl WorkerService {
                     }
                     self.bytes_read.fetch_add(data.len() as u64, Ordering::Relaxed);
                     chunks.push((*key, Some((data.len() as u64, crc32c::crc32c(&data)))));
-                    payload.extend_from_slice(&data);
+                    payload.push(data);
                 }
                 Ok(_) | Err(_) => chunks.push((*key, None)),
             }
         }
-        Ok((WorkerResponse::Fetched { chunks }, payload.freeze()))
+        Ok((WorkerResponse::Fetched { chunks }, payload))
     }
 
     /// Each chunk as a `PutChunk` of it would be stored, except that a
@@ -383,7 +385,6 @@ impl WorkerService {
                 self.routed(key, Some(table), || self.put_chunk(key, checksum, attrs, payload, true))
             }
             WorkerRequest::GetChunk { key, mem_only } => self.routed(key, None, || self.get_chunk(key, mem_only)),
-            WorkerRequest::GetChunks { keys } => self.get_chunks(&keys),
             WorkerRequest::PutChunks { chunks, attrs, table } => self.put_chunks(&chunks, attrs, table, payload),
             WorkerRequest::DeleteInodes { inodes } => self.delete_inodes(&inodes),
             WorkerRequest::DeleteChunks { keys } => self.delete_chunks(&keys),
@@ -432,8 +433,8 @@ impl WorkerService {
                 block_in_place(|| self.tiers.keep_on_disk(key))?;
                 done()
             }),
-            WorkerRequest::Freeze { .. } | WorkerRequest::Copy { .. } => {
-                Err(Error::internal("an asynchronous request reached the synchronous dispatch"))
+            WorkerRequest::Freeze { .. } | WorkerRequest::Copy { .. } | WorkerRequest::GetChunks { .. } => {
+                Err(Error::internal("a request answered by `handle` itself reached the dispatch"))
             }
         }
     }
@@ -456,11 +457,13 @@ fn rand_nonce() -> u64 {
 impl Handler for WorkerService {
     type Service = tierpool_proto::Worker;
 
-    async fn handle(&self, req: WorkerRequest, payload: Bytes) -> (Result<WorkerResponse>, Bytes) {
+    async fn handle(&self, req: WorkerRequest, payload: Bytes) -> (Result<WorkerResponse>, Payload) {
+        let one = |(r, out): (WorkerResponse, Bytes)| (r, Payload::from(out));
         let answer = match req {
-            WorkerRequest::Freeze { moves } => self.freeze(&moves).await,
-            WorkerRequest::Copy { from, partitions, rate } => self.copy_in(&from, &partitions, rate).await,
-            req => self.dispatch(req, payload),
+            WorkerRequest::Freeze { moves } => self.freeze(&moves).await.map(one),
+            WorkerRequest::Copy { from, partitions, rate } => self.copy_in(&from, &partitions, rate).await.map(one),
+            WorkerRequest::GetChunks { keys } => self.get_chunks(&keys),
+            req => self.dispatch(req, payload).map(one),
         };
         match answer {
             Ok((r, out)) => (Ok(r), out),
@@ -468,7 +471,7 @@ impl Handler for WorkerService {
                 if e.kind != ErrorKind::NotFound {
                     tracing::debug!("request failed: {e}");
                 }
-                (Err(e), Bytes::new())
+                (Err(e), Payload::empty())
             }
         }
     }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tierpool_net::{Connection, Credentials, Handler, Limits, Secret, Server, StatsHandle};
 use tierpool_proto::frame::{FrameHeader, KIND_WORKER_REQUEST};
-use tierpool_proto::{Worker, WorkerRequest, WorkerResponse};
+use tierpool_proto::{Payload, Worker, WorkerRequest, WorkerResponse};
 use tierpool_types::{ByteSize, ChunkAttrs, ChunkKey, Error, InodeId, Result};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedReadHalf;
@@ -26,8 +26,8 @@ pub struct TestHandler {
 impl Handler for TestHandler {
     type Service = Worker;
 
-    async fn handle(&self, req: WorkerRequest, payload: Bytes) -> (Result<WorkerResponse>, Bytes) {
-        match req {
+    async fn handle(&self, req: WorkerRequest, payload: Bytes) -> (Result<WorkerResponse>, Payload) {
+        let (answer, out) = match req {
             WorkerRequest::Ping => (Ok(WorkerResponse::Pong), Bytes::new()),
             WorkerRequest::Stats => panic!("no figures kept here"),
             WorkerRequest::PutChunk { .. } => {
@@ -37,7 +37,8 @@ impl Handler for TestHandler {
             }
             WorkerRequest::GetChunk { key, .. } => (Ok(WorkerResponse::Chunk), Bytes::from(chunk_bytes(key))),
             other => (Err(Error::invalid(format!("not served here: {other:?}"))), Bytes::new()),
-        }
+        };
+        (answer, out.into())
     }
 }
 
