@@ -32,7 +32,7 @@ use tokio::net::TcpStream;
 /// Payloads smaller than this are sent in the same write as their header.
 const COALESCE_LIMIT: usize = 64 << 10;
 /// Read buffer of a client connection.
-const CLIENT_READ_BUFFER: usize = 256 << 10;
+const CLIENT_READ_BUFFER: usize = 16 << 10;
 /// Read buffer of a server connection (counted outside the budget, per connection).
 pub(crate) const SERVER_READ_BUFFER: usize = 16 << 10;
 
