@@ -143,8 +143,16 @@ impl TierManager {
     /// `NO_WAIT`; `None` otherwise (on DISK, absent, or the lock busy):
     /// then call [`get`](Self::get) where blocking is allowed.
     pub fn try_get_in_mem(&self, key: ChunkKey) -> Option<Bytes> {
+        self.try_get_in_mem_summed(key).map(|(data, _)| data)
+    }
+
+    /// [`try_get_in_mem`](Self::try_get_in_mem), with the chunk's checksum
+    /// as stored (given at its put), unless it changed in place since it
+    /// was last computed. Serving that checksum rather than one of the
+    /// bytes as they are now lets a reader catch bytes damaged in memory.
+    pub fn try_get_in_mem_summed(&self, key: ChunkKey) -> Option<(Bytes, Option<Checksum>)> {
         let found = match self.tiers.try_lock_for(NO_WAIT)?.lookup(key) {
-            Lookup::Mem(data) => data,
+            Lookup::Mem(data, sum) => (data, sum),
             Lookup::Disk(_) | Lookup::Absent => return None,
         };
         self.used(key.inode);
@@ -191,7 +199,7 @@ impl TierManager {
     fn read_following_moves(&self, key: ChunkKey, counts: bool) -> Result<Bytes> {
         for _ in 0..MAX_READ_RACES {
             let ticket = match self.tiers.lock().lookup(key) {
-                Lookup::Mem(data) => return Ok(data),
+                Lookup::Mem(data, _) => return Ok(data),
                 Lookup::Disk(ticket) => ticket,
                 Lookup::Absent => return Err(not_found(key)),
             };
@@ -236,11 +244,11 @@ impl TierManager {
     /// bytes hold a DISK read permit until dropped). `NotFound` if `from`
     /// is absent; `PoolFull` as for [`put`](Self::put).
     pub fn copy_chunk(&self, from: ChunkKey, to: ChunkKey, unless: Option<ChunkKey>) -> Result<(u64, Checksum, bool)> {
-        let data = match self.try_get_in_mem(from) {
-            Some(d) => d,
-            None => Bytes::copy_from_slice(&self.get(from)?),
+        let (data, sum) = match self.try_get_in_mem_summed(from) {
+            Some(found) => found,
+            None => (Bytes::copy_from_slice(&self.get(from)?), None),
         };
-        let (len, checksum) = (data.len() as u64, crc32c::crc32c(&data));
+        let (len, checksum) = (data.len() as u64, sum.unwrap_or_else(|| crc32c::crc32c(&data)));
         if let Some(u) = unless {
             // Read for the comparison only: it does not count as a use (a
             // kept copy is not to look hot to eviction for it).

@@ -45,11 +45,12 @@ use crate::store::{ChunkStore, DiskStore, MemStore, ReadTicket};
 use bytes::Bytes;
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
-use tierpool_types::{ByteSize, ChunkAttrs, ChunkKey, Error, ErrorKind, InodeId, Result};
+use tierpool_types::{ByteSize, Checksum, ChunkAttrs, ChunkKey, Error, ErrorKind, InodeId, Result};
 
 /// Where `lookup` found a chunk.
 pub(crate) enum Lookup {
-    Mem(Bytes),
+    /// Its bytes, and its checksum if MEM knows it (see `MemStore::data`).
+    Mem(Bytes, Option<Checksum>),
     Disk(ReadTicket),
     Absent,
 }
@@ -155,10 +156,10 @@ impl Tiers {
 
     /// Finds a chunk; a MEM hit counts as a use.
     pub fn lookup(&mut self, key: ChunkKey) -> Lookup {
-        if let Some(data) = self.mem.data(key) {
+        if let Some((data, sum)) = self.mem.data(key) {
             let now = self.tick();
             self.evict.touch(key, now);
-            return Lookup::Mem(data);
+            return Lookup::Mem(data, sum);
         }
         self.disk.ticket(key).map_or(Lookup::Absent, Lookup::Disk)
     }

@@ -225,7 +225,7 @@ impl WorkerService {
         if mem_only && self.tiers.locate(key) == Some(TierKind::Disk) {
             return Ok((WorkerResponse::OnDisk, Bytes::new()));
         }
-        let data = match self.read_chunk(key) {
+        let (data, _) = match self.read_chunk(key) {
             Err(e) if e.kind == ErrorKind::Corrupt => {
                 tracing::warn!("chunk {key} is damaged here, dropped: {}", e.message);
                 let _ = block_in_place(|| self.tiers.delete(key));
@@ -237,11 +237,12 @@ impl WorkerService {
         Ok((WorkerResponse::Chunk, data))
     }
 
-    /// A chunk's bytes, from MEM if it is there, else from DISK.
-    fn read_chunk(&self, key: ChunkKey) -> Result<Bytes> {
-        match self.tiers.try_get_in_mem(key) {
-            Some(data) => Ok(data),
-            None => block_in_place(|| self.tiers.get(key)),
+    /// A chunk's bytes, from MEM if it is there (with its checksum as
+    /// stored, if known), else from DISK (checked against its checksum).
+    fn read_chunk(&self, key: ChunkKey) -> Result<(Bytes, Option<Checksum>)> {
+        match self.tiers.try_get_in_mem_summed(key) {
+            Some(found) => Ok(found),
+            None => Ok((block_in_place(|| self.tiers.get(key))?, None)),
         }
     }
 
@@ -251,19 +252,27 @@ impl WorkerService {
     /// A damaged copy is left for that `GetChunk` to drop as it reports it,
     /// so the reader writes the good bytes back here.
     /// The chunks' bytes go out as they are kept, one part of the payload
-    /// each (never copied together).
+    /// each (never copied together), with their checksums as stored where
+    /// MEM knows them (computed otherwise).
     fn get_chunks(&self, keys: &[ChunkKey]) -> Result<(WorkerResponse, Payload)> {
         at_most_a_batch(keys.len())?;
-        let (mut chunks, mut payload) = (Vec::with_capacity(keys.len()), Payload::empty());
+        let (mut chunks, mut payload, mut bytes) = (Vec::with_capacity(keys.len()), Payload::empty(), 0usize);
         for key in keys {
-            let served = self.routed(*key, None, || Ok((WorkerResponse::Chunk, self.read_chunk(*key)?)));
+            let mut sum = None;
+            let served = self.routed(*key, None, || {
+                let (data, stored) = self.read_chunk(*key)?;
+                sum = stored;
+                Ok((WorkerResponse::Chunk, data))
+            });
             match served {
                 Ok((WorkerResponse::Chunk, data)) => {
-                    if !payload.is_empty() && payload.len() + data.len() > tierpool_proto::MAX_PAYLOAD_LEN as usize {
+                    if bytes > 0 && bytes + data.len() > tierpool_proto::MAX_PAYLOAD_LEN as usize {
                         break;
                     }
                     self.bytes_read.fetch_add(data.len() as u64, Ordering::Relaxed);
-                    chunks.push((*key, Some((data.len() as u64, crc32c::crc32c(&data)))));
+                    let sum = sum.unwrap_or_else(|| crc32c::crc32c(&data));
+                    chunks.push((*key, Some((data.len() as u64, sum))));
+                    bytes += data.len();
                     payload.push(data);
                 }
                 Ok(_) | Err(_) => chunks.push((*key, None)),

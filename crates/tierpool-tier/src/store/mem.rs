@@ -37,9 +37,10 @@ impl MemStore {
         Some((data.clone(), sum))
     }
 
-    /// The chunk's bytes, if present.
-    pub fn data(&self, key: ChunkKey) -> Option<Bytes> {
-        self.chunks.get(&key).map(|(d, _)| d.clone())
+    /// The chunk's bytes, if present, and its checksum unless it changed
+    /// in place since the checksum was last computed (never computed here).
+    pub fn data(&self, key: ChunkKey) -> Option<(Bytes, Option<Checksum>)> {
+        self.chunks.get(&key).map(|(d, sum)| (d.clone(), *sum))
     }
 
     /// Overwrites byte ranges `(offset, bytes)` of a chunk in place (without a

@@ -18,6 +18,20 @@ fn a_chunk_that_fits_in_mem_is_stored_and_read_without_blocking() {
 }
 
 #[test]
+fn a_chunk_in_mem_comes_with_its_checksum_as_stored_until_changed_in_place() {
+    let (_d, m) = open(4 * KIB, 100 * KIB, 10);
+    let data = chunk(KIB, 1);
+    // The checksum given at the put is served, not one of the bytes now.
+    m.try_put_in_mem(key(1, 0), &data, crc32c::crc32c(&data), DEFAULT).expect("MEM has room").unwrap();
+    assert_eq!(m.try_get_in_mem_summed(key(1, 0)), Some((data.clone(), Some(crc32c::crc32c(&data)))));
+    m.write_ranges(key(1, 0), &[(3, b"new")]).unwrap();
+    let mut now = data.to_vec();
+    now[3..6].copy_from_slice(b"new");
+    assert_eq!(m.try_get_in_mem_summed(key(1, 0)), Some((now.into(), None)), "unknown once changed in place");
+    assert_eq!(m.try_get_in_mem_summed(key(1, 1)), None);
+}
+
+#[test]
 fn a_put_that_would_demote_is_declined_and_changes_nothing() {
     let (_d, m) = open(2 * KIB, 100 * KIB, 10);
     for i in 0..2 {
