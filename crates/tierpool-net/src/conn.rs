@@ -8,10 +8,12 @@
 //! (`local.rs`); a client connection names the address dialled either way.
 //!
 //! Reading goes through `frame_io`: bodies grow as bytes arrive,
-//! on both sides (a client reads a large listing the same way). A server
-//! connection has a stall bound for its writes and a small read buffer,
-//! since it may have a thousand peers; a client connection has neither
-//! (its pool bounds each call as a whole).
+//! on both sides (a client reads a large listing the same way). Both read
+//! through a small buffer (16 KiB): past what it holds with the head, a
+//! body is read from the socket straight into its own buffer. A server
+//! connection has a stall bound for its writes, since it may have a
+//! thousand peers; a client connection has none (its pool bounds each
+//! call as a whole).
 
 use crate::auth::{self, Credentials, Refusal, Secret};
 use crate::budget::Charge;
