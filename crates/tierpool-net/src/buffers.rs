@@ -90,6 +90,15 @@ impl ChunkBuffers {
         }
     }
 
+    /// As [`take_for`](Self::take_for), only if a spare buffer is there:
+    /// `None` (nothing lent, nothing allocated) otherwise.
+    pub(crate) fn take_spare_for(&self, len: usize) -> Option<Vec<u8>> {
+        match self.small.as_ref().and_then(|s| Some((s, s.class(len)?))) {
+            Some((small, class)) => small.take_spare(class),
+            None => self.take_spare(),
+        }
+    }
+
     /// Keeps spare and lent buffers together within `limit` from now on:
     /// the spare ones beyond it are freed now, buffers given back beyond
     /// it later.
@@ -112,13 +121,20 @@ impl ChunkBuffers {
     /// An empty buffer of capacity `size`, lent until given back: a spare
     /// one if there is one.
     pub(crate) fn take(&self) -> Vec<u8> {
+        self.take_spare().unwrap_or_else(|| {
+            self.lent.fetch_add(1, Ordering::Relaxed);
+            self.fresh.fetch_add(1, Ordering::Relaxed);
+            Vec::with_capacity(self.size)
+        })
+    }
+
+    /// A spare buffer of capacity `size`, lent until given back; `None`
+    /// (nothing lent, nothing allocated) if none is spare.
+    fn take_spare(&self) -> Option<Vec<u8>> {
+        let buf = self.spare.lock().pop()?;
         self.lent.fetch_add(1, Ordering::Relaxed);
-        if let Some(buf) = self.spare.lock().pop() {
-            self.reused.fetch_add(1, Ordering::Relaxed);
-            return buf;
-        }
-        self.fresh.fetch_add(1, Ordering::Relaxed);
-        Vec::with_capacity(self.size)
+        self.reused.fetch_add(1, Ordering::Relaxed);
+        Some(buf)
     }
 
     /// `buf` (taken from here) as `Bytes` that give it back when the last

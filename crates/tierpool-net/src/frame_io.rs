@@ -13,7 +13,9 @@
 //! a server that keeps chunk buffers, a body of exactly a chunk goes on
 //! into one of those (as long as it too), and on one that keeps shorter
 //! ones too (a worker), a shorter body goes into one of its size class:
-//! either is given back if the read fails. Such a body is charged its
+//! either is given back if the read fails. A body for which such a
+//! buffer is spare is read into it from its first byte (the buffer is
+//! already held: nothing is allocated). Such a body is charged its
 //! length, and holds at most an eighth more (or 63 bytes).
 //!
 //! Time bounds are optional (a client relies on its request timeout):
@@ -157,6 +159,15 @@ async fn read_parts<'a, R: AsyncRead + Unpin>(
     body: &mut Body<'a>,
 ) -> Result<(), FrameError> {
     let first = charge.fit(len.min(FIRST_STEP));
+    // A spare buffer for the body takes it from its first byte: nothing
+    // is allocated (it is already held, among the spare ones), and nothing
+    // read is copied again.
+    if let Some(b) = buffers {
+        if let Some(spare) = b.take_spare_for(len) {
+            body.buf = spare;
+            body.home = Some(b);
+        }
+    }
     for (i, part) in [first, len - first].into_iter().enumerate() {
         if part == 0 {
             continue;
@@ -171,6 +182,7 @@ async fn read_parts<'a, R: AsyncRead + Unpin>(
         }
         let buf = &mut body.buf;
         match buffers {
+            Some(_) if body.home.is_some() => {}
             // The whole body in the first part (a short one), or its second.
             Some(b) if i == 1 || part == len => {
                 let mut kept = b.take_for(len);
@@ -295,7 +307,7 @@ mod tests {
         let (mut client, mut server) = tokio::io::duplex(64 << 10);
         let short: Vec<u8> = (0..5000u32).map(|i| (i % 241) as u8).collect();
         let longer: Vec<u8> = (0..300_000u32).map(|i| (i % 239) as u8).collect();
-        let sent = [short.clone(), longer.clone(), short.clone(), vec![1u8; 100]].concat();
+        let sent = [short.clone(), longer.clone(), short.clone(), longer.clone(), vec![1u8; 100]].concat();
         let writer = tokio::spawn(async move { client.write_all(&sent).await.unwrap() });
         let mut charge = Charge::unbounded();
         let a = read_body(&mut server, 5000, &mut charge, None, Some(&buffers)).await.unwrap();
@@ -303,16 +315,20 @@ mod tests {
         assert_eq!((&a[..], &long[..]), (&short[..], &longer[..]));
         let s = buffers.stats();
         assert_eq!((s.small_lent, s.small_fresh, s.small_reused), (5120 + 327_680, 2, 0));
-        let at = a.as_ptr();
+        let (at, long_at) = (a.as_ptr(), long.as_ptr());
         drop((a, long));
         assert_eq!((buffers.stats().small_spare, buffers.stats().small_lent), (5120 + 327_680, 0));
         let again = read_body(&mut server, 5000, &mut charge, None, Some(&buffers)).await.unwrap();
         assert_eq!((&again[..], again.as_ptr()), (&short[..], at), "the same pages");
+        // A body longer than the first step, with a spare buffer of its
+        // class: read into it from its first byte.
+        let long = read_body(&mut server, longer.len(), &mut charge, None, Some(&buffers)).await.unwrap();
+        assert_eq!((&long[..], long.as_ptr()), (&longer[..], long_at), "the same pages");
         let tiny = read_body(&mut server, 100, &mut charge, None, Some(&buffers)).await.unwrap();
         writer.await.unwrap();
         assert_eq!(&tiny[..], &[1u8; 100]);
         let s = buffers.stats();
-        assert_eq!((s.small_reused, s.small_fresh, s.spare, s.lent), (1, 3, 0, 0), "no chunk buffer taken");
+        assert_eq!((s.small_reused, s.small_fresh, s.spare, s.lent), (2, 3, 0, 0), "no chunk buffer taken");
     }
 
     #[tokio::test]

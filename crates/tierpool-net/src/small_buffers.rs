@@ -74,25 +74,25 @@ impl SmallBuffers {
     /// An empty buffer of capacity `class` (one [`class`](Self::class)
     /// gave), lent until given back: a spare one if there is one.
     pub(crate) fn take(&self, class: usize) -> Vec<u8> {
-        self.lent.fetch_add(class as u64, Ordering::Relaxed);
-        let found = {
+        self.take_spare(class).unwrap_or_else(|| {
+            self.lent.fetch_add(class as u64, Ordering::Relaxed);
+            self.fresh.fetch_add(1, Ordering::Relaxed);
+            Vec::with_capacity(class)
+        })
+    }
+
+    /// A spare buffer of capacity `class`, lent until given back; `None`
+    /// (nothing lent, nothing allocated) if none is spare.
+    pub(crate) fn take_spare(&self, class: usize) -> Option<Vec<u8>> {
+        let buf = {
             let mut spare = self.spare.lock();
-            let found = spare.by_class.get_mut(&class).and_then(Vec::pop);
-            if found.is_some() {
-                spare.bytes -= class;
-            }
+            let found = spare.by_class.get_mut(&class).and_then(Vec::pop)?;
+            spare.bytes -= class;
             found
         };
-        match found {
-            Some(buf) => {
-                self.reused.fetch_add(1, Ordering::Relaxed);
-                buf
-            }
-            None => {
-                self.fresh.fetch_add(1, Ordering::Relaxed);
-                Vec::with_capacity(class)
-            }
-        }
+        self.lent.fetch_add(class as u64, Ordering::Relaxed);
+        self.reused.fetch_add(1, Ordering::Relaxed);
+        Some(buf)
     }
 
     /// Takes back `buf` (taken from here): spare if its class is one of
