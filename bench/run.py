@@ -8,6 +8,7 @@ Measures, in one run on this machine:
     ahead (`up --prefault`), the latter also with local sockets off in every
     process (TIERPOOL_LOCAL_SOCKETS=0: all over loopback TCP);
   - tierpool 4 KiB put/get ops/s and p99 next to redis-server with the same clients
+    and as many distinct keys as tierpool writes files (redis-benchmark -r)
     (in memory only, and with its append-only file fsynced before each reply;
     over TCP and over its Unix socket, as tierpool's clients here use theirs),
     with the client's default coalescing of concurrent calls and without it;
@@ -81,12 +82,14 @@ def iperf3():
     return out["end"]["sum_received"]["bits_per_second"] / 8 / 1e6  # MB/s
 
 
-def redis(clients, n, fsync=False, tests="set,get", pipeline=1, unix=False, size=4096):
+def redis(clients, n, keys, fsync=False, tests="set,get", pipeline=1, unix=False, size=4096):
     """redis-benchmark of `size`-byte values (4 KiB) against a fresh redis-server: in
     memory only, or (`fsync`) with its append-only file fsynced before each
     reply, as tierpool's `--log-sync always` does for a put; `pipeline`
     commands in flight on each connection (-P); over its Unix socket
-    instead of TCP with `unix`."""
+    instead of TCP with `unix`. Keys are drawn at random from `keys` of
+    them (-r), as many as the files tierpool writes (without -r every
+    command names the one same key)."""
     port = free_port()
     aof = tempfile.mkdtemp(prefix="tierpool-bench-redis-")
     sock = os.path.join(aof, "redis.sock")
@@ -101,7 +104,7 @@ def redis(clients, n, fsync=False, tests="set,get", pipeline=1, unix=False, size
     try:
         where = ["-s", sock] if unix else ["-p", str(port)]
         out = sh("redis-benchmark", *where, "-t", tests, "-d", str(size), "-c", str(clients), "-n", str(n),
-                 "-P", str(pipeline), "--csv")
+                 "-r", str(keys), "-P", str(pipeline), "--csv")
     finally:
         srv.terminate()
         srv.wait()
@@ -240,16 +243,16 @@ def main():
         shutil.rmtree(state, ignore_errors=True)
     prefaulted, ready = large_prefaulted(big_files, big_size, a.log_sync)
     over_tcp, ready_tcp = large_prefaulted(big_files, big_size, a.log_sync, local=False)
-    rd = redis(clients, small_n * 5)
-    rd_unix = redis(clients, small_n * 5, unix=True)
-    rd_fsync = redis(clients, small_n, fsync=True, tests="set")
-    rd_p = redis(clients, small_n * 20, pipeline=batch)
-    rd_p_unix = redis(clients, small_n * 20, pipeline=batch, unix=True)
-    rd_p_fsync = redis(clients, small_n * 4, fsync=True, tests="set", pipeline=batch)
-    rd_16k = redis(clients, small_n * 5, size=16384)
-    rd_16k_unix = redis(clients, small_n * 5, unix=True, size=16384)
-    rd_16k_p = redis(clients, small_n * 20, pipeline=batch, size=16384)
-    rd_16k_p_unix = redis(clients, small_n * 20, pipeline=batch, unix=True, size=16384)
+    rd = redis(clients, small_n * 5, small_n)
+    rd_unix = redis(clients, small_n * 5, small_n, unix=True)
+    rd_fsync = redis(clients, small_n, small_n, fsync=True, tests="set")
+    rd_p = redis(clients, small_n * 20, small_n, pipeline=batch)
+    rd_p_unix = redis(clients, small_n * 20, small_n, pipeline=batch, unix=True)
+    rd_p_fsync = redis(clients, small_n * 4, small_n, fsync=True, tests="set", pipeline=batch)
+    rd_16k = redis(clients, small_n * 5, small_n, size=16384)
+    rd_16k_unix = redis(clients, small_n * 5, small_n, unix=True, size=16384)
+    rd_16k_p = redis(clients, small_n * 20, small_n, pipeline=batch, size=16384)
+    rd_16k_p_unix = redis(clients, small_n * 20, small_n, pipeline=batch, unix=True, size=16384)
     result = {
         "machine": {"cores": os.cpu_count()},
         "binary": BIN,
