@@ -77,11 +77,13 @@ fn infos_mut(resp: &mut CoordResponse) -> Vec<&mut InodeInfo> {
 
 /// An answer as sent: the small files' bytes it holds move to the payload
 /// (after what `payload` already has), and their lengths into an
-/// `InlineAfter` around it. An answer without them is sent as it is.
+/// `InlineAfter` around it. An answer without them, or with more than a
+/// payload may carry, is sent as it is.
 pub fn detach_inline(resp: Result<CoordResponse>, mut payload: Payload) -> (Result<CoordResponse>, Payload) {
     let Ok(mut answer) = resp else { return (resp, payload) };
     let mut infos = infos_mut(&mut answer);
-    if !infos.iter().any(|i| i.inline.is_some()) {
+    let bytes: usize = infos.iter().filter_map(|i| i.inline.as_ref()).map(Bytes::len).sum();
+    if bytes == 0 || payload.len() + bytes > crate::MAX_PAYLOAD_LEN as usize {
         return (Ok(answer), payload);
     }
     let lens = infos
@@ -198,6 +200,11 @@ mod tests {
         }
         let err: Result<CoordResponse> = Err(Error::not_found("/x"));
         assert_eq!(detach_inline(err.clone(), Payload::empty()).0, err);
+        // More bytes than a payload may carry stay in the message.
+        let mut big = info(1, None);
+        big.inline = Some(Bytes::from(vec![0u8; crate::MAX_PAYLOAD_LEN as usize + 1]));
+        let (sent, payload) = detach_inline(Ok(R::Info(big.clone())), Payload::empty());
+        assert_eq!((sent.unwrap(), payload.len()), (R::Info(big), 0));
     }
 
     #[test]
