@@ -225,7 +225,7 @@ impl WorkerService {
         if mem_only && self.tiers.locate(key) == Some(TierKind::Disk) {
             return Ok((WorkerResponse::OnDisk, Bytes::new()));
         }
-        let (data, _) = match self.read_chunk(key) {
+        let data = match self.read_chunk(key) {
             Err(e) if e.kind == ErrorKind::Corrupt => {
                 tracing::warn!("chunk {key} is damaged here, dropped: {}", e.message);
                 let _ = block_in_place(|| self.tiers.delete(key));
@@ -237,12 +237,22 @@ impl WorkerService {
         Ok((WorkerResponse::Chunk, data))
     }
 
-    /// A chunk's bytes, from MEM if it is there (with its checksum as
-    /// stored, if known), else from DISK (checked against its checksum).
-    fn read_chunk(&self, key: ChunkKey) -> Result<(Bytes, Option<Checksum>)> {
+    /// A chunk's bytes, from MEM if it is there, else from DISK.
+    fn read_chunk(&self, key: ChunkKey) -> Result<Bytes> {
+        match self.tiers.try_get_in_mem(key) {
+            Some(data) => Ok(data),
+            None => block_in_place(|| self.tiers.get(key)),
+        }
+    }
+
+    /// A chunk's bytes for an answer of many: from MEM as kept, with its
+    /// checksum as stored if known; from DISK copied out of the read, whose
+    /// bytes hold one of the few DISK read permits until dropped (an answer
+    /// holding many could take them all, and wait for one more forever).
+    fn read_chunk_of_many(&self, key: ChunkKey) -> Result<(Bytes, Option<Checksum>)> {
         match self.tiers.try_get_in_mem_summed(key) {
             Some(found) => Ok(found),
-            None => Ok((block_in_place(|| self.tiers.get(key))?, None)),
+            None => Ok((Bytes::copy_from_slice(&block_in_place(|| self.tiers.get(key))?), None)),
         }
     }
 
@@ -260,7 +270,7 @@ impl WorkerService {
         for key in keys {
             let mut sum = None;
             let served = self.routed(*key, None, || {
-                let (data, stored) = self.read_chunk(*key)?;
+                let (data, stored) = self.read_chunk_of_many(*key)?;
                 sum = stored;
                 Ok((WorkerResponse::Chunk, data))
             });

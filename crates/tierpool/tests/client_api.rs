@@ -13,6 +13,7 @@
 mod common;
 use bytes::Bytes;
 use common::{data, Pool};
+use std::time::Duration;
 use tierpool_client::{Client, PutOptions};
 
 #[test]
@@ -356,6 +357,33 @@ fn small_files_read_many_to_a_request_fall_back_to_other_copies_when_a_worker_di
         let through_the_batch = c.coalesced().reads - 200;
         assert!((1..200).contains(&through_the_batch), "worker 1's own share only: {through_the_batch}");
     });
+}
+
+/// Small files read many to a request from a worker that keeps them on
+/// DISK: more in one answer than the worker has DISK read permits, and
+/// several answers at once. Each reads back exact, through the batch.
+#[test]
+fn small_files_read_many_to_a_request_from_disk_come_back_whole() {
+    let pool = Pool::start_with(1, "256KiB", "64MiB", &["--inline-max", "0"]);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let items: Vec<(String, Bytes)> =
+        (0..300).map(|i| (format!("/d/f{i}"), Bytes::from(data(i as u64, 5000 + 11 * i)))).collect();
+    let paths: Vec<String> = items.iter().map(|(p, _)| p.clone()).collect();
+    rt.block_on(async {
+        let c = Client::connect(pool.client_config()).await.unwrap();
+        c.mkdir("/d", false).await.unwrap();
+        for r in c.put_many(items.clone(), &PutOptions::default()).await {
+            r.unwrap();
+        }
+        let reads = c.coalesced().reads;
+        let got = tokio::time::timeout(Duration::from_secs(60), c.get_many(paths.clone())).await;
+        for (i, r) in got.expect("answered").into_iter().enumerate() {
+            assert!(r.unwrap_or_else(|e| panic!("file {i}: {e}"))[..] == items[i].1[..], "file {i}");
+        }
+        assert_eq!(c.coalesced().reads - reads, 300, "all through the batch");
+    });
+    let st: serde_json::Value = serde_json::from_str(&pool.ok(&["status", "--json"])).unwrap();
+    assert!(st["workers"][0]["disk"]["used"].as_u64().unwrap() > 1 << 20, "most of them on DISK: {st}");
 }
 
 /// Small files on the workers written many to a request with a worker
