@@ -257,6 +257,7 @@ def main():
         "machine": {"cores": os.cpu_count()},
         "binary": BIN,
         "log_sync": a.log_sync,
+        "small_reads": a.reads,
         "loopback_tcp_mb_per_sec": tcp,
         "large_files": throughput(large, tcp, files=big_files, size=big_size),
         "large_files_prefault": throughput(

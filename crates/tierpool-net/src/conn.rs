@@ -33,10 +33,10 @@ use tokio::net::TcpStream;
 
 /// Payloads smaller than this are sent in the same write as their header.
 const COALESCE_LIMIT: usize = 64 << 10;
-/// Read buffer of a client connection.
-const CLIENT_READ_BUFFER: usize = 16 << 10;
-/// Read buffer of a server connection (counted outside the budget, per connection).
-pub(crate) const SERVER_READ_BUFFER: usize = 16 << 10;
+/// Read buffer of a connection, either side (on a server, counted outside
+/// the budget, per connection): a body past it is read straight into its
+/// own buffer.
+pub(crate) const READ_BUFFER: usize = 16 << 10;
 
 /// A frame as read: its kind, message bytes and payload.
 pub struct Frame {
@@ -61,12 +61,12 @@ pub const CONNECT_FAILED: &str = "cannot connect to";
 impl Connection {
     /// A client connection to `addr` over `stream`, before its handshake.
     fn new(stream: Stream, addr: &str) -> Connection {
-        Connection::with_buffer(stream, addr.to_string(), CLIENT_READ_BUFFER, None)
+        Connection::with_buffer(stream, addr.to_string(), READ_BUFFER, None)
     }
 
     /// A server connection from `peer`: small read buffer, writes bounded by `stall`.
     pub(crate) fn accepted(stream: Stream, peer: String, stall: Duration) -> Connection {
-        Connection::with_buffer(stream, peer, SERVER_READ_BUFFER, Some(stall))
+        Connection::with_buffer(stream, peer, READ_BUFFER, Some(stall))
     }
 
     fn with_buffer(stream: Stream, peer: String, buffer: usize, write_stall: Option<Duration>) -> Connection {

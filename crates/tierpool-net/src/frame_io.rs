@@ -2,7 +2,8 @@
 //!
 //! A body is never allocated at the length its header claims before its
 //! peer sent the first [`FIRST_STEP`] of it: a claim that is never sent
-//! costs nothing but that first step. Each part is charged to the frame's
+//! costs nothing but that first step (or holds a spare kept buffer, see
+//! below, which it did not make the process allocate). Each part is charged to the frame's
 //! [`Charge`] before it is allocated (the first part is cut to what is left
 //! of the connection's allowance), so the budget bounds what all peers
 //! hold. The rest is read into a buffer sized to the body at once (growing
@@ -321,14 +322,24 @@ mod tests {
         let again = read_body(&mut server, 5000, &mut charge, None, Some(&buffers)).await.unwrap();
         assert_eq!((&again[..], again.as_ptr()), (&short[..], at), "the same pages");
         // A body longer than the first step, with a spare buffer of its
-        // class: read into it from its first byte.
+        // class, is read into it from its first byte: the buffer is taken
+        // before the first step ends.
         let long = read_body(&mut server, longer.len(), &mut charge, None, Some(&buffers)).await.unwrap();
         assert_eq!((&long[..], long.as_ptr()), (&longer[..], long_at), "the same pages");
+        drop((long, again));
+        let (mut peer, mut cut) = tokio::io::duplex(1 << 10);
+        peer.write_all(&[9u8; 100]).await.unwrap();
+        drop(peer);
+        let reused = buffers.stats().small_reused;
+        let e = read_body(&mut cut, longer.len(), &mut charge, None, Some(&buffers)).await.unwrap_err();
+        assert!(matches!(e, FrameError::Truncated), "{e:?}");
+        let s = buffers.stats();
+        assert_eq!((s.small_reused - reused, s.small_lent, s.small_spare), (1, 0, 5120 + 327_680), "and given back");
         let tiny = read_body(&mut server, 100, &mut charge, None, Some(&buffers)).await.unwrap();
         writer.await.unwrap();
         assert_eq!(&tiny[..], &[1u8; 100]);
         let s = buffers.stats();
-        assert_eq!((s.small_reused, s.small_fresh, s.spare, s.lent), (2, 3, 0, 0), "no chunk buffer taken");
+        assert_eq!((s.small_reused, s.small_fresh, s.spare, s.lent), (3, 3, 0, 0), "no chunk buffer taken");
     }
 
     #[tokio::test]
@@ -359,6 +370,11 @@ mod tests {
         write_all_vectored(&mut w, &mut slices, Some(Duration::from_secs(5))).await.unwrap();
         drop(w);
         assert_eq!(reader.await.unwrap(), want);
+        // A socket that takes everything is handed at most `MAX_SLICES` a call.
+        let mut all = Taker::default();
+        let mut slices: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
+        write_all_vectored(&mut all, &mut slices, None).await.unwrap();
+        assert_eq!((all.bytes, all.most_slices, all.calls), (want, MAX_SLICES, 2));
         // A peer that takes nothing stalls the write.
         let (mut w, _r) = tokio::io::duplex(10);
         let (a, b) = (vec![1u8; 8], vec![2u8; 8]);
@@ -366,6 +382,55 @@ mod tests {
         match write_all_vectored(&mut w, &mut slices, Some(Duration::from_millis(50))).await {
             Err(FrameError::Refused(DropReason::Stalled, d)) => assert_eq!(d, "the answer was not taken for 50ms"),
             other => panic!("{other:?}"),
+        }
+    }
+
+    /// A writer that takes all it is given, counting the slices of each call.
+    #[derive(Default)]
+    struct Taker {
+        bytes: Vec<u8>,
+        most_slices: usize,
+        calls: usize,
+    }
+
+    impl AsyncWrite for Taker {
+        fn poll_write(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &[u8],
+        ) -> std::task::Poll<std::io::Result<usize>> {
+            self.get_mut().bytes.extend_from_slice(buf);
+            std::task::Poll::Ready(Ok(buf.len()))
+        }
+
+        fn poll_write_vectored(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            bufs: &[IoSlice<'_>],
+        ) -> std::task::Poll<std::io::Result<usize>> {
+            let me = self.get_mut();
+            (me.most_slices, me.calls) = (me.most_slices.max(bufs.len()), me.calls + 1);
+            let before = me.bytes.len();
+            bufs.iter().for_each(|b| me.bytes.extend_from_slice(b));
+            std::task::Poll::Ready(Ok(me.bytes.len() - before))
+        }
+
+        fn is_write_vectored(&self) -> bool {
+            true
+        }
+
+        fn poll_flush(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
         }
     }
 }

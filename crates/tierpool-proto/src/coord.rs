@@ -205,9 +205,19 @@ pub enum CoordResponse {
     /// in order: one length per info it carries, `None` where an info has
     /// none (`payload.rs`). Readers see the answer itself, bytes in place.
     InlineAfter {
-        answer: Box<CoordResponse>,
+        answer: WithInline,
         lens: Vec<Option<u32>>,
     },
+}
+
+/// The answers that may carry small files' bytes, as an `InlineAfter`
+/// holds one: never another `InlineAfter` (nothing on the wire nests).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WithInline {
+    Info(InodeInfo),
+    Infos(Vec<Result<InodeInfo>>),
+    MetaStat { reply: MetaReply, stats: Vec<Result<InodeInfo>> },
+    Entries(Vec<DirEntry>),
 }
 
 /// A directory attached to an under-store.

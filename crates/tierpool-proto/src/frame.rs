@@ -27,12 +27,14 @@ pub const MAGIC: [u8; 2] = *b"TP";
 /// `UpdateInline` (small contents given to an existing file), `MetaStat`;
 /// 24: workers report the chunk buffers they keep for reuse; 25: and the
 /// connections they accepted, local ones apart; 26: `GetChunks`; 27:
-/// `PutChunks`; 28: workers report the shorter buffers they keep too.
+/// `PutChunks`; 28: workers report the shorter buffers they keep too; 29:
+/// `InlineAfter`, small files' bytes after an answer, in its payload.
 pub const PROTOCOL_VERSION: u8 = 29;
 pub const FRAME_HEADER_LEN: usize = 12;
 /// Largest encoded message (a listing of a very large directory fits).
 pub const MAX_HEADER_LEN: u32 = 256 << 20;
-/// Largest payload: one chunk.
+/// Largest payload: the largest chunk (and what a batch of chunks or of
+/// small files' bytes may carry in one answer).
 pub const MAX_PAYLOAD_LEN: u32 = MAX_CHUNK_SIZE as u32;
 
 /// A request to the coordinator.

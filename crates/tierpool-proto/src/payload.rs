@@ -2,8 +2,10 @@
 //! there rather than in the message.
 //!
 //! A [`Payload`] is a list of shared buffers handed to the socket as they
-//! are (one vectored write): a chunk read from MEM, or the bytes of small
-//! files. Nothing is copied together before the kernel copies it.
+//! are (vectored writes): a chunk read from MEM, the chunks of a
+//! `GetChunks`, or the bytes of small files. Nothing is copied together
+//! before the kernel copies it (but a payload of one part shorter than
+//! 64 KiB, which goes into its frame's head).
 //!
 //! The coordinator's answers that carry small files' bytes (`Info`,
 //! `Infos`, `MetaStat`, `Entries`: `InodeInfo::inline`) are sent as
@@ -13,10 +15,16 @@
 //! payload it read ([`attach_inline`]), so a batch of small gets is copied
 //! neither into the message on one side nor out of it on the other.
 //!
+//! The bytes of a file are then a slice of the payload they came in:
+//! holding one holds that buffer, as the chunks of a `GetChunks` answer do.
+//! An answer with more bytes than a payload may carry (`MAX_PAYLOAD_LEN`)
+//! keeps them in the message.
+//!
 //! Invariant: `attach_inline(detach_inline(r))` is `r`, byte for byte; an
 //! answer whose lengths do not add up to its payload is a `Protocol` error.
+//! Nothing nests: an `InlineAfter` holds a [`WithInline`], never itself.
 
-use crate::coord::CoordResponse;
+use crate::coord::{CoordResponse, WithInline};
 use bytes::Bytes;
 use tierpool_meta::InodeInfo;
 use tierpool_types::{Error, ErrorKind, Result};
@@ -63,47 +71,72 @@ impl From<Bytes> for Payload {
     }
 }
 
-/// The infos an answer carries, in a fixed order (the one both ends walk).
-fn infos_mut(resp: &mut CoordResponse) -> Vec<&mut InodeInfo> {
-    match resp {
-        CoordResponse::Info(i) => vec![i],
-        CoordResponse::Infos(v) | CoordResponse::MetaStat { stats: v, .. } => {
-            v.iter_mut().filter_map(|r| r.as_mut().ok()).collect()
+impl WithInline {
+    /// The infos it carries, in a fixed order (the one both ends walk).
+    fn infos_mut(&mut self) -> Vec<&mut InodeInfo> {
+        match self {
+            WithInline::Info(i) => vec![i],
+            WithInline::Infos(v) | WithInline::MetaStat { stats: v, .. } => {
+                v.iter_mut().filter_map(|r| r.as_mut().ok()).collect()
+            }
+            WithInline::Entries(v) => v.iter_mut().map(|e| &mut e.info).collect(),
         }
-        CoordResponse::Entries(v) => v.iter_mut().map(|e| &mut e.info).collect(),
-        _ => Vec::new(),
     }
 }
 
-/// An answer as sent: the small files' bytes it holds move to the payload
-/// (after what `payload` already has), and their lengths into an
-/// `InlineAfter` around it. An answer without them, or with more than a
-/// payload may carry, is sent as it is.
-pub fn detach_inline(resp: Result<CoordResponse>, mut payload: Payload) -> (Result<CoordResponse>, Payload) {
-    let Ok(mut answer) = resp else { return (resp, payload) };
-    let mut infos = infos_mut(&mut answer);
-    let bytes: usize = infos.iter().filter_map(|i| i.inline.as_ref()).map(Bytes::len).sum();
-    if bytes == 0 || payload.len() + bytes > crate::MAX_PAYLOAD_LEN as usize {
+impl From<WithInline> for CoordResponse {
+    fn from(a: WithInline) -> CoordResponse {
+        match a {
+            WithInline::Info(i) => CoordResponse::Info(i),
+            WithInline::Infos(v) => CoordResponse::Infos(v),
+            WithInline::MetaStat { reply, stats } => CoordResponse::MetaStat { reply, stats },
+            WithInline::Entries(v) => CoordResponse::Entries(v),
+        }
+    }
+}
+
+/// An answer as sent: the small files' bytes it holds become the payload,
+/// and their lengths go into an `InlineAfter` around it. An answer without
+/// them, with more than a payload may carry, or with a payload of its own,
+/// is sent as it is.
+pub fn detach_inline(resp: Result<CoordResponse>, payload: Payload) -> (Result<CoordResponse>, Payload) {
+    let Ok(answer) = resp else { return (resp, payload) };
+    if !payload.is_empty() {
         return (Ok(answer), payload);
     }
+    let mut answer = match answer {
+        CoordResponse::Info(i) => WithInline::Info(i),
+        CoordResponse::Infos(v) => WithInline::Infos(v),
+        CoordResponse::MetaStat { reply, stats } => WithInline::MetaStat { reply, stats },
+        CoordResponse::Entries(v) => WithInline::Entries(v),
+        other => return (Ok(other), payload),
+    };
+    let mut infos = answer.infos_mut();
+    let bytes: usize = infos.iter().filter_map(|i| i.inline.as_ref()).map(Bytes::len).sum();
+    if bytes == 0 || bytes > crate::MAX_PAYLOAD_LEN as usize {
+        return (Ok(answer.into()), payload);
+    }
+    let mut moved = Payload::empty();
     let lens = infos
         .iter_mut()
         .map(|i| {
             let b = i.inline.take()?;
             let len = b.len() as u32;
-            payload.push(b);
+            moved.push(b);
             Some(len)
         })
         .collect();
-    (Ok(CoordResponse::InlineAfter { answer: Box::new(answer), lens }), payload)
+    (Ok(CoordResponse::InlineAfter { answer, lens }), moved)
 }
 
 /// An answer as read: an `InlineAfter`'s bytes put back into its infos, as
-/// slices of `payload`; any other answer and its payload as they are.
+/// slices of `payload` (holding one holds the payload's buffer, as the
+/// chunks of a `GetChunks` answer do), nothing left over; any other answer
+/// and its payload as they are.
 pub fn attach_inline(resp: CoordResponse, payload: Bytes) -> Result<(CoordResponse, Bytes)> {
     let CoordResponse::InlineAfter { mut answer, lens } = resp else { return Ok((resp, payload)) };
     let bad = |m: String| Error::new(ErrorKind::Protocol, m);
-    let mut infos = infos_mut(&mut answer);
+    let mut infos = answer.infos_mut();
     if infos.len() != lens.len() {
         return Err(bad(format!("an answer of {} files gave the lengths of {}", infos.len(), lens.len())));
     }
@@ -119,7 +152,7 @@ pub fn attach_inline(resp: CoordResponse, payload: Bytes) -> Result<(CoordRespon
     if at != payload.len() {
         return Err(bad(format!("{} bytes sent after the answer, {at} of them small files'", payload.len())));
     }
-    Ok((*answer, Bytes::new()))
+    Ok((answer.into(), Bytes::new()))
 }
 
 #[cfg(test)]
@@ -200,6 +233,11 @@ mod tests {
         }
         let err: Result<CoordResponse> = Err(Error::not_found("/x"));
         assert_eq!(detach_inline(err.clone(), Payload::empty()).0, err);
+        // So is one with a payload of its own.
+        let own = Payload::from(Bytes::from_static(b"own"));
+        let small = R::Info(info(2, Some(b"x")));
+        let (sent, payload) = detach_inline(Ok(small.clone()), own.clone());
+        assert_eq!((sent.unwrap(), payload), (small, own));
         // More bytes than a payload may carry stay in the message.
         let mut big = info(1, None);
         big.inline = Some(Bytes::from(vec![0u8; crate::MAX_PAYLOAD_LEN as usize + 1]));
@@ -218,7 +256,7 @@ mod tests {
             let e = attach_inline(sent.clone(), Bytes::from_static(payload)).unwrap_err();
             assert_eq!((e.kind, e.message.as_str()), (ErrorKind::Protocol, want));
         }
-        let two = R::InlineAfter { answer: Box::new(R::Infos(vec![Ok(info(1, None))])), lens: vec![None, Some(1)] };
+        let two = R::InlineAfter { answer: WithInline::Infos(vec![Ok(info(1, None))]), lens: vec![None, Some(1)] };
         let e = attach_inline(two, Bytes::from_static(b"a")).unwrap_err();
         assert_eq!(e.message, "an answer of 1 files gave the lengths of 2");
     }
