@@ -78,13 +78,13 @@ impl ChunkBuffers {
 
     /// Whether a body of `len` bytes is read into one of these.
     pub(crate) fn fits(&self, len: usize) -> bool {
-        len == self.size || self.small.as_ref().is_some_and(|s| s.class(len).is_some())
+        len == self.size || self.small_class(len).is_some()
     }
 
     /// An empty buffer for a body of `len` bytes (one that [`fits`](Self::fits)),
     /// lent until given back.
     pub(crate) fn take_for(&self, len: usize) -> Vec<u8> {
-        match self.small.as_ref().and_then(|s| Some((s, s.class(len)?))) {
+        match self.small_class(len) {
             Some((small, class)) => small.take(class),
             None => self.take(),
         }
@@ -93,10 +93,16 @@ impl ChunkBuffers {
     /// As [`take_for`](Self::take_for), only if a spare buffer is there:
     /// `None` (nothing lent, nothing allocated) otherwise.
     pub(crate) fn take_spare_for(&self, len: usize) -> Option<Vec<u8>> {
-        match self.small.as_ref().and_then(|s| Some((s, s.class(len)?))) {
+        match self.small_class(len) {
             Some((small, class)) => small.take_spare(class),
             None => self.take_spare(),
         }
+    }
+
+    /// The shorter buffers and the class a body of `len` bytes takes
+    /// there, if it is one of theirs.
+    fn small_class(&self, len: usize) -> Option<(&SmallBuffers, usize)> {
+        self.small.as_ref().and_then(|s| Some((s, s.class(len)?)))
     }
 
     /// Keeps spare and lent buffers together within `limit` from now on:

@@ -146,15 +146,15 @@ impl Connection {
     /// `COALESCE_LIMIT` in one buffer (the message encoded in place); any
     /// other payload's parts as they are, after the header in the same
     /// vectored writes.
-    pub(crate) async fn write_frame<T: serde::Serialize>(
+    pub(crate) async fn write_frame<T: serde::Serialize, P: AsRef<[u8]>>(
         &mut self,
         kind: u8,
         msg: &T,
-        payload: &[&[u8]],
+        payload: &[P],
     ) -> Result<(), FrameError> {
-        let len: usize = payload.iter().map(|p| p.len()).sum();
+        let len: usize = payload.iter().map(|p| p.as_ref().len()).sum();
         let (inline, parts) = match payload {
-            [one] if len < COALESCE_LIMIT => (*one, &[][..]),
+            [one] if len < COALESCE_LIMIT => (one.as_ref(), &[][..]),
             parts => (&[][..], parts),
         };
         let mut head = tierpool_proto::encode_after(msg, FRAME_HEADER_LEN, inline.len());
@@ -166,7 +166,7 @@ impl Connection {
             return frame_io::write_all(&mut self.writer, &head, self.write_stall).await;
         }
         let mut slices: Vec<IoSlice<'_>> =
-            std::iter::once(&head[..]).chain(parts.iter().copied()).map(IoSlice::new).collect();
+            std::iter::once(&head[..]).chain(parts.iter().map(P::as_ref)).map(IoSlice::new).collect();
         frame_io::write_all_vectored(&mut self.writer, &mut slices, self.write_stall).await
     }
 
@@ -245,7 +245,6 @@ impl Connection {
         resp: &std::result::Result<T, Error>,
         payload: &Payload,
     ) -> Result<(), FrameError> {
-        let parts: Vec<&[u8]> = payload.parts().iter().map(|b| &b[..]).collect();
-        self.write_frame(KIND_RESPONSE, resp, &parts).await
+        self.write_frame(KIND_RESPONSE, resp, payload.parts()).await
     }
 }

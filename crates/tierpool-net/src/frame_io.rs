@@ -3,10 +3,10 @@
 //! A body is never allocated at the length its header claims before its
 //! peer sent the first [`FIRST_STEP`] of it: a claim that is never sent
 //! costs nothing but that first step (or holds a spare kept buffer, see
-//! below, which it did not make the process allocate). Each part is charged to the frame's
-//! [`Charge`] before it is allocated (the first part is cut to what is left
-//! of the connection's allowance), so the budget bounds what all peers
-//! hold. The rest is read into a buffer sized to the body at once (growing
+//! below, which it did not make the process allocate). Each part is
+//! charged to the frame's [`Charge`] before it is allocated (the first part
+//! is cut to what is left of the connection's allowance), so the budget
+//! bounds what all peers hold. The rest is read into a buffer sized to the body at once (growing
 //! it step by step would copy a chunk several times over, and small reads
 //! would go through the connection's read buffer); its pages are touched
 //! only as bytes arrive. The buffer ends exactly as long as the body, so a
