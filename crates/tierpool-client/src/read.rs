@@ -3,6 +3,7 @@
 
 use crate::client::{unexpected, Client};
 use bytes::Bytes;
+use futures::stream::{FuturesUnordered, StreamExt};
 use std::collections::VecDeque;
 use tierpool_meta::{InodeInfo, InodeKind};
 use tierpool_proto::{WorkerRequest, WorkerResponse};
@@ -33,14 +34,40 @@ impl Client {
             return inline_chunk(path, r, data, share);
         }
         match self.fetch_chunk(path, info.id, index, r, share).await {
-            // Every copy in the pool is gone, but the under-store has the bytes.
-            Err(e) if e.kind == ErrorKind::Lost && info.origin.as_ref().is_some_and(|o| !o.dirty) => {
-                tracing::warn!("{}; reading it from its under-store", e.message);
-                self.below_bytes(info, index).await.map_err(|e| e.context(path))
-            }
-            Err(e) if e.kind == ErrorKind::Lost => Err(self.why_gone(path, info, index, e).await),
+            Err(e) if e.kind == ErrorKind::Lost => self.when_lost(path, info, index, e).await,
             other => other,
         }
+    }
+
+    /// As `read_chunk`, into `dst`, which is exactly the chunk's share of
+    /// the file: a chunk stored on the workers is read from the socket
+    /// straight into it (no buffer of its own, no copy); any other (a hole,
+    /// inline, below, a region's) is read as `read_chunk` reads it, and copied.
+    pub(crate) async fn read_chunk_into(&self, path: &str, info: &InodeInfo, index: u64, dst: &mut [u8]) -> Result<()> {
+        let r = match info.chunks.get(index as usize) {
+            Some(r) if info.kind == InodeKind::File && r.is_stored() && r.len <= dst.len() as u64 => *r,
+            _ => {
+                let data = self.read_chunk(path, info, index).await?;
+                return copy_share(path, index, &data, 0, dst);
+            }
+        };
+        match self.fetch_chunk_into(path, info.id, index, r, dst).await {
+            Err(e) if e.kind == ErrorKind::Lost => {
+                let data = self.when_lost(path, info, index, e).await?;
+                copy_share(path, index, &data, 0, dst)
+            }
+            other => other,
+        }
+    }
+
+    /// Chunk `index` of `info` is gone from every copy in the pool: its
+    /// bytes from the under-store if that has them, else why it is gone.
+    async fn when_lost(&self, path: &str, info: &InodeInfo, index: u64, lost: Error) -> Result<Bytes> {
+        if info.origin.as_ref().is_some_and(|o| !o.dirty) {
+            tracing::warn!("{}; reading it from its under-store", lost.message);
+            return self.below_bytes(info, index).await.map_err(|e| e.context(path));
+        }
+        Err(self.why_gone(path, info, index, lost).await)
     }
 
     /// A chunk version this reader resolved is gone. If the file changed
@@ -76,26 +103,11 @@ impl Client {
             };
         }
         let key = r.key(inode, index);
-        let check = |resp: &WorkerResponse, data: &Bytes| match resp {
-            WorkerResponse::Chunk if data.len() as u64 == r.len && crc32c::crc32c(data) == r.checksum => Ok(()),
-            WorkerResponse::Chunk => Err(Error::new(
-                ErrorKind::Corrupt,
-                format!("{path}: chunk {index} from its worker does not match its checksum"),
-            )),
-            other => Err(unexpected(other.clone())),
-        };
-        let repair =
-            |_: &Bytes| WorkerRequest::PutChunk { key, checksum: r.checksum, attrs: Default::default(), table: 0 };
-        let data = match self
-            .read_replicas(key, &WorkerRequest::GetChunk { key, mem_only: false }, check, Some(&repair))
-            .await
-        {
+        let req = WorkerRequest::GetChunk { key, mem_only: false };
+        let repair = || WorkerRequest::PutChunk { key, checksum: r.checksum, attrs: Default::default(), table: 0 };
+        let data = match self.read_replicas(key, &req, stored_check(path, index, r), Some(&repair)).await {
             Ok((_, data)) => data,
-            Err(e) if e.kind == ErrorKind::NotFound => {
-                return Err(Error::new(ErrorKind::Lost, format!("{path}: chunk {index} is lost: {}", e.message)))
-            }
-            Err(e) if e.kind == ErrorKind::Corrupt && e.message.starts_with(path) => return Err(e),
-            Err(e) => return Err(e.context(format!("{path}: chunk {index}"))),
+            Err(e) => return Err(fetch_error(path, index, e)),
         };
         if r.len >= share {
             return Ok(data);
@@ -104,6 +116,31 @@ impl Client {
         padded.extend_from_slice(&data);
         padded.resize(share as usize, 0);
         Ok(Bytes::from(padded))
+    }
+
+    /// As `fetch_chunk`, for a chunk `r` stored on the workers and at most
+    /// `dst.len()` long: read into `dst` (from the socket, as it comes when
+    /// it is as long), zeros after it.
+    async fn fetch_chunk_into(
+        &self,
+        path: &str,
+        inode: InodeId,
+        index: u64,
+        r: ChunkRef,
+        dst: &mut [u8],
+    ) -> Result<()> {
+        let key = r.key(inode, index);
+        let req = WorkerRequest::GetChunk { key, mem_only: false };
+        let repair = || WorkerRequest::PutChunk { key, checksum: r.checksum, attrs: Default::default(), table: 0 };
+        let (stored, after) = dst.split_at_mut(r.len as usize);
+        match self.read_replicas_into(key, &req, stored_check(path, index, r), Some(&repair), stored).await {
+            Ok((_, None)) => {}
+            // Checked: exactly `r.len` bytes.
+            Ok((_, Some(data))) => stored.copy_from_slice(&data),
+            Err(e) => return Err(fetch_error(path, index, e)),
+        }
+        after.fill(0);
+        Ok(())
     }
 
     /// Streams the file at `path` into `writer`; returns the bytes written.
@@ -122,41 +159,49 @@ impl Client {
     }
 
     /// Reads bytes of the file `info` starting at `offset` into `buf`, fetching
-    /// the chunks it spans in parallel. Returns how many bytes were read
-    /// (fewer than `buf.len()` only at the end of the file).
+    /// the chunks it spans several at a time (`window`), each chunk that
+    /// `buf` takes whole read straight into its place. Returns how many
+    /// bytes were read (fewer than `buf.len()` only at the end of the file).
     pub async fn read_at(&self, path: &str, info: &InodeInfo, offset: u64, buf: &mut [u8]) -> Result<usize> {
         if offset >= info.size || buf.is_empty() {
             return Ok(0);
         }
         let end = (offset + buf.len() as u64).min(info.size);
         let cs = info.chunk_size;
-        let (first, last) = (offset / cs, (end - 1) / cs);
-        if first == last {
-            // Within one chunk (all of a small file): fetched on this task.
-            let data = self.read_chunk(path, info, first).await?;
-            let from = (offset - first * cs) as usize;
-            let to = ((end - first * cs) as usize).min(data.len());
-            buf[..to - from].copy_from_slice(&data[from..to]);
-            return Ok(to - from);
+        let n = (end - offset) as usize;
+        // Each chunk's part of `buf`, and where in the chunk it starts.
+        let mut parts = Vec::new();
+        let mut rest = &mut buf[..n];
+        for idx in offset / cs..=(end - 1) / cs {
+            let start = idx * cs;
+            let from = offset.max(start) - start;
+            let (part, tail) = std::mem::take(&mut rest).split_at_mut(((end - start).min(cs) - from) as usize);
+            rest = tail;
+            parts.push((idx, from, part));
         }
-        let mut pending = VecDeque::new();
-        let mut next = first;
-        let mut filled = 0usize;
-        while filled < (end - offset) as usize {
-            while pending.len() < self.inner.cfg.window && next <= last {
-                let (c, p, i, idx) = (self.clone(), path.to_string(), info.clone(), next);
-                pending.push_back((idx, tokio::spawn(async move { c.read_chunk(&p, &i, idx).await })));
-                next += 1;
+        let (mut parts, mut running) = (parts.into_iter(), FuturesUnordered::new());
+        loop {
+            while running.len() < self.inner.cfg.window.max(1) {
+                let Some((idx, from, part)) = parts.next() else { break };
+                running.push(self.read_part(path, info, idx, from, part));
             }
-            let (idx, h) = pending.pop_front().expect("a chunk is pending while bytes are missing");
-            let data = h.await.map_err(|e| Error::internal(format!("chunk fetch task failed: {e}")))??;
-            let chunk_start = idx * cs;
-            let from = (offset.max(chunk_start) - chunk_start) as usize;
-            let to = ((end - chunk_start) as usize).min(data.len());
-            buf[filled..filled + (to - from)].copy_from_slice(&data[from..to]);
-            filled += to - from;
+            match running.next().await {
+                Some(r) => r?,
+                None => break,
+            }
         }
-        Ok(filled)
+        Ok(n)
+    }
+
+    /// Bytes of chunk `idx` of `info` from `from` into `part`: straight
+    /// into it if that is the chunk's whole share of the file.
+    async fn read_part(&self, path: &str, info: &InodeInfo, idx: u64, from: u64, part: &mut [u8]) -> Result<()> {
+        let cs = info.chunk_size;
+        if from == 0 && part.len() as u64 == (info.size - idx * cs).min(cs) {
+            return self.read_chunk_into(path, info, idx, part).await;
+        }
+        let data = self.read_chunk(path, info, idx).await?;
+        copy_share(path, idx, &data, from as usize, part)
     }
 
     /// The whole file in memory (for small files and tests).
@@ -254,6 +299,39 @@ fn inline_chunk(path: &str, r: ChunkRef, data: &Bytes, share: u64) -> Result<Byt
     padded.extend_from_slice(data);
     padded.resize(share as usize, 0);
     Ok(Bytes::from(padded))
+}
+
+/// Checks a worker's answer for the stored chunk `r`: its length and checksum.
+fn stored_check(path: &str, index: u64, r: ChunkRef) -> impl Fn(&WorkerResponse, &[u8]) -> Result<()> + '_ {
+    move |resp: &WorkerResponse, data: &[u8]| match resp {
+        WorkerResponse::Chunk if data.len() as u64 == r.len && crc32c::crc32c(data) == r.checksum => Ok(()),
+        WorkerResponse::Chunk => Err(Error::new(
+            ErrorKind::Corrupt,
+            format!("{path}: chunk {index} from its worker does not match its checksum"),
+        )),
+        other => Err(unexpected(other.clone())),
+    }
+}
+
+/// What reading a stored chunk from its replicas failed with, as its reader says it.
+fn fetch_error(path: &str, index: u64, e: Error) -> Error {
+    match e.kind {
+        ErrorKind::NotFound => Error::new(ErrorKind::Lost, format!("{path}: chunk {index} is lost: {}", e.message)),
+        ErrorKind::Corrupt if e.message.starts_with(path) => e,
+        _ => e.context(format!("{path}: chunk {index}")),
+    }
+}
+
+/// Copies `dst.len()` bytes of chunk `index` (`data`, its share of the
+/// file) from `from` into `dst`.
+fn copy_share(path: &str, index: u64, data: &[u8], from: usize, dst: &mut [u8]) -> Result<()> {
+    match data.get(from..from + dst.len()) {
+        Some(src) => {
+            dst.copy_from_slice(src);
+            Ok(())
+        }
+        None => Err(Error::new(ErrorKind::Corrupt, format!("{path}: chunk {index} is shorter than recorded"))),
+    }
 }
 
 /// Whether `info` has bytes to read: a file or a region.

@@ -152,7 +152,7 @@ impl Client {
         let key =
             info.chunks.get(index as usize).map_or(ChunkKey::hashed(info.id, index, 1), |r| r.key(info.id, index));
         let req = WorkerRequest::ReadRange { key, offset, len };
-        let check = |resp: &WorkerResponse, data: &Bytes| match resp {
+        let check = |resp: &WorkerResponse, data: &[u8]| match resp {
             WorkerResponse::Range { checksum } if crc32c::crc32c(data) == *checksum && data.len() as u64 == len => {
                 Ok(())
             }

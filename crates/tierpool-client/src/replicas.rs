@@ -35,7 +35,8 @@ const SUSPECT_FOR: Duration = Duration::from_secs(10);
 
 /// How one call to one replica went.
 enum Outcome {
-    Answer(WorkerResponse, Bytes),
+    /// Its payload, or `None`: read into the caller's room for it.
+    Answer(WorkerResponse, Option<Bytes>),
     /// Try again once the layout changed or a little later.
     Retry(String),
     /// This replica cannot serve it now; another may.
@@ -43,11 +44,25 @@ enum Outcome {
 }
 
 impl Client {
-    async fn call_replica(&self, layout: &Layout, w: WorkerId, req: &WorkerRequest, payload: &[u8]) -> Outcome {
+    /// `dst`: room for the answer's payload, read straight into it if it
+    /// is as long.
+    async fn call_replica(
+        &self,
+        layout: &Layout,
+        w: WorkerId,
+        req: &WorkerRequest,
+        payload: &[u8],
+        dst: Option<&mut [u8]>,
+    ) -> Outcome {
         let Some(rec) = layout.worker(w) else {
             return Outcome::Skip(Error::internal(format!("worker {w} is in the partition table but unknown")));
         };
-        match self.worker_pool(w, &rec.addr).call(req, payload, true).await {
+        let pool = self.worker_pool(w, &rec.addr);
+        let answer = match dst {
+            Some(dst) => pool.call_into(req, payload, true, dst).await,
+            None => pool.call(req, payload, true).await.map(|(r, b)| (r, Some(b))),
+        };
+        match answer {
             Ok((WorkerResponse::Moved { epoch }, _)) => {
                 Outcome::Retry(format!("worker {w} no longer holds it (epoch {epoch})"))
             }
@@ -113,7 +128,7 @@ impl Client {
             let req = req.fenced(layout.version);
             let calls = pending.iter().map(|&w| {
                 let (layout, req, payload) = (&layout, &req, &payload);
-                async move { (w, self.call_replica(layout, w, req, payload).await) }
+                async move { (w, self.call_replica(layout, w, req, payload, None).await) }
             });
             let mut why = None;
             for (w, outcome) in join_all(calls.collect()).await {
@@ -149,9 +164,35 @@ impl Client {
         &self,
         key: ChunkKey,
         req: &WorkerRequest,
-        check: impl Fn(&WorkerResponse, &Bytes) -> Result<()>,
-        repair: Option<&(dyn Fn(&Bytes) -> WorkerRequest + Sync)>,
+        check: impl Fn(&WorkerResponse, &[u8]) -> Result<()>,
+        repair: Option<&(dyn Fn() -> WorkerRequest + Sync)>,
     ) -> Result<(WorkerResponse, Bytes)> {
+        let (resp, data) = self.read_replicas_landing(key, req, check, repair, None).await?;
+        Ok((resp, data.unwrap_or_default()))
+    }
+
+    /// As `read_replicas`, an answer of exactly `dst.len()` bytes read
+    /// straight into `dst` (`None` then): no buffer of its own, no copy.
+    /// `dst` holds what the accepted replica sent; on an error, anything.
+    pub(crate) async fn read_replicas_into(
+        &self,
+        key: ChunkKey,
+        req: &WorkerRequest,
+        check: impl Fn(&WorkerResponse, &[u8]) -> Result<()>,
+        repair: Option<&(dyn Fn() -> WorkerRequest + Sync)>,
+        dst: &mut [u8],
+    ) -> Result<(WorkerResponse, Option<Bytes>)> {
+        self.read_replicas_landing(key, req, check, repair, Some(dst)).await
+    }
+
+    async fn read_replicas_landing(
+        &self,
+        key: ChunkKey,
+        req: &WorkerRequest,
+        check: impl Fn(&WorkerResponse, &[u8]) -> Result<()>,
+        repair: Option<&(dyn Fn() -> WorkerRequest + Sync)>,
+        mut dst: Option<&mut [u8]>,
+    ) -> Result<(WorkerResponse, Option<Bytes>)> {
         let since = Instant::now();
         let mut wait = Duration::from_millis(1);
         let mut layout = self.layout().await?;
@@ -172,18 +213,21 @@ impl Client {
                 };
                 let mut on_disk = Vec::new();
                 for w in class {
-                    let outcome = self.call_replica(&layout, w, probe.as_ref().unwrap_or(req), &[]).await;
+                    let ask = probe.as_ref().unwrap_or(req);
+                    let outcome = self.call_replica(&layout, w, ask, &[], dst.as_deref_mut()).await;
                     if matches!(outcome, Outcome::Answer(WorkerResponse::OnDisk, _)) {
                         on_disk.push(w);
-                    } else if let Some(done) = tried.take(key, w, outcome, &check)? {
-                        self.repair(&layout, &tried.damaged, &done.1, repair).await;
+                    } else if let Some(done) = tried.take(key, w, outcome, &check, dst.as_deref())? {
+                        let good = done.1.as_deref().or(dst.as_deref()).unwrap_or_default();
+                        self.repair(&layout, &tried.damaged, good, repair).await;
                         return Ok(done);
                     }
                 }
                 for w in on_disk {
-                    let outcome = self.call_replica(&layout, w, req, &[]).await;
-                    if let Some(done) = tried.take(key, w, outcome, &check)? {
-                        self.repair(&layout, &tried.damaged, &done.1, repair).await;
+                    let outcome = self.call_replica(&layout, w, req, &[], dst.as_deref_mut()).await;
+                    if let Some(done) = tried.take(key, w, outcome, &check, dst.as_deref())? {
+                        let good = done.1.as_deref().or(dst.as_deref()).unwrap_or_default();
+                        self.repair(&layout, &tried.damaged, good, repair).await;
                         return Ok(done);
                     }
                 }
@@ -212,13 +256,13 @@ impl Client {
         &self,
         layout: &Layout,
         damaged: &[WorkerId],
-        data: &Bytes,
-        repair: Option<&(dyn Fn(&Bytes) -> WorkerRequest + Sync)>,
+        data: &[u8],
+        repair: Option<&(dyn Fn() -> WorkerRequest + Sync)>,
     ) {
         let Some(make) = repair else { return };
         let calls = damaged.iter().map(|&w| {
-            let req = make(data).fenced(layout.version);
-            async move { (w, self.call_replica(layout, w, &req, data).await) }
+            let req = make().fenced(layout.version);
+            async move { (w, self.call_replica(layout, w, &req, data, None).await) }
         });
         for (w, outcome) in join_all(calls.collect()).await {
             match outcome {
@@ -264,15 +308,17 @@ struct Tried {
 impl Tried {
     /// Takes the outcome of reading `key` from `w`: the answer if `check`
     /// accepts it, `None` to go on with another replica, an error to stop.
+    /// `landed`: where an answer without a payload of its own put it.
     fn take(
         &mut self,
         key: ChunkKey,
         w: WorkerId,
         outcome: Outcome,
-        check: &impl Fn(&WorkerResponse, &Bytes) -> Result<()>,
-    ) -> Result<Option<(WorkerResponse, Bytes)>> {
+        check: &impl Fn(&WorkerResponse, &[u8]) -> Result<()>,
+        landed: Option<&[u8]>,
+    ) -> Result<Option<(WorkerResponse, Option<Bytes>)>> {
         match outcome {
-            Outcome::Answer(resp, data) => match check(&resp, &data) {
+            Outcome::Answer(resp, data) => match check(&resp, data.as_deref().or(landed).unwrap_or_default()) {
                 Ok(()) => return Ok(Some((resp, data))),
                 Err(e) => {
                     tracing::debug!("chunk {key}: worker {w}: {}; reading another replica", e.message);

@@ -223,20 +223,67 @@ impl Connection {
         payload: &[u8],
         buffers: Option<&Arc<ChunkBuffers>>,
     ) -> Result<(S::Response, Bytes)> {
+        let (resp, body) = self.exchange::<S>(req, payload, buffers, None).await?;
+        Ok((resp, body.unwrap_or_default()))
+    }
+
+    /// As [`call`](Self::call), an answer's payload of exactly `dst.len()`
+    /// bytes (not empty) read straight into `dst`, the caller's room for it:
+    /// `None` then. Any other payload is returned as it came. (For answers
+    /// that carry their bytes as they are: a worker's chunk.)
+    pub async fn call_into<S: Service>(
+        &mut self,
+        req: &S::Request,
+        payload: &[u8],
+        dst: &mut [u8],
+    ) -> Result<(S::Response, Option<Bytes>)> {
+        self.exchange::<S>(req, payload, None, Some(dst)).await
+    }
+
+    async fn exchange<S: Service>(
+        &mut self,
+        req: &S::Request,
+        payload: &[u8],
+        buffers: Option<&Arc<ChunkBuffers>>,
+        dst: Option<&mut [u8]>,
+    ) -> Result<(S::Response, Option<Bytes>)> {
         let sent = self.write_frame(S::KIND, req, &[payload]).await;
         sent.map_err(|e| e.into_error(&self.peer))?;
         let frame = match self.read_head(None, None).await {
-            Ok(Some(h)) => self.read_body(&h, &mut Charge::unbounded(), None, buffers).await,
+            Ok(Some(h)) => match dst {
+                Some(dst) if !dst.is_empty() && h.payload_len as usize == dst.len() => {
+                    let header = frame_io::read_body(
+                        &mut self.reader,
+                        h.header_len as usize,
+                        &mut Charge::unbounded(),
+                        None,
+                        None,
+                    )
+                    .await;
+                    match header {
+                        Ok(header) => {
+                            frame_io::read_body_into(&mut self.reader, dst, None).await.map(|()| (h.kind, header, None))
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+                _ => {
+                    let f = self.read_body(&h, &mut Charge::unbounded(), None, buffers).await;
+                    f.map(|f| (f.kind, f.header, Some(f.payload)))
+                }
+            },
             Ok(None) => return Err(Error::new(ErrorKind::Unavailable, format!("{} closed the connection", self.peer))),
             Err(e) => Err(e),
         };
-        let f = frame.map_err(|e| e.into_error(&self.peer))?;
-        if f.kind != KIND_RESPONSE {
-            let e = format!("{} answered with a frame of kind {}", self.peer, f.kind);
+        let (kind, header, body) = frame.map_err(|e| e.into_error(&self.peer))?;
+        if kind != KIND_RESPONSE {
+            let e = format!("{} answered with a frame of kind {}", self.peer, kind);
             return Err(Error::new(ErrorKind::Protocol, e));
         }
-        let r: std::result::Result<S::Response, Error> = tierpool_proto::decode(&f.header)?;
-        S::attach(r?, f.payload)
+        let r: std::result::Result<S::Response, Error> = tierpool_proto::decode(&header)?;
+        let landed = body.is_none();
+        let (resp, body) = S::attach(r?, body.unwrap_or_default())?;
+        Ok((resp, (!landed).then_some(body)))
     }
 
     /// Server side: answers the request just read.

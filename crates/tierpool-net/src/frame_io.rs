@@ -136,6 +136,26 @@ pub(crate) async fn read_body<R: AsyncRead + Unpin>(
     })
 }
 
+/// Reads a body of exactly `dst.len()` bytes into `dst`, the caller's
+/// own room for it: nothing allocated, nothing copied again (read through
+/// the connection's buffer only what it already holds). With `stall`,
+/// each read must bring a byte in time.
+pub(crate) async fn read_body_into<R: AsyncRead + Unpin>(
+    r: &mut R,
+    dst: &mut [u8],
+    stall: Option<Duration>,
+) -> Result<(), FrameError> {
+    let mut at = 0;
+    while at < dst.len() {
+        let n = within(stall, r.read(&mut dst[at..])).await.ok_or_else(|| stalled(stall, "no bytes"))??;
+        if n == 0 {
+            return Err(FrameError::Truncated);
+        }
+        at += n;
+    }
+    Ok(())
+}
+
 /// A body being read, and the buffers its buffer came from, if it did:
 /// given back there if the read fails.
 struct Body<'a> {

@@ -118,6 +118,30 @@ impl<S: Service> Pool<S> {
     /// out dead, try once more on a fresh one (only for idempotent requests).
     /// An error answer is returned as `Err`.
     pub async fn call(&self, req: &S::Request, payload: &[u8], retry_stale: bool) -> Result<(S::Response, Bytes)> {
+        let (resp, body) = self.call_landing(req, payload, retry_stale, None).await?;
+        Ok((resp, body.unwrap_or_default()))
+    }
+
+    /// As [`call`](Self::call), an answer's payload of exactly `dst.len()`
+    /// bytes read straight into `dst` (`None` then; see
+    /// [`Connection::call_into`]).
+    pub async fn call_into(
+        &self,
+        req: &S::Request,
+        payload: &[u8],
+        retry_stale: bool,
+        dst: &mut [u8],
+    ) -> Result<(S::Response, Option<Bytes>)> {
+        self.call_landing(req, payload, retry_stale, Some(dst)).await
+    }
+
+    async fn call_landing(
+        &self,
+        req: &S::Request,
+        payload: &[u8],
+        retry_stale: bool,
+        mut dst: Option<&mut [u8]>,
+    ) -> Result<(S::Response, Option<Bytes>)> {
         let _turn = match tokio::time::timeout(self.cfg.request_timeout, self.turns.acquire()).await {
             Ok(turn) => turn.expect("the pool's semaphore is never closed"),
             Err(_) => {
@@ -136,10 +160,10 @@ impl<S: Service> Pool<S> {
             Some(c) => c,
             None => self.connect().await?,
         };
-        match self.call_on(conn, req, payload).await {
+        match self.call_on(conn, req, payload, dst.as_deref_mut()).await {
             Err(e) if was_reused && retry_stale && e.kind == ErrorKind::Unavailable => {
                 let conn = self.connect().await?;
-                self.call_on(conn, req, payload).await
+                self.call_on(conn, req, payload, dst).await
             }
             r => r,
         }
@@ -164,8 +188,19 @@ impl<S: Service> Pool<S> {
         None
     }
 
-    async fn call_on(&self, mut conn: Connection, req: &S::Request, payload: &[u8]) -> Result<(S::Response, Bytes)> {
-        let call = conn.call_with::<S>(req, payload, self.cfg.buffers.as_ref());
+    async fn call_on(
+        &self,
+        mut conn: Connection,
+        req: &S::Request,
+        payload: &[u8],
+        dst: Option<&mut [u8]>,
+    ) -> Result<(S::Response, Option<Bytes>)> {
+        let call = async {
+            match dst {
+                Some(dst) => conn.call_into::<S>(req, payload, dst).await,
+                None => conn.call_with::<S>(req, payload, self.cfg.buffers.as_ref()).await.map(|(r, b)| (r, Some(b))),
+            }
+        };
         let r = tokio::time::timeout(self.cfg.request_timeout, call).await;
         let r = match r {
             Err(_) => {

@@ -54,6 +54,41 @@ async fn answers_of_a_whole_chunk_arrive_in_kept_buffers_with_their_own_bytes() 
     assert_eq!((buffers.stats().fresh, buffers.stats().reused, buffers.stats().lent), (1, 2, 0));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_as_long_as_the_callers_room_is_read_straight_into_it() {
+    let (addr, _) = start(Limits::default(), Duration::ZERO).await;
+    let buffers = ChunkBuffers::new(1 << 20, 2);
+    let pool: Pool<Worker> =
+        Pool::new(addr, PoolConfig { buffers: Some(buffers.clone()), ..PoolConfig::with(secret()) });
+    let get = |len: u64, version: u64| {
+        let key = ChunkKey { inode: InodeId(1), index: len, version, home: None };
+        (key, WorkerRequest::GetChunk { key, mem_only: false })
+    };
+    // Shorter than what the connection reads ahead, longer, a whole chunk.
+    for (version, len) in [(1, 1u64), (2, 100_000), (3, 1 << 20)] {
+        let (key, req) = get(len, version);
+        let mut room = vec![0u8; len as usize];
+        let (r, body) = pool.call_into(&req, &[], true, &mut room).await.unwrap();
+        assert_eq!((r, body), (WorkerResponse::Chunk, None), "{len} bytes: landed");
+        assert!(room == chunk_bytes(key), "{len} bytes: exact");
+    }
+    assert_eq!(buffers.stats().fresh + buffers.stats().reused, 0, "no kept buffer taken");
+    // Another length comes back as it came, the room untouched.
+    let (key, req) = get(500, 4);
+    let mut room = vec![9u8; 501];
+    let (_, body) = pool.call_into(&req, &[], true, &mut room).await.unwrap();
+    assert_eq!(body.as_deref(), Some(&chunk_bytes(key)[..]));
+    assert!(room.iter().all(|&b| b == 9));
+    let (r, body) = pool.call_into(&WorkerRequest::Ping, &[], true, &mut room).await.unwrap();
+    assert_eq!((r, body.as_deref()), (WorkerResponse::Pong, Some(&[][..])), "no payload: an empty one, not landed");
+    // An error answer is an error; the connection carried every exchange whole.
+    let not_served = WorkerRequest::DeleteInodes { inodes: vec![InodeId(1)] };
+    let e = pool.call_into(&not_served, &[], true, &mut room).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidArgument);
+    let (r, _) = pool.call(&WorkerRequest::Ping, &[], false).await.unwrap();
+    assert_eq!(r, WorkerResponse::Pong);
+}
+
 fn put(index: u64) -> WorkerRequest {
     let key = ChunkKey { inode: InodeId(1), index, version: 1, home: None };
     WorkerRequest::PutChunk { key, checksum: 0, attrs: ChunkAttrs::default(), table: 0 }

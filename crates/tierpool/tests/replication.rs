@@ -296,6 +296,42 @@ fn a_damaged_copy_is_read_around_and_written_again_from_the_good_one() {
 }
 
 #[test]
+fn a_damaged_copy_met_by_a_read_into_a_buffer_is_read_around_and_written_again() {
+    // `read_at` reads whole chunks from the socket straight into the
+    // caller's buffer: the same rounds of replicas and repair as above.
+    let mut pool = replicated(2, "4MiB", "64MiB");
+    let bytes = data(78, 16 << 20);
+    pool.put("/f", &bytes);
+    let files = chunk_files(&pool.workers[0].dir);
+    assert!(files.len() >= 3, "worker 0 keeps most of its copies on disk: {files:?}");
+    for f in &files {
+        let mut b = std::fs::read(f).unwrap();
+        let mid = b.len() - (1 << 20);
+        b[mid] ^= 0x5a;
+        std::fs::write(f, b).unwrap();
+    }
+    let rt = runtime();
+    let mut cfg = pool.client_config();
+    cfg.host = "host0".into();
+    let c = rt.block_on(Client::connect(cfg)).unwrap();
+    let info = rt.block_on(c.stat("/f")).unwrap();
+    // Whole chunks into their places, a part of one at each end, and all of it.
+    for (offset, len) in [(0usize, bytes.len()), (123_457, 9 << 20), (bytes.len() - 5, 5)] {
+        let mut buf = vec![0u8; len];
+        let n = rt.block_on(c.read_at("/f", &info, offset as u64, &mut buf)).unwrap();
+        assert_eq!(n, len);
+        assert!(buf == bytes[offset..offset + len], "bytes {offset}..{} as written", offset + len);
+    }
+    assert!(pool.log("worker-0.log").contains("is damaged here, dropped"));
+    // Written again before the read returned: worker 0 alone serves it all.
+    pool.kill_worker(1);
+    let mut buf = vec![0u8; bytes.len() + 10];
+    let n = rt.block_on(c.read_at("/f", &info, 0, &mut buf)).unwrap();
+    assert_eq!(n, bytes.len(), "a read past the end stops at it");
+    assert!(buf[..n] == bytes[..], "the repaired copies are returned");
+}
+
+#[test]
 fn files_keeping_one_copy_lose_what_a_dead_worker_held_and_are_named() {
     let mut pool = replicated(3, "64MiB", "64MiB");
     let rt = runtime();
