@@ -7,8 +7,9 @@
 //! on the workers too), and a batch past the metadata's room for small
 //! files stores the rest on the workers with exact bytes; writers
 //! are never taken for dead ones, however old their reserved ids. Whole
-//! chunks written and read go through buffers the client keeps, each
-//! file keeping its own bytes.
+//! chunks written and streamed go through buffers the client keeps, each
+//! file keeping its own bytes; read into the caller's buffer, they land
+//! there and take none.
 
 mod common;
 use bytes::Bytes;
@@ -42,6 +43,7 @@ fn streamed_writes_and_random_reads_match_the_model() {
         let info = w.close().await.unwrap();
         assert_eq!(info.size, model.len() as u64);
         assert_eq!(info.chunks.len(), model.len().div_ceil(64 << 10));
+        assert!(c.get_bytes("/model").await.unwrap() == model, "read whole");
         let mut x = 12345u64;
         for _ in 0..200 {
             x ^= x << 13;
@@ -509,15 +511,30 @@ fn whole_chunks_written_and_read_reuse_kept_buffers_and_keep_their_own_bytes() {
         assert_eq!(written.fresh + written.reused, 12, "one per whole chunk given in one call: {written:?}");
         assert!(written.reused > 0, "{written:?}");
         assert_eq!(written.lent, 0, "all given back once stored: {written:?}");
-        for round in 0..2 {
-            for (i, bytes) in files.iter().enumerate() {
-                let got = c.get_bytes(&format!("/f{i}")).await.unwrap();
-                assert!(got == *bytes, "round {round}: /f{i} read back other bytes");
-            }
+        // Read into a buffer of the caller's: whole chunks land in it, and
+        // take no kept buffer.
+        for (i, bytes) in files.iter().enumerate() {
+            let got = c.get_bytes(&format!("/f{i}")).await.unwrap();
+            assert!(got == *bytes, "/f{i} read back other bytes");
         }
         assert_eq!(c.get_bytes("/pieces").await.unwrap(), odd);
+        let landed = c.chunk_buffers();
+        assert_eq!(landed.fresh + landed.reused, 12, "none taken by reads into the caller's buffer: {landed:?}");
+        // Streamed: each whole chunk read into a kept buffer.
+        for round in 0..2 {
+            for (i, bytes) in files.iter().enumerate() {
+                let path = format!("/f{i}");
+                let info = c.stat(&path).await.unwrap();
+                let mut chunks = c.chunk_stream(&path, &info);
+                let mut got = Vec::new();
+                while let Some(b) = chunks.next().await.unwrap() {
+                    got.extend_from_slice(&b);
+                }
+                assert!(got == *bytes, "round {round}: /f{i} streamed back other bytes");
+            }
+        }
         let read = c.chunk_buffers();
-        assert_eq!(read.fresh + read.reused, 12 + 2 * 12 + 1, "one per whole chunk read: {read:?}");
+        assert_eq!(read.fresh + read.reused, 12 + 2 * 12, "one per whole chunk streamed: {read:?}");
         assert!(read.fresh <= read.keep + written.fresh, "{read:?}");
         assert_eq!(read.lent, 0, "{read:?}");
     });
