@@ -10,7 +10,6 @@
 //! stopped half way leaves the region marked until it is run again.
 
 use crate::client::{unexpected, unexpected_meta, Client};
-use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use tierpool_meta::{InodeInfo, MetaOp, MetaReply, SNAPSHOTS};
 use tierpool_proto::{CoordRequest, CoordResponse, WorkerRequest, WorkerResponse};
@@ -251,7 +250,7 @@ impl Client {
         let mut unless = unless;
         for _ in 0..3 {
             let req = WorkerRequest::CopyChunk { from, to, unless, table: 0 };
-            let answers = self.ask_replicas(to, copies, &req, Bytes::new()).await?;
+            let answers = self.ask_replicas(to, copies, &req, &[]).await?;
             let mut seen = Vec::new();
             for a in answers {
                 match a {

@@ -300,7 +300,7 @@ impl Client {
         let len = data.len() as u64;
         let home = self.home_for(placing.placement, inode, index).await?;
         let r = ChunkRef { version, len, checksum, home };
-        self.put_chunk(r.key(inode, index), data, checksum, attrs, placing.copies).await?;
+        self.put_chunk(r.key(inode, index), &data, checksum, attrs, placing.copies).await?;
         Ok(r)
     }
 

@@ -64,7 +64,7 @@ impl Client {
                 let len = (size - index * opts.chunk_size).min(opts.chunk_size);
                 let req = WorkerRequest::CreateChunk { key, len, attrs: opts.attrs, table: 0 };
                 let c = self.clone();
-                tasks.spawn(async move { c.write_replicas(key, copies, &req, Bytes::new()).await });
+                tasks.spawn(async move { c.write_replicas(key, copies, &req, &[]).await });
                 index += 1;
             }
             let Some(r) = tasks.join_next().await else { break };
@@ -184,9 +184,7 @@ impl Client {
             checksum: crc32c::crc32c(&payload),
             table: 0,
         };
-        self.write_replicas(key, info.replicas, &req, Bytes::from(payload))
-            .await
-            .map_err(|e| region_error(path, index, e))
+        self.write_replicas(key, info.replicas, &req, &payload).await.map_err(|e| region_error(path, index, e))
     }
 }
 

@@ -94,7 +94,7 @@ impl Client {
         key: ChunkKey,
         copies: u8,
         req: &WorkerRequest,
-        payload: Bytes,
+        payload: &[u8],
     ) -> Result<()> {
         let answers = self.ask_replicas(key, copies, req, payload).await?;
         match answers.into_iter().find(|a| *a != WorkerResponse::Done) {
@@ -110,7 +110,7 @@ impl Client {
         key: ChunkKey,
         copies: u8,
         req: &WorkerRequest,
-        payload: Bytes,
+        payload: &[u8],
     ) -> Result<Vec<WorkerResponse>> {
         let since = Instant::now();
         let mut wait = Duration::from_millis(1);
@@ -127,7 +127,7 @@ impl Client {
             }
             let req = req.fenced(layout.version);
             let calls = pending.iter().map(|&w| {
-                let (layout, req, payload) = (&layout, &req, &payload);
+                let (layout, req) = (&layout, &req);
                 async move { (w, self.call_replica(layout, w, req, payload, None).await) }
             });
             let mut why = None;

@@ -7,7 +7,6 @@
 //! directory's count, so nothing else is needed for them.
 
 use crate::client::{unexpected, unexpected_meta, Client};
-use bytes::Bytes;
 use tierpool_meta::{InodeInfo, InodeKind, MetaOp, MetaReply};
 use tierpool_proto::{CoordRequest, CoordResponse, FsckEntry, WorkerRequest};
 use tierpool_types::{ChunkKey, ErrorKind, Result};
@@ -86,15 +85,15 @@ impl Client {
         if info.kind == InodeKind::Region {
             let data = self.read_region(path, info, key.index, 0, len).await?;
             let create = WorkerRequest::CreateChunk { key, len, attrs: info.attrs, table: 0 };
-            self.write_replicas(key, copies, &create, Bytes::new()).await?;
+            self.write_replicas(key, copies, &create, &[]).await?;
             let write =
                 WorkerRequest::WriteRanges { key, ranges: vec![(0, len)], checksum: crc32c::crc32c(&data), table: 0 };
-            return self.write_replicas(key, copies, &write, data).await;
+            return self.write_replicas(key, copies, &write, &data).await;
         }
         let r = info.chunks[key.index as usize];
         let data = self.fetch_chunk(path, info.id, key.index, r, r.len).await?;
         let put = WorkerRequest::PutChunk { key, checksum: r.checksum, attrs: info.attrs, table: 0 };
-        self.write_replicas(key, copies, &put, data).await
+        self.write_replicas(key, copies, &put, &data).await
     }
 
     /// Deletes the copies of `key` beyond the first `keep` (up to `had`).

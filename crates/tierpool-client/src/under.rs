@@ -546,7 +546,7 @@ impl Client {
             .collect();
         let mut pending = futures::stream::iter(keys.into_iter().map(|key| {
             let req = WorkerRequest::KeepOnDisk { key };
-            async move { self.write_replicas(key, copies, &req, Bytes::new()).await }
+            async move { self.write_replicas(key, copies, &req, &[]).await }
         }))
         .buffer_unordered(self.inner.cfg.window.max(1));
         while let Some(r) = pending.next().await {

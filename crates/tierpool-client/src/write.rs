@@ -60,6 +60,9 @@ pub struct FileWriter {
     tasks: JoinSet<Result<()>>,
     /// Whether a file that fits in the metadata is offered to it at close.
     pub(crate) inline: bool,
+    /// A write that failed after the file's chunk list had grown: `close`
+    /// then publishes nothing and fails with it.
+    failed: Option<Error>,
     /// Keeps the stored chunks from being taken for a dead writer's.
     _lease: WriteLease,
 }
@@ -99,6 +102,7 @@ impl Client {
             inherited,
             tasks: JoinSet::new(),
             inline: true,
+            failed: None,
         })
     }
 
@@ -162,7 +166,7 @@ impl Client {
     pub(crate) async fn put_chunk(
         &self,
         key: ChunkKey,
-        data: Bytes,
+        data: &[u8],
         checksum: Checksum,
         attrs: ChunkAttrs,
         copies: u8,
@@ -256,7 +260,7 @@ impl FileWriter {
     /// stored now, under the same key, on every copy's worker.
     pub(crate) async fn unstored(&mut self, chunk: WholeChunk) -> Result<()> {
         let c = &chunk;
-        let put = self.client.put_chunk(c.key, c.data.clone(), c.checksum, self.opts.attrs, c.copies).await;
+        let put = self.client.put_chunk(c.key, &c.data, c.checksum, self.opts.attrs, c.copies).await;
         put.map_err(|e| e.context(&self.path))?;
         self.stored(&chunk);
         Ok(())
@@ -267,7 +271,9 @@ impl FileWriter {
     /// this task, sparing a task of its own.
     async fn send(&mut self, chunk: Bytes, last: bool) -> Result<()> {
         while self.tasks.len() >= self.client.inner.cfg.window {
-            join_one(&mut self.tasks).await.map_err(|e| e.context(&self.path))?;
+            if let Err(e) = join_one(&mut self.tasks).await {
+                return Err(self.fail(e.context(&self.path)));
+            }
         }
         let crc = crc32c::crc32c(&chunk);
         let index = self.checksums.len() as u64;
@@ -277,9 +283,9 @@ impl FileWriter {
         self.homes.push(home);
         let (c, attrs, copies) = (self.client.clone(), self.opts.attrs, self.placing.copies);
         if last && self.tasks.is_empty() {
-            return c.put_chunk(key, chunk, crc, attrs, copies).await.map_err(|e| e.context(&self.path));
+            return c.put_chunk(key, &chunk, crc, attrs, copies).await.map_err(|e| e.context(&self.path));
         }
-        self.tasks.spawn(async move { c.put_chunk(key, chunk, crc, attrs, copies).await });
+        self.tasks.spawn(async move { c.put_chunk(key, &chunk, crc, attrs, copies).await });
         Ok(())
     }
 
@@ -287,6 +293,10 @@ impl FileWriter {
     /// written whole (nothing sent yet) is committed with its bytes, which
     /// the metadata keeps, if the coordinator takes it.
     pub async fn close(mut self) -> Result<InodeInfo> {
+        if let Some(e) = self.failed.take() {
+            self.abort().await;
+            return Err(e);
+        }
         if self.inline && self.checksums.is_empty() && !self.buf.is_empty() {
             if let Some(info) = self.close_inline().await? {
                 return Ok(info);
@@ -380,6 +390,12 @@ impl FileWriter {
     }
 
     /// Gives up: deletes what was stored, publishes nothing.
+    /// Notes that a write failed with `e` after the chunk list grew.
+    fn fail(&mut self, e: Error) -> Error {
+        self.failed = Some(e.clone());
+        e
+    }
+
     pub async fn abort(mut self) {
         self.tasks.abort_all();
         while self.tasks.join_next().await.is_some() {}

@@ -45,6 +45,32 @@ fn pool_full_fails_clearly_and_keeps_existing_data() {
     eprintln!("garbage left to collect: {garbage} bytes");
 }
 
+/// A write that meets a full pool fails (a chunk stored in the
+/// background, found failed by the write that waits for its turn); the
+/// writer then publishes nothing, even if closed rather than aborted, and
+/// what it stored is deleted.
+#[test]
+fn a_writer_whose_write_found_the_pool_full_publishes_nothing_when_closed() {
+    let pool = Pool::start(2, "4MiB", "8MiB");
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let c = tierpool_client::Client::connect(pool.client_config()).await.unwrap();
+        let opts = tierpool_client::PutOptions { chunk_size: MIB as u64, ..Default::default() };
+        let mut w = c.create("/big", &opts).await.unwrap();
+        let e = w.write(&data(9, 40 * MIB)).await.unwrap_err();
+        assert_eq!(e.kind, tierpool_types::ErrorKind::PoolFull, "{e}");
+        let again = w.close().await.unwrap_err();
+        assert_eq!(again, e, "close fails with the write's error");
+        assert_eq!(c.stat("/big").await.unwrap_err().kind, tierpool_types::ErrorKind::NotFound);
+        // What it stored was deleted: the pool takes a file of most of its room.
+        let room = data(10, 16 * MIB);
+        let mut w = c.create("/fits", &opts).await.unwrap();
+        w.write(&room).await.unwrap();
+        assert_eq!(w.close().await.unwrap().size, room.len() as u64);
+        assert!(c.get_bytes("/fits").await.unwrap() == room);
+    });
+}
+
 /// Rewriting a file again and again never fills the pool with its old
 /// versions: 100 replacing puts of 8MiB, one after another, into 128MiB of
 /// budget (the old code failed with "pool full" after 16 of them).
