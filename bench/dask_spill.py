@@ -10,7 +10,10 @@ agree. Each way runs `--runs` times, interleaved, on a fresh cluster.
 
 Writes JSON to stdout: seconds per phase and run for each way, their
 medians and the ratio pool/disk of the medians (below 1: the pool is
-faster).
+faster). Each run also gives what the workers' spill buffers counted in
+each phase (`spill_buffer`): the seconds and number of reads and writes
+of the store below them (`disk-read`, `disk-write`: Dask's names, for
+the pool too), so the time spent in the store can be told from the rest.
 
 Usage: python3 bench/dask_spill.py [--blocks N] [--block BYTES] [--workers N]
        [--memory-limit SIZE] [--runs N] [--replicas N] [--prefault]
@@ -40,8 +43,30 @@ def checksum(block):
     return int(block[::4096].sum() % 1_000_000_007)
 
 
+def spill_metrics(client):
+    """What the workers' spill buffers counted so far, summed over workers:
+    seconds, counts and bytes of `disk-read` and `disk-write` (the store
+    below them, disk or pool), `serialize`, `deserialize`, and more."""
+
+    def of_worker(dask_worker):
+        return {f"{label}_{unit}": v for (label, unit), v in dask_worker.data.cumulative_metrics.items()}
+
+    total = {}
+    for m in client.run(of_worker).values():
+        for k, v in m.items():
+            total[k] = total.get(k, 0) + v
+    return total
+
+
+def phase(before, after):
+    """`after` less `before`, of the metrics worth reporting, rounded."""
+    keep = ("disk-read_seconds", "disk-read_count", "disk-write_seconds", "disk-write_count")
+    return {k: round(after.get(k, 0) - before.get(k, 0), 3) for k in keep}
+
+
 def run_job(data, limit, a, scratch):
-    """Seconds to make and keep the blocks, seconds to read them back, the answer."""
+    """Seconds to make and keep the blocks, seconds to read them back, the
+    answer, bytes spilled, and what the spill buffers counted in each phase."""
     with LocalCluster(
         n_workers=a.workers,
         threads_per_worker=1,
@@ -51,18 +76,22 @@ def run_job(data, limit, a, scratch):
         dashboard_address=None,
         data=data,
     ) as cluster, Client(cluster) as client:
+        start = spill_metrics(client)
         t = time.perf_counter()
         blocks = [client.submit(make_block, i, a.block, pure=False) for i in range(a.blocks)]
         wait(blocks)
         made = time.perf_counter() - t
+        after_make = spill_metrics(client)
         t = time.perf_counter()
         sums = client.gather([client.submit(checksum, b, pure=False) for b in blocks])
         read = time.perf_counter() - t
+        after_read = spill_metrics(client)
         spilled = sum(
             w["metrics"]["spilled_bytes"]["disk"] for w in client.scheduler_info()["workers"].values()
         )
         del blocks
-        return made, read, sum(sums) % 1_000_000_007, spilled
+        metrics = {"make": phase(start, after_make), "read": phase(after_make, after_read)}
+        return made, read, sum(sums) % 1_000_000_007, spilled, metrics
 
 
 def main():
@@ -95,11 +124,11 @@ def main():
             for way in ("disk", "pool"):
                 data = spill_to_tierpool(a.memory_limit, address=pool.address, replicas=a.replicas) if way == "pool" else None
                 with tempfile.TemporaryDirectory(dir="/tmp") as scratch:
-                    made, read, answer, spilled = run_job(data, a.memory_limit, a, scratch)
+                    made, read, answer, spilled, metrics = run_job(data, a.memory_limit, a, scratch)
                 answers.add(answer)
                 out["runs"][way].append(
                     {"make_s": round(made, 2), "read_s": round(read, 2), "total_s": round(made + read, 2),
-                     "spilled_bytes": spilled}
+                     "spilled_bytes": spilled, "spill_buffer": metrics}
                 )
     assert len(answers) == 1, f"the two ways disagree: {answers}"
     for way in ("disk", "pool"):
