@@ -268,10 +268,11 @@ fn workers_killed_round_after_round_lose_no_acknowledged_write() {
     assert!(n(&counts.reads) > 0 && n(&counts.acknowledged) > 0);
 }
 
-#[test]
-fn a_damaged_copy_is_read_around_and_written_again_from_the_good_one() {
-    let mut pool = replicated(2, "4MiB", "64MiB");
-    let bytes = data(77, 16 << 20);
+/// A pool of two workers keeping two copies of `/f` (16 MiB of `seed`),
+/// every copy worker 0 keeps on disk damaged by a flipped byte.
+fn damaged_on_worker_0(seed: u64) -> (Pool, Vec<u8>) {
+    let pool = replicated(2, "4MiB", "64MiB");
+    let bytes = data(seed, 16 << 20);
     pool.put("/f", &bytes);
     let files = chunk_files(&pool.workers[0].dir);
     assert!(files.len() >= 3, "worker 0 keeps most of its copies on disk: {files:?}");
@@ -281,6 +282,12 @@ fn a_damaged_copy_is_read_around_and_written_again_from_the_good_one() {
         b[mid] ^= 0x5a;
         std::fs::write(f, b).unwrap();
     }
+    (pool, bytes)
+}
+
+#[test]
+fn a_damaged_copy_is_read_around_and_written_again_from_the_good_one() {
+    let (mut pool, bytes) = damaged_on_worker_0(77);
     // Worker 0 (host0) is this client's nearest: every damaged copy is met.
     let cat = |pool: &Pool| {
         let out = pool.cmd(&["cat", "/f"]).env("TIERPOOL_HOST", "host0").output().unwrap();
@@ -299,17 +306,7 @@ fn a_damaged_copy_is_read_around_and_written_again_from_the_good_one() {
 fn a_damaged_copy_met_by_a_read_into_a_buffer_is_read_around_and_written_again() {
     // `read_at` reads whole chunks from the socket straight into the
     // caller's buffer: the same rounds of replicas and repair as above.
-    let mut pool = replicated(2, "4MiB", "64MiB");
-    let bytes = data(78, 16 << 20);
-    pool.put("/f", &bytes);
-    let files = chunk_files(&pool.workers[0].dir);
-    assert!(files.len() >= 3, "worker 0 keeps most of its copies on disk: {files:?}");
-    for f in &files {
-        let mut b = std::fs::read(f).unwrap();
-        let mid = b.len() - (1 << 20);
-        b[mid] ^= 0x5a;
-        std::fs::write(f, b).unwrap();
-    }
+    let (mut pool, bytes) = damaged_on_worker_0(78);
     let rt = runtime();
     let mut cfg = pool.client_config();
     cfg.host = "host0".into();
