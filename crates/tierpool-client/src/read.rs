@@ -7,7 +7,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use std::collections::VecDeque;
 use tierpool_meta::{InodeInfo, InodeKind};
 use tierpool_proto::{WorkerRequest, WorkerResponse};
-use tierpool_types::{ChunkRef, Error, ErrorKind, InodeId, Result};
+use tierpool_types::{ChunkKey, ChunkRef, Error, ErrorKind, InodeId, Result};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::task::JoinHandle;
 
@@ -102,9 +102,7 @@ impl Client {
                 _ => Err(Error::new(ErrorKind::Stale, format!("{path}: was rewritten while it was being read"))),
             };
         }
-        let key = r.key(inode, index);
-        let req = WorkerRequest::GetChunk { key, mem_only: false };
-        let repair = || WorkerRequest::PutChunk { key, checksum: r.checksum, attrs: Default::default(), table: 0 };
+        let (key, req, repair) = stored_read(inode, index, r);
         let data = match self.read_replicas(key, &req, stored_check(path, index, r), Some(&repair)).await {
             Ok((_, data)) => data,
             Err(e) => return Err(fetch_error(path, index, e)),
@@ -129,9 +127,7 @@ impl Client {
         r: ChunkRef,
         dst: &mut [u8],
     ) -> Result<()> {
-        let key = r.key(inode, index);
-        let req = WorkerRequest::GetChunk { key, mem_only: false };
-        let repair = || WorkerRequest::PutChunk { key, checksum: r.checksum, attrs: Default::default(), table: 0 };
+        let (key, req, repair) = stored_read(inode, index, r);
         let (stored, after) = dst.split_at_mut(r.len as usize);
         match self.read_replicas_into(key, &req, stored_check(path, index, r), Some(&repair), stored).await {
             Ok((_, None)) => {}
@@ -299,6 +295,14 @@ fn inline_chunk(path: &str, r: ChunkRef, data: &Bytes, share: u64) -> Result<Byt
     padded.extend_from_slice(data);
     padded.resize(share as usize, 0);
     Ok(Bytes::from(padded))
+}
+
+/// The key of the stored chunk `r` (chunk `index` of `inode`), the request
+/// that reads it, and the one that writes it back to a damaged replica.
+fn stored_read(inode: InodeId, index: u64, r: ChunkRef) -> (ChunkKey, WorkerRequest, impl Fn() -> WorkerRequest) {
+    let key = r.key(inode, index);
+    let repair = move || WorkerRequest::PutChunk { key, checksum: r.checksum, attrs: Default::default(), table: 0 };
+    (key, WorkerRequest::GetChunk { key, mem_only: false }, repair)
 }
 
 /// Checks a worker's answer for the stored chunk `r`: its length and checksum.

@@ -156,9 +156,9 @@ impl Client {
 
     /// Sends `req` (a chunk read) to the nearest replica of `key`, and on
     /// to the next while one fails, lacks the chunk, or answers what
-    /// `check` refuses. A replica found damaged (by its worker, which then
-    /// drops its copy, or by `check`) gets the good bytes written back as
-    /// `repair` builds the request for them. `NotFound` only when every
+    /// `check` refuses. A replica whose worker found its copy damaged (and
+    /// dropped it) gets the good bytes written back as `repair` builds the
+    /// request for them. `NotFound` only when every
     /// replica lacks the chunk (and the layout did not change meanwhile).
     pub(crate) async fn read_replicas(
         &self,
@@ -172,8 +172,10 @@ impl Client {
     }
 
     /// As `read_replicas`, an answer of exactly `dst.len()` bytes read
-    /// straight into `dst` (`None` then): no buffer of its own, no copy.
-    /// `dst` holds what the accepted replica sent; on an error, anything.
+    /// straight into `dst`: no buffer of its own, no copy. With `None`,
+    /// `dst` holds what the accepted replica sent; with `Some`, those are
+    /// its bytes (of another length than `dst`), and `dst` holds anything,
+    /// as it does after an error.
     pub(crate) async fn read_replicas_into(
         &self,
         key: ChunkKey,

@@ -60,7 +60,8 @@ pub struct FileWriter {
     tasks: JoinSet<Result<()>>,
     /// Whether a file that fits in the metadata is offered to it at close.
     pub(crate) inline: bool,
-    /// A write that failed after the file's chunk list had grown: `close`
+    /// The first write that failed after it took bytes of the file:
+    /// later writes fail with it, and `close`
     /// then publishes nothing and fails with it.
     failed: Option<Error>,
     /// Keeps the stored chunks from being taken for a dead writer's.
@@ -187,6 +188,7 @@ impl FileWriter {
 
     /// Appends a copy of `data`.
     pub async fn write(&mut self, data: &[u8]) -> Result<()> {
+        self.not_failed()?;
         let cs = self.opts.chunk_size as usize;
         let mut rest = data;
         while !rest.is_empty() {
@@ -215,6 +217,7 @@ impl FileWriter {
 
     /// Appends `data`, without copying whole chunks of it.
     pub async fn write_bytes(&mut self, mut data: Bytes) -> Result<()> {
+        self.not_failed()?;
         let cs = self.opts.chunk_size as usize;
         if !self.buf.is_empty() {
             let n = (cs - self.buf.len()).min(data.len());
@@ -269,11 +272,15 @@ impl FileWriter {
     /// Stores `chunk` in the background, up to `window` chunks at once; the
     /// `last` chunk with none in flight (all of a small file) is stored on
     /// this task, sparing a task of its own.
+    /// Its bytes are the file's already: a failure fails the writer.
     async fn send(&mut self, chunk: Bytes, last: bool) -> Result<()> {
-        while self.tasks.len() >= self.client.inner.cfg.window {
-            if let Err(e) = join_one(&mut self.tasks).await {
-                return Err(self.fail(e.context(&self.path)));
-            }
+        let sent = self.store(chunk, last).await;
+        sent.map_err(|e| self.fail(e.context(&self.path)))
+    }
+
+    async fn store(&mut self, chunk: Bytes, last: bool) -> Result<()> {
+        while self.tasks.len() >= self.client.inner.cfg.window.max(1) {
+            join_one(&mut self.tasks).await?;
         }
         let crc = crc32c::crc32c(&chunk);
         let index = self.checksums.len() as u64;
@@ -283,7 +290,7 @@ impl FileWriter {
         self.homes.push(home);
         let (c, attrs, copies) = (self.client.clone(), self.opts.attrs, self.placing.copies);
         if last && self.tasks.is_empty() {
-            return c.put_chunk(key, &chunk, crc, attrs, copies).await.map_err(|e| e.context(&self.path));
+            return c.put_chunk(key, &chunk, crc, attrs, copies).await;
         }
         self.tasks.spawn(async move { c.put_chunk(key, &chunk, crc, attrs, copies).await });
         Ok(())
@@ -389,13 +396,19 @@ impl FileWriter {
         self.client.committed(&self.path, info).await.map(Some)
     }
 
-    /// Gives up: deletes what was stored, publishes nothing.
-    /// Notes that a write failed with `e` after the chunk list grew.
+    /// Notes that a write failed with `e` after it took bytes of the
+    /// file (the first such failure is the one kept).
     fn fail(&mut self, e: Error) -> Error {
-        self.failed = Some(e.clone());
+        self.failed.get_or_insert_with(|| e.clone());
         e
     }
 
+    /// `Err` with the failure `fail` noted, if any.
+    fn not_failed(&self) -> Result<()> {
+        self.failed.clone().map_or(Ok(()), Err)
+    }
+
+    /// Gives up: deletes what was stored, publishes nothing.
     pub async fn abort(mut self) {
         self.tasks.abort_all();
         while self.tasks.join_next().await.is_some() {}

@@ -229,14 +229,16 @@ impl Connection {
 
     /// As [`call`](Self::call), an answer's payload of exactly `dst.len()`
     /// bytes (not empty) read straight into `dst`, the caller's room for it:
-    /// `None` then. Any other payload is returned as it came. (For answers
-    /// that carry their bytes as they are: a worker's chunk.)
+    /// `None` then. Any other payload is returned as it came. Only for a
+    /// worker, whose answers carry their bytes as they are (a coordinator's
+    /// may carry small files' bytes that `Service::attach` puts back).
     pub async fn call_into<S: Service>(
         &mut self,
         req: &S::Request,
         payload: &[u8],
         dst: &mut [u8],
     ) -> Result<(S::Response, Option<Bytes>)> {
+        debug_assert_eq!(S::KIND, tierpool_proto::frame::KIND_WORKER_REQUEST, "a payload lands only from a worker");
         self.exchange::<S>(req, payload, None, Some(dst)).await
     }
 

@@ -137,9 +137,10 @@ pub(crate) async fn read_body<R: AsyncRead + Unpin>(
 }
 
 /// Reads a body of exactly `dst.len()` bytes into `dst`, the caller's
-/// own room for it: nothing allocated, nothing copied again (read through
-/// the connection's buffer only what it already holds). With `stall`,
-/// each read must bring a byte in time.
+/// own room for it: nothing allocated. What the connection's read buffer
+/// already holds is copied from it; past that, a read as long as that
+/// buffer or longer goes from the socket straight into `dst`, a shorter
+/// one through the buffer. With `stall`, each read must bring a byte in time.
 pub(crate) async fn read_body_into<R: AsyncRead + Unpin>(
     r: &mut R,
     dst: &mut [u8],

@@ -56,7 +56,7 @@ async fn answers_of_a_whole_chunk_arrive_in_kept_buffers_with_their_own_bytes() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_as_long_as_the_callers_room_is_read_straight_into_it() {
-    let (addr, _) = start(Limits::default(), Duration::ZERO).await;
+    let (addr, stats) = start(Limits::default(), Duration::ZERO).await;
     let buffers = ChunkBuffers::new(1 << 20, 2);
     let pool: Pool<Worker> =
         Pool::new(addr, PoolConfig { buffers: Some(buffers.clone()), ..PoolConfig::with(secret()) });
@@ -87,6 +87,7 @@ async fn an_answer_as_long_as_the_callers_room_is_read_straight_into_it() {
     assert_eq!(e.kind, ErrorKind::InvalidArgument);
     let (r, _) = pool.call(&WorkerRequest::Ping, &[], false).await.unwrap();
     assert_eq!(r, WorkerResponse::Pong);
+    assert_eq!(stats.snapshot().connections_accepted, 1, "one connection carried them all");
 }
 
 fn put(index: u64) -> WorkerRequest {

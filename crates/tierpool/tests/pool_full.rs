@@ -46,9 +46,9 @@ fn pool_full_fails_clearly_and_keeps_existing_data() {
 }
 
 /// A write that meets a full pool fails (a chunk stored in the
-/// background, found failed by the write that waits for its turn); the
-/// writer then publishes nothing, even if closed rather than aborted, and
-/// what it stored is deleted.
+/// background, found failed by the write that waits for its turn); later
+/// writes fail with it, the writer publishes nothing, even if closed
+/// rather than aborted, and what it stored is deleted.
 #[test]
 fn a_writer_whose_write_found_the_pool_full_publishes_nothing_when_closed() {
     let pool = Pool::start(2, "4MiB", "8MiB");
@@ -59,6 +59,7 @@ fn a_writer_whose_write_found_the_pool_full_publishes_nothing_when_closed() {
         let mut w = c.create("/big", &opts).await.unwrap();
         let e = w.write(&data(9, 40 * MIB)).await.unwrap_err();
         assert_eq!(e.kind, tierpool_types::ErrorKind::PoolFull, "{e}");
+        assert_eq!(w.write(b"more").await.unwrap_err(), e, "a later write fails with it");
         let again = w.close().await.unwrap_err();
         assert_eq!(again, e, "close fails with the write's error");
         assert_eq!(c.stat("/big").await.unwrap_err().kind, tierpool_types::ErrorKind::NotFound);
