@@ -60,9 +60,8 @@ pub struct FileWriter {
     tasks: JoinSet<Result<()>>,
     /// Whether a file that fits in the metadata is offered to it at close.
     pub(crate) inline: bool,
-    /// The first write that failed after it took bytes of the file:
-    /// later writes fail with it, and `close`
-    /// then publishes nothing and fails with it.
+    /// The first write that failed after it took bytes of the file: later
+    /// writes fail with it, and `close` publishes nothing and fails with it.
     failed: Option<Error>,
     /// Keeps the stored chunks from being taken for a dead writer's.
     _lease: WriteLease,
@@ -271,8 +270,8 @@ impl FileWriter {
 
     /// Stores `chunk` in the background, up to `window` chunks at once; the
     /// `last` chunk with none in flight (all of a small file) is stored on
-    /// this task, sparing a task of its own.
-    /// Its bytes are the file's already: a failure fails the writer.
+    /// this task, sparing a task of its own. Its bytes are the file's
+    /// already, so any failure here fails the writer.
     async fn send(&mut self, chunk: Bytes, last: bool) -> Result<()> {
         let sent = self.store(chunk, last).await;
         sent.map_err(|e| self.fail(e.context(&self.path)))
