@@ -129,7 +129,7 @@ impl Client {
     ) -> Result<()> {
         let (key, req, repair) = stored_read(inode, index, r);
         let (stored, after) = dst.split_at_mut(r.len as usize);
-        match self.read_replicas_into(key, &req, stored_check(path, index, r), Some(&repair), stored).await {
+        match self.read_replicas_into(key, &req, stored_check(path, index, r), Some(&repair), Some(stored)).await {
             Ok((_, None)) => {}
             // Checked: exactly `r.len` bytes.
             Ok((_, Some(data))) => stored.copy_from_slice(&data),

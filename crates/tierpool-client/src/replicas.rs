@@ -57,12 +57,7 @@ impl Client {
         let Some(rec) = layout.worker(w) else {
             return Outcome::Skip(Error::internal(format!("worker {w} is in the partition table but unknown")));
         };
-        let pool = self.worker_pool(w, &rec.addr);
-        let answer = match dst {
-            Some(dst) => pool.call_into(req, payload, true, dst).await,
-            None => pool.call(req, payload, true).await.map(|(r, b)| (r, Some(b))),
-        };
-        match answer {
+        match self.worker_pool(w, &rec.addr).call_into(req, payload, true, dst).await {
             Ok((WorkerResponse::Moved { epoch }, _)) => {
                 Outcome::Retry(format!("worker {w} no longer holds it (epoch {epoch})"))
             }
@@ -167,27 +162,16 @@ impl Client {
         check: impl Fn(&WorkerResponse, &[u8]) -> Result<()>,
         repair: Option<&(dyn Fn() -> WorkerRequest + Sync)>,
     ) -> Result<(WorkerResponse, Bytes)> {
-        let (resp, data) = self.read_replicas_landing(key, req, check, repair, None).await?;
+        let (resp, data) = self.read_replicas_into(key, req, check, repair, None).await?;
         Ok((resp, data.unwrap_or_default()))
     }
 
-    /// As `read_replicas`, an answer of exactly `dst.len()` bytes read
-    /// straight into `dst`: no buffer of its own, no copy. With `None`,
-    /// `dst` holds what the accepted replica sent; with `Some`, those are
-    /// its bytes (of another length than `dst`), and `dst` holds anything,
-    /// as it does after an error.
+    /// As `read_replicas`; with `dst`, an answer of exactly `dst.len()`
+    /// bytes is read straight into it: no buffer of its own, no copy. With
+    /// `None`, `dst` holds what the accepted replica sent; with `Some`,
+    /// those are its bytes (of another length than `dst`), and `dst` holds
+    /// anything, as it does after an error.
     pub(crate) async fn read_replicas_into(
-        &self,
-        key: ChunkKey,
-        req: &WorkerRequest,
-        check: impl Fn(&WorkerResponse, &[u8]) -> Result<()>,
-        repair: Option<&(dyn Fn() -> WorkerRequest + Sync)>,
-        dst: &mut [u8],
-    ) -> Result<(WorkerResponse, Option<Bytes>)> {
-        self.read_replicas_landing(key, req, check, repair, Some(dst)).await
-    }
-
-    async fn read_replicas_landing(
         &self,
         key: ChunkKey,
         req: &WorkerRequest,

@@ -118,24 +118,14 @@ impl<S: Service> Pool<S> {
     /// out dead, try once more on a fresh one (only for idempotent requests).
     /// An error answer is returned as `Err`.
     pub async fn call(&self, req: &S::Request, payload: &[u8], retry_stale: bool) -> Result<(S::Response, Bytes)> {
-        let (resp, body) = self.call_landing(req, payload, retry_stale, None).await?;
+        let (resp, body) = self.call_into(req, payload, retry_stale, None).await?;
         Ok((resp, body.unwrap_or_default()))
     }
 
-    /// As [`call`](Self::call), an answer's payload of exactly `dst.len()`
-    /// bytes read straight into `dst` (`None` then; see
+    /// As [`call`](Self::call); with `dst`, an answer's payload of exactly
+    /// `dst.len()` bytes is read straight into it (`None` then; see
     /// [`Connection::call_into`]).
     pub async fn call_into(
-        &self,
-        req: &S::Request,
-        payload: &[u8],
-        retry_stale: bool,
-        dst: &mut [u8],
-    ) -> Result<(S::Response, Option<Bytes>)> {
-        self.call_landing(req, payload, retry_stale, Some(dst)).await
-    }
-
-    async fn call_landing(
         &self,
         req: &S::Request,
         payload: &[u8],

@@ -68,7 +68,7 @@ async fn an_answer_as_long_as_the_callers_room_is_read_straight_into_it() {
     for (version, len) in [(1, 1u64), (2, 100_000), (3, 1 << 20)] {
         let (key, req) = get(len, version);
         let mut room = vec![0u8; len as usize];
-        let (r, body) = pool.call_into(&req, &[], true, &mut room).await.unwrap();
+        let (r, body) = pool.call_into(&req, &[], true, Some(&mut room)).await.unwrap();
         assert_eq!((r, body), (WorkerResponse::Chunk, None), "{len} bytes: landed");
         assert!(room == chunk_bytes(key), "{len} bytes: exact");
     }
@@ -76,14 +76,14 @@ async fn an_answer_as_long_as_the_callers_room_is_read_straight_into_it() {
     // Another length comes back as it came, the room untouched.
     let (key, req) = get(500, 4);
     let mut room = vec![9u8; 501];
-    let (_, body) = pool.call_into(&req, &[], true, &mut room).await.unwrap();
+    let (_, body) = pool.call_into(&req, &[], true, Some(&mut room)).await.unwrap();
     assert_eq!(body.as_deref(), Some(&chunk_bytes(key)[..]));
     assert!(room.iter().all(|&b| b == 9));
-    let (r, body) = pool.call_into(&WorkerRequest::Ping, &[], true, &mut room).await.unwrap();
+    let (r, body) = pool.call_into(&WorkerRequest::Ping, &[], true, Some(&mut room)).await.unwrap();
     assert_eq!((r, body.as_deref()), (WorkerResponse::Pong, Some(&[][..])), "no payload: an empty one, not landed");
     // An error answer is an error; the connection carried every exchange whole.
     let not_served = WorkerRequest::DeleteInodes { inodes: vec![InodeId(1)] };
-    let e = pool.call_into(&not_served, &[], true, &mut room).await.unwrap_err();
+    let e = pool.call_into(&not_served, &[], true, Some(&mut room)).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::InvalidArgument);
     let (r, _) = pool.call(&WorkerRequest::Ping, &[], false).await.unwrap();
     assert_eq!(r, WorkerResponse::Pong);
