@@ -78,6 +78,9 @@ pub(crate) struct WholeChunk {
 
 /// Chunks a file may have for its commit to share a request with others.
 const SHARED_COMMIT_CHUNKS: usize = 256;
+/// How long an aborted writer waits for its chunk writes in flight to end
+/// (see `FileWriter::abort`).
+const ABORT_SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Client {
     /// Starts writing a new file at `path` (published on `close`).
@@ -407,10 +410,16 @@ impl FileWriter {
         self.failed.clone().map_or(Ok(()), Err)
     }
 
-    /// Gives up: deletes what was stored, publishes nothing.
+    /// Gives up: deletes what was stored, publishes nothing. Chunk writes
+    /// in flight are given up to [`ABORT_SETTLE`] to end first: a worker
+    /// short of room tries one again for a while, and would store it once
+    /// the delete made room, left for the sweep.
     pub async fn abort(mut self) {
-        self.tasks.abort_all();
-        while self.tasks.join_next().await.is_some() {}
+        let ended = async { while self.tasks.join_next().await.is_some() {} };
+        if tokio::time::timeout(ABORT_SETTLE, ended).await.is_err() {
+            self.tasks.abort_all();
+            while self.tasks.join_next().await.is_some() {}
+        }
         self.client.discard_inode(self.inode).await;
     }
 }
