@@ -8,6 +8,7 @@
 
 use crate::batch::{Commits, Stats, COALESCED_MAX};
 use crate::coalesce::Lane;
+use crate::worker_lanes::WorkerLink;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -54,12 +55,14 @@ pub struct ClientConfig {
     /// Stats and new files' commits this client lets travel alone at once;
     /// calls made while that many are in flight go to the coordinator
     /// together, as one `StatMany` or `MetaMany`, when one comes back (see
-    /// `coalesce.rs`). 0: every call alone. By default `$TIERPOOL_COALESCE`,
-    /// else [`DEFAULT_COALESCE`].
+    /// `coalesce.rs`). Small chunk reads and writes to each worker
+    /// likewise, as one `GetChunks` or `PutChunks` (`worker_lanes.rs`). 0: every call alone. By default
+    /// `$TIERPOOL_COALESCE`, else [`DEFAULT_COALESCE`].
     pub coalesce: usize,
 }
 
-/// Stats and new files' commits in flight alone before calls are batched.
+/// Stats, new files' commits and small chunk reads and writes (to each
+/// worker) in flight alone before calls are batched.
 pub const DEFAULT_COALESCE: usize = 4;
 
 /// `$TIERPOOL_COALESCE`, else [`DEFAULT_COALESCE`] (said so if it is not a number).
@@ -87,6 +90,13 @@ pub struct Coalesced {
     /// Files whose chunk was stored on the workers many to a request
     /// (`put_many`'s `PutChunks`).
     pub writes: u64,
+    /// Small chunk reads handed to a worker with others, in a `GetChunks`
+    /// (see `ClientConfig::coalesce`; those it did not serve were then
+    /// asked for alone).
+    pub chunk_reads: u64,
+    /// Small chunk writes handed to a worker with others, in a
+    /// `PutChunks` (those it did not store were then sent alone).
+    pub chunk_writes: u64,
 }
 
 /// This machine's hostname (empty if unknown).
@@ -143,7 +153,9 @@ pub(crate) struct Inner {
     credentials: Credentials,
     coord: Pool<Coordinator>,
     layout: Mutex<Option<Arc<Layout>>>,
-    workers: Mutex<HashMap<(WorkerId, String), WorkerPool>>,
+    /// Each worker's connections, and the lanes its small chunk reads and
+    /// writes share (`worker_lanes.rs`).
+    workers: Mutex<HashMap<(WorkerId, String), WorkerLink>>,
     ids: Mutex<IdBatch>,
     /// This client's session at the coordinator (its holds).
     pub(crate) session: u64,
@@ -341,14 +353,19 @@ impl Client {
         self.inner.stats.call(path.to_string(), Stats(self.clone())).await
     }
 
-    /// Stats and new files' commits of this client that were sent in a
-    /// request with others (`ClientConfig::coalesce`), so far.
+    /// Calls of this client that were sent in a request with others
+    /// (`ClientConfig::coalesce`, `get_many`, `put_many`), so far.
     pub fn coalesced(&self) -> Coalesced {
+        let (chunk_reads, chunk_writes) = (self.inner.workers.lock().values())
+            .map(WorkerLink::shared)
+            .fold((0, 0), |(r, w), (lr, lw)| (r + lr, w + lw));
         Coalesced {
             stats: self.inner.stats.shared(),
             commits: self.inner.commits.shared(),
             reads: self.inner.read_many.load(std::sync::atomic::Ordering::Relaxed),
             writes: self.inner.write_many.load(std::sync::atomic::Ordering::Relaxed),
+            chunk_reads,
+            chunk_writes,
         }
     }
 
@@ -490,12 +507,17 @@ impl Client {
     }
 
     pub(crate) fn worker_pool(&self, id: WorkerId, addr: &str) -> WorkerPool {
+        self.worker_link(id, addr).pool
+    }
+
+    pub(crate) fn worker_link(&self, id: WorkerId, addr: &str) -> WorkerLink {
         let mut w = self.inner.workers.lock();
         w.entry((id, addr.to_string()))
             .or_insert_with(|| {
                 let cfg = self.inner.cfg.pool_config(&self.inner.credentials, WORKER_CONNECTIONS, WORKER_CONNECTIONS);
                 let cfg = PoolConfig { buffers: Some(self.inner.chunk_buffers.clone()), ..cfg };
-                Arc::new(Pool::new(addr.to_string(), cfg))
+                let pool = Arc::new(Pool::new(addr.to_string(), cfg));
+                WorkerLink::new(pool, self.inner.commits.runtime(), self.inner.cfg.coalesce)
             })
             .clone()
     }

@@ -57,10 +57,15 @@ pub(crate) trait Batches<T, R>: Clone + Send + Sync + 'static {
 impl<T: Send + 'static, R: Send + 'static> Lane<T, R> {
     /// A lane on the current runtime; `limit` 0 sends every call alone.
     pub(crate) fn new(limit: usize, max_batch: usize) -> Lane<T, R> {
+        Lane::on(Handle::current(), limit, max_batch)
+    }
+
+    /// A lane whose batches are sent by tasks of `rt`.
+    pub(crate) fn on(rt: Handle, limit: usize, max_batch: usize) -> Lane<T, R> {
         Lane {
             limit,
             max_batch: max_batch.max(1),
-            rt: Handle::current(),
+            rt,
             state: Mutex::new(State { in_flight: 0, queue: Vec::new() }),
             shared: AtomicU64::new(0),
         }
@@ -122,6 +127,11 @@ impl<T: Send + 'static, R: Send + 'static> Lane<T, R> {
                 let _ = tx.send(r);
             }
         });
+    }
+
+    /// The runtime whose tasks send this lane's batches.
+    pub(crate) fn runtime(&self) -> &Handle {
+        &self.rt
     }
 
     /// Calls sent in a request with others, so far.

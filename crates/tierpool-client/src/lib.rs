@@ -33,6 +33,7 @@ mod test_files;
 mod transaction;
 mod under;
 pub mod view;
+mod worker_lanes;
 mod write;
 mod write_many;
 mod write_modes;

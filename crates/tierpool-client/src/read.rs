@@ -2,6 +2,7 @@
 //! checked against the checksums recorded at commit, and delivered in order.
 
 use crate::client::{unexpected, Client};
+use crate::worker_lanes::LANE_CHUNK_MAX;
 use bytes::Bytes;
 use futures::stream::{FuturesUnordered, StreamExt};
 use std::collections::VecDeque;
@@ -101,6 +102,13 @@ impl Client {
                 (Some(now), Some(data)) if *now == r => inline_chunk(path, r, data, share),
                 _ => Err(Error::new(ErrorKind::Stale, format!("{path}: was rewritten while it was being read"))),
             };
+        }
+        if r.len <= share && r.len as usize <= LANE_CHUNK_MAX {
+            // Into a buffer of its own length, so that it may share a
+            // request with others (`worker_lanes.rs`).
+            let mut out = vec![0u8; share as usize];
+            self.fetch_chunk_into(path, inode, index, r, &mut out).await?;
+            return Ok(Bytes::from(out));
         }
         let (key, req, repair) = stored_read(inode, index, r);
         let data = match self.read_replicas(key, &req, stored_check(path, index, r), Some(&repair)).await {

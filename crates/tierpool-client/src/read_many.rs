@@ -56,7 +56,7 @@ impl Client {
             let layout = layout.clone();
             async move {
                 let Some(rec) = layout.worker(w) else { return (ask, None) };
-                let req = WorkerRequest::GetChunks { keys: ask.iter().map(|(_, k, _)| *k).collect() };
+                let req = WorkerRequest::GetChunks { keys: ask.iter().map(|(_, k, _)| *k).collect(), mem_only: false };
                 let answer = self.worker_pool(w, &rec.addr).call(&req, &[], true).await;
                 if let Err(e) = &answer {
                     tracing::debug!("{} small files from worker {w}: {e}; read one by one", ask.len());

@@ -57,7 +57,13 @@ impl Client {
         let Some(rec) = layout.worker(w) else {
             return Outcome::Skip(Error::internal(format!("worker {w} is in the partition table but unknown")));
         };
-        match self.worker_pool(w, &rec.addr).call_into(req, payload, true, dst).await {
+        let link = self.worker_link(w, &rec.addr);
+        let answer = match self.in_lane(&link, req, payload, dst.as_deref().map(<[u8]>::len)).await {
+            Ok(Some((answer, data))) => Ok((answer, Some(data))),
+            Ok(None) => link.pool.call_into(req, payload, true, dst).await,
+            Err(e) => Err(e),
+        };
+        match answer {
             Ok((WorkerResponse::Moved { epoch }, _)) => {
                 Outcome::Retry(format!("worker {w} no longer holds it (epoch {epoch})"))
             }
@@ -167,10 +173,12 @@ impl Client {
     }
 
     /// As `read_replicas`; with `dst`, an answer of exactly `dst.len()`
-    /// bytes is read straight into it: no buffer of its own, no copy. With
+    /// bytes is read straight into it: no buffer of its own, no copy (a
+    /// chunk of at most `LANE_CHUNK_MAX` bytes, read through its worker's
+    /// lane, is copied there: see `worker_lanes.rs`). With
     /// `None`, `dst` holds what the accepted replica sent; with `Some`,
-    /// those are its bytes (of another length than `dst`), and `dst` holds
-    /// anything, as it does after an error.
+    /// those are its bytes, and `dst` holds anything, as it does after an
+    /// error.
     pub(crate) async fn read_replicas_into(
         &self,
         key: ChunkKey,

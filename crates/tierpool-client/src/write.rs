@@ -79,8 +79,9 @@ pub(crate) struct WholeChunk {
 /// Chunks a file may have for its commit to share a request with others.
 const SHARED_COMMIT_CHUNKS: usize = 256;
 /// How long an aborted writer waits for its chunk writes in flight to end
-/// (see `FileWriter::abort`).
-const ABORT_SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
+/// (see `FileWriter::abort`): a small one may wait in its worker's lane,
+/// then for room, some 300 ms.
+const ABORT_SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Client {
     /// Starts writing a new file at `path` (published on `close`).

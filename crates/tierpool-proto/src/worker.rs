@@ -100,9 +100,9 @@ pub enum WorkerRequest {
     /// The bytes of many chunks at once (small files read many to a
     /// request), each as a `GetChunk` would give it: `Fetched`, for as many
     /// of the first keys as fit in one answer, `None` for a key this worker
-    /// does not serve now (not stored, moved, handed over, or damaged:
-    /// dropped as reported). At most [`crate::MAX_BATCH`] keys.
-    GetChunks { keys: Vec<ChunkKey> },
+    /// does not serve now (not stored, moved, handed over, damaged, or with
+    /// `mem_only` held on DISK only). At most [`crate::MAX_BATCH`] keys.
+    GetChunks { keys: Vec<ChunkKey>, mem_only: bool },
     /// Stores many chunk versions at once (small files written many to a
     /// request), each as a `PutChunk` of its `(key, checksum, length)` with
     /// `attrs` and `table` would: `Stored`, one per chunk in order. Payload:

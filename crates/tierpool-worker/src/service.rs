@@ -258,16 +258,21 @@ impl WorkerService {
 
     /// Each key as `get_chunk` serves it, as many of the first as fit in
     /// one answer; a key not served now (absent, moved, handed over,
-    /// damaged, unreadable) is `None`, and its reader asks for it alone.
+    /// damaged, unreadable, or with `mem_only` on DISK only) is `None`, and
+    /// its reader asks for it alone.
     /// A damaged copy is left for that `GetChunk` to drop as it reports it,
     /// so the reader writes the good bytes back here.
     /// The chunks' bytes go out as they are kept, one part of the payload
     /// each (never copied together), with their checksums as stored where
     /// MEM knows them (computed otherwise).
-    fn get_chunks(&self, keys: &[ChunkKey]) -> Result<(WorkerResponse, Payload)> {
+    fn get_chunks(&self, keys: &[ChunkKey], mem_only: bool) -> Result<(WorkerResponse, Payload)> {
         at_most_a_batch(keys.len())?;
         let (mut chunks, mut payload, mut bytes) = (Vec::with_capacity(keys.len()), Payload::empty(), 0usize);
         for key in keys {
+            if mem_only && self.tiers.locate(*key) == Some(TierKind::Disk) {
+                chunks.push((*key, None));
+                continue;
+            }
             let mut sum = None;
             let served = self.routed(*key, None, || {
                 let (data, stored) = self.read_chunk_of_many(*key)?;
@@ -481,7 +486,7 @@ impl Handler for WorkerService {
         let answer = match req {
             WorkerRequest::Freeze { moves } => self.freeze(&moves).await.map(one),
             WorkerRequest::Copy { from, partitions, rate } => self.copy_in(&from, &partitions, rate).await.map(one),
-            WorkerRequest::GetChunks { keys } => self.get_chunks(&keys),
+            WorkerRequest::GetChunks { keys, mem_only } => self.get_chunks(&keys, mem_only),
             req => self.dispatch(req, payload).map(one),
         };
         match answer {

@@ -113,8 +113,9 @@ fn a_request_without_the_handshake_is_refused_and_changes_nothing() {
     let got_worker = send_raw(&worker, &frame(KIND_WORKER_REQUEST, &tierpool_proto::encode(&delete)));
     for got in [got, got_worker] {
         // The server's hello, then at most its refusal: never an answer.
-        assert_eq!(&got[..4], b"TP\x1d\x10", "{got:?}");
-        assert!(got.len() == 36 || &got[36..] == b"TP\x1d\x13\x02", "{got:?}");
+        let v = tierpool_proto::PROTOCOL_VERSION;
+        assert_eq!(&got[..4], [b'T', b'P', v, 0x10], "{got:?}");
+        assert!(got.len() == 36 || got[36..] == [b'T', b'P', v, 0x13, 2], "{got:?}");
     }
 
     assert_eq!((pool.ok(&["ls", "-l", "/"]), pool.ok(&["stat", "--json", "/victim"])), before);

@@ -312,6 +312,7 @@ fn batches_past_the_inline_room_and_files_on_the_workers_keep_their_own_results(
             }
         }
         assert!(c.coalesced().commits > before, "300 commits at once shared no request");
+        assert!(c.coalesced().chunk_writes > 0, "300 chunk writes at once shared no request");
         let got = c.get_many((0..300).map(path).collect()).await;
         for (i, r) in got.into_iter().enumerate() {
             match i {

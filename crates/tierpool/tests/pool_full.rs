@@ -100,3 +100,52 @@ fn rewrites_of_one_file_never_fill_the_pool() {
         std::thread::sleep(Duration::from_millis(500));
     }
 }
+
+/// Small files written at once by many tasks into a pool that fills: their
+/// chunks share requests to each worker (`PutChunks`), and a chunk a batch
+/// could not store is sent again alone. Each put is either stored and
+/// reads back exact, or fails `PoolFull`: none is acknowledged without its
+/// bytes. Read back at once by many tasks, their chunks share requests too
+/// (`GetChunks`), those on disk asked for alone after the memory probe.
+#[test]
+fn small_puts_sharing_requests_into_a_filling_pool_each_fail_clearly_or_read_back() {
+    use tierpool_client::{Client, PutOptions};
+    let pool = Pool::start_with(2, "4MiB", "4MiB", &["--replicas", "2"]);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        // Pinned: the suite may run with TIERPOOL_COALESCE set.
+        let c = Client::connect(tierpool_client::ClientConfig { coalesce: 4, ..pool.client_config() }).await.unwrap();
+        // 16MiB of room, two copies each: 20MB of files are written.
+        let size = |i: usize| 20_000 + i % 7;
+        let puts: Vec<_> = (0..1000)
+            .map(|i| {
+                let c = c.clone();
+                let d = bytes::Bytes::from(data(i as u64, size(i)));
+                tokio::spawn(async move { c.put_bytes(&format!("/s{i}"), d, &PutOptions::default()).await })
+            })
+            .collect();
+        let mut stored = Vec::new();
+        for (i, h) in puts.into_iter().enumerate() {
+            match h.await.unwrap() {
+                Ok(info) => {
+                    assert_eq!(info.size, size(i) as u64);
+                    stored.push(i);
+                }
+                Err(e) => assert_eq!(e.kind, tierpool_types::ErrorKind::PoolFull, "put {i}: {e}"),
+            }
+        }
+        assert!(stored.len() > 100 && stored.len() < 1000, "{} of 1000 stored", stored.len());
+        assert!(c.coalesced().chunk_writes > 0, "no chunk write shared a request: {:?}", c.coalesced());
+        let gets: Vec<_> = (stored.iter().copied())
+            .map(|i| {
+                let c = c.clone();
+                tokio::spawn(async move { (i, c.get_bytes(&format!("/s{i}")).await) })
+            })
+            .collect();
+        for h in gets {
+            let (i, got) = h.await.unwrap();
+            assert!(got.unwrap_or_else(|e| panic!("get {i}: {e}")) == data(i as u64, size(i)), "file {i}");
+        }
+        assert!(c.coalesced().chunk_reads > 0, "no chunk read shared a request: {:?}", c.coalesced());
+    });
+}

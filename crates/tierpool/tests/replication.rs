@@ -328,6 +328,49 @@ fn a_damaged_copy_met_by_a_read_into_a_buffer_is_read_around_and_written_again()
     assert!(buf[..n] == bytes[..], "the repaired copies are returned");
 }
 
+/// Small files read at once by many tasks share requests to each worker
+/// (`GetChunks`); a damaged copy met in one is asked for alone, so that its
+/// worker drops it as it reports it and the reader writes it again.
+#[test]
+fn damaged_copies_of_small_files_read_many_at_once_are_read_around_and_written_again() {
+    let mut pool = replicated(2, "4MiB", "64MiB");
+    let rt = runtime();
+    let mut cfg = pool.client_config();
+    (cfg.host, cfg.coalesce) = ("host0".into(), 4);
+    let c = rt.block_on(Client::connect(cfg)).unwrap();
+    let files: Vec<Vec<u8>> = (0..200).map(|i| data(300 + i, 40_000)).collect();
+    for (i, f) in files.iter().enumerate() {
+        rt.block_on(c.put_bytes(&format!("/s{i}"), f.clone().into(), &opts())).unwrap();
+    }
+    let damaged = chunk_files(&pool.workers[0].dir);
+    assert!(damaged.len() >= 50, "worker 0 keeps most of its copies on disk: {}", damaged.len());
+    for f in &damaged {
+        let mut b = std::fs::read(f).unwrap();
+        let mid = b.len() / 2;
+        b[mid] ^= 0x5a;
+        std::fs::write(f, b).unwrap();
+    }
+    // Worker 0 (host0) is this client's nearest: every damaged copy is met.
+    let read_all = |c: &Client| {
+        rt.block_on(async {
+            let reads = (0..files.len()).map(|i| {
+                let c = c.clone();
+                tokio::spawn(async move { c.get_bytes(&format!("/s{i}")).await })
+            });
+            for (i, h) in reads.collect::<Vec<_>>().into_iter().enumerate() {
+                let got = h.await.unwrap().unwrap_or_else(|e| panic!("get {i}: {e}"));
+                assert!(got == files[i], "file {i}");
+            }
+        })
+    };
+    read_all(&c);
+    assert!(c.coalesced().chunk_reads > 0, "no read shared a request: {:?}", c.coalesced());
+    assert!(pool.log("worker-0.log").contains("is damaged here, dropped"));
+    // Written again before the reads returned: worker 0 alone serves them.
+    pool.kill_worker(1);
+    read_all(&c);
+}
+
 #[test]
 fn files_keeping_one_copy_lose_what_a_dead_worker_held_and_are_named() {
     let mut pool = replicated(3, "64MiB", "64MiB");

@@ -4,9 +4,10 @@
 //! `get_many`): ops/s counts files, latencies are of whole requests. With
 //! `--connections N` it measures fresh connections instead. Single stats
 //! and new files' commits of concurrent clients share requests as the client
-//! library lets them (`$TIERPOOL_COALESCE`, 0 for none); the JSON says how
-//! many did, and how many files `get_many` read and `put_many` stored on the
-//! workers many to a request (`coalesced_calls`). With `--reads N` the read
+//! library lets them (`$TIERPOOL_COALESCE`, 0 for none), as do small chunk
+//! reads and writes to each worker; the JSON says how many did, and how many files
+//! `get_many` read and `put_many` stored on the workers many to a request
+//! (`coalesced_calls`). With `--reads N` the read
 //! phase reads every file N times over (pass after pass).
 //!
 //! File contents are generated per file from a seed, so verification needs no
@@ -231,6 +232,7 @@ fn report(a: &BenchArgs, phases: &[Phase], coalesced: tierpool_client::Coalesced
     let mut out = json!({
         "coalesced_calls": {
             "stats": coalesced.stats, "commits": coalesced.commits, "reads": coalesced.reads, "writes": coalesced.writes,
+            "chunk_reads": coalesced.chunk_reads, "chunk_writes": coalesced.chunk_writes,
         },
         "files": a.files,
         "size": a.size.0,

@@ -549,7 +549,9 @@ fn worker(sample: &WorkerRequest) -> BoxedStrategy<Req<WorkerRequest>> {
                 .boxed()
         }
         W::Locate { .. } => plain(many(key()).prop_map(|keys| W::Locate { keys }).boxed()),
-        W::GetChunks { .. } => plain(many(key()).prop_map(|keys| W::GetChunks { keys }).boxed()),
+        W::GetChunks { .. } => {
+            plain((many(key()), any::<bool>()).prop_map(|(keys, mem_only)| W::GetChunks { keys, mem_only }).boxed())
+        }
         W::PutChunks { .. } => {
             (prop::collection::vec((key(), bytes_and_checksum(0..1024)), 0..4), attrs(), any::<bool>())
                 .prop_map(|(chunks, attrs, fit)| {
