@@ -56,8 +56,9 @@ pub struct ClientConfig {
     /// calls made while that many are in flight go to the coordinator
     /// together, as one `StatMany` or `MetaMany`, when one comes back (see
     /// `coalesce.rs`). Small chunk reads and writes to each worker
-    /// likewise, as one `GetChunks` or `PutChunks` (`worker_lanes.rs`). 0: every call alone. By default
-    /// `$TIERPOOL_COALESCE`, else [`DEFAULT_COALESCE`].
+    /// likewise, as one `GetChunks` or `PutChunks` (`worker_lanes.rs`).
+    /// 0: every call alone. By default `$TIERPOOL_COALESCE`, else
+    /// [`DEFAULT_COALESCE`].
     pub coalesce: usize,
 }
 

@@ -2,8 +2,11 @@
 //! `put_many` (`read_many.rs`, `write_many.rs`) cut their chunks into
 //! `GetChunks` and `PutChunks`.
 
+use crate::client::{unexpected, WorkerPool};
+use bytes::{Bytes, BytesMut};
 use std::collections::BTreeMap;
-use tierpool_types::WorkerId;
+use tierpool_proto::{WorkerRequest, WorkerResponse};
+use tierpool_types::{Checksum, ChunkAttrs, ChunkKey, Result, WorkerId};
 
 /// Files at most this large (and of one chunk) are stored and read many
 /// to a request.
@@ -32,6 +35,27 @@ pub(crate) fn requests<T>(items: impl IntoIterator<Item = (WorkerId, u64, T)>) -
         }
     }
     per.into_iter().flat_map(|(w, rs)| rs.into_iter().map(move |(_, r)| (w, r))).collect()
+}
+
+/// One `PutChunks` of `chunks` (each key, checksum and bytes; all with
+/// `attrs`, chosen by the table of version `table`) to the worker `pool`
+/// reaches: whether each was stored, in order. An answer of another shape
+/// is an error.
+pub(crate) async fn put_chunks(
+    pool: &WorkerPool,
+    chunks: &[(ChunkKey, Checksum, &Bytes)],
+    attrs: ChunkAttrs,
+    table: u64,
+) -> Result<Vec<bool>> {
+    let mut payload = BytesMut::with_capacity(chunks.iter().map(|(_, _, d)| d.len()).sum());
+    for (_, _, data) in chunks {
+        payload.extend_from_slice(data);
+    }
+    let list = chunks.iter().map(|(key, sum, data)| (*key, *sum, data.len() as u64)).collect();
+    match pool.call(&WorkerRequest::PutChunks { chunks: list, attrs, table }, &payload, true).await? {
+        (WorkerResponse::Stored(s), _) if s.len() == chunks.len() => Ok(s),
+        (other, _) => Err(unexpected(other)),
+    }
 }
 
 #[cfg(test)]

@@ -26,7 +26,8 @@
 
 use crate::client::{Client, WorkerPool};
 use crate::coalesce::{Batches, Lane};
-use bytes::{Bytes, BytesMut};
+use crate::per_worker::put_chunks;
+use bytes::Bytes;
 use std::future::Future;
 use std::sync::Arc;
 use tierpool_proto::{WorkerRequest, WorkerResponse};
@@ -105,18 +106,11 @@ impl Batches<PutCall, Option<WorkerResponse>> for Puts {
             let (attrs, table) = (calls[0].attrs, calls[0].table);
             let together: Vec<usize> =
                 (0..calls.len()).filter(|&i| (calls[i].attrs, calls[i].table) == (attrs, table)).collect();
-            let mut payload = BytesMut::with_capacity(together.iter().map(|&i| calls[i].data.len()).sum());
-            let chunks = (together.iter())
-                .map(|&i| {
-                    let c = &calls[i];
-                    payload.extend_from_slice(&c.data);
-                    (c.key, c.checksum, c.data.len() as u64)
-                })
-                .collect();
-            let stored = match pool.call(&WorkerRequest::PutChunks { chunks, attrs, table }, &payload, true).await {
-                Ok((WorkerResponse::Stored(s), _)) if s.len() == together.len() => s,
+            let chunks: Vec<_> = together.iter().map(|&i| (calls[i].key, calls[i].checksum, &calls[i].data)).collect();
+            let stored = match put_chunks(&pool, &chunks, attrs, table).await {
+                Ok(s) => s,
                 Err(e) if e.kind == ErrorKind::Unavailable => return calls.iter().map(|_| Err(e.clone())).collect(),
-                _ => vec![false; together.len()],
+                Err(_) => vec![false; together.len()],
             };
             let mut answers: Vec<Result<Option<WorkerResponse>>> = (0..calls.len()).map(|_| Ok(None)).collect();
             for (i, _) in together.into_iter().zip(stored).filter(|(_, s)| *s) {

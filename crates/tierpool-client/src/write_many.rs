@@ -14,14 +14,14 @@
 //! same key.
 
 use crate::batch::IN_FLIGHT;
-use crate::client::{unexpected, Client};
-use crate::per_worker::{requests, REQUESTS_AT_ONCE};
+use crate::client::Client;
+use crate::per_worker::{put_chunks, requests, REQUESTS_AT_ONCE};
 use crate::write::{FileWriter, PutOptions, WholeChunk};
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures::StreamExt;
 use std::collections::BTreeMap;
 use tierpool_meta::InodeInfo;
-use tierpool_proto::{Layout, WorkerRequest, WorkerResponse};
+use tierpool_proto::Layout;
 use tierpool_types::{Checksum, ChunkAttrs, ChunkKey, InodeId, Result, WorkerId};
 
 /// A chunk as one `PutChunks` carries it.
@@ -140,18 +140,9 @@ impl Client {
     /// `None` if the request failed as a whole.
     async fn put_chunks(&self, layout: &Layout, w: WorkerId, chunks: &[Chunk], attrs: ChunkAttrs) -> Option<Vec<bool>> {
         let rec = layout.worker(w)?;
-        let mut payload = BytesMut::with_capacity(chunks.iter().map(|(_, _, d)| d.len()).sum());
-        for (_, _, data) in chunks {
-            payload.extend_from_slice(data);
-        }
-        let list = chunks.iter().map(|(key, sum, data)| (*key, *sum, data.len() as u64)).collect();
-        let req = WorkerRequest::PutChunks { chunks: list, attrs, table: layout.version };
-        match self.worker_pool(w, &rec.addr).call(&req, &payload, true).await {
-            Ok((WorkerResponse::Stored(s), _)) if s.len() == chunks.len() => Some(s),
-            Ok((other, _)) => {
-                tracing::debug!("small files to worker {w}: {}; written one by one", unexpected(other));
-                None
-            }
+        let chunks: Vec<_> = chunks.iter().map(|(key, sum, data)| (*key, *sum, data)).collect();
+        match put_chunks(&self.worker_pool(w, &rec.addr), &chunks, attrs, layout.version).await {
+            Ok(stored) => Some(stored),
             Err(e) => {
                 tracing::debug!("{} small files to worker {w}: {e}; written one by one", chunks.len());
                 None
