@@ -166,6 +166,13 @@ fn hdfs_source(err: &opendal::Error) -> Option<&hdfs_native::HdfsError> {
     None
 }
 
+/// Whether `err` is HDFS's client giving up on the DataNodes of a block
+/// (none could be reached, or one broke off while sending): what a later
+/// try of the same read may not meet.
+pub(crate) fn datanode_failed(err: &opendal::Error) -> bool {
+    matches!(hdfs_source(err), Some(hdfs_native::HdfsError::DataTransferError(_) | hdfs_native::HdfsError::IOError(_)))
+}
+
 /// The innermost cause of an HTTP transport failure (DNS, TLS, connect), if
 /// `err` is one.
 fn transport_cause(err: &opendal::Error) -> Option<String> {
@@ -278,6 +285,17 @@ mod tests {
         let e = dir.error("f", &opendal::Error::new(O::Unexpected, "write").set_source(full));
         assert_eq!(e.kind, ErrorKind::PoolFull);
         assert_eq!(e.message, "file:///d/f: no storage space");
+    }
+
+    #[test]
+    fn only_datanode_failures_are_read_again() {
+        let of = |e: hdfs_native::HdfsError| opendal::Error::new(O::Unexpected, "read").set_source(e);
+        let dn = hdfs_native::HdfsError::DataTransferError("All DataNodes failed: []".into());
+        assert!(datanode_failed(&of(dn)));
+        assert!(datanode_failed(&of(hdfs_native::HdfsError::IOError(IoKind::ConnectionReset.into()))));
+        assert!(!datanode_failed(&of(hdfs_native::HdfsError::FileNotFound("/d/f".into()))));
+        assert!(!datanode_failed(&of(hdfs_native::HdfsError::ChecksumError)));
+        assert!(!datanode_failed(&opendal::Error::new(O::Unexpected, "no source")));
     }
 
     #[test]

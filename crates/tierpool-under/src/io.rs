@@ -5,7 +5,8 @@
 //! servers ignore `If-Match` on GET); directory-store reads compare the tag of
 //! a stat before and after reading. A read past the end returns the bytes up
 //! to the end: S3 reads first ask for the range as given and, only if the
-//! object is shorter, stat it and ask again for what exists.
+//! object is shorter, stat it and ask again for what exists. An HDFS read
+//! that a DataNode failed to serve is asked again, a few times at most.
 //!
 //! Writes stream the pieces through an OpenDAL writer that buffers
 //! `WRITE_CHUNK` bytes: S3 objects up to that size are one PUT, larger ones a
@@ -18,6 +19,8 @@ use futures::{StreamExt, TryStreamExt};
 use opendal::{ErrorKind as O, Reader};
 use tierpool_types::{Error, ErrorKind, Result};
 
+use crate::connect::RETRIES;
+use crate::error::datanode_failed;
 use crate::store::{Kind, UnderStore};
 use crate::tree;
 use crate::UnderEntry;
@@ -29,6 +32,8 @@ const WRITE_PARTS_IN_FLIGHT: usize = 2;
 /// The largest range end a request names: S3 servers refuse byte positions
 /// beyond `i64::MAX`.
 const MAX_END: u64 = i64::MAX as u64;
+/// The first pause before a failed HDFS read is asked again.
+const RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
 /// Objects copied at once by an S3 directory rename.
 const RENAME_COPIES_IN_FLIGHT: usize = 8;
 
@@ -67,13 +72,35 @@ impl UnderStore {
             let outcome = self.read_s3(&rel, offset, end, Some(&found.etag)).await;
             return self.s3_outcome(&rel, Some(&found.etag), outcome);
         }
-        let read = self.inner.op.read_with(&self.inner.key(&rel)).range(offset..end).await;
+        let read = self.read_range(&rel, offset..end).await;
         if etag.is_some() {
             // Changed while read (or cut short by a change): that is the error to report.
             let now = self.stat_file(&rel).await?.ok_or_else(|| self.gone(&rel, etag))?;
             self.check_tag(&rel, etag, &now.etag)?;
         }
         read.map(|buf| buf.to_bytes()).map_err(|e| self.read_error(&rel, etag, &e))
+    }
+
+    /// One ranged read of a directory or HDFS store. On HDFS, a read that
+    /// a DataNode failed to serve (refused, reset, cut short) is asked again,
+    /// [`RETRIES`] times at most after a pause that doubles from
+    /// [`RETRY_PAUSE`]: HDFS's client tries each DataNode holding the block
+    /// once, and a DataNode under load can fail a read it serves a moment
+    /// later. Reads change nothing, so asking again is safe.
+    async fn read_range(&self, rel: &str, range: std::ops::Range<u64>) -> opendal::Result<opendal::Buffer> {
+        let key = self.inner.key(rel);
+        let mut pause = RETRY_PAUSE;
+        for _ in 0..RETRIES {
+            match self.inner.op.read_with(&key).range(range.clone()).await {
+                Err(e) if self.inner.kind == Kind::Hdfs && datanode_failed(&e) => {
+                    tracing::debug!("{}: read again in {pause:?}: {e}", self.inner.describe.at(rel));
+                    tokio::time::sleep(pause).await;
+                    pause *= 2;
+                }
+                other => return other,
+            }
+        }
+        self.inner.op.read_with(&key).range(range).await
     }
 
     /// One ranged GET, conditional on `etag`; checks the ETag of the answer too.
