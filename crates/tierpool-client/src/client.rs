@@ -294,6 +294,7 @@ impl Client {
             CoordRequest::Meta { .. }
                 | CoordRequest::MetaMany { .. }
                 | CoordRequest::MetaStat { .. }
+                | CoordRequest::MetaManyStat { .. }
                 | CoordRequest::TxBegin { .. }
                 | CoordRequest::TxCommit { .. }
         );

@@ -27,7 +27,87 @@ pub struct InodeChange {
     pub mtime: Option<u64>,
 }
 
+/// A file its writer answered the create of itself, made in the pool by
+/// its first publish ([`Client::make_and_publish`]): entry `name` of
+/// `parent`, an empty file whose chunks will be `chunk_size` bytes, with
+/// the id `inode` the writer reserved ([`Client::reserve_inode`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewFileAt {
+    pub parent: InodeId,
+    pub name: String,
+    pub inode: InodeId,
+    pub chunk_size: u64,
+    pub mode: u32,
+    pub owner: Owner,
+}
+
+/// What [`Client::make_and_publish`] did once the file was made.
+#[derive(Debug)]
+pub struct Made {
+    /// The file as the make left it.
+    pub file: InodeInfo,
+    /// The directory as the request left it.
+    pub dir: InodeInfo,
+    /// The publish and attribute changes that came with it, as
+    /// [`Client::publish_with`] answers them (without a publish: the file
+    /// after the attribute changes, or as made).
+    pub published: Result<(InodeInfo, Vec<u64>)>,
+}
+
 impl Client {
+    /// A fresh inode id for a file this client makes by name later
+    /// ([`NewFileAt`]); from a batch reserved at the coordinator.
+    pub async fn reserve_inode(&self) -> Result<InodeId> {
+        self.alloc_inode().await
+    }
+
+    /// Makes `file`, then publishes `publish` to it (`UpdateFile` or
+    /// `UpdateInline`, if any) and makes the attribute changes of `change`,
+    /// in one request run as `file.owner` and answered once all are
+    /// durable. Fails with the make's error if the file could not be made
+    /// (then nothing changed); otherwise the publish and the changes
+    /// succeed or fail as with [`Client::publish_with`].
+    pub async fn make_and_publish(
+        &self,
+        file: &NewFileAt,
+        publish: Option<MetaOp>,
+        change: &InodeChange,
+    ) -> Result<Made> {
+        let make = MetaOp::MakeFileAt {
+            parent: file.parent,
+            name: file.name.clone(),
+            inode: file.inode,
+            chunk_size: file.chunk_size,
+            mode: file.mode,
+        };
+        let has_publish = publish.is_some();
+        let set = (*change != InodeChange::default()).then(|| set_op(file.inode, change));
+        let ops: Vec<MetaOp> = [Some(make), publish, set].into_iter().flatten().collect();
+        let (n, owner) = (ops.len(), tierpool_meta::Owner { uid: file.owner.0, gid: file.owner.1 });
+        let req = CoordRequest::MetaManyStat { ops, owner, stat: vec![file.parent] };
+        let (replies, mut stats) = match self.coord(req).await? {
+            CoordResponse::MetaManyStat { replies, stats } if replies.len() == n && stats.len() == 1 => {
+                (replies, stats)
+            }
+            other => return Err(unexpected(other)),
+        };
+        let mut replies = replies.into_iter();
+        let made = Self::info_reply(replies.next().expect("the make's reply")?)?;
+        let dir = stats.remove(0)?;
+        let published = match has_publish {
+            true => replies.next().expect("the publish's reply").and_then(Self::info_reply),
+            false => Ok(made.clone()),
+        };
+        let published = published.map(|p| match replies.next() {
+            None => {
+                let ctimes = if has_publish { vec![p.ctime] } else { Vec::new() };
+                (p, ctimes)
+            }
+            Some(set) => with_set(file.inode, p, set, has_publish),
+        });
+        Ok(Made { file: made, dir, published })
+    }
+
     fn info_reply(r: MetaReply) -> Result<InodeInfo> {
         match r {
             MetaReply::Info(i) => Ok(i),
@@ -251,32 +331,13 @@ impl Client {
             let ctimes = vec![info.ctime];
             return Ok((info, ctimes));
         }
-        let set = MetaOp::SetInode {
-            inode,
-            mode: change.mode,
-            uid: change.uid,
-            gid: change.gid,
-            atime: change.atime,
-            mtime: change.mtime,
-        };
         let (uid, gid) = self.inner.cfg.owner;
-        let ops = vec![publish, set];
+        let ops = vec![publish, set_op(inode, change)];
         match self.coord(CoordRequest::MetaMany { ops, owner: tierpool_meta::Owner { uid, gid } }).await? {
             CoordResponse::MetaMany(r) if r.len() == 2 => {
                 let mut r = r.into_iter();
                 let (published, set) = (r.next().expect("two"), r.next().expect("two"));
-                let published = Self::info_reply(published?)?;
-                match set.and_then(Self::info_reply) {
-                    Ok(set) => {
-                        let ctimes = vec![published.ctime, set.ctime];
-                        Ok((set, ctimes))
-                    }
-                    Err(e) => {
-                        tracing::warn!("inode {inode}: published, but its attributes were not set: {e}");
-                        let ctimes = vec![published.ctime];
-                        Ok((published, ctimes))
-                    }
-                }
+                Ok(with_set(inode, Client::info_reply(published?)?, set, true))
             }
             other => Err(unexpected(other)),
         }
@@ -373,5 +434,34 @@ impl Client {
             }
         }
         Ok(out)
+    }
+}
+
+/// `SetInode` of the changes in `change`.
+fn set_op(inode: InodeId, change: &InodeChange) -> MetaOp {
+    MetaOp::SetInode {
+        inode,
+        mode: change.mode,
+        uid: change.uid,
+        gid: change.gid,
+        atime: change.atime,
+        mtime: change.mtime,
+    }
+}
+
+/// The inode after `before` and the attribute changes answered `set`, and
+/// the `ctime`s they left (`before`'s only if it was a change of its own):
+/// changes that could not be made are logged, and `before` stands.
+fn with_set(inode: InodeId, before: InodeInfo, set: Result<MetaReply>, own: bool) -> (InodeInfo, Vec<u64>) {
+    let mut ctimes = if own { vec![before.ctime] } else { Vec::new() };
+    match set.and_then(Client::info_reply) {
+        Ok(set) => {
+            ctimes.push(set.ctime);
+            (set, ctimes)
+        }
+        Err(e) => {
+            tracing::warn!("inode {inode}: published, but its attributes were not set: {e}");
+            (before, ctimes)
+        }
     }
 }

@@ -41,7 +41,7 @@ mod write_modes;
 pub use batch::IN_FLIGHT;
 pub use checkpoints::{CheckpointReport, Progress};
 pub use client::{hostname, Client, ClientConfig, Coalesced, DEFAULT_COALESCE};
-pub use inode::{InodeChange, Owner};
+pub use inode::{InodeChange, Made, NewFileAt, Owner};
 pub use lease::{WriteLease, RENEW};
 pub use placing::Placing;
 pub use read::{check_readable, chunk_count, ChunkStream};
@@ -49,7 +49,9 @@ pub use region::RegionOptions;
 pub use region_handle::{PoolBackend, Region};
 pub use replication::Replicated;
 pub use tierpool_cache::CacheStats;
-pub use tierpool_meta::{DirEntry, DirName, InodeInfo, InodeKind, MetaOp, NewNode, SnapshotSummary, WriteMode};
+pub use tierpool_meta::{
+    check_name, DirEntry, DirName, InodeInfo, InodeKind, MetaOp, NewNode, SnapshotSummary, WriteMode,
+};
 pub use tierpool_net::auth::{Secret, SECRET_FILE_ENV};
 pub use tierpool_net::{Background, Step};
 pub use tierpool_proto::{ChangesAnswer, ChunkPlace};

@@ -709,6 +709,41 @@ impl Coordinator {
         Ok(CoordResponse::MetaMany(out))
     }
 
+    /// `meta_many` with every op applied, and the inodes `stat` read, under
+    /// one hold of the lock: no other op comes between.
+    async fn meta_many_stat(&self, ops: Vec<MetaOp>, owner: Owner, stat: Vec<InodeId>) -> Result<CoordResponse> {
+        check_batch(ops.len())?;
+        check_batch(stat.len())?;
+        if ops.iter().any(|op| matches!(op, MetaOp::AllocInodes { .. } | MetaOp::RegisterWorker { .. })) {
+            return Err(Error::invalid("MetaManyStat is for changes of the namespace; ask for ids with Meta"));
+        }
+        let mut replies: Vec<Result<MetaReply>> = Vec::with_capacity(ops.len());
+        let mut applied = Vec::new();
+        // Checked before the lock is taken (some checks read the state under it).
+        let checked: Vec<(Result<()>, MetaOp)> = ops.into_iter().map(|op| (self.check_from_outside(&op), op)).collect();
+        let stats = {
+            let mut g = self.inner.lock();
+            for (check, op) in checked {
+                match check.and_then(|()| self.apply(&mut g, op, owner)) {
+                    Ok(a) => {
+                        applied.push((replies.len(), a));
+                        replies.push(Err(Error::internal("not yet durable")));
+                    }
+                    Err(e) => replies.push(Err(e)),
+                }
+            }
+            stat.iter().map(|id| g.engine.state().stat_inode(*id, false)).collect()
+        };
+        if let Some(last) = applied.iter().map(|(_, a)| a.lsn).max() {
+            self.acked(last).await?;
+        }
+        for (i, Applied { reply, effects, lsn }) in applied {
+            self.carry_out(effects, lsn);
+            replies[i] = Ok(reply);
+        }
+        Ok(CoordResponse::MetaManyStat { replies, stats })
+    }
+
     /// Whether `len` bytes of `what` may be kept inline: the state takes
     /// any small file; the room for them is this coordinator's to give.
     fn inline_room(&self, what: &str, len: u64) -> Result<()> {
@@ -856,6 +891,7 @@ impl Coordinator {
             }
             CoordRequest::MetaMany { ops, owner } => self.meta_many(ops, owner).await,
             CoordRequest::MetaStat { op, owner, stat } => self.meta_stat(op, owner, stat).await,
+            CoordRequest::MetaManyStat { ops, owner, stat } => self.meta_many_stat(ops, owner, stat).await,
             CoordRequest::StatMany { paths } => {
                 check_batch(paths.len())?;
                 let infos = self.query(|s| Ok(paths.iter().map(|p| s.stat(p)).collect())).await?;

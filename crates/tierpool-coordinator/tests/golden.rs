@@ -107,6 +107,7 @@ fn a_coordinator_recovers_from_golden_files() {
         ("log-v15", LOG_V15_RECORDS, "state-log-v15.txt"),
         ("log-v16", LOG_V16_RECORDS, "state-log-v16.txt"),
         ("snapshot-v14", LOG_V16_RECORDS, "state-log-v16.txt"),
+        ("log-v17", LOG_V17_RECORDS, "state-log-v17.txt"),
     ];
     for (file, lsn, state) in cases {
         let dir = tempfile::tempdir().unwrap();
@@ -122,6 +123,8 @@ fn a_coordinator_recovers_from_golden_files() {
 
 /// Records in `log-v16`.
 const LOG_V16_RECORDS: u64 = 136;
+/// Records in `log-v17`.
+const LOG_V17_RECORDS: u64 = 140;
 
 /// Records in `log-v15`.
 const LOG_V15_RECORDS: u64 = 130;
@@ -989,7 +992,7 @@ fn log_v16_replays_to_its_state_and_encodes_to_the_same_bytes() {
     assert_eq!(dump::dump(&state), expected("state-log-v16.txt"));
     let mut again = Vec::new();
     for r in &recs {
-        encode_record(r, &mut again);
+        encode_record_in(16, r, &mut again).unwrap();
     }
     assert!(again == seg, "log records of version 16 no longer encode as they did");
     let pages = |r: &&LogRecord| {
@@ -1019,6 +1022,65 @@ fn snapshot_v14_decodes_to_its_state_and_encodes_to_the_same_bytes() {
     let pending = &state.pending_pages()[&1];
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].pages.iter().map(|(i, b)| (*i, b.len())).collect::<Vec<_>>(), vec![(0, 4096), (5, 4096)]);
+}
+
+#[test]
+fn log_v17_replays_to_its_state_and_encodes_to_the_same_bytes() {
+    let seg = read("log-v17");
+    let recs = records(&seg);
+    assert_eq!(recs.len() as u64, LOG_V17_RECORDS);
+    assert_eq!(recs[..LOG_V16_RECORDS as usize], records(&read("log-v16"))[..], "the records of log-v16 come first");
+    assert_eq!(recs, log_v17_records(), "the records as written");
+    let state = replay(&recs);
+    state.check_invariants().unwrap();
+    assert_eq!(dump::dump(&state), expected("state-log-v17.txt"));
+    let mut again = Vec::new();
+    for r in &recs {
+        encode_record(r, &mut again);
+    }
+    assert!(again == seg, "log records of version 17 no longer encode as they did");
+    let made = |r: &&LogRecord| matches!(&r.op, MetaOp::MakeFileAt { .. });
+    assert_eq!(recs.iter().filter(made).count(), 2);
+    for r in recs.iter().filter(made) {
+        let e = encode_record_in(16, r, &mut Vec::new()).unwrap_err();
+        assert_eq!(e.message, "a file made with a reserved id has no log record version 16 form");
+    }
+    let f = state.stat("/p6/made").unwrap();
+    assert_eq!((f.uid, f.gid, f.mode, f.inline.as_deref()), (1000, 100, 0o640, Some(&b"made, then published"[..])));
+    assert_eq!(state.stat("/p6/empty").unwrap().size, 0);
+    // Its state has a snapshot form in the current snapshot version.
+    let (lsn, again) = decode_snapshot(&encode_snapshot(LOG_V17_RECORDS, &state)).unwrap();
+    assert_eq!((lsn, again), (LOG_V17_RECORDS, state));
+}
+
+/// The records of `log-v17`: those of `log-v16`, then two ids reserved,
+/// a file made with one of them by a user and published with small
+/// contents in the same request, and an empty one made with the other
+/// (the snapshot format did not change).
+fn log_v17_records() -> Vec<LogRecord> {
+    use bytes::Bytes;
+    use tierpool_types::InodeId;
+    let mut recs = log_v16_records();
+    let mut state = replay(&recs);
+    push(&mut recs, &mut state, MetaOp::AllocInodes { count: 2 });
+    let (first, p6) = (InodeId(state.next_inode().0 - 2), state.stat("/p6").unwrap().id);
+    let version = state.next_inode().0 - 1;
+    let make = |name: &str, inode: InodeId, mode: u32| MetaOp::MakeFileAt {
+        parent: p6,
+        name: name.into(),
+        inode,
+        chunk_size: tierpool_types::DEFAULT_CHUNK_SIZE,
+        mode,
+    };
+    let last = recs.last().unwrap().clone();
+    let owner = Owner { uid: 1000, gid: 100 };
+    let r = LogRecord { lsn: last.lsn + 1, time: last.time + 1_000_000_007, owner, op: make("made", first, 0o640) };
+    state.execute_as(&r.op, r.owner, r.time).unwrap();
+    recs.push(r);
+    let op = MetaOp::UpdateInline { inode: first, version, data: Bytes::from_static(b"made, then published") };
+    push(&mut recs, &mut state, op);
+    push(&mut recs, &mut state, make("empty", InodeId(first.0 + 1), 0o600));
+    recs
 }
 
 /// The records of `log-v16`: those of `log-v15`, then a region of six
@@ -1195,16 +1257,15 @@ fn log_v12_records() -> Vec<LogRecord> {
 #[test]
 #[ignore = "writes the golden files of a new version: TIERPOOL_WRITE_GOLDEN=1 cargo test --test golden -- --ignored"]
 fn write_missing_golden_files_of_the_current_versions() {
-    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v16").exists() {
+    if std::env::var_os("TIERPOOL_WRITE_GOLDEN").is_none() || golden("log-v17").exists() {
         return;
     }
-    let recs = log_v16_records();
+    let recs = log_v17_records();
     let (mut seg, mut state) = (Vec::new(), MetaState::new());
     for r in &recs {
         state.execute_as(&r.op, r.owner, r.time).unwrap();
         encode_record(r, &mut seg);
     }
-    std::fs::write(golden("log-v16"), seg).unwrap();
-    std::fs::write(golden("state-log-v16.txt"), dump::dump(&state)).unwrap();
-    std::fs::write(golden("snapshot-v14"), encode_snapshot(LOG_V16_RECORDS, &state)).unwrap();
+    std::fs::write(golden("log-v17"), seg).unwrap();
+    std::fs::write(golden("state-log-v17.txt"), dump::dump(&state)).unwrap();
 }

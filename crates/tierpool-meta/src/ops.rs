@@ -97,6 +97,12 @@ pub enum MetaOp {
     /// with the set-group-id bit, the new inode takes the directory's group
     /// (and a new directory the bit). Reply: [`MetaReply::Info`].
     MakeAt { parent: InodeId, name: String, node: NewNode, mode: u32 },
+    /// As `MakeAt` of an empty file whose chunks will be `chunk_size`
+    /// bytes, with the id `inode`, which must have been reserved
+    /// (`AllocInodes`) and never used: a writer that answered a create
+    /// itself makes the file with its first publish, in one `MetaMany`.
+    /// Reply: [`MetaReply::Info`].
+    MakeFileAt { parent: InodeId, name: String, inode: InodeId, chunk_size: u64, mode: u32 },
     /// Gives the non-directory `inode` another name (a hard link).
     /// Reply: [`MetaReply::Info`] of the inode.
     LinkAt { inode: InodeId, parent: InodeId, name: String },

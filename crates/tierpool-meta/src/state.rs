@@ -301,6 +301,10 @@ impl MetaState {
                 not_reserved(name)?;
                 self.make_at(*parent, name, node, *mode, owner, now)
             }
+            MetaOp::MakeFileAt { parent, name, inode, chunk_size, mode } => {
+                not_reserved(name)?;
+                self.make_file_at(*parent, name, *inode, *chunk_size, *mode, owner, now)
+            }
             MetaOp::LinkAt { inode, parent, name } => {
                 not_reserved(name)?;
                 self.link_at(*inode, *parent, name, now)

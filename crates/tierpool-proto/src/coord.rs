@@ -61,6 +61,12 @@ pub enum CoordRequest {
     /// durable: `MetaStat`. A file system asks so for the directories a
     /// namespace change touched, whose attributes the kernel reads next.
     MetaStat { op: MetaOp, owner: Owner, stat: Vec<InodeId> },
+    /// `MetaMany` (at most [`MAX_BATCH`] ops), and the live inodes `stat`
+    /// (as many at most) as the ops left them, without chunk lists, read
+    /// with no other op between: `MetaManyStat`, once all are durable. A
+    /// file system's publish that makes its file too asks so for the
+    /// file's directory.
+    MetaManyStat { ops: Vec<MetaOp>, owner: Owner, stat: Vec<InodeId> },
     /// The inode at each of `paths`, as `Stat` gives it: `Infos`, one result
     /// per path in order. At most [`MAX_BATCH`] paths.
     StatMany { paths: Vec<String> },
@@ -180,6 +186,11 @@ pub enum CoordResponse {
     /// The op's reply and one result per inode asked for, in order.
     MetaStat {
         reply: MetaReply,
+        stats: Vec<Result<InodeInfo>>,
+    },
+    /// One result per op and one per inode asked for, in order.
+    MetaManyStat {
+        replies: Vec<Result<MetaReply>>,
         stats: Vec<Result<InodeInfo>>,
     },
     Infos(Vec<Result<InodeInfo>>),

@@ -30,7 +30,7 @@ pub const MAGIC: [u8; 2] = *b"TP";
 /// `PutChunks`; 28: workers report the shorter buffers they keep too; 29:
 /// `InlineAfter`, small files' bytes after an answer, in its payload; 30:
 /// `GetChunks` of chunks held in memory only.
-pub const PROTOCOL_VERSION: u8 = 30;
+pub const PROTOCOL_VERSION: u8 = 31;
 pub const FRAME_HEADER_LEN: usize = 12;
 /// Largest encoded message (a listing of a very large directory fits).
 pub const MAX_HEADER_LEN: u32 = 256 << 20;

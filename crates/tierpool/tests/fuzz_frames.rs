@@ -134,6 +134,7 @@ fn forbidden_coord(r: &CoordRequest) -> bool {
         CoordRequest::Meta { op, .. } => forbidden_op(op),
         CoordRequest::MetaMany { ops, .. } => ops.iter().any(forbidden_op),
         CoordRequest::MetaStat { op, .. } => forbidden_op(op),
+        CoordRequest::MetaManyStat { ops, .. } => ops.iter().any(forbidden_op),
         _ => false,
     }
 }

@@ -252,9 +252,8 @@ fn op_to_v1(op: &MetaOp) -> Result<OpV1> {
         | MetaOp::Transact { .. }
         | MetaOp::SetWriteMode { .. }
         | MetaOp::UpdateInline { .. }
-        | MetaOp::RegionPagesWritten { .. } => {
-            return Err(corrupt("an op added after log record version 1 has no form in it"))
-        }
+        | MetaOp::RegionPagesWritten { .. }
+        | MetaOp::MakeFileAt { .. } => return Err(corrupt("an op added after log record version 1 has no form in it")),
     })
 }
 

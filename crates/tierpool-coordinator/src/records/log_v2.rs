@@ -228,7 +228,8 @@ fn op_to_v2(op: &MetaOp) -> Result<OpV2> {
         | MetaOp::Transact { .. }
         | MetaOp::SetWriteMode { .. }
         | MetaOp::UpdateInline { .. }
-        | MetaOp::RegionPagesWritten { .. } => {
+        | MetaOp::RegionPagesWritten { .. }
+        | MetaOp::MakeFileAt { .. } => {
             return Err(corrupt("moves and membership ops have no form in log record version 2"))
         }
     })

@@ -241,7 +241,8 @@ pub(super) fn op_to_v3(op: &MetaOp) -> Result<OpV3> {
         | MetaOp::Transact { .. }
         | MetaOp::SetWriteMode { .. }
         | MetaOp::UpdateInline { .. }
-        | MetaOp::RegionPagesWritten { .. } => {
+        | MetaOp::RegionPagesWritten { .. }
+        | MetaOp::MakeFileAt { .. } => {
             return Err(super::frozen::corrupt("an op added after log record version 3 has no form in it"))
         }
     })

@@ -29,6 +29,7 @@ pub mod log_v13;
 pub mod log_v14;
 pub mod log_v15;
 pub mod log_v16;
+pub mod log_v17;
 pub mod log_v2;
 pub mod log_v3;
 pub mod log_v4;
@@ -60,7 +61,7 @@ use tierpool_meta::{MetaOp, MetaState, Owner};
 use tierpool_types::{Error, ErrorKind, Result};
 
 /// The version new log records are written in.
-pub const LOG_RECORD_VERSION: u8 = 16;
+pub const LOG_RECORD_VERSION: u8 = 17;
 /// The version new snapshots are written in.
 pub const SNAPSHOT_VERSION: u8 = 14;
 const SNAPSHOT_MAGIC: &[u8; 6] = b"TPSNAP";
@@ -87,13 +88,16 @@ fn decode<T: DeserializeOwned>(b: &[u8], what: &str) -> Result<T> {
 
 /// Appends the framed record to `out`, in the newest version.
 pub fn encode_record(rec: &LogRecord, out: &mut Vec<u8>) {
-    let record = log_v16::RecordV16::try_from(rec).expect("version 16 holds every op");
+    let record = log_v17::RecordV17::try_from(rec).expect("version 17 holds every op");
     frame_record(LOG_RECORD_VERSION, &encode(&record), out);
 }
 
 /// Appends the framed record to `out` in an older `version` (to check that
 /// golden files of released versions still encode as they did).
 pub fn encode_record_in(version: u8, rec: &LogRecord, out: &mut Vec<u8>) -> Result<()> {
+    if version < 17 && log_v17::made_file(&rec.op) {
+        return Err(Error::invalid(format!("a file made with a reserved id has no log record version {version} form")));
+    }
     if version < 16 && log_v16::region_pages(&rec.op) {
         return Err(Error::invalid(format!("region pages of a transaction have no log record version {version} form")));
     }
@@ -147,7 +151,8 @@ pub fn encode_record_in(version: u8, rec: &LogRecord, out: &mut Vec<u8>) -> Resu
         13 => frame_record(13, &encode(&log_v13::RecordV13::try_from(rec)?), out),
         14 => frame_record(14, &encode(&log_v14::RecordV14::try_from(rec)?), out),
         15 => frame_record(15, &encode(&log_v15::RecordV15::try_from(rec)?), out),
-        16 => encode_record(rec, out),
+        16 => frame_record(16, &encode(&log_v16::RecordV16::try_from(rec)?), out),
+        17 => encode_record(rec, out),
         v => return Err(Error::invalid(format!("no log record version {v}"))),
     }
     Ok(())
@@ -208,6 +213,7 @@ pub fn decode_record(buf: &[u8]) -> Decoded {
         14 => decode::<log_v14::RecordV14>(&body[1..], "log record").and_then(LogRecord::try_from),
         15 => decode::<log_v15::RecordV15>(&body[1..], "log record").and_then(LogRecord::try_from),
         16 => decode::<log_v16::RecordV16>(&body[1..], "log record").and_then(LogRecord::try_from),
+        17 => decode::<log_v17::RecordV17>(&body[1..], "log record").and_then(LogRecord::try_from),
         v => Err(Error::new(
             ErrorKind::Corrupt,
             format!("log record version {v} is not known to this build (it reads up to {LOG_RECORD_VERSION})"),

@@ -702,6 +702,32 @@ fn released() -> Vec<(&'static str, Registry)> {
                 ],
             ),
         ),
+        (
+            "log-v17",
+            trace_with(
+                t::<log_v17::RecordV17>,
+                &[
+                    &t::<KindV1>,
+                    &t::<log_v1::NewNodeV1>,
+                    &t::<log_v3::OpV3>,
+                    &t::<log_v4::OpV4>,
+                    &t::<log_v5::OpV5>,
+                    &t::<log_v6::OpV6>,
+                    &t::<log_v7::OpV7>,
+                    &t::<log_v8::OpV8>,
+                    &t::<log_v9::OpV9>,
+                    &t::<log_v10::OpV10>,
+                    &t::<log_v11::OpV11>,
+                    &t::<log_v12::OpV12>,
+                    &t::<log_v13::OpV13>,
+                    &t::<log_v13::TxNsV13>,
+                    &t::<log_v14::OpV14>,
+                    &t::<log_v15::OpV15>,
+                    &t::<log_v16::OpV16>,
+                    &t::<log_v17::OpV17>,
+                ],
+            ),
+        ),
     ]
 }
 

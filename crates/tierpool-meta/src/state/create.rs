@@ -1,8 +1,10 @@
 //! The ops that add entries to the namespace: `Mkdir`, `CommitFile`,
-//! `CommitRegion` (by path) and `MakeAt`, `LinkAt` (by directory inode).
+//! `CommitRegion` (by path) and `MakeAt`, `MakeFileAt`, `LinkAt` (by
+//! directory inode).
 //!
 //! New directories, empty files, symlinks and special files take ids from
-//! `next_inode`; a committed file or region brings its own id, which must
+//! `next_inode`; a committed file or region, or a file of `MakeFileAt`,
+//! brings its own id, which must
 //! have been reserved by `AllocInodes` and be neither live nor awaiting garbage
 //! collection. All set the new inode's times and the times of the directory
 //! that gains the entry to `now`. A new inode belongs to the op's owner,
@@ -179,6 +181,26 @@ impl MetaState {
         }
         let id = InodeId(self.next_inode);
         self.next_inode += 1;
+        self.add_entry(parent, name, id, Inode::new(mode, owner, now, body), now);
+        Ok(MetaReply::Info(self.info(id)))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn make_file_at(
+        &mut self,
+        parent: InodeId,
+        name: &str,
+        id: InodeId,
+        chunk_size: u64,
+        mode: u32,
+        owner: Owner,
+        now: Timestamp,
+    ) -> Result<MetaReply> {
+        check_name(name)?;
+        validate_chunk_size(chunk_size).map_err(|e| e.context(name))?;
+        self.check_reserved(id)?;
+        self.free_entry(parent, name)?;
+        let body = Body::File { size: 0, chunk_size, chunks: Vec::new() };
         self.add_entry(parent, name, id, Inode::new(mode, owner, now, body), now);
         Ok(MetaReply::Info(self.info(id)))
     }

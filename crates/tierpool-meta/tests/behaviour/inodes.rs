@@ -107,6 +107,50 @@ fn a_set_group_id_directory_hands_its_group_down() {
 }
 
 #[test]
+fn a_file_made_with_a_reserved_id_is_as_make_at_makes_it() {
+    let mut s = ready();
+    let d = make_as(&mut s, (1, 50), ROOT, "shared", NewNode::Dir, 0o2775);
+    let MetaReply::Inodes { first, count: 3 } = s.execute(&MetaOp::AllocInodes { count: 3 }, 5).unwrap() else {
+        panic!("not an Inodes reply")
+    };
+    let made = MetaOp::MakeFileAt { parent: d.id, name: "f".into(), inode: first, chunk_size: CHUNK, mode: 0o100_640 };
+    let MetaReply::Info(f) = s.execute_as(&made, Owner { uid: 2, gid: 60 }, 20).unwrap() else {
+        panic!("not an Info reply")
+    };
+    assert_eq!((f.id, f.kind, f.size, f.chunk_size, f.nlink), (first, InodeKind::File, 0, CHUNK, 1));
+    assert_eq!((f.uid, f.gid, f.mode), (2, 50, 0o640), "owned by the caller, the group of a set-group-id directory");
+    assert_eq!((f.atime, f.mtime, f.ctime), (20, 20, 20));
+    assert_eq!(s.stat("/shared/f").unwrap(), f);
+    assert_eq!(s.stat("/shared").unwrap().mtime, 20, "the directory gaining the name changes");
+    let again = |name: &str, inode: InodeId| MetaOp::MakeFileAt {
+        parent: d.id,
+        name: name.into(),
+        inode,
+        chunk_size: CHUNK,
+        mode: 0o644,
+    };
+    let second = InodeId(first.0 + 1);
+    let cases = [
+        (again("f", second), ErrorKind::AlreadyExists, "f: file exists".to_string()),
+        (again("g", first), ErrorKind::InvalidArgument, format!("inode {first} is already in use")),
+        (
+            again("g", InodeId(first.0 + 3)),
+            ErrorKind::InvalidArgument,
+            format!("inode {} was never reserved", first.0 + 3),
+        ),
+        (again("..", second), ErrorKind::InvalidArgument, "\"..\" is not a valid name for a directory entry".into()),
+    ];
+    for (op, kind, message) in cases {
+        assert_eq!(fails(&mut s, op), (kind, message));
+    }
+    let in_file = MetaOp::MakeFileAt { parent: f.id, name: "x".into(), inode: second, chunk_size: CHUNK, mode: 0 };
+    assert_eq!(fails(&mut s, in_file).0, ErrorKind::NotADirectory);
+    let bad_chunk = MetaOp::MakeFileAt { parent: d.id, name: "x".into(), inode: second, chunk_size: 1000, mode: 0 };
+    assert_eq!(fails(&mut s, bad_chunk).0, ErrorKind::InvalidArgument);
+    s.check_invariants().unwrap();
+}
+
+#[test]
 fn hard_links_share_one_inode_until_the_last_name_goes() {
     let mut s = ready();
     let d = make(&mut s, ROOT, "d", NewNode::Dir, 0o755);

@@ -140,6 +140,9 @@ fn meta_op(sample: &MetaOp) -> BoxedStrategy<MetaOp> {
         M::MakeAt { .. } => (inode(), text(), new_node(), num32())
             .prop_map(|(parent, name, node, mode)| M::MakeAt { parent, name, node, mode })
             .boxed(),
+        M::MakeFileAt { .. } => (inode(), text(), inode(), num(), num32())
+            .prop_map(|(parent, name, inode, chunk_size, mode)| M::MakeFileAt { parent, name, inode, chunk_size, mode })
+            .boxed(),
         M::LinkAt { .. } => {
             (inode(), inode(), text()).prop_map(|(inode, parent, name)| M::LinkAt { inode, parent, name }).boxed()
         }
@@ -429,6 +432,12 @@ fn coord(sample: &CoordRequest) -> BoxedStrategy<CoordRequest> {
         C::MetaStat { .. } => {
             let op = prop::strategy::Union::new(every_variant::<MetaOp>().iter().map(meta_op));
             (op, owner(), many(inode())).prop_map(|(op, owner, stat)| C::MetaStat { op, owner, stat }).boxed()
+        }
+        C::MetaManyStat { .. } => {
+            let op = prop::strategy::Union::new(every_variant::<MetaOp>().iter().map(meta_op));
+            (prop::collection::vec(op, 0..8), owner(), many(inode()))
+                .prop_map(|(ops, owner, stat)| C::MetaManyStat { ops, owner, stat })
+                .boxed()
         }
         C::StatMany { .. } => prop::collection::vec(text(), 0..8).prop_map(|paths| C::StatMany { paths }).boxed(),
         C::Snapshots { .. } => prop::option::of(text()).prop_map(|path| C::Snapshots { path }).boxed(),
