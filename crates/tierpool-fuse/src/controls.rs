@@ -38,6 +38,8 @@ impl TierpoolFs {
     }
 
     pub(crate) fn set_xattr(&self, ino: u64, name: &str, value: &[u8]) -> Result<(), Errno> {
+        // Settings of a tree decide what new files beneath are given.
+        self.templates.lock().clear();
         let (priority, pinned) = match parse(name, value)? {
             Change::Priority(p) => (Some(p), None),
             Change::Pinned(b) => (None, Some(b)),

@@ -72,8 +72,18 @@ impl TierpoolFs {
     }
 
     fn add_handle(&self, info: InodeInfo, flags: i32) -> u64 {
-        let ino = info.id.0;
         let file = self.attach(info);
+        self.new_handle(file, flags)
+    }
+
+    /// A handle on `file`, new here (see `making.rs`): the first one.
+    pub(crate) fn add_open(&self, file: Arc<OpenFile>, flags: i32) -> u64 {
+        self.files.lock().insert(file.inode().0, (file.clone(), 1));
+        self.new_handle(file, flags)
+    }
+
+    fn new_handle(&self, file: Arc<OpenFile>, flags: i32) -> u64 {
+        let ino = file.inode().0;
         let write = flags & libc::O_ACCMODE != libc::O_RDONLY;
         let append = flags & libc::O_APPEND != 0;
         let fh = self.new_fh();
@@ -112,6 +122,9 @@ impl TierpoolFs {
         mode: u32,
         flags: i32,
     ) -> Result<(FileAttr, u64, bool), Errno> {
+        if let Some((info, fh)) = name.to_str().and_then(|n| self.create_here(req, parent, n, mode, flags)) {
+            return Ok((self.attr_of(&info), fh, true));
+        }
         let node = NewNode::File { chunk_size: tierpool_types::DEFAULT_CHUNK_SIZE };
         let info = match self.make(req, parent, name, node, mode) {
             Ok(i) => i,
@@ -175,13 +188,24 @@ impl TierpoolFs {
             (fresh.epoch(), Instant::now())
         };
         let r = publish();
+        self.made_or_dropped(file);
         // What the publish left (the feed brings it back as a change).
         let left = file.take_published();
         let published = (!file.unpublished()).then(|| file.info()).filter(|i| i.nlink > 0);
+        let made_dir = file.take_made_dir();
+        if let (Some(dir), Some(info)) = (&made_dir, &published) {
+            self.templates.lock().learn(dir, info);
+        }
         let mut fresh = self.fresh.lock();
+        let crossed = epoch != fresh.epoch();
         match published {
             Some(info) => fresh.put_for(epoch, [info], Instant::now(), self.watch.ttl(began)),
             None => fresh.forget(ino),
+        }
+        if let Some(dir) = made_dir {
+            // As the publish that made the file left it (kept unless the file's put was crossed).
+            let epoch = if crossed { epoch } else { fresh.epoch() };
+            fresh.put(epoch, [dir], Instant::now());
         }
         for ctime in left {
             fresh.own_ctime(ino, ctime);
@@ -203,6 +227,8 @@ impl TierpoolFs {
     /// `truncate`/`ftruncate`, `chmod`, `chown` and `utimens` made in the
     /// pool (a change an open file keeps is `keep_for_publish`).
     pub(crate) fn set_attr(&self, ino: u64, change: &InodeChange, size: Option<u64>) -> Result<InodeInfo, Errno> {
+        // A directory's mode or group decides new files' group there.
+        self.templates.lock().forget(ino);
         if let Some(size) = size {
             // Attached for the cut, so a concurrent last close cannot drop it.
             let file = match self.retain(ino) {

@@ -83,6 +83,13 @@ pub struct TierpoolFs {
     direct_mmap: AtomicBool,
     /// Renews the holds on open inodes while the mount lives.
     holds: Option<Background>,
+    /// Files this mount answered the create of, not yet made in the pool
+    /// (see `making.rs`).
+    pub(crate) unmade: crate::making::Unmade,
+    /// What new files are given, by directory (see `making.rs`).
+    pub(crate) templates: Mutex<crate::making::Templates>,
+    /// Makes the files that waited long enough.
+    making: Option<Background>,
 }
 
 impl TierpoolFs {
@@ -113,8 +120,12 @@ impl TierpoolFs {
             next_fh: AtomicU64::new(1),
             direct_mmap: AtomicBool::new(false),
             holds: None,
+            unmade: Arc::default(),
+            templates: Mutex::default(),
+            making: None,
         };
         fs.holds = Some(fs.start_holds());
+        fs.making = Some(fs.start_making());
         fs
     }
 
@@ -140,8 +151,10 @@ impl TierpoolFs {
             let (client, files, held) = (client.clone(), files.clone(), held.clone());
             async move {
                 let Some(files) = files.upgrade() else { return Ok(Step::Stop) };
-                // The pool inodes read (a snapshot's file is open under the mount's own number).
-                let inodes: Vec<InodeId> = files.lock().values().map(|(f, _)| f.inode()).collect();
+                // The pool inodes read (a snapshot's file is open under the mount's own number;
+                // a file not yet made is not there).
+                let inodes: Vec<InodeId> =
+                    files.lock().values().filter(|(f, _)| !f.unmade()).map(|(f, _)| f.inode()).collect();
                 if inodes.is_empty() && !held.load(Ordering::Relaxed) {
                     return Ok(Step::Continue);
                 }
@@ -153,7 +166,10 @@ impl TierpoolFs {
         })
     }
 
+    /// Runs a call to the pool, once every file answered here is made
+    /// there (see `making.rs`).
     pub(crate) fn block<T>(&self, f: impl std::future::Future<Output = tierpool_types::Result<T>>) -> Result<T, Errno> {
+        self.settle();
         self.io.rt.block_on(f).map_err(|e| errno(&e))
     }
 
@@ -170,6 +186,11 @@ impl TierpoolFs {
     pub(crate) fn inode(&self, ino: u64) -> Result<InodeInfo, Errno> {
         if crate::snapshots::is_snap(ino) {
             return self.snap_inode(ino, false);
+        }
+        match self.open_file(ino) {
+            // Not in the pool yet: its own view is all there is.
+            Some(f) if f.unmade() => return Ok(f.info()),
+            _ => self.settle(),
         }
         let fetched = self.io.rt.block_on(self.io.client.stat_inode(InodeId(ino), false));
         match (fetched, self.open_file(ino)) {
@@ -528,7 +549,9 @@ impl Filesystem for TierpoolFs {
     }
 
     fn fsyncdir(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
-        // Entries made, removed or moved were acknowledged once written: now fsynced.
+        // Entries made, removed or moved were acknowledged once written: now fsynced
+        // (with the files answered here made first).
+        self.settle();
         reply_empty(self.io.sync_log().map_err(|e| errno(&e)), reply)
     }
 

@@ -31,6 +31,7 @@ mod files;
 mod fresh;
 mod fs;
 mod known;
+mod making;
 mod names;
 mod namespace;
 mod open_file;

@@ -46,6 +46,9 @@ impl TierpoolFs {
             }
         })?;
         self.names.lock().met(info.id.0, parent, name);
+        if info.kind == InodeKind::File {
+            self.templates.lock().learn(&dir, &info);
+        }
         let mut fresh = self.fresh.lock();
         let now = Instant::now();
         fresh.put(epoch, [dir], now);

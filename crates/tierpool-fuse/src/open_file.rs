@@ -21,8 +21,9 @@ use crate::file_state::{FileState, Source};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use tierpool_client::{Client, InodeChange, InodeInfo, InodeKind, MetaOp, Placing};
+use tierpool_client::{Client, InodeChange, InodeInfo, InodeKind, MetaOp, NewFileAt, Placing};
 use tierpool_types::{ChunkKey, ChunkRef, Error, ErrorKind, InodeId, Result};
 use tokio::runtime::Handle;
 use tokio::sync::OnceCell;
@@ -36,6 +37,7 @@ const PUBLISHED_KEPT: usize = 8;
 pub const READ_AHEAD_CHUNKS: u64 = 6;
 
 /// What every open file shares: the client, its runtime, the chunk cache.
+#[derive(Clone)]
 pub struct Io {
     pub client: Client,
     pub rt: Handle,
@@ -96,6 +98,11 @@ struct Inner {
     /// The last handle closed (`close` ran): nothing is deferred or sent
     /// any more, as nothing would publish or discard it.
     closed: bool,
+    /// A file this mount answered the create of itself: not in the pool
+    /// until its first publish (or [`OpenFile::make`]) makes it.
+    making: Option<NewFileAt>,
+    /// Its directory as the publish that made it left it, until taken.
+    made_dir: Option<InodeInfo>,
 }
 
 /// A chunk on its way to a worker as `version`.
@@ -111,6 +118,9 @@ struct InFlight {
 pub struct OpenFile {
     inode: InodeId,
     inner: Mutex<Inner>,
+    /// `inner.making` is set: read without the lock, which a publish
+    /// holds across its I/O.
+    unmade: AtomicBool,
     /// A file of a snapshot: never refreshed from the live inode.
     frozen: bool,
 }
@@ -134,8 +144,47 @@ impl OpenFile {
             pending_at: 0,
             published: Vec::new(),
             closed: false,
+            making: None,
+            made_dir: None,
         };
-        OpenFile { inode: info_id, inner: Mutex::new(inner), frozen: false }
+        OpenFile { inode: info_id, inner: Mutex::new(inner), unmade: AtomicBool::new(false), frozen: false }
+    }
+
+    /// A new empty file `info` that this mount answered the create of
+    /// itself: `make` makes it in the pool with its first publish.
+    pub fn making(info: InodeInfo, make: NewFileAt) -> OpenFile {
+        let f = OpenFile::new(info);
+        f.inner.lock().making = Some(make);
+        f.unmade.store(true, Ordering::Release);
+        f
+    }
+
+    /// Where the file is to be made, while it is not: `(directory, name)`.
+    pub fn to_make_at(&self) -> Option<(u64, String)> {
+        self.inner.lock().making.as_ref().map(|m| (m.parent.0, m.name.clone()))
+    }
+
+    /// Whether the file is still to be made in the pool.
+    pub fn unmade(&self) -> bool {
+        self.unmade.load(Ordering::Acquire)
+    }
+
+    /// Makes the file in the pool now if it is still to be made, without
+    /// publishing anything (another change needs it there, or it waited
+    /// long enough): the file and its directory as the make left them;
+    /// `None` if it was made already.
+    pub fn make(&self, io: &Io) -> Result<Option<(InodeInfo, InodeInfo)>> {
+        let mut g = self.inner.lock();
+        let Some(file) = g.making.clone() else { return Ok(None) };
+        let made = io.rt.block_on(io.client.make_and_publish(&file, None, &InodeChange::default()))?;
+        made_here(&mut g, &made.file);
+        self.unmade.store(false, Ordering::Release);
+        Ok(Some((made.file, made.dir)))
+    }
+
+    /// The directory as the publish that made this file left it, once.
+    pub fn take_made_dir(&self) -> Option<InodeInfo> {
+        self.inner.lock().made_dir.take()
     }
 
     /// A file of a snapshot, `info` with the chunk list it froze: read
@@ -201,7 +250,8 @@ impl OpenFile {
         {
             let mut g = self.inner.lock();
             // Not after a failed publish: made at once, their error is theirs.
-            if self.frozen || g.closed || g.unlinked || !g.state.changed() || g.error.is_some() {
+            let waiting = g.state.changed() || g.making.is_some();
+            if self.frozen || g.closed || g.unlinked || !waiting || g.error.is_some() {
                 return None;
             }
             let p = &mut g.pending;
@@ -359,7 +409,7 @@ impl OpenFile {
     /// Whether it holds changes (bytes or attributes) a publish would make.
     pub fn unpublished(&self) -> bool {
         let g = self.inner.lock();
-        !g.unlinked && (g.state.changed() || g.pending != InodeChange::default())
+        !g.unlinked && (g.state.changed() || g.making.is_some() || g.pending != InodeChange::default())
     }
 
     pub fn sync(&self, io: &Io) -> Result<()> {
@@ -380,25 +430,44 @@ impl OpenFile {
     /// publishes nothing (its data lives on here until the last close).
     pub fn publish(&self, io: &Io) -> Result<()> {
         let mut g = self.inner.lock();
-        if g.unlinked || !g.state.changed() {
+        let r = self.publish_locked(io, &mut g);
+        if g.making.is_none() {
+            self.unmade.store(false, Ordering::Release);
+        }
+        r
+    }
+
+    fn publish_locked(&self, io: &Io, g: &mut Inner) -> Result<()> {
+        if g.unlinked || !(g.state.changed() || g.making.is_some()) {
+            return Ok(());
+        }
+        if !g.state.changed() {
+            // Made empty: made with the attribute changes kept for it.
+            let file = g.making.clone().expect("a file to make");
+            let got = io.rt.block_on(io.client.make_and_publish(&file, None, &g.pending))?;
+            made_here(g, &got.file);
+            g.made_dir = Some(got.dir);
+            if let Some(info) = answered(g, got.published)? {
+                g.info = InodeInfo { chunks: Vec::new(), ..info };
+            }
             return Ok(());
         }
         g.error = None;
-        if self.publish_inline(io, &mut g)? {
+        if self.publish_inline(io, g)? {
             return Ok(());
         }
         loop {
             match g.state.dirty_chunks()[..] {
                 // One chunk and nothing in flight (a small file's publish):
                 // sent from this thread, without a hop to the runtime's.
-                [index] if g.sending.is_empty() => send_now(io, &mut g, index)?,
+                [index] if g.sending.is_empty() => send_now(io, g, index)?,
                 ref dirty => {
                     for &index in dirty {
-                        send(io, &mut g, index)?;
+                        send(io, g, index)?;
                     }
                 }
             }
-            collect(io, &mut g, true);
+            collect(io, g, true);
             if let Some(e) = g.error.take() {
                 return Err(e);
             }
@@ -415,8 +484,8 @@ impl OpenFile {
             c.chunks.len()
         );
         let op = MetaOp::UpdateFile { inode, size: c.size, truncate: c.cut, chunks: c.chunks };
-        let got = io.rt.block_on(io.client.publish_with(op, &g.pending));
-        if let Some(info) = answered(&mut g, got)? {
+        let got = commit(io, g, op)?;
+        if let Some(info) = answered(g, got)? {
             g.state.published(info.size, info.chunks.clone());
             g.inline = inline_of(&info).or(g.inline.take());
             let through = info.origin.as_ref().is_some_and(|o| o.dirty);
@@ -427,7 +496,7 @@ impl OpenFile {
                 io.rt.block_on(io.client.persist(&format!("inode {inode}"), info, false))?;
             }
         }
-        discard_garbage(io, &mut g);
+        discard_garbage(io, g);
         Ok(())
     }
 
@@ -450,7 +519,7 @@ impl OpenFile {
         let version = io.rt.block_on(io.client.fresh_version())?;
         tracing::debug!("inode {inode}: publishing {} bytes inline as version {version}", data.len());
         let op = MetaOp::UpdateInline { inode, version, data: Bytes::from(data) };
-        let got = io.rt.block_on(io.client.publish_with(op, &g.pending));
+        let got = commit(io, g, op)?;
         if let Err(e) = &got {
             if e.kind == ErrorKind::PoolFull {
                 tracing::debug!("inode {inode}: not kept inline ({e}); publishing its chunk");
@@ -482,9 +551,10 @@ impl OpenFile {
             }
             keys.extend(g.state.unpublished());
         }
-        // Attribute changes waiting for a publish that failed: acknowledged, so made on their own.
+        // Attribute changes waiting for a publish that failed: acknowledged, so made on their own
+        // (not of a file never made: the publish that failed was to make it).
         let pending = std::mem::take(&mut g.pending);
-        if pending != InodeChange::default() && !g.unlinked {
+        if pending != InodeChange::default() && !g.unlinked && g.making.is_none() {
             if let Err(e) = io.rt.block_on(io.client.set_inode(g.state.inode(), &pending)) {
                 tracing::warn!("inode {}: attribute changes not made: {e}", g.state.inode());
             }
@@ -492,6 +562,24 @@ impl OpenFile {
         // Before the release is answered: the space is free once it is.
         io.rt.block_on(io.client.discard_versions(keys));
     }
+}
+
+/// Publishes `op` with the attribute changes kept for it, and makes the
+/// file first if it is still to be made: the publish's answer. The make's
+/// failure is the error (nothing changed then).
+fn commit(io: &Io, g: &mut Inner, op: MetaOp) -> Result<Result<(InodeInfo, Vec<u64>)>> {
+    let Some(file) = g.making.clone() else { return Ok(io.rt.block_on(io.client.publish_with(op, &g.pending))) };
+    let made = io.rt.block_on(io.client.make_and_publish(&file, Some(op), &g.pending))?;
+    made_here(g, &made.file);
+    g.made_dir = Some(made.dir);
+    Ok(made.published)
+}
+
+/// The file was made in the pool as `file`.
+fn made_here(g: &mut Inner, file: &InodeInfo) {
+    g.making = None;
+    g.published.push(file.ctime);
+    g.info = InodeInfo { chunks: Vec::new(), ..file.clone() };
 }
 
 /// The answer to a publish of `g` (`publish_with`), noted in it: the inode

@@ -89,15 +89,27 @@ pub(crate) struct Watch {
     heard: AtomicU64,
     /// When the position followed was taken (ns since `base`; MAX: none).
     from: AtomicU64,
+    /// To the thread that tells the kernel, while the feed is followed.
+    tell: Mutex<Option<std::sync::mpsc::Sender<Vec<Stale>>>>,
 }
 
 impl Default for Watch {
     fn default() -> Watch {
-        Watch { base: Instant::now(), heard: AtomicU64::new(0), from: AtomicU64::new(u64::MAX) }
+        Watch { base: Instant::now(), heard: AtomicU64::new(0), from: AtomicU64::new(u64::MAX), tell: Mutex::default() }
     }
 }
 
 impl Watch {
+    /// Has the kernel drop entry `name` of `dir` and inode `ino`, which
+    /// this mount answered for and which are not so in the pool (a file it
+    /// answered the create of could not be made: `making.rs`). Without the
+    /// feed, the kernel keeps them for `TTL` at most.
+    pub(crate) fn drop_entry(&self, dir: u64, name: &str, ino: u64) {
+        if let Some(tell) = self.tell.lock().as_ref() {
+            let _ = tell.send(vec![Stale::Entry(dir, name.to_string()), Stale::Inode(ino)]);
+        }
+    }
+
     fn ns(&self, t: Instant) -> u64 {
         t.saturating_duration_since(self.base).as_nanos() as u64
     }
@@ -160,6 +172,9 @@ pub(crate) fn start(parts: &Parts) -> Option<(u64, u64)> {
 /// telling the kernel through `notifier`.
 pub(crate) fn follow(parts: Parts, notifier: Notifier, at: Option<(u64, u64)>) {
     let (tell, told) = std::sync::mpsc::channel::<Vec<Stale>>();
+    if let Some(w) = parts.watch.upgrade() {
+        *w.tell.lock() = Some(tell.clone());
+    }
     let made = parts.fresh.clone();
     let sender = std::thread::Builder::new().name("fuse-notify".into()).spawn(move || {
         // Files made here that the kernel may not have made yet: told again.
