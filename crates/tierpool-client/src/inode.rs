@@ -92,7 +92,15 @@ impl Client {
             other => return Err(unexpected(other)),
         };
         let mut replies = replies.into_iter();
-        let made = Self::info_reply(replies.next().expect("the make's reply")?)?;
+        let made = match replies.next().expect("the make's reply").and_then(Self::info_reply) {
+            Ok(made) => made,
+            // Made by an earlier request whose answer was lost: it is there, with this id.
+            Err(e) if e.kind == ErrorKind::InvalidArgument => match self.lookup(file.parent, &file.name).await {
+                Ok(found) if found.id == file.inode => found,
+                _ => return Err(e),
+            },
+            Err(e) => return Err(e),
+        };
         let dir = stats.remove(0)?;
         let published = match has_publish {
             true => replies.next().expect("the publish's reply").and_then(Self::info_reply),

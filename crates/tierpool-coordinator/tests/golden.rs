@@ -1053,17 +1053,17 @@ fn log_v17_replays_to_its_state_and_encodes_to_the_same_bytes() {
     assert_eq!((lsn, again), (LOG_V17_RECORDS, state));
 }
 
-/// The records of `log-v17`: those of `log-v16`, then two ids reserved,
-/// a file made with one of them by a user and published with small
-/// contents in the same request, and an empty one made with the other
-/// (the snapshot format did not change).
+/// The records of `log-v17`: those of `log-v16`, then three ids reserved,
+/// a file made with the first by a user and given small contents (as
+/// version the third), and an empty one made with the second (the
+/// snapshot format did not change).
 fn log_v17_records() -> Vec<LogRecord> {
     use bytes::Bytes;
     use tierpool_types::InodeId;
     let mut recs = log_v16_records();
     let mut state = replay(&recs);
-    push(&mut recs, &mut state, MetaOp::AllocInodes { count: 2 });
-    let (first, p6) = (InodeId(state.next_inode().0 - 2), state.stat("/p6").unwrap().id);
+    push(&mut recs, &mut state, MetaOp::AllocInodes { count: 3 });
+    let (first, p6) = (InodeId(state.next_inode().0 - 3), state.stat("/p6").unwrap().id);
     let version = state.next_inode().0 - 1;
     let make = |name: &str, inode: InodeId, mode: u32| MetaOp::MakeFileAt {
         parent: p6,

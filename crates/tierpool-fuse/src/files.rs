@@ -123,7 +123,8 @@ impl TierpoolFs {
         flags: i32,
     ) -> Result<(FileAttr, u64, bool), Errno> {
         if let Some((info, fh)) = name.to_str().and_then(|n| self.create_here(req, parent, n, mode, flags)) {
-            return Ok((self.attr_of(&info), fh, true));
+            // Not made by the pool yet (its times are the mount's): not for long.
+            return Ok((self.attr_of(&info), fh, false));
         }
         let node = NewNode::File { chunk_size: tierpool_types::DEFAULT_CHUNK_SIZE };
         let info = match self.make(req, parent, name, node, mode) {
@@ -182,6 +183,8 @@ impl TierpoolFs {
         if !file.unpublished() {
             return publish();
         }
+        // Left by a make outside a publish: older than what this one brings.
+        file.take_made_dir();
         let (epoch, began) = {
             let mut fresh = self.fresh.lock();
             fresh.forget(ino);

@@ -26,6 +26,7 @@
 //!   away meanwhile) fails the publish that carried it, as a create that
 //!   failed would have; the file's bytes go with it at its last close.
 
+use crate::fresh::Fresh;
 use crate::fs::TierpoolFs;
 use crate::known::KnownDirs;
 use crate::open_file::{Io, OpenFile};
@@ -147,50 +148,103 @@ impl TierpoolFs {
         let file = Arc::new(OpenFile::making(info.clone(), make));
         self.known.lock().added(parent, name);
         self.names.lock().met(id.0, parent, name);
+        // The directory as last kept lacks the name: asked again.
+        self.fresh.lock().forget(parent);
         self.unmade.lock().push((Instant::now(), file.clone()));
         let fh = self.add_open(file, flags);
         Some((info, fh))
     }
 
     /// Makes in the pool every file answered here and not yet made, before
-    /// a change or query that must find them there.
+    /// a change or query that must find them there. A file another thread
+    /// is making meanwhile is waited for (its make holds the file's lock).
     pub(crate) fn settle(&self) {
-        let waiting = std::mem::take(&mut *self.unmade.lock());
-        for (_, f) in waiting {
-            match f.make(&self.io) {
-                Ok(Some((file, dir))) => {
-                    let mut fresh = self.fresh.lock();
-                    fresh.own(&file);
-                    fresh.own(&dir);
-                }
-                Ok(None) => {}
-                Err(e) => not_made(&self.watch, &self.known, &f, &e),
-            }
-        }
+        let waiting: Vec<Arc<OpenFile>> = self.unmade.lock().iter().map(|(_, f)| f.clone()).collect();
+        make_all(&self.io, &self.unmade, waiting, &self.watch, &self.known, &self.fresh);
     }
 
-    /// After a publish of `file`: if it was to make the file and could
-    /// not, the kernel drops what it was told of it.
+    /// After a publish of `file`: if its make was tried and failed for
+    /// good, the kernel drops what it was told of the file.
     pub(crate) fn made_or_dropped(&self, file: &OpenFile) {
-        if file.unmade() {
-            let e = tierpool_types::Error::new(tierpool_types::ErrorKind::Io, "its publish failed");
-            not_made(&self.watch, &self.known, file, &e);
+        if let Some(e) = file.take_make_error() {
+            if for_good(&e) {
+                not_made(&self.watch, &self.known, file, &e);
+            }
         }
     }
 
     /// Makes, every `MAKE_WITHIN / 2`, the files answered here that waited
     /// `MAKE_WITHIN` for their publish.
     pub(crate) fn start_making(&self) -> Background {
-        let (io, unmade) = (self.io.clone(), Arc::downgrade(&self.unmade));
-        let (watch, known) = (Arc::downgrade(&self.watch), Arc::downgrade(&self.known));
+        let parts = Parts {
+            io: self.io.clone(),
+            unmade: Arc::downgrade(&self.unmade),
+            watch: Arc::downgrade(&self.watch),
+            known: Arc::downgrade(&self.known),
+            fresh: Arc::downgrade(&self.fresh),
+        };
         Background::every_on(&self.io.rt, "making files", MAKE_WITHIN / 2, move || {
-            let (io, unmade, watch, known) = (io.clone(), unmade.clone(), watch.clone(), known.clone());
+            let parts = parts.clone();
             async move {
-                let done = tokio::task::spawn_blocking(move || make_due(&io, &unmade, &watch, &known)).await;
+                let done = tokio::task::spawn_blocking(move || make_due(&parts)).await;
                 Ok(if matches!(done, Ok(true)) { Step::Continue } else { Step::Stop })
             }
         })
     }
+}
+
+/// What the background task that makes files needs of the mount.
+#[derive(Clone)]
+struct Parts {
+    io: Io,
+    unmade: Weak<Mutex<UnmadeFiles>>,
+    watch: Weak<Watch>,
+    known: Weak<Mutex<KnownDirs>>,
+    fresh: Weak<Mutex<Fresh>>,
+}
+
+/// Makes `files` (of `unmade`), noting each as this mount's own change;
+/// they leave `unmade` once made, or once their make failed for good
+/// (their publish reports it). A make that failed otherwise (the
+/// coordinator out of reach) is tried again by the next call.
+fn make_all(
+    io: &Io,
+    unmade: &Mutex<UnmadeFiles>,
+    files: Vec<Arc<OpenFile>>,
+    watch: &Watch,
+    known: &Mutex<KnownDirs>,
+    fresh: &Mutex<Fresh>,
+) {
+    if files.is_empty() {
+        return;
+    }
+    let mut given_up = Vec::new();
+    for f in files {
+        match f.make(io) {
+            Ok(Some((file, dir))) => {
+                let mut fresh = fresh.lock();
+                fresh.own(&file);
+                fresh.own(&dir);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                if for_good(&e) {
+                    not_made(watch, known, &f, &e);
+                    given_up.push(f.inode());
+                } else {
+                    tracing::warn!("inode {}: not made yet ({e}); tried again", f.inode());
+                }
+            }
+        }
+    }
+    unmade.lock().retain(|(_, f)| f.unmade() && !given_up.contains(&f.inode()));
+}
+
+/// Whether a make that failed with `e` would fail again: the name taken,
+/// the directory gone, the id given up (not the coordinator out of reach).
+fn for_good(e: &tierpool_types::Error) -> bool {
+    use tierpool_types::ErrorKind as K;
+    !matches!(e.kind, K::Unavailable | K::Internal | K::Protocol | K::Io)
 }
 
 /// A file answered here could not be made (`e`): the kernel drops its
@@ -206,22 +260,78 @@ fn not_made(watch: &Watch, known: &Mutex<KnownDirs>, f: &OpenFile, e: &tierpool_
 
 /// Makes the files of `unmade` that waited `MAKE_WITHIN`; `false` once the
 /// mount is gone.
-fn make_due(io: &Io, unmade: &Weak<Mutex<UnmadeFiles>>, watch: &Weak<Watch>, known: &Weak<Mutex<KnownDirs>>) -> bool {
-    let (Some(unmade), Some(watch), Some(known)) = (unmade.upgrade(), watch.upgrade(), known.upgrade()) else {
+fn make_due(p: &Parts) -> bool {
+    let (Some(unmade), Some(watch), Some(known), Some(fresh)) =
+        (p.unmade.upgrade(), p.watch.upgrade(), p.known.upgrade(), p.fresh.upgrade())
+    else {
         return false;
     };
-    let due: Vec<Arc<OpenFile>> = {
-        let mut list = unmade.lock();
-        list.retain(|(_, f)| f.unmade());
-        let now = Instant::now();
-        let (due, wait): (Vec<_>, Vec<_>) = list.drain(..).partition(|(at, _)| now.duration_since(*at) >= MAKE_WITHIN);
-        *list = wait;
-        due.into_iter().map(|(_, f)| f).collect()
-    };
-    for f in due {
-        if let Err(e) = f.make(io) {
-            not_made(&watch, &known, &f, &e);
+    let now = Instant::now();
+    let due: Vec<Arc<OpenFile>> = unmade
+        .lock()
+        .iter()
+        .filter(|(at, f)| f.unmade() && now.duration_since(*at) >= MAKE_WITHIN)
+        .map(|(_, f)| f.clone())
+        .collect();
+    make_all(&p.io, &unmade, due, &watch, &known, &fresh);
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tierpool_meta::{MetaOp, MetaReply, MetaState, NewNode, Owner};
+
+    fn info(r: MetaReply) -> InodeInfo {
+        match r {
+            MetaReply::Info(i) => i,
+            other => panic!("not an Info reply: {other:?}"),
         }
     }
-    true
+
+    /// What the mount answers a create with is what the pool's make gives,
+    /// in a set-group-id directory and in a plain one, times aside.
+    #[test]
+    fn a_file_answered_here_is_as_the_pool_makes_it() {
+        let mut s = MetaState::new();
+        s.execute(&MetaOp::Init { partitions: 4 }, 1).unwrap();
+        let mut templates = Templates::default();
+        for (dir_mode, dir_group) in [(0o2775, 50), (0o755, 70)] {
+            let owner = Owner { uid: 1, gid: dir_group };
+            let name = format!("d{dir_mode:o}");
+            let mk = MetaOp::MakeAt { parent: InodeId::ROOT, name: name.clone(), node: NewNode::Dir, mode: dir_mode };
+            let d = info(s.execute_as(&mk, owner, 2).unwrap());
+            let file = NewNode::File { chunk_size: DEFAULT_CHUNK_SIZE };
+            let mk = MetaOp::MakeAt { parent: d.id, name: "first".into(), node: file, mode: 0o600 };
+            let first = info(s.execute_as(&mk, owner, 3).unwrap());
+            templates.learn(&s.stat(&format!("/{name}")).unwrap(), &first);
+            let MetaReply::Inodes { first: id, .. } = s.execute(&MetaOp::AllocInodes { count: 1 }, 4).unwrap() else {
+                panic!("no ids")
+            };
+            let answered = templates.0[&d.id.0].file(id, 0o100_640, (2, 60), 5);
+            let mk = MetaOp::MakeFileAt {
+                parent: d.id,
+                name: "new".into(),
+                inode: id,
+                chunk_size: DEFAULT_CHUNK_SIZE,
+                mode: 0o100_640 & 0o7777,
+            };
+            let made = info(s.execute_as(&mk, Owner { uid: 2, gid: 60 }, 5).unwrap());
+            assert_eq!(answered, made, "in a directory of mode {dir_mode:o}");
+        }
+        // Not from a file beneath an under-store, nor from a directory that is not one.
+        let dir = s.stat("/d755").unwrap();
+        let mut below = s.stat("/d755/first").unwrap();
+        below.origin = Some(tierpool_meta::Origin {
+            attach: InodeId::ROOT,
+            key: "k".into(),
+            size: 0,
+            mtime: 0,
+            etag: String::new(),
+            dirty: true,
+            mode: None,
+        });
+        templates.learn(&dir, &below);
+        assert!(!templates.0.contains_key(&dir.id.0));
+    }
 }

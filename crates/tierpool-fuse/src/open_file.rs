@@ -103,6 +103,8 @@ struct Inner {
     making: Option<NewFileAt>,
     /// Its directory as the publish that made it left it, until taken.
     made_dir: Option<InodeInfo>,
+    /// Why the last attempt to make it failed, until taken.
+    make_error: Option<Error>,
 }
 
 /// A chunk on its way to a worker as `version`.
@@ -146,6 +148,7 @@ impl OpenFile {
             closed: false,
             making: None,
             made_dir: None,
+            make_error: None,
         };
         OpenFile { inode: info_id, inner: Mutex::new(inner), unmade: AtomicBool::new(false), frozen: false }
     }
@@ -169,17 +172,33 @@ impl OpenFile {
         self.unmade.load(Ordering::Acquire)
     }
 
-    /// Makes the file in the pool now if it is still to be made, without
-    /// publishing anything (another change needs it there, or it waited
-    /// long enough): the file and its directory as the make left them;
-    /// `None` if it was made already.
+    /// Makes the file in the pool now if it is still to be made, with the
+    /// attribute changes kept for it but not its bytes (another change
+    /// needs it there, or it waited long enough): the file and its
+    /// directory as the make left them; `None` if it was made already or
+    /// never will be (its last handle closed).
     pub fn make(&self, io: &Io) -> Result<Option<(InodeInfo, InodeInfo)>> {
         let mut g = self.inner.lock();
         let Some(file) = g.making.clone() else { return Ok(None) };
-        let made = io.rt.block_on(io.client.make_and_publish(&file, None, &InodeChange::default()))?;
+        let made = match io.rt.block_on(io.client.make_and_publish(&file, None, &g.pending)) {
+            Ok(m) => m,
+            Err(e) => {
+                g.make_error = Some(e.clone());
+                return Err(e);
+            }
+        };
         made_here(&mut g, &made.file);
         self.unmade.store(false, Ordering::Release);
-        Ok(Some((made.file, made.dir)))
+        if let Some(info) = answered(&mut g, made.published)? {
+            g.info = InodeInfo { chunks: Vec::new(), ..info };
+        }
+        let file = g.info.clone();
+        Ok(Some((file, made.dir)))
+    }
+
+    /// Why the last attempt to make the file failed, once.
+    pub fn take_make_error(&self) -> Option<Error> {
+        self.inner.lock().make_error.take()
     }
 
     /// The directory as the publish that made this file left it, once.
@@ -444,7 +463,8 @@ impl OpenFile {
         if !g.state.changed() {
             // Made empty: made with the attribute changes kept for it.
             let file = g.making.clone().expect("a file to make");
-            let got = io.rt.block_on(io.client.make_and_publish(&file, None, &g.pending))?;
+            let got = io.rt.block_on(io.client.make_and_publish(&file, None, &g.pending));
+            let got = got.inspect_err(|e| g.make_error = Some(e.clone()))?;
             made_here(g, &got.file);
             g.made_dir = Some(got.dir);
             if let Some(info) = answered(g, got.published)? {
@@ -559,6 +579,10 @@ impl OpenFile {
                 tracing::warn!("inode {}: attribute changes not made: {e}", g.state.inode());
             }
         }
+        // Never made now: what it held is dropped above.
+        if g.making.take().is_some() {
+            self.unmade.store(false, Ordering::Release);
+        }
         // Before the release is answered: the space is free once it is.
         io.rt.block_on(io.client.discard_versions(keys));
     }
@@ -569,7 +593,8 @@ impl OpenFile {
 /// failure is the error (nothing changed then).
 fn commit(io: &Io, g: &mut Inner, op: MetaOp) -> Result<Result<(InodeInfo, Vec<u64>)>> {
     let Some(file) = g.making.clone() else { return Ok(io.rt.block_on(io.client.publish_with(op, &g.pending))) };
-    let made = io.rt.block_on(io.client.make_and_publish(&file, Some(op), &g.pending))?;
+    let made = io.rt.block_on(io.client.make_and_publish(&file, Some(op), &g.pending));
+    let made = made.inspect_err(|e| g.make_error = Some(e.clone()))?;
     made_here(g, &made.file);
     g.made_dir = Some(made.dir);
     Ok(made.published)
