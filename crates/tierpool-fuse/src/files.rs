@@ -123,8 +123,7 @@ impl TierpoolFs {
         flags: i32,
     ) -> Result<(FileAttr, u64, bool), Errno> {
         if let Some((info, fh)) = name.to_str().and_then(|n| self.create_here(req, parent, n, mode, flags)) {
-            // Not made by the pool yet (its times are the mount's): not for long.
-            return Ok((self.attr_of(&info), fh, false));
+            return Ok((self.attr_of(&info), fh, true));
         }
         let node = NewNode::File { chunk_size: tierpool_types::DEFAULT_CHUNK_SIZE };
         let info = match self.make(req, parent, name, node, mode) {

@@ -10,8 +10,10 @@
 //! new one is given (its copies, placement and attributes, no under-store
 //! beneath, the group of a set-group-id directory): its [`Template`]. The
 //! id comes from a batch the client reserved. The kernel is answered with
-//! the file as it will be made; the make sets its times from the
-//! coordinator's clock (the next attributes the kernel reads say so).
+//! the file as it will be made, but for its times, which are the mount's
+//! clock's: the make sets the coordinator's, milliseconds later, and a
+//! file closed without a write or a time set shows the mount's until the
+//! kernel asks for its attributes again (a write makes it ask).
 //!
 //! Invariants:
 //! - a file still to be made is open here (the kernel only has it through
