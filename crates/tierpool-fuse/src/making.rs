@@ -171,6 +171,7 @@ impl TierpoolFs {
         if let Some(e) = file.take_make_error() {
             if for_good(&e) {
                 not_made(&self.watch, &self.known, file, &e);
+                self.unmade.lock().retain(|(_, f)| f.inode() != file.inode());
             }
         }
     }
