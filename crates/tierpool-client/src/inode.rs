@@ -296,8 +296,7 @@ impl Client {
     }
 
     pub async fn set_inode(&self, inode: InodeId, c: &InodeChange) -> Result<InodeInfo> {
-        let op = MetaOp::SetInode { inode, mode: c.mode, uid: c.uid, gid: c.gid, atime: c.atime, mtime: c.mtime };
-        Self::info_reply(self.meta(op).await?)
+        Self::info_reply(self.meta(set_op(inode, c)).await?)
     }
 
     /// Sets priority and/or pinning of inode `inode` (of a whole tree, for

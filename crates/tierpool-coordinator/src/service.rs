@@ -687,26 +687,26 @@ impl Coordinator {
     /// last one applied is durable answers them all.
     async fn meta_many(&self, ops: Vec<MetaOp>, owner: Owner) -> Result<CoordResponse> {
         check_batch(ops.len())?;
-        let mut out: Vec<Result<MetaReply>> = Vec::with_capacity(ops.len());
-        let mut applied = Vec::new();
-        for op in ops {
-            let r = self.check_from_outside(&op).and_then(|()| self.apply(&mut self.inner.lock(), op, owner));
-            match r {
-                Ok(a) => {
-                    applied.push((out.len(), a));
-                    out.push(Err(Error::internal("not yet durable")));
-                }
-                Err(e) => out.push(Err(e)),
-            }
-        }
-        if let Some(last) = applied.iter().map(|(_, a)| a.lsn).max() {
+        let outcomes = ops
+            .into_iter()
+            .map(|op| self.check_from_outside(&op).and_then(|()| self.apply(&mut self.inner.lock(), op, owner)))
+            .collect();
+        Ok(CoordResponse::MetaMany(self.finish_many(outcomes).await?))
+    }
+
+    /// The replies of ops applied (or refused) in order, once the last one
+    /// applied is durable (one wait for all), their effects carried out.
+    async fn finish_many(&self, outcomes: Vec<Result<Applied>>) -> Result<Vec<Result<MetaReply>>> {
+        if let Some(last) = outcomes.iter().filter_map(|a| a.as_ref().ok()).map(|a| a.lsn).max() {
             self.acked(last).await?;
         }
-        for (i, Applied { reply, effects, lsn }) in applied {
-            self.carry_out(effects, lsn);
-            out[i] = Ok(reply);
-        }
-        Ok(CoordResponse::MetaMany(out))
+        let replies = outcomes.into_iter().map(|outcome| {
+            outcome.map(|Applied { reply, effects, lsn }| {
+                self.carry_out(effects, lsn);
+                reply
+            })
+        });
+        Ok(replies.collect())
     }
 
     /// `meta_many` with every op applied, and the inodes `stat` read, under
@@ -717,31 +717,15 @@ impl Coordinator {
         if ops.iter().any(|op| matches!(op, MetaOp::AllocInodes { .. } | MetaOp::RegisterWorker { .. })) {
             return Err(Error::invalid("MetaManyStat is for changes of the namespace; ask for ids with Meta"));
         }
-        let mut replies: Vec<Result<MetaReply>> = Vec::with_capacity(ops.len());
-        let mut applied = Vec::new();
         // Checked before the lock is taken (some checks read the state under it).
         let checked: Vec<(Result<()>, MetaOp)> = ops.into_iter().map(|op| (self.check_from_outside(&op), op)).collect();
-        let stats = {
+        let (outcomes, stats) = {
             let mut g = self.inner.lock();
-            for (check, op) in checked {
-                match check.and_then(|()| self.apply(&mut g, op, owner)) {
-                    Ok(a) => {
-                        applied.push((replies.len(), a));
-                        replies.push(Err(Error::internal("not yet durable")));
-                    }
-                    Err(e) => replies.push(Err(e)),
-                }
-            }
-            stat.iter().map(|id| g.engine.state().stat_inode(*id, false)).collect()
+            let outcomes: Vec<Result<Applied>> =
+                checked.into_iter().map(|(check, op)| check.and_then(|()| self.apply(&mut g, op, owner))).collect();
+            (outcomes, stat.iter().map(|id| g.engine.state().stat_inode(*id, false)).collect())
         };
-        if let Some(last) = applied.iter().map(|(_, a)| a.lsn).max() {
-            self.acked(last).await?;
-        }
-        for (i, Applied { reply, effects, lsn }) in applied {
-            self.carry_out(effects, lsn);
-            replies[i] = Ok(reply);
-        }
-        Ok(CoordResponse::MetaManyStat { replies, stats })
+        Ok(CoordResponse::MetaManyStat { replies: self.finish_many(outcomes).await?, stats })
     }
 
     /// Whether `len` bytes of `what` may be kept inline: the state takes
