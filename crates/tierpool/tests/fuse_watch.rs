@@ -215,3 +215,23 @@ fn files_this_mount_made_answer_stats_alone_past_the_second_until_another_client
     fs::write(a.p("made/f2"), b"again").unwrap();
     assert_eq!(fs::metadata(a.p("made/f2")).unwrap().size(), 5);
 }
+
+#[test]
+fn an_open_right_after_another_client_replaced_or_removed_the_name_finds_what_is_there_now() {
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    let m = Mount::new(&pool, "mnt");
+    seen("the mount following the feed in the status", || pool.status()["change_feed"]["followers"] == 1);
+    pool.put("/f", b"first");
+    // The kernel keeps the name for the file it opens (long, while the feed
+    // is followed); each `put` replaces the file under it, and the open
+    // right after (close-to-open) reads the new one, before the feed may
+    // have told the kernel.
+    assert_eq!(fs::read(m.p("f")).unwrap(), b"first");
+    for i in 0..10 {
+        let bytes = format!("version {i}, longer than the first");
+        pool.put("/f", bytes.as_bytes());
+        assert_eq!(fs::read(m.p("f")).unwrap(), bytes.as_bytes(), "the open after put {i}");
+    }
+    pool.ok(&["rm", "/f"]);
+    assert_eq!(fs::read(m.p("f")).unwrap_err().raw_os_error(), Some(libc::ENOENT));
+}
