@@ -238,18 +238,28 @@ pub(crate) fn ns(t: TimeOrNow) -> u64 {
     t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
 
-/// How the kernel treats a file handle. Reads and writes bypass the
-/// kernel's page cache (`direct_io`): bytes go between the program's memory
-/// and the mount's chunks in one copy, the chunk cache is the only cache (no
-/// double caching), and every read sees the mount's latest state. `mmap`
-/// still works where the kernel allows it on such handles
-/// (`FUSE_DIRECT_IO_ALLOW_MMAP`, Linux 6.6); on older kernels only
-/// write-only handles (which cannot be mapped) bypass the page cache.
+/// How the kernel treats a file handle.
+///
+/// - Read-only handles keep the kernel's page cache: a program's small
+///   reads (`tar`'s 10 KiB) are served from the kernel's read-ahead, one
+///   request for a small file rather than one per read. The cache is
+///   dropped at each open (no `FOPEN_KEEP_CACHE`), so an open still reads
+///   what was published before it (close-to-open), and the kernel drops
+///   the pages that a write through another handle here covers (before
+///   it sends that write) and those a truncate cuts, so processes on this
+///   machine still see each other's writes at once (`fuse_posix.rs`).
+/// - Handles that write bypass it (`direct_io`): bytes go between the
+///   program's memory and the mount's open file in one copy, and every
+///   read through them sees the mount's latest state. `mmap` still works
+///   where the kernel allows it on such handles (`FUSE_DIRECT_IO_ALLOW_MMAP`,
+///   Linux 6.6); on older kernels only write-only handles (which cannot be
+///   mapped) bypass the page cache.
 fn open_flags(flags: i32, direct_mmap: bool) -> FopenFlags {
-    if direct_mmap || flags & libc::O_ACCMODE == libc::O_WRONLY {
-        FopenFlags::FOPEN_DIRECT_IO
-    } else {
-        FopenFlags::empty()
+    match flags & libc::O_ACCMODE {
+        libc::O_RDONLY => FopenFlags::empty(),
+        libc::O_WRONLY => FopenFlags::FOPEN_DIRECT_IO,
+        _ if direct_mmap => FopenFlags::FOPEN_DIRECT_IO,
+        _ => FopenFlags::empty(),
     }
 }
 

@@ -127,6 +127,26 @@ fn processes_share_a_mount_and_mounts_share_at_close_and_fsync() {
     let mut s = String::new();
     r.read_to_string(&mut s).unwrap();
     assert_eq!(s, "first");
+    // The reader keeps the kernel's page cache (a read-only handle), the
+    // writer does not: what the writer changes, extends or cuts after the
+    // reader has read is read at once all the same.
+    let rw = OpenOptions::new().read(true).write(true).open(a.p("shared")).unwrap();
+    let read_all = |r: &fs::File| {
+        let mut buf = vec![0; 64];
+        let n = r.read_at(&mut buf, 0).unwrap();
+        buf.truncate(n);
+        String::from_utf8(buf).unwrap()
+    };
+    rw.write_all_at(b"F", 0).unwrap();
+    assert_eq!(read_all(&r), "First");
+    rw.write_all_at(b"!!", 5).unwrap();
+    assert_eq!(read_all(&r), "First!!");
+    rw.set_len(2).unwrap();
+    assert_eq!(read_all(&r), "Fi");
+    rw.write_all_at(b"rst", 2).unwrap();
+    rw.write_all_at(b"f", 0).unwrap();
+    drop(rw);
+    assert_eq!(read_all(&r), "first");
     // another mount sees it once fsync returns, without a close
     w.write_all(b" second").unwrap();
     w.sync_all().unwrap();
