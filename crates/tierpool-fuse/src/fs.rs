@@ -238,25 +238,31 @@ pub(crate) fn ns(t: TimeOrNow) -> u64 {
     t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
 
-/// How the kernel treats a file handle.
+/// Files up to this size opened read-only keep the kernel's page cache
+/// (see `open_flags`): as large as one read-ahead of the kernel's.
+const CACHED_MAX: u64 = crate::attr::IO_BLOCK as u64;
+
+/// How the kernel treats a file handle (`size`: the file's at the open).
 ///
-/// - Read-only handles keep the kernel's page cache: a program's small
-///   reads (`tar`'s 10 KiB) are served from the kernel's read-ahead, one
-///   request for a small file rather than one per read. The cache is
-///   dropped at each open (no `FOPEN_KEEP_CACHE`), so an open still reads
-///   what was published before it (close-to-open), and the kernel drops
-///   the pages that a write through another handle here covers (before
-///   it sends that write) and those a truncate cuts, so processes on this
-///   machine still see each other's writes at once (`fuse_posix.rs`).
-/// - Handles that write bypass it (`direct_io`): bytes go between the
-///   program's memory and the mount's open file in one copy, and every
-///   read through them sees the mount's latest state. `mmap` still works
-///   where the kernel allows it on such handles (`FUSE_DIRECT_IO_ALLOW_MMAP`,
-///   Linux 6.6); on older kernels only write-only handles (which cannot be
+/// - Read-only handles of files up to [`CACHED_MAX`] keep the kernel's
+///   page cache: a program's small reads (`tar`'s 10 KiB) are served from
+///   one read-ahead, one request for such a file rather than one per read.
+///   The cache is dropped at each open (no `FOPEN_KEEP_CACHE`), so an open
+///   still reads what was published before it (close-to-open), and the
+///   kernel drops the pages that a write through another handle here
+///   covers (before it sends that write) and those a truncate cuts, so
+///   processes on this machine still see each other's writes at once
+///   (`fuse_posix.rs`).
+/// - Other handles bypass it (`direct_io`): bytes go between the program's
+///   memory and the mount's open file in one copy (large reads are faster
+///   so, and the chunk cache is their only cache), and every read through
+///   them sees the mount's latest state. `mmap` still works where the
+///   kernel allows it on such handles (`FUSE_DIRECT_IO_ALLOW_MMAP`, Linux
+///   6.6); on older kernels only write-only handles (which cannot be
 ///   mapped) bypass the page cache.
-fn open_flags(flags: i32, direct_mmap: bool) -> FopenFlags {
+fn open_flags(flags: i32, size: u64, direct_mmap: bool) -> FopenFlags {
     match flags & libc::O_ACCMODE {
-        libc::O_RDONLY => FopenFlags::empty(),
+        libc::O_RDONLY if size <= CACHED_MAX => FopenFlags::empty(),
         libc::O_WRONLY => FopenFlags::FOPEN_DIRECT_IO,
         _ if direct_mmap => FopenFlags::FOPEN_DIRECT_IO,
         _ => FopenFlags::empty(),
@@ -465,7 +471,10 @@ impl Filesystem for TierpoolFs {
             false => self.open_handle(ino.0, flags.0),
         };
         match opened {
-            Ok(fh) => reply.opened(FileHandle(fh), open_flags(flags.0, self.direct_mmap.load(Ordering::Relaxed))),
+            Ok(fh) => {
+                let size = self.handle(FileHandle(fh)).map_or(0, |(_, f, _, _)| f.size());
+                reply.opened(FileHandle(fh), open_flags(flags.0, size, self.direct_mmap.load(Ordering::Relaxed)))
+            }
             Err(e) => reply.error(e),
         }
     }
@@ -483,7 +492,7 @@ impl Filesystem for TierpoolFs {
         let (began, foreign) = (Instant::now(), self.fresh.lock().foreign());
         match self.writable(parent.0).and_then(|()| self.create_file(req, parent.0, name, mode & !umask, flags)) {
             Ok((a, fh, made)) => {
-                let fopen = open_flags(flags, self.direct_mmap.load(Ordering::Relaxed));
+                let fopen = open_flags(flags, a.size, self.direct_mmap.load(Ordering::Relaxed));
                 // A file made here is new to the kernel, which makes the
                 // inode from this answer: kept long while the feed is
                 // followed and no other client's change came meanwhile, and
@@ -679,5 +688,26 @@ impl Filesystem for TierpoolFs {
             }
             Err(e) => reply.error(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_files_read_only_keep_the_page_cache_and_the_rest_bypass_it_where_mmap_allows() {
+        let (cached, direct) = (FopenFlags::empty(), FopenFlags::FOPEN_DIRECT_IO);
+        for mmap in [true, false] {
+            assert_eq!(open_flags(libc::O_RDONLY, 0, mmap), cached);
+            assert_eq!(open_flags(libc::O_RDONLY | libc::O_NOFOLLOW, CACHED_MAX, mmap), cached);
+            assert_eq!(open_flags(libc::O_WRONLY, 10, mmap), direct);
+            assert_eq!(open_flags(libc::O_WRONLY | libc::O_APPEND, CACHED_MAX + 1, mmap), direct);
+        }
+        // Handles that may be mapped bypass it only where the kernel maps such handles.
+        assert_eq!(open_flags(libc::O_RDONLY, CACHED_MAX + 1, true), direct);
+        assert_eq!(open_flags(libc::O_RDWR, 10, true), direct);
+        assert_eq!(open_flags(libc::O_RDONLY, CACHED_MAX + 1, false), cached);
+        assert_eq!(open_flags(libc::O_RDWR, 10, false), cached);
     }
 }

@@ -217,6 +217,11 @@ impl OpenFile {
         self.inode
     }
 
+    /// Its size as this mount shows it.
+    pub fn size(&self) -> u64 {
+        self.inner.lock().state.size()
+    }
+
     /// The inode as this mount shows it: local size and times while
     /// changes are unpublished, no links once unlinked.
     pub fn info(&self) -> InodeInfo {
