@@ -7,6 +7,15 @@ use fuser::Errno;
 use tierpool_types::{Error, ErrorKind};
 
 pub fn errno(e: &Error) -> Errno {
+    if e.is_inode_gone() {
+        // An inode the kernel named that the pool no longer has: another
+        // client removed or replaced it and the feed has not told the
+        // kernel yet. On ESTALE the kernel walks a path call's path again,
+        // asking for each name, and so finds what is there now (or
+        // `ENOENT`): an open, a listing, a create after another client's
+        // change reach the new file or directory.
+        return Errno::ESTALE;
+    }
     let code = e.kind.errno();
     if code == libc::EIO || code == libc::EHOSTUNREACH || e.kind == ErrorKind::Unauthenticated {
         tracing::warn!("{e}");
@@ -44,5 +53,9 @@ mod tests {
         for (kind, code) in expected {
             assert_eq!(errno(&Error::new(kind, "x")), Errno::from_i32(code), "{kind:?}");
         }
+        // An inode no longer there, with context or without.
+        assert_eq!(errno(&Error::inode_gone(7)), Errno::ESTALE);
+        assert_eq!(errno(&Error::inode_gone(7).context("publishing")), Errno::ESTALE);
+        assert_eq!(errno(&Error::not_found("/a")), Errno::ENOENT);
     }
 }

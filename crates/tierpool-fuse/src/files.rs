@@ -95,17 +95,11 @@ impl TierpoolFs {
         let epoch = self.fresh.lock().epoch();
         let (info, fetched) = match self.openable(ino) {
             Ok(i) => (i, Some(std::time::Instant::now())),
-            // Unlinked but still open here: a new handle shares the open file.
-            Err(e) if e == Errno::ENOENT => match self.open_file(ino) {
+            // Unlinked but still open here: a new handle shares the open
+            // file. (Else the kernel walks the path again: `errno.rs`.)
+            Err(e) if e == Errno::ESTALE => match self.open_file(ino) {
                 Some(f) => (InodeInfo { chunks: Vec::new(), ..f.info() }, None),
-                // Gone from the pool, while the kernel still holds the name
-                // for it: another client removed or replaced it, and the
-                // feed has not told the kernel yet. ESTALE has the kernel
-                // look the path up again (an open asks the coordinator for
-                // the name then) and open what it finds, so an open after
-                // another client's `put` over the name reads the new file
-                // (close-to-open), and after its removal fails `ENOENT`.
-                None => return Err(Errno::ESTALE),
+                None => return Err(e),
             },
             Err(e) => return Err(e),
         };

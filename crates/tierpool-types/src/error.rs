@@ -147,6 +147,9 @@ impl ErrorKind {
     }
 }
 
+/// Ends the message of [`Error::inode_gone`].
+const INODE_GONE: &str = "no longer exists";
+
 /// An error with its kind and a one-line message meant for a person.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error("{message}")]
@@ -162,6 +165,18 @@ impl Error {
 
     pub fn not_found(what: impl std::fmt::Display) -> Self {
         Error::new(ErrorKind::NotFound, format!("{what}: no such file or directory"))
+    }
+
+    /// An inode named by its id that has no name left (another client
+    /// removed it): `NotFound`. A mount's kernel names inodes by id, so to
+    /// it this is a stale handle (see [`Error::is_inode_gone`]).
+    pub fn inode_gone(id: impl std::fmt::Display) -> Self {
+        Error::new(ErrorKind::NotFound, format!("inode {id} {INODE_GONE}"))
+    }
+
+    /// Whether this is an [`Error::inode_gone`], with context or without.
+    pub fn is_inode_gone(&self) -> bool {
+        self.kind == ErrorKind::NotFound && self.message.ends_with(INODE_GONE)
     }
 
     pub fn invalid(message: impl Into<String>) -> Self {

@@ -217,21 +217,45 @@ fn files_this_mount_made_answer_stats_alone_past_the_second_until_another_client
 }
 
 #[test]
-fn an_open_right_after_another_client_replaced_or_removed_the_name_finds_what_is_there_now() {
+fn calls_right_after_another_clients_change_find_what_is_there_now() {
     let pool = Pool::start(1, "16MiB", "64MiB");
     let m = Mount::new(&pool, "mnt");
     seen("the mount following the feed in the status", || pool.status()["change_feed"]["followers"] == 1);
-    pool.put("/f", b"first");
-    // The kernel keeps the name for the file it opens (long, while the feed
-    // is followed); each `put` replaces the file under it, and the open
-    // right after (close-to-open) reads the new one, before the feed may
-    // have told the kernel.
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let other = rt.block_on(tierpool_client::Client::connect(pool.client_config())).unwrap();
+    let opts = tierpool_client::PutOptions::default();
+    let put = |path: &str, bytes: &[u8]| {
+        rt.block_on(other.put_bytes(path, bytes.to_vec().into(), &opts)).unwrap();
+    };
+    let errno = |r: std::io::Result<Vec<u8>>| r.unwrap_err().raw_os_error();
+    // The kernel keeps names for long while the feed is followed. Another
+    // client changes what is under them, and each call right after (before
+    // the feed may have told the kernel) finds the pool as it is now: the
+    // mount answers ESTALE for an inode gone, and the kernel looks the path
+    // up again. Files replaced: each open reads the new one (close-to-open).
+    put("/f", b"first");
     assert_eq!(fs::read(m.p("f")).unwrap(), b"first");
     for i in 0..10 {
         let bytes = format!("version {i}, longer than the first");
-        pool.put("/f", bytes.as_bytes());
+        put("/f", bytes.as_bytes());
         assert_eq!(fs::read(m.p("f")).unwrap(), bytes.as_bytes(), "the open after put {i}");
     }
-    pool.ok(&["rm", "/f"]);
-    assert_eq!(fs::read(m.p("f")).unwrap_err().raw_os_error(), Some(libc::ENOENT));
+    rt.block_on(other.remove("/f", false)).unwrap();
+    assert_eq!(errno(fs::read(m.p("f"))), Some(libc::ENOENT));
+    // Directories replaced: listed, stat-ed, made in, read through.
+    fs::create_dir(m.p("d")).unwrap();
+    for i in 0..10 {
+        assert!(fs::read_dir(m.p("d")).is_ok() && fs::metadata(m.p("d")).unwrap().is_dir());
+        let old = fs::metadata(m.p("d")).unwrap().ino();
+        rt.block_on(other.remove("/d", true)).unwrap();
+        rt.block_on(other.mkdir("/d", false)).unwrap();
+        put("/d/f", format!("in {i}").as_bytes());
+        let names: Vec<_> = fs::read_dir(m.p("d")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["f"], "the listing after replace {i}");
+        assert_ne!(fs::metadata(m.p("d")).unwrap().ino(), old);
+        fs::write(m.p(&format!("d/g{i}")), b"made").unwrap();
+        assert_eq!(fs::read(m.p("d/f")).unwrap(), format!("in {i}").as_bytes());
+    }
+    rt.block_on(other.remove("/d", true)).unwrap();
+    assert_eq!(errno(fs::read(m.p("d/f"))), Some(libc::ENOENT));
 }

@@ -37,7 +37,7 @@ pub(super) fn entry_error(kind: ErrorKind, name: &str) -> Error {
 impl MetaState {
     /// The live inode `id`, or `NotFound` (it was removed, or never existed).
     pub(super) fn live(&self, id: InodeId) -> Result<&Inode, Error> {
-        self.inodes.get(&id).ok_or_else(|| Error::new(ErrorKind::NotFound, format!("inode {id} no longer exists")))
+        self.inodes.get(&id).ok_or_else(|| Error::inode_gone(id))
     }
 
     pub(super) fn node(&self, id: InodeId) -> &Inode {
