@@ -260,13 +260,25 @@ const CACHED_MAX: u64 = crate::attr::IO_BLOCK as u64;
 ///   kernel allows it on such handles (`FUSE_DIRECT_IO_ALLOW_MMAP`, Linux
 ///   6.6); on older kernels only write-only handles (which cannot be
 ///   mapped) bypass the page cache.
+///
+/// Read-only handles are closed without a `FLUSH` (`FOPEN_NOFLUSH`): they
+/// have nothing to publish (the handles that wrote publish at their own
+/// close), and `fcntl` locks are the kernel's own.
 fn open_flags(flags: i32, size: u64, direct_mmap: bool) -> FopenFlags {
-    match flags & libc::O_ACCMODE {
-        libc::O_RDONLY if size <= CACHED_MAX => FopenFlags::empty(),
-        libc::O_WRONLY => FopenFlags::FOPEN_DIRECT_IO,
-        _ if direct_mmap => FopenFlags::FOPEN_DIRECT_IO,
-        _ => FopenFlags::empty(),
+    let read_only = flags & libc::O_ACCMODE == libc::O_RDONLY;
+    let direct = match flags & libc::O_ACCMODE {
+        libc::O_RDONLY => size > CACHED_MAX && direct_mmap,
+        libc::O_WRONLY => true,
+        _ => direct_mmap,
+    };
+    let mut fopen = FopenFlags::empty();
+    if direct {
+        fopen |= FopenFlags::FOPEN_DIRECT_IO;
     }
+    if read_only {
+        fopen |= FopenFlags::FOPEN_NOFLUSH;
+    }
+    fopen
 }
 
 fn reply_entry(r: Result<FileAttr, Errno>, ttl: Duration, reply: ReplyEntry) {
@@ -696,18 +708,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn small_files_read_only_keep_the_page_cache_and_the_rest_bypass_it_where_mmap_allows() {
-        let (cached, direct) = (FopenFlags::empty(), FopenFlags::FOPEN_DIRECT_IO);
+    fn read_only_handles_close_without_a_flush_and_small_files_keep_the_page_cache() {
+        let (noflush, direct) = (FopenFlags::FOPEN_NOFLUSH, FopenFlags::FOPEN_DIRECT_IO);
         for mmap in [true, false] {
-            assert_eq!(open_flags(libc::O_RDONLY, 0, mmap), cached);
-            assert_eq!(open_flags(libc::O_RDONLY | libc::O_NOFOLLOW, CACHED_MAX, mmap), cached);
+            assert_eq!(open_flags(libc::O_RDONLY, 0, mmap), noflush);
+            assert_eq!(open_flags(libc::O_RDONLY | libc::O_NOFOLLOW, CACHED_MAX, mmap), noflush);
             assert_eq!(open_flags(libc::O_WRONLY, 10, mmap), direct);
             assert_eq!(open_flags(libc::O_WRONLY | libc::O_APPEND, CACHED_MAX + 1, mmap), direct);
         }
         // Handles that may be mapped bypass it only where the kernel maps such handles.
-        assert_eq!(open_flags(libc::O_RDONLY, CACHED_MAX + 1, true), direct);
+        assert_eq!(open_flags(libc::O_RDONLY, CACHED_MAX + 1, true), direct | noflush);
         assert_eq!(open_flags(libc::O_RDWR, 10, true), direct);
-        assert_eq!(open_flags(libc::O_RDONLY, CACHED_MAX + 1, false), cached);
-        assert_eq!(open_flags(libc::O_RDWR, 10, false), cached);
+        assert_eq!(open_flags(libc::O_RDONLY, CACHED_MAX + 1, false), noflush);
+        assert_eq!(open_flags(libc::O_RDWR, 10, false), FopenFlags::empty());
     }
 }
