@@ -169,14 +169,18 @@ impl Error {
 
     /// An inode named by its id that has no name left (another client
     /// removed it): `NotFound`. A mount's kernel names inodes by id, so to
-    /// it this is a stale handle (see [`Error::is_inode_gone`]).
+    /// it this is a stale handle (see [`Error::gone_inode`]).
     pub fn inode_gone(id: impl std::fmt::Display) -> Self {
         Error::new(ErrorKind::NotFound, format!("inode {id} {INODE_GONE}"))
     }
 
-    /// Whether this is an [`Error::inode_gone`], with context or without.
-    pub fn is_inode_gone(&self) -> bool {
-        self.kind == ErrorKind::NotFound && self.message.ends_with(INODE_GONE)
+    /// The id of an [`Error::inode_gone`] (with context added or not).
+    pub fn gone_inode(&self) -> Option<u64> {
+        if self.kind != ErrorKind::NotFound {
+            return None;
+        }
+        let rest = self.message.strip_suffix(INODE_GONE)?.strip_suffix(' ')?;
+        rest.rsplit_once("inode ")?.1.parse().ok()
     }
 
     pub fn invalid(message: impl Into<String>) -> Self {
@@ -226,6 +230,16 @@ pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_inode_gone_is_told_by_its_id_with_context_or_without() {
+        assert_eq!(Error::inode_gone(42).gone_inode(), Some(42));
+        assert_eq!(Error::inode_gone(42).context("inode 42").context("publishing").gone_inode(), Some(42));
+        assert_eq!(Error::inode_gone(42).message, "inode 42 no longer exists");
+        assert_eq!(Error::not_found("inode 42").gone_inode(), None);
+        assert_eq!(Error::new(ErrorKind::Stale, "inode 42 no longer exists").gone_inode(), None);
+        assert_eq!(Error::new(ErrorKind::NotFound, "chunk no longer exists").gone_inode(), None);
+    }
 
     #[test]
     fn every_kind_has_its_errno() {

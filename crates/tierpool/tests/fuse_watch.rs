@@ -258,4 +258,18 @@ fn calls_right_after_another_clients_change_find_what_is_there_now() {
     }
     rt.block_on(other.remove("/d", true)).unwrap();
     assert_eq!(errno(fs::read(m.p("d/f"))), Some(libc::ENOENT));
+    // A call relative to a directory descriptor cannot walk anywhere else:
+    // removing a tree another client removes meanwhile (`rm -rf` on two
+    // mounts) meets ENOENT, as on a local disk, not ESTALE.
+    fs::create_dir(m.p("t")).unwrap();
+    fs::write(m.p("t/a"), b"a").unwrap();
+    let dir = fs::File::open(m.p("t")).unwrap();
+    assert_eq!(fs::read(m.p("t/a")).unwrap(), b"a");
+    rt.block_on(other.remove("/t", true)).unwrap();
+    for name in ["a", "never"] {
+        let name = std::ffi::CString::new(name).unwrap();
+        // SAFETY: a plain system call on a descriptor this test holds.
+        let r = unsafe { libc::unlinkat(std::os::fd::AsRawFd::as_raw_fd(&dir), name.as_ptr(), 0) };
+        assert_eq!((r, std::io::Error::last_os_error().raw_os_error()), (-1, Some(libc::ENOENT)), "{name:?}");
+    }
 }
