@@ -261,9 +261,10 @@ const CACHED_MAX: u64 = crate::attr::IO_BLOCK as u64;
 ///   6.6); on older kernels only write-only handles (which cannot be
 ///   mapped) bypass the page cache.
 ///
-/// Read-only handles are closed without a `FLUSH` (`FOPEN_NOFLUSH`): they
-/// have nothing to publish (the handles that wrote publish at their own
-/// close), and `fcntl` locks are the kernel's own.
+/// Read-only handles opened (not created) are closed without a `FLUSH`
+/// (`FOPEN_NOFLUSH`): they have nothing to publish (the handles that wrote
+/// publish at their own close), and `fcntl` locks are the kernel's own.
+/// (A file created read-only is closed with one: `create`.)
 fn open_flags(flags: i32, size: u64, direct_mmap: bool) -> FopenFlags {
     let read_only = flags & libc::O_ACCMODE == libc::O_RDONLY;
     let direct = match flags & libc::O_ACCMODE {
@@ -504,7 +505,10 @@ impl Filesystem for TierpoolFs {
         let (began, foreign) = (Instant::now(), self.fresh.lock().foreign());
         match self.writable(parent.0).and_then(|()| self.create_file(req, parent.0, name, mode & !umask, flags)) {
             Ok((a, fh, made)) => {
-                let fopen = open_flags(flags, a.size, self.direct_mmap.load(Ordering::Relaxed));
+                // Closed with a FLUSH even if read-only: a file answered here
+                // is made in the pool by it (`making.rs`).
+                let fopen =
+                    open_flags(flags, a.size, self.direct_mmap.load(Ordering::Relaxed)) - FopenFlags::FOPEN_NOFLUSH;
                 // A file made here is new to the kernel, which makes the
                 // inode from this answer: kept long while the feed is
                 // followed and no other client's change came meanwhile, and

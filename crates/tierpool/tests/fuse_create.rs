@@ -9,6 +9,7 @@ mod common;
 use common::{data, Mount, Pool};
 use std::fs;
 use std::io::Write;
+use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -61,6 +62,13 @@ fn new_files_are_made_by_their_publish_with_their_bytes_owner_group_and_mode() {
     // An empty file made by `touch`-like opens, closed without a write.
     fs::File::create(a.p("d/empty")).unwrap();
     assert_eq!(pool.get("/d/empty"), b"");
+    // Created read-only (as lock files are): made by its close all the same.
+    let lock = std::ffi::CString::new(a.p("d/lock").into_os_string().into_vec()).unwrap();
+    // SAFETY: plain system calls on a path and on the descriptor they return.
+    let fd = unsafe { libc::open(lock.as_ptr(), libc::O_RDONLY | libc::O_CREAT, 0o644) };
+    assert!(fd >= 0, "{}", std::io::Error::last_os_error());
+    assert_eq!(unsafe { libc::close(fd) }, 0);
+    assert_eq!(pool_stat(&pool, "/d/lock"), (0, 0o644, 0, 50));
     // O_EXCL of a name made that way fails; a plain open of it truncates.
     let e = fs::OpenOptions::new().write(true).create_new(true).open(a.p("d/f2")).unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::EEXIST));
@@ -69,8 +77,8 @@ fn new_files_are_made_by_their_publish_with_their_bytes_owner_group_and_mode() {
     let mut names: Vec<String> =
         fs::read_dir(a.p("d")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     names.sort();
-    assert_eq!(names, ["empty", "f0", "f1", "f2", "f3", "f4", "f5", "first"]);
-    assert_eq!(fs::metadata(a.p("d")).unwrap().size(), 8, "the directory counts its entries");
+    assert_eq!(names, ["empty", "f0", "f1", "f2", "f3", "f4", "f5", "first", "lock"]);
+    assert_eq!(fs::metadata(a.p("d")).unwrap().size(), 9, "the directory counts its entries");
 }
 
 #[test]
