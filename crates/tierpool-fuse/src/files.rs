@@ -96,8 +96,9 @@ impl TierpoolFs {
         let (info, fetched) = match self.openable(ino) {
             Ok(i) => (i, Some(std::time::Instant::now())),
             // Unlinked but still open here: a new handle shares the open
-            // file. (Else the kernel walks the path again: `errno.rs`.)
-            Err(e) if e == Errno::ESTALE => match self.open_file(ino) {
+            // file. (Else the kernel walks the path again on ESTALE, the
+            // first answer for an inode gone: `errno.rs`.)
+            Err(e) if e == Errno::ESTALE || e == Errno::ENOENT => match self.open_file(ino) {
                 Some(f) => (InodeInfo { chunks: Vec::new(), ..f.info() }, None),
                 None => return Err(e),
             },
