@@ -205,8 +205,7 @@ impl Connection {
         if !self.reader.buffer().is_empty() {
             return false;
         }
-        let mut probe = [0u8; 1];
-        matches!(self.reader.get_ref().try_read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+        matches!(self.reader.get_ref().peek_now(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
     }
 
     /// Sends a request to service `S` and waits for its response; an error

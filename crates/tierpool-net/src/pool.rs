@@ -17,6 +17,13 @@
 //! tasks calling at once share them rather than opening (and, past
 //! `max_idle`, closing again) one each, which would cost every call a
 //! handshake and could fill the server's `max_connections`.
+//!
+//! A pool may be called from several runtimes (a thread running its own
+//! for calls that should wake it directly, beside the client's). A
+//! connection's socket belongs to the runtime it was opened on, which
+//! alone wakes the calls waiting on it, so an idle connection is handed
+//! only to a call on that same runtime, and each runtime keeps at most
+//! `max_idle` of them.
 
 use crate::auth::Credentials;
 use crate::buffers::ChunkBuffers;
@@ -29,6 +36,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tierpool_proto::Service;
 use tierpool_types::{Error, ErrorKind, Result};
+use tokio::runtime::{Handle, Id as RuntimeId};
 use tokio::sync::Semaphore;
 
 /// Calls in flight at once by default: as many connections as a server
@@ -93,12 +101,18 @@ pub fn stayed_busy(e: &Error) -> bool {
     Connection::never_sent(e) && e.message.contains(STAYED_BUSY)
 }
 
+/// The runtime a call runs on, whose sockets it can wait on.
+fn runtime() -> Option<RuntimeId> {
+    Handle::try_current().ok().map(|h| h.id())
+}
+
 /// Connections to one server of service `S`.
 pub struct Pool<S: Service> {
     addr: String,
     cfg: PoolConfig,
-    /// Idle connections, each with the moment it went idle, oldest first.
-    idle: Mutex<Vec<(Connection, Instant)>>,
+    /// Idle connections, each with the moment it went idle and the
+    /// runtime it was opened on, oldest first.
+    idle: Mutex<Vec<(Connection, Instant, Option<RuntimeId>)>>,
     /// One permit per call that may be in flight (`max_open`).
     turns: Semaphore,
     _service: PhantomData<S>,
@@ -168,9 +182,11 @@ impl<S: Service> Pool<S> {
     /// have been closed by the server (a system call); a call that may be
     /// retried skips it, since a stale connection costs it one retry.
     fn take_idle(&self, probe: bool) -> Option<Connection> {
+        let rt = runtime();
         let mut idle = self.idle.lock();
-        idle.retain(|(_, since)| since.elapsed() < REUSE_WITHIN);
-        while let Some((c, _)) = idle.pop() {
+        idle.retain(|(_, since, _)| since.elapsed() < REUSE_WITHIN);
+        while let Some(i) = idle.iter().rposition(|(_, _, on)| *on == rt) {
+            let (c, _, _) = idle.remove(i);
             if !probe || c.is_reusable() {
                 return Some(c);
             }
@@ -204,9 +220,10 @@ impl<S: Service> Pool<S> {
         // A connection that carried a whole exchange (an error answer
         // included) is fit for reuse; one that failed mid-way is dropped.
         if r.is_ok() || r.as_ref().is_err_and(|e| e.kind != ErrorKind::Unavailable && e.kind != ErrorKind::Protocol) {
+            let rt = runtime();
             let mut idle = self.idle.lock();
-            if idle.len() < self.cfg.max_idle {
-                idle.push((conn, Instant::now()));
+            if idle.iter().filter(|(_, _, on)| *on == rt).count() < self.cfg.max_idle {
+                idle.push((conn, Instant::now(), rt));
             }
         }
         r

@@ -44,12 +44,18 @@ impl Stream {
 }
 
 impl ReadHalf {
-    /// Reads what is there without waiting (`WouldBlock` if nothing is).
-    pub(crate) fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            ReadHalf::Tcp(r) => r.try_read(buf),
-            ReadHalf::Local(r) => r.try_read(buf),
-        }
+    /// Peeks at what the socket holds without taking it or waiting:
+    /// `WouldBlock` if nothing, `Ok(0)` if the peer closed it. Asks the
+    /// kernel itself rather than the readiness the runtime last saw: a
+    /// runtime that has not polled since (one a thread runs only while it
+    /// waits for a call) may not know yet of a close.
+    pub(crate) fn peek_now(&self) -> io::Result<usize> {
+        let sock = match self {
+            ReadHalf::Tcp(r) => socket2::SockRef::from(AsRef::<TcpStream>::as_ref(r)),
+            ReadHalf::Local(r) => socket2::SockRef::from(AsRef::<UnixStream>::as_ref(r)),
+        };
+        // The runtime's sockets do not block: nothing there is `WouldBlock`.
+        sock.peek(&mut [std::mem::MaybeUninit::uninit(); 1])
     }
 }
 

@@ -136,3 +136,53 @@ async fn calls_at_once_beyond_max_open_wait_their_turn_on_the_same_connections()
         assert!(!tierpool_net::stayed_busy(&e), "{e}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_is_reused_only_on_the_runtime_it_was_opened_on() {
+    let (addr, stats) = start(Limits::default(), Duration::ZERO).await;
+    let pool: std::sync::Arc<Pool<Worker>> = std::sync::Arc::new(Pool::new(addr, PoolConfig::with(secret())));
+    // A thread with a runtime of its own calls twice, then ends with its runtime.
+    let theirs = pool.clone();
+    tokio::task::spawn_blocking(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        for _ in 0..2 {
+            let (r, _) = rt.block_on(theirs.call(&WorkerRequest::Ping, &[], false)).unwrap();
+            assert_eq!(r, WorkerResponse::Pong);
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(stats.snapshot().connections_accepted, 1, "the second call reused the first's connection");
+    // Its idle connection belongs to a runtime that is gone: a call that
+    // may not be retried gets a connection of its own runtime.
+    for _ in 0..2 {
+        let (r, _) = pool.call(&WorkerRequest::Ping, &[], false).await.unwrap();
+        assert_eq!(r, WorkerResponse::Pong);
+    }
+    assert_eq!(stats.snapshot().connections_accepted, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runtime_that_did_not_run_meanwhile_still_sees_its_connection_was_dropped() {
+    let limits = Limits { idle_timeout: Duration::from_millis(200), ..Limits::default() };
+    let (addr, stats) = start(limits, Duration::ZERO).await;
+    let pool: Pool<Worker> = Pool::new(addr, PoolConfig::with(secret()));
+    let watch = stats.clone();
+    tokio::task::spawn_blocking(move || {
+        // A thread's own runtime, run only while it waits for a call.
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        for round in 1..=2u64 {
+            let (r, _) = rt.block_on(pool.call(&WorkerRequest::Ping, &[], false)).unwrap();
+            assert_eq!(r, WorkerResponse::Pong, "round {round}");
+            let since = std::time::Instant::now();
+            while watch.snapshot().dropped.idle_timeout < round {
+                assert!(since.elapsed() < Duration::from_secs(2), "the server never dropped the idle connection");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(stats.snapshot().connections_accepted, 2);
+}
