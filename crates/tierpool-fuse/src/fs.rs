@@ -170,7 +170,7 @@ impl TierpoolFs {
     /// there (see `making.rs`).
     pub(crate) fn block<T>(&self, f: impl std::future::Future<Output = tierpool_types::Result<T>>) -> Result<T, Errno> {
         self.settle();
-        self.io.rt.block_on(f).map_err(|e| errno(&e))
+        self.io.wait(f).map_err(|e| errno(&e))
     }
 
     pub(crate) fn new_fh(&self) -> u64 {
@@ -192,7 +192,7 @@ impl TierpoolFs {
             Some(f) if f.unmade() => return Ok(f.info()),
             _ => self.settle(),
         }
-        let fetched = self.io.rt.block_on(self.io.client.stat_inode(InodeId(ino), false));
+        let fetched = self.io.wait(self.io.client.stat_inode(InodeId(ino), false));
         match (fetched, self.open_file(ino)) {
             (Ok(i), Some(f)) => {
                 f.refresh(i);

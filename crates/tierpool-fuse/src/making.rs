@@ -130,7 +130,7 @@ impl TierpoolFs {
             tracing::debug!("{name}: made by the pool (free here: {free}, a valid name: {valid})");
             return None;
         };
-        let id = match self.io.rt.block_on(self.io.client.reserve_inode()) {
+        let id = match self.io.wait(self.io.client.reserve_inode()) {
             Ok(id) => id,
             Err(e) => {
                 tracing::debug!("{name}: no inode id reserved ({e}); made by the pool");

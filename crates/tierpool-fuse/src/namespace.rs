@@ -158,7 +158,7 @@ impl TierpoolFs {
         if self.files.lock().is_empty() {
             return None;
         }
-        let info = self.io.rt.block_on(self.io.client.lookup(InodeId(parent), name)).ok()?;
+        let info = self.io.wait(self.io.client.lookup(InodeId(parent), name)).ok()?;
         self.open_file(info.id.0).map(|_| info.id.0)
     }
 

@@ -51,13 +51,39 @@ pub struct Io {
     pub machine: Arc<Mutex<Option<String>>>,
 }
 
+thread_local! {
+    /// The runtime a thread outside any runtime (one serving the kernel's
+    /// requests) runs its calls to the pool on (see [`Io::wait`]); none on
+    /// a runtime's own threads, or if it could not be made.
+    static OWN: Option<tokio::runtime::Runtime> = match Handle::try_current() {
+        Ok(_) => None,
+        Err(_) => tokio::runtime::Builder::new_current_thread().enable_all().build().ok(),
+    };
+}
+
 impl Io {
+    /// Runs `call`, a call to the pool, to its end on this thread. A thread
+    /// outside any runtime runs it on a runtime of its own: the answer then
+    /// wakes this thread directly, where on the shared runtime it wakes
+    /// one of that runtime's threads, which wakes this one (a hand-off per
+    /// round trip, about 14 µs of a 48 µs `stat` here). The call's own
+    /// connections stay with that runtime (`tierpool_net::Pool`), and the
+    /// client's batches and background work run on the shared one.
+    /// Tasks the call spawns itself run only while it does: it must not
+    /// leave any behind that should go on.
+    pub fn wait<T>(&self, call: impl std::future::Future<Output = T>) -> T {
+        OWN.with(|own| match own {
+            Some(own) => own.block_on(call),
+            None => self.rt.block_on(call),
+        })
+    }
+
     /// Waits until the coordinator's log is fsynced (an `fsync`): the
     /// mount's changes are answered once written there. `Lost` (`EIO`) if
     /// the coordinator's machine restarted since the log was last fsynced
     /// for this mount: changes answered before may be gone with it.
     pub fn sync_log(&self) -> Result<()> {
-        let machine = self.rt.block_on(self.client.sync_log())?;
+        let machine = self.wait(self.client.sync_log())?;
         match self.machine.lock().replace(machine.clone()) {
             Some(before) if before != machine => Err(Error::new(
                 ErrorKind::Lost,
@@ -180,7 +206,7 @@ impl OpenFile {
     pub fn make(&self, io: &Io) -> Result<Option<(InodeInfo, InodeInfo)>> {
         let mut g = self.inner.lock();
         let Some(file) = g.making.clone() else { return Ok(None) };
-        let made = match io.rt.block_on(io.client.make_and_publish(&file, None, &g.pending)) {
+        let made = match io.wait(io.client.make_and_publish(&file, None, &g.pending)) {
             Ok(m) => m,
             Err(e) => {
                 g.make_error = Some(e.clone());
@@ -366,7 +392,7 @@ impl OpenFile {
         if self.frozen {
             return None;
         }
-        let info = match io.rt.block_on(io.client.stat_inode(self.inode, true)) {
+        let info = match io.wait(io.client.stat_inode(self.inode, true)) {
             Ok(i) => i,
             Err(e) => return Some(Err(e)),
         };
@@ -468,7 +494,7 @@ impl OpenFile {
         if !g.state.changed() {
             // Made empty: made with the attribute changes kept for it.
             let file = g.making.clone().expect("a file to make");
-            let got = io.rt.block_on(io.client.make_and_publish(&file, None, &g.pending));
+            let got = io.wait(io.client.make_and_publish(&file, None, &g.pending));
             let got = got.inspect_err(|e| g.make_error = Some(e.clone()))?;
             made_here(g, &got.file);
             g.made_dir = Some(got.dir);
@@ -531,7 +557,7 @@ impl OpenFile {
     /// by chunks. Not for files of an under-store, which are written to it
     /// from their chunks.
     fn publish_inline(&self, io: &Io, g: &mut Inner) -> Result<bool> {
-        let max = io.rt.block_on(io.client.layout())?.inline_max;
+        let max = io.wait(io.client.layout())?.inline_max;
         if !inline_candidate(g, max) {
             return Ok(false); // sends in flight keep going meanwhile
         }
@@ -541,7 +567,7 @@ impl OpenFile {
         }
         let Some(data) = g.state.small_contents(max) else { return Ok(false) };
         let inode = g.state.inode();
-        let version = io.rt.block_on(io.client.fresh_version())?;
+        let version = io.wait(io.client.fresh_version())?;
         tracing::debug!("inode {inode}: publishing {} bytes inline as version {version}", data.len());
         let op = MetaOp::UpdateInline { inode, version, data: Bytes::from(data) };
         let got = commit(io, g, op)?;
@@ -580,7 +606,7 @@ impl OpenFile {
         // (not of a file never made: the publish that failed was to make it).
         let pending = std::mem::take(&mut g.pending);
         if pending != InodeChange::default() && !g.unlinked && g.making.is_none() {
-            if let Err(e) = io.rt.block_on(io.client.set_inode(g.state.inode(), &pending)) {
+            if let Err(e) = io.wait(io.client.set_inode(g.state.inode(), &pending)) {
                 tracing::warn!("inode {}: attribute changes not made: {e}", g.state.inode());
             }
         }
@@ -589,7 +615,7 @@ impl OpenFile {
             self.unmade.store(false, Ordering::Release);
         }
         // Before the release is answered: the space is free once it is.
-        io.rt.block_on(io.client.discard_versions(keys));
+        io.wait(io.client.discard_versions(keys));
     }
 }
 
@@ -597,8 +623,8 @@ impl OpenFile {
 /// file first if it is still to be made: the publish's answer. The make's
 /// failure is the error (nothing changed then).
 fn commit(io: &Io, g: &mut Inner, op: MetaOp) -> Result<Result<(InodeInfo, Vec<u64>)>> {
-    let Some(file) = g.making.clone() else { return Ok(io.rt.block_on(io.client.publish_with(op, &g.pending))) };
-    let made = io.rt.block_on(io.client.make_and_publish(&file, Some(op), &g.pending));
+    let Some(file) = g.making.clone() else { return Ok(io.wait(io.client.publish_with(op, &g.pending))) };
+    let made = io.wait(io.client.make_and_publish(&file, Some(op), &g.pending));
     let made = made.inspect_err(|e| g.make_error = Some(e.clone()))?;
     made_here(g, &made.file);
     g.made_dir = Some(made.dir);
@@ -666,7 +692,7 @@ fn send_early(io: &Io, g: &mut Inner) {
     if !g.sending.is_empty() || g.info.kind != InodeKind::File {
         return;
     }
-    let Ok(layout) = io.rt.block_on(io.client.layout()) else { return };
+    let Ok(layout) = io.wait(io.client.layout()) else { return };
     if inline_candidate(g, layout.inline_max) {
         return;
     }
@@ -687,7 +713,7 @@ fn inline_candidate(g: &Inner, inline_max: u64) -> bool {
 fn send_now(io: &Io, g: &mut Inner, index: u64) -> Result<()> {
     let Some(store) = to_store(io, g, index)? else { return Ok(()) };
     let version = store.version;
-    let outcome = io.rt.block_on(store.run());
+    let outcome = io.wait(store.run());
     stored(io, g, index, version, outcome, false);
     Ok(())
 }
@@ -714,7 +740,7 @@ impl Store {
 /// Takes chunk `index`'s bytes from `g` to be stored as a fresh version
 /// (`None` if it holds none to send).
 fn to_store(io: &Io, g: &mut Inner, index: u64) -> Result<Option<Store>> {
-    let version = io.rt.block_on(io.client.fresh_version())?;
+    let version = io.wait(io.client.fresh_version())?;
     let Some(data) = g.state.send(index, version) else { return Ok(None) };
     tracing::debug!("inode {}: sending chunk {index} ({} bytes) as version {version}", g.state.inode(), data.len());
     let (client, inode, attrs, placing) = (io.client.clone(), g.state.inode(), g.info.attrs, Placing::of(&g.info));
@@ -781,7 +807,7 @@ fn fetch(io: &Io, key: ChunkKey, r: ChunkRef) -> Result<Bytes> {
     if let Some(d) = io.cache.lock().get(key) {
         return Ok(d);
     }
-    io.rt.block_on(io.loader().load(key, r))
+    io.wait(io.loader().load(key, r))
 }
 
 /// Starts fetching chunk version `key` into the cache, unless it is there.
