@@ -355,6 +355,14 @@ impl Client {
         self.inner.stats.call(path.to_string(), Stats(self.clone())).await
     }
 
+    /// The runtime this client was connected on: what outlives a call (a
+    /// renewal loop, chunks fetched ahead, a region's tasks) runs there,
+    /// whichever runtime the call that started it ran on (a thread may
+    /// run calls on a runtime of its own, which runs only while it waits).
+    pub fn runtime(&self) -> &tokio::runtime::Handle {
+        self.inner.commits.runtime()
+    }
+
     /// Calls of this client that were sent in a request with others
     /// (`ClientConfig::coalesce`, `get_many`, `put_many`), so far.
     pub fn coalesced(&self) -> Coalesced {

@@ -51,7 +51,7 @@ impl Client {
         *leases.writing.lock().entry(inode).or_insert(0) += 1;
         let mut renewal = leases.renewal.lock();
         if renewal.is_none() {
-            *renewal = Some(start_renewal(Arc::downgrade(&self.inner)));
+            *renewal = Some(start_renewal(self.runtime(), Arc::downgrade(&self.inner)));
         }
         WriteLease { inner: Arc::downgrade(&self.inner), inode }
     }
@@ -77,8 +77,8 @@ impl Client {
     }
 }
 
-fn start_renewal(weak: Weak<Inner>) -> Background {
-    Background::every("write leases", RENEW, move || {
+fn start_renewal(rt: &tokio::runtime::Handle, weak: Weak<Inner>) -> Background {
+    Background::every_on(rt, "write leases", RENEW, move || {
         let weak = weak.clone();
         async move {
             let Some(inner) = weak.upgrade() else { return Ok(Step::Stop) };

@@ -256,7 +256,8 @@ impl ChunkStream {
         }
         while self.inflight.len() < self.client.inner.cfg.window && self.next < total {
             let (c, p, i, idx) = (self.client.clone(), self.path.clone(), self.info.clone(), self.next);
-            self.inflight.push_back(tokio::spawn(async move { c.read_chunk(&p, &i, idx).await }));
+            let fetch = self.client.runtime().spawn(async move { c.read_chunk(&p, &i, idx).await });
+            self.inflight.push_back(fetch);
             self.next += 1;
         }
         match self.inflight.pop_front() {

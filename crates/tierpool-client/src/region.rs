@@ -108,7 +108,7 @@ impl Client {
     /// block: use it from outside the runtime's threads.
     pub async fn alloc(&self, path: &str, size: u64, opts: &RegionOptions, cache: u64) -> Result<crate::Region> {
         let info = self.alloc_region(path, size, opts).await?;
-        let r = crate::Region::open(self.clone(), tokio::runtime::Handle::current(), path, info, cache)?;
+        let r = crate::Region::open(self.clone(), self.runtime().clone(), path, info, cache)?;
         self.confirm_region_open(path).await?;
         Ok(r)
     }
@@ -116,7 +116,7 @@ impl Client {
     /// Opens the existing region at `path` with a local cache of `cache` bytes.
     pub async fn region(&self, path: &str, cache: u64) -> Result<crate::Region> {
         let info = self.open_region(path).await?;
-        let r = crate::Region::open(self.clone(), tokio::runtime::Handle::current(), path, info, cache)?;
+        let r = crate::Region::open(self.clone(), self.runtime().clone(), path, info, cache)?;
         self.confirm_region_open(path).await?;
         Ok(r)
     }

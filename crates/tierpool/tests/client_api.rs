@@ -9,7 +9,9 @@
 //! are never taken for dead ones, however old their reserved ids. Whole
 //! chunks written and streamed go through buffers the client keeps, each
 //! file keeping its own bytes; read into the caller's buffer, they land
-//! there and take none.
+//! there and take none. Work a call starts that outlives it (a lease's
+//! renewals) goes on while the thread that made the call, on a runtime of
+//! its own, does not run that runtime.
 
 mod common;
 use bytes::Bytes;
@@ -539,4 +541,30 @@ fn whole_chunks_written_and_read_reuse_kept_buffers_and_keep_their_own_bytes() {
         assert!(read.fresh <= read.keep + written.fresh, "{read:?}");
         assert_eq!(read.lent, 0, "{read:?}");
     });
+}
+
+#[test]
+fn a_lease_taken_on_a_threads_own_runtime_is_renewed_while_that_runtime_is_idle() {
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let c = rt.block_on(Client::connect(pool.client_config())).unwrap();
+    let held = |c: &Client| rt.block_on(c.status()).unwrap().held_sessions;
+    assert_eq!(held(&c), 0);
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    let theirs = c.clone();
+    // A thread that runs its calls on a runtime of its own (as the mount's
+    // request threads do), which runs only while the thread waits for one.
+    let thread = std::thread::spawn(move || {
+        let own = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let lease = own.block_on(async { theirs.lease(tierpool_types::InodeId(1 << 40)) });
+        wait.recv().unwrap();
+        drop(lease);
+    });
+    let since = std::time::Instant::now();
+    while held(&c) == 0 {
+        assert!(since.elapsed() < Duration::from_secs(10), "the lease never reached the coordinator");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    done.send(()).unwrap();
+    thread.join().unwrap();
 }

@@ -109,7 +109,7 @@ impl Client {
         };
         let (c, lost) = (self.clone(), Arc::new(AtomicBool::new(false)));
         let flag = lost.clone();
-        let renewal = Background::every("transaction", RENEW, move || {
+        let renewal = Background::every_on(self.runtime(), "transaction", RENEW, move || {
             let (c, flag) = (c.clone(), flag.clone());
             async move {
                 match c.coord(CoordRequest::TxRenew { session, txs: vec![id] }).await {
@@ -526,11 +526,9 @@ impl Drop for Transaction {
         }
         // Best effort: the coordinator forgets it after its hold period anyway.
         let (client, session, tx) = (self.client.clone(), self.session(), self.id);
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move {
-                let _ = client.coord(CoordRequest::TxAbort { session, tx }).await;
-            });
-        }
+        client.runtime().clone().spawn(async move {
+            let _ = client.coord(CoordRequest::TxAbort { session, tx }).await;
+        });
     }
 }
 
