@@ -91,7 +91,7 @@ impl TierpoolFs {
         }
         let (parent, name) = self.names.lock().get(ino).ok_or(Errno::ENOENT)?;
         let client = &self.io.client;
-        let name = match self.io.wait(client.lookup(InodeId(parent), &name)) {
+        let name = match self.io.rt.block_on(client.lookup(InodeId(parent), &name)) {
             Ok(i) if i.id == id => name,
             // Renamed by another client meanwhile, or replaced: look for it.
             _ => {

@@ -61,7 +61,7 @@ impl TierpoolFs {
 
     /// The file `ino` with its chunk list, refusing what cannot be opened.
     fn openable(&self, ino: u64) -> Result<InodeInfo, Errno> {
-        let info = self.block(self.io.client.stat_inode(InodeId(ino), true))?;
+        let info = self.ask(self.io.client.stat_inode(InodeId(ino), true))?;
         match info.kind {
             InodeKind::File => Ok(info),
             InodeKind::Dir => Err(Errno::EISDIR),
@@ -135,7 +135,7 @@ impl TierpoolFs {
             // for one it just made, so the checks of an open are made here.
             Err(e) if e == Errno::EEXIST && flags & libc::O_EXCL == 0 => {
                 let name = name_of(name)?;
-                let found = self.block(self.io.client.lookup(InodeId(parent), name))?;
+                let found = self.ask(self.io.client.lookup(InodeId(parent), name))?;
                 let info = self.openable(found.id.0)?;
                 if !may_open(req, &info, flags) {
                     return Err(Errno::EACCES);
@@ -248,7 +248,7 @@ impl TierpoolFs {
             if let Some(f) = self.open_file(ino) {
                 f.publish(&self.io).map_err(|e| crate::errno::errno(&e))?;
             }
-            let info = self.block(self.io.client.set_inode(InodeId(ino), change))?;
+            let info = self.ask(self.io.client.set_inode(InodeId(ino), change))?;
             match self.open_file(ino) {
                 Some(f) => f.refresh(info),
                 // The inode as the change left it: no second round trip.

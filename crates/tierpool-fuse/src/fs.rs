@@ -167,8 +167,15 @@ impl TierpoolFs {
     }
 
     /// Runs a call to the pool, once every file answered here is made
-    /// there (see `making.rs`).
+    /// there (see `making.rs`), on the shared runtime.
     pub(crate) fn block<T>(&self, f: impl std::future::Future<Output = tierpool_types::Result<T>>) -> Result<T, Errno> {
+        self.settle();
+        self.io.rt.block_on(f).map_err(|e| errno(&e))
+    }
+
+    /// As [`block`](Self::block), for a call that only asks the
+    /// coordinator or the workers: run on this thread ([`Io::wait`]).
+    pub(crate) fn ask<T>(&self, f: impl std::future::Future<Output = tierpool_types::Result<T>>) -> Result<T, Errno> {
         self.settle();
         self.io.wait(f).map_err(|e| errno(&e))
     }

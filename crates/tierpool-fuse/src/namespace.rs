@@ -20,7 +20,7 @@ impl TierpoolFs {
         if self.known.lock().lacks(parent, name) && self.watch.following(Instant::now()) {
             return Err(Errno::ENOENT);
         }
-        let info = self.block(self.io.client.lookup(InodeId(parent), name))?;
+        let info = self.ask(self.io.client.lookup(InodeId(parent), name))?;
         self.names.lock().met(info.id.0, parent, name);
         Ok(self.attr_of(&info))
     }
@@ -172,7 +172,7 @@ impl TierpoolFs {
     /// Lists directory `ino` once for a whole `opendir`..`releasedir`.
     pub(crate) fn open_dir(&self, ino: u64) -> Result<u64, Errno> {
         let epoch = self.fresh.lock().epoch();
-        let (parent, entries) = self.block(self.io.client.read_dir(InodeId(ino)))?;
+        let (parent, entries) = self.ask(self.io.client.read_dir(InodeId(ino)))?;
         let mut all = vec![(ino, FileType::Directory, ".".to_string()), (parent.0, FileType::Directory, "..".into())];
         all.extend(entries.into_iter().map(|e| (e.id.0, file_type(e.kind), e.name)));
         let fh = self.new_fh();
@@ -268,7 +268,7 @@ impl TierpoolFs {
         let ids: Vec<InodeId> = window[dots..].iter().map(|(child, _, _)| InodeId(*child)).collect();
         let got = match ids.is_empty() {
             true => Vec::new(),
-            false => self.block(self.io.client.stat_inodes(ids))?,
+            false => self.ask(self.io.client.stat_inodes(ids))?,
         };
         let mut infos = vec![None; dots];
         for r in got {

@@ -67,10 +67,17 @@ impl Io {
     /// wakes this thread directly, where on the shared runtime it wakes
     /// one of that runtime's threads, which wakes this one (a hand-off per
     /// round trip, about 14 µs of a 48 µs `stat` here). The call's own
-    /// connections stay with that runtime (`tierpool_net::Pool`), and the
-    /// client's batches and background work run on the shared one.
-    /// Tasks the call spawns itself run only while it does: it must not
-    /// leave any behind that should go on.
+    /// connections stay with that runtime (`tierpool_net::Pool`); what
+    /// outlives a call (the client's batches, lease renewals, chunks
+    /// fetched ahead) runs on the shared one (`Client::runtime`).
+    ///
+    /// Only for calls that speak the pool's own protocol, to the
+    /// coordinator and the workers: a runtime of its own runs only while
+    /// its thread waits, and an under-store's client keeps the runtime it
+    /// was first used on (its connections, its tasks), so every call that
+    /// may reach an under-store (a make, removal or rename by name, an
+    /// origin check, a chunk read from below, a write-back) goes through
+    /// `self.rt`.
     pub fn wait<T>(&self, call: impl std::future::Future<Output = T>) -> T {
         OWN.with(|own| match own {
             Some(own) => own.block_on(call),
@@ -807,7 +814,11 @@ fn fetch(io: &Io, key: ChunkKey, r: ChunkRef) -> Result<Bytes> {
     if let Some(d) = io.cache.lock().get(key) {
         return Ok(d);
     }
-    io.wait(io.loader().load(key, r))
+    match r.is_below() {
+        // Read from an under-store, whose clients must stay on the shared runtime.
+        true => io.rt.block_on(io.loader().load(key, r)),
+        false => io.wait(io.loader().load(key, r)),
+    }
 }
 
 /// Starts fetching chunk version `key` into the cache, unless it is there.

@@ -222,6 +222,8 @@ impl<S: Service> Pool<S> {
         if r.is_ok() || r.as_ref().is_err_and(|e| e.kind != ErrorKind::Unavailable && e.kind != ErrorKind::Protocol) {
             let rt = runtime();
             let mut idle = self.idle.lock();
+            // Those of a runtime that ended are never taken: they go with age.
+            idle.retain(|(_, since, _)| since.elapsed() < REUSE_WITHIN);
             if idle.iter().filter(|(_, _, on)| *on == rt).count() < self.cfg.max_idle {
                 idle.push((conn, Instant::now(), rt));
             }
