@@ -712,6 +712,24 @@ impl Filesystem for TierpoolFs {
             Err(e) => reply.error(e),
         }
     }
+
+    /// No file here takes an `ioctl`: `ENOTTY`, as on a local disk. (Every
+    /// Python `open` asks whether the file is a terminal; unanswered, each
+    /// was `ENOSYS` and a warning in the mount's log.)
+    #[allow(clippy::too_many_arguments)]
+    fn ioctl(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _flags: fuser::IoctlFlags,
+        _cmd: u32,
+        _in_data: &[u8],
+        _out_size: u32,
+        reply: fuser::ReplyIoctl,
+    ) {
+        reply.error(Errno::from_i32(libc::ENOTTY));
+    }
 }
 
 #[cfg(test)]

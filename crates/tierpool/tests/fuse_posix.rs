@@ -1,7 +1,8 @@
 //! POSIX behaviour of a real mount that programs rely on beyond plain
 //! reads and writes: a file unlinked while open, symlinks, hard links,
 //! named pipes, sharing between processes and between mounts, what `fsync`
-//! promises, times, and that a small change sends only its chunk.
+//! promises, times, that a small change sends only its chunk, and that a
+//! file answers `ioctl` as one on a local disk does (no terminal).
 
 mod common;
 use common::{data, Mount, Pool};
@@ -253,4 +254,23 @@ fn synced_random_rewrites_of_an_open_file_never_fill_the_pool() {
     drop(f);
     assert!(fs::read(m.p("db")).unwrap() == model, "every synced write is there");
     wait_collected(&pool);
+}
+
+#[test]
+fn a_file_is_no_terminal_and_asking_leaves_the_log_alone() {
+    use std::os::fd::AsRawFd;
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    let m = Mount::new(&pool, "mnt");
+    fs::write(m.p("f"), b"x").unwrap();
+    // What every Python `open` asks (`isatty`, an ioctl), a thousand times.
+    for _ in 0..1000 {
+        let f = fs::File::open(m.p("f")).unwrap();
+        // SAFETY: a plain query of an open descriptor.
+        assert_eq!(unsafe { libc::isatty(f.as_raw_fd()) }, 0);
+        assert_eq!(std::io::Error::last_os_error().raw_os_error(), Some(libc::ENOTTY));
+    }
+    // The mount's log (named as `tierpool mount` names it) holds no word of it.
+    let name = m.dir.to_string_lossy().trim_start_matches('/').replace('/', "_");
+    let log = fs::read_to_string(std::env::temp_dir().join(format!("tierpool-mount-{name}.log"))).unwrap();
+    assert!(!log.contains("ioctl"), "{log}");
 }
