@@ -527,7 +527,7 @@ impl Client {
                 let cfg = self.inner.cfg.pool_config(&self.inner.credentials, WORKER_CONNECTIONS, WORKER_CONNECTIONS);
                 let cfg = PoolConfig { buffers: Some(self.inner.chunk_buffers.clone()), ..cfg };
                 let pool = Arc::new(Pool::new(addr.to_string(), cfg));
-                WorkerLink::new(pool, self.inner.commits.runtime(), self.inner.cfg.coalesce)
+                WorkerLink::new(pool, self.runtime(), self.inner.cfg.coalesce)
             })
             .clone()
     }

@@ -106,13 +106,22 @@ fn runtime() -> Option<RuntimeId> {
     Handle::try_current().ok().map(|h| h.id())
 }
 
+/// Idle connections: each with when it went idle and its runtime.
+type Idle = Vec<(Connection, Instant, Option<RuntimeId>)>;
+
+/// Closes the idle connections too old to reuse (one clock read for all).
+fn drop_stale(idle: &mut Idle) {
+    let now = Instant::now();
+    idle.retain(|(_, since, _)| now.saturating_duration_since(*since) < REUSE_WITHIN);
+}
+
 /// Connections to one server of service `S`.
 pub struct Pool<S: Service> {
     addr: String,
     cfg: PoolConfig,
     /// Idle connections, each with the moment it went idle and the
     /// runtime it was opened on, oldest first.
-    idle: Mutex<Vec<(Connection, Instant, Option<RuntimeId>)>>,
+    idle: Mutex<Idle>,
     /// One permit per call that may be in flight (`max_open`).
     turns: Semaphore,
     _service: PhantomData<S>,
@@ -184,7 +193,7 @@ impl<S: Service> Pool<S> {
     fn take_idle(&self, probe: bool) -> Option<Connection> {
         let rt = runtime();
         let mut idle = self.idle.lock();
-        idle.retain(|(_, since, _)| since.elapsed() < REUSE_WITHIN);
+        drop_stale(&mut idle);
         while let Some(i) = idle.iter().rposition(|(_, _, on)| *on == rt) {
             let (c, _, _) = idle.remove(i);
             if !probe || c.is_reusable() {
@@ -223,7 +232,7 @@ impl<S: Service> Pool<S> {
             let rt = runtime();
             let mut idle = self.idle.lock();
             // Those of a runtime that ended are never taken: they go with age.
-            idle.retain(|(_, since, _)| since.elapsed() < REUSE_WITHIN);
+            drop_stale(&mut idle);
             if idle.iter().filter(|(_, _, on)| *on == rt).count() < self.cfg.max_idle {
                 idle.push((conn, Instant::now(), rt));
             }
