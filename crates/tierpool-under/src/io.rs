@@ -21,6 +21,7 @@ use tierpool_types::{Error, ErrorKind, Result};
 
 use crate::connect::RETRIES;
 use crate::error::datanode_failed;
+use crate::home;
 use crate::store::{Kind, UnderStore};
 use crate::tree;
 use crate::UnderEntry;
@@ -43,6 +44,11 @@ impl UnderStore {
     /// the file is gone, fails with `Stale`; without a tag a missing file is
     /// `NotFound`.
     pub async fn read(&self, path: &str, offset: u64, len: u64, etag: Option<&str>) -> Result<Bytes> {
+        let (s, path, etag) = (self.clone(), path.to_owned(), etag.map(str::to_owned));
+        home::run(async move { s.read_here(&path, offset, len, etag.as_deref()).await }).await
+    }
+
+    async fn read_here(&self, path: &str, offset: u64, len: u64, etag: Option<&str>) -> Result<Bytes> {
         let rel = tree::clean(path)?;
         if rel.is_empty() {
             return Err(Error::new(ErrorKind::IsADirectory, format!("{}: is a directory", self.inner.uri)));
@@ -160,6 +166,11 @@ impl UnderStore {
     /// parent directories in a directory store, and returns its entry as
     /// stored afterwards.
     pub async fn write(&self, path: &str, pieces: Vec<Bytes>) -> Result<UnderEntry> {
+        let (s, path) = (self.clone(), path.to_owned());
+        home::run(async move { s.write_here(&path, pieces).await }).await
+    }
+
+    async fn write_here(&self, path: &str, pieces: Vec<Bytes>) -> Result<UnderEntry> {
         let rel = tree::clean(path)?;
         if rel.is_empty() {
             return Err(Error::invalid(format!("{}: cannot write the root of the store", self.inner.uri)));
@@ -186,6 +197,11 @@ impl UnderStore {
     /// Removes the file, or the empty directory (`recursive`: the tree).
     /// Absent is Ok. The root cannot be removed.
     pub async fn delete(&self, path: &str, recursive: bool) -> Result<()> {
+        let (s, path) = (self.clone(), path.to_owned());
+        home::run(async move { s.delete_here(&path, recursive).await }).await
+    }
+
+    async fn delete_here(&self, path: &str, recursive: bool) -> Result<()> {
         let rel = tree::clean(path)?;
         if rel.is_empty() {
             return Err(Error::invalid(format!("{}: refusing to delete the root of the store", self.inner.uri)));
@@ -216,6 +232,11 @@ impl UnderStore {
     /// Creates a directory and its parents (S3: a "path/" marker object).
     /// Existing is Ok; a file there is `AlreadyExists`.
     pub async fn mkdir(&self, path: &str) -> Result<()> {
+        let (s, path) = (self.clone(), path.to_owned());
+        home::run(async move { s.mkdir_here(&path).await }).await
+    }
+
+    async fn mkdir_here(&self, path: &str) -> Result<()> {
         let rel = tree::clean(path)?;
         if rel.is_empty() {
             return Ok(());
@@ -237,6 +258,11 @@ impl UnderStore {
     /// `to` is an error). S3: copy then delete, object by object; objects already at
     /// `to/...` stay unless replaced.
     pub async fn rename(&self, from: &str, to: &str) -> Result<()> {
+        let (s, from, to) = (self.clone(), from.to_owned(), to.to_owned());
+        home::run(async move { s.rename_here(&from, &to).await }).await
+    }
+
+    async fn rename_here(&self, from: &str, to: &str) -> Result<()> {
         let (from, to) = (tree::clean(from)?, tree::clean(to)?);
         if from.is_empty() || to.is_empty() {
             return Err(Error::invalid(format!("{}: cannot rename the root of the store", self.inner.uri)));

@@ -35,6 +35,7 @@ mod aws_files;
 mod connect;
 mod error;
 mod hdfs;
+mod home;
 mod io;
 mod location;
 mod options;

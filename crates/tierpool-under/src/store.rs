@@ -15,6 +15,7 @@ use tierpool_types::{Error, ErrorKind, Result};
 
 use crate::connect;
 use crate::error::Describe;
+use crate::home;
 use crate::location::Location;
 use crate::options;
 use crate::tree::{self, Listed};
@@ -115,6 +116,11 @@ impl UnderStore {
     /// unreachable (`Unavailable`).
     /// Gives up after 10 s (`Unavailable`).
     pub async fn check(&self) -> Result<()> {
+        let s = self.clone();
+        home::run(async move { s.check_here().await }).await
+    }
+
+    async fn check_here(&self) -> Result<()> {
         match tokio::time::timeout(connect::CHECK_WITHIN, self.check_now()).await {
             Ok(done) => done,
             Err(_) => {
@@ -145,6 +151,11 @@ impl UnderStore {
     /// Every entry below the root, recursively, sorted by path, directories
     /// included (for S3: the common prefixes of keys and empty `dir/` markers).
     pub async fn walk(&self) -> Result<Vec<UnderEntry>> {
+        let s = self.clone();
+        home::run(async move { s.walk_here().await }).await
+    }
+
+    async fn walk_here(&self) -> Result<Vec<UnderEntry>> {
         let inner = &self.inner;
         if inner.kind != Kind::S3 {
             self.check_now().await?;
@@ -182,6 +193,11 @@ impl UnderStore {
 
     /// The entry at `path` (`None` if absent, or if a component of it is a file).
     pub async fn stat(&self, path: &str) -> Result<Option<UnderEntry>> {
+        let (s, path) = (self.clone(), path.to_owned());
+        home::run(async move { s.stat_here(&path).await }).await
+    }
+
+    async fn stat_here(&self, path: &str) -> Result<Option<UnderEntry>> {
         let rel = tree::clean(path)?;
         if rel.is_empty() {
             self.check().await?;

@@ -98,3 +98,29 @@ async fn check_gives_up_on_a_server_that_never_answers() {
     assert_eq!(e.message, format!("s3://bkt: no answer from http://127.0.0.1:{port} within 10 s"));
     assert!(took >= Duration::from_secs(9) && took < Duration::from_secs(15), "took {took:?}");
 }
+
+/// A store called from a current-thread runtime that is then left idle (a
+/// thread's own runtime between its calls) serves the next call from
+/// another runtime: the S3 client's kept connection does not belong to the
+/// idle runtime.
+#[test]
+fn a_store_used_from_a_runtime_that_went_idle_serves_calls_from_another() {
+    let (_server, store) = s3_store();
+    let first = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    first.block_on(store.write("a", vec![Bytes::from_static(b"one")])).unwrap();
+    // `first` stays alive and idle: nothing waits on it from now on.
+    let s = store.clone();
+    let second = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            tokio::time::timeout(Duration::from_secs(20), async {
+                let read = s.read("a", 0, 16, None).await.unwrap();
+                s.write("b", vec![read]).await.unwrap();
+                s.read("b", 0, 16, None).await.unwrap()
+            })
+            .await
+        })
+    });
+    assert_eq!(second.join().unwrap().expect("no answer within 20 s").as_ref(), b"one");
+    drop(first);
+}

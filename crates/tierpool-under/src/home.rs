@@ -1,0 +1,144 @@
+//! The runtime every under-store call runs on.
+//!
+//! The S3 client (through reqwest) and the HDFS client leave tasks on the
+//! runtime a connection was opened on, and keep the connection for the next
+//! call, from whatever runtime that comes. A connection opened on a runtime
+//! that is not running then hangs every call that takes it: a current-thread
+//! runtime runs only while its thread waits on it (the mount's request
+//! threads, each Python thread), and one that was dropped runs never. So
+//! every call of an [`UnderStore`](crate::UnderStore) runs on a runtime of
+//! this module's own, made on the first call in a process; a call made on it
+//! runs in place.
+//!
+//! Invariants: the home runtime is never dropped (its threads end with the
+//! process); a task a call put on it is aborted when the caller stops
+//! waiting for it, so a call dropped by its caller stops at its next await,
+//! as it would in place. A child made by `fork()` has none of its parent's
+//! threads: it makes a home of its own on first use and leaks the
+//! parent's (dropping it would touch descriptors the parent still uses).
+//! Nothing here takes a lock, so a lock held by a parent thread at a fork
+//! cannot block a child.
+
+use std::future::Future;
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use tokio::runtime::{Builder, Handle, Runtime};
+
+/// Threads of the home runtime: under-store calls wait on the network
+/// and the disk, not on the CPU.
+const THREADS: usize = 2;
+
+struct Home {
+    pid: u32,
+    runtime: Runtime,
+}
+
+/// Null, or a leaked `Box<Home>`, never freed.
+static HOME: AtomicPtr<Home> = AtomicPtr::new(ptr::null_mut());
+
+/// This process's home runtime, made on first use.
+fn home() -> &'static Runtime {
+    let me = std::process::id();
+    let seen = HOME.load(Ordering::Acquire);
+    // SAFETY: a non-null pointer is a leaked box that is never freed.
+    if let Some(h) = unsafe { seen.as_ref() } {
+        if h.pid == me {
+            return &h.runtime;
+        }
+    }
+    let runtime = Builder::new_multi_thread()
+        .worker_threads(THREADS)
+        .thread_name("tierpool-under")
+        .enable_all()
+        .build()
+        .expect("cannot start the under-store runtime (out of threads or file descriptors?)");
+    let made = Box::into_raw(Box::new(Home { pid: me, runtime }));
+    match HOME.compare_exchange(seen, made, Ordering::AcqRel, Ordering::Acquire) {
+        // SAFETY: `made` was just leaked and is now published, never freed.
+        Ok(_) => unsafe { &(*made).runtime },
+        Err(_) => {
+            // Another thread of this process made one first: ours goes.
+            // SAFETY: `made` was never published; this thread owns it.
+            let lost = unsafe { Box::from_raw(made) };
+            lost.runtime.shutdown_background();
+            home()
+        }
+    }
+}
+
+/// Runs `call` on the home runtime (in place when already on it) and
+/// returns what it returns; a panic in it goes on in the caller.
+pub(crate) async fn run<T, F>(call: F) -> T
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let rt = home();
+    if Handle::try_current().is_ok_and(|h| h.id() == rt.handle().id()) {
+        return call.await;
+    }
+    let mut task = AbortOnDrop(rt.spawn(call));
+    match (&mut task.0).await {
+        Ok(v) => v,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => panic!("an under-store call was cancelled on its runtime: {e}"),
+    }
+}
+
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_from_another_runtime_runs_on_the_home_runtime() {
+        let other = Builder::new_current_thread().enable_all().build().unwrap();
+        let on = other.block_on(run(async { Handle::current().id() }));
+        assert_eq!(on, home().handle().id());
+        assert_ne!(on, other.handle().id());
+    }
+
+    #[test]
+    fn a_call_made_on_the_home_runtime_runs_in_place() {
+        let (outer, inner) = home().block_on(async {
+            let outer = Handle::current().id();
+            (outer, run(async { Handle::current().id() }).await)
+        });
+        assert_eq!(outer, inner);
+    }
+
+    #[test]
+    fn a_call_whose_caller_stops_waiting_is_stopped() {
+        let rt = Builder::new_current_thread().enable_all().build().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        struct Dropped(std::sync::mpsc::Sender<()>);
+        impl Drop for Dropped {
+            fn drop(&mut self) {
+                let _ = self.0.send(());
+            }
+        }
+        rt.block_on(async {
+            let d = Dropped(tx);
+            let call = run(async move {
+                let _held = d;
+                std::future::pending::<()>().await
+            });
+            let _ = tokio::time::timeout(std::time::Duration::from_millis(20), call).await;
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(10)).expect("the call's task was aborted and dropped");
+    }
+
+    #[test]
+    fn a_panic_in_a_call_reaches_its_caller() {
+        let rt = Builder::new_current_thread().enable_all().build().unwrap();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rt.block_on(run(async { panic!("inside") }))));
+        assert_eq!(tierpool_types::panic_message(&*r.unwrap_err()), "inside");
+    }
+}
