@@ -295,7 +295,10 @@ impl FileWriter {
         if last && self.tasks.is_empty() {
             return c.put_chunk(key, &chunk, crc, attrs, copies).await;
         }
-        self.tasks.spawn(async move { c.put_chunk(key, &chunk, crc, attrs, copies).await });
+        // On the client's runtime: the next call on this writer may come
+        // from another runtime, and the one of this call may stop running.
+        let rt = self.client.runtime().clone();
+        self.tasks.spawn_on(async move { c.put_chunk(key, &chunk, crc, attrs, copies).await }, &rt);
         Ok(())
     }
 

@@ -568,3 +568,23 @@ fn a_lease_taken_on_a_threads_own_runtime_is_renewed_while_that_runtime_is_idle(
     done.send(()).unwrap();
     thread.join().unwrap();
 }
+
+#[test]
+fn a_file_written_from_runtimes_that_come_and_go_keeps_every_byte() {
+    let pool = Pool::start(2, "64MiB", "128MiB");
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let c = rt.block_on(Client::connect(pool.client_config())).unwrap();
+    let opts = PutOptions { chunk_size: 64 << 10, ..Default::default() };
+    let data: Vec<u8> = (0..(1u32 << 20) + 77).map(|i| (i * 7 + i / 251) as u8).collect();
+    let own = || tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    // Each write starts chunk transfers, then its runtime is dropped (a
+    // thread's own runtime ends with the thread); the next write comes
+    // from another.
+    let mut w = own().block_on(c.create("/f", &opts)).unwrap();
+    for part in data.chunks(300 << 10) {
+        own().block_on(w.write(part)).unwrap();
+    }
+    let info = own().block_on(w.close()).unwrap();
+    assert_eq!(info.size, data.len() as u64);
+    assert_eq!(rt.block_on(c.get_bytes("/f")).unwrap(), data);
+}
