@@ -81,3 +81,33 @@ def test_the_gil_is_released_while_reading(client: tierpool.Client, base: str) -
     lo, hi = t0 + (t1 - t0) / 4, t1 - (t1 - t0) / 4
     during = sum(1 for x in ticks if lo < x < hi)
     assert during > 100, (during, t1 - t0)
+
+
+def test_a_file_a_thread_began_writing_before_it_ended_is_finished_by_another(
+    client: tierpool.Client, base: str
+) -> None:
+    # Each thread waits on a runtime of its own, which ends with the thread:
+    # chunks still being sent when it ends must not end with it.
+    data = pattern((3 << 20) + 11, seed=300)
+    opened = {}
+
+    def begin() -> None:
+        f = client.open(f"{base}/handed", "wb", chunk_size="256KiB", buffering=0)
+        f.write(data[: 1 << 20])
+        opened["f"] = f
+
+    t = threading.Thread(target=begin)
+    t.start()
+    t.join()
+    f = opened["f"]
+    f.write(data[1 << 20 :])
+    f.close()
+    assert client.get(f"{base}/handed") == data
+
+
+def test_threads_that_come_and_go_leave_the_client_working(client: tierpool.Client, base: str) -> None:
+    for round in range(3):
+        with ThreadPoolExecutor(4) as ex:
+            list(ex.map(lambda i: client.put(pattern(5000 + i, seed=i), f"{base}/r{round}-{i}"), range(8)))
+    assert sorted(client.ls(base)) == sorted(f"r{r}-{i}" for r in range(3) for i in range(8))
+    assert all(client.get(f"{base}/r2-{i}") == pattern(5000 + i, seed=i) for i in range(8))

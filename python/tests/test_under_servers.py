@@ -7,6 +7,8 @@ through one attachment is read, byte-exact, through another."""
 from __future__ import annotations
 
 import pathlib
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator
 
 import dask.dataframe as dd
@@ -133,3 +135,36 @@ def test_pool_paths_seen_by_fsspec_list_attached_store_entries(client: tierpool.
     assert sorted(pathlib.PurePosixPath(p).name for p in fs.find(at)) == ["x.bin", "y.bin"]
     assert fs.du(at) == 30
     client.detach(at)
+
+
+def test_threads_take_turns_with_an_attached_s3_prefix(client: tierpool.Client, base: str, s3: S3) -> None:
+    # Each thread waits on a runtime of its own, which runs only while that
+    # thread waits: a connection to the store the first thread opened must
+    # still serve the second while the first sits idle.
+    prefix = s3.bucket("turns") / "p"
+    prefix.mkdir(parents=True)
+    for i in range(2):
+        (prefix / f"f{i}").write_bytes(pattern(1000 + i, seed=i))
+    at = f"{base}/turns"
+    client.attach("s3://turns/p", at, options=s3.options())
+    idle, done = threading.Event(), threading.Event()
+
+    def first() -> None:
+        assert client.get(f"{at}/f0") == pattern(1000, seed=0)
+        idle.set()
+        done.wait(60)
+
+    t = threading.Thread(target=first)
+    t.start()
+    try:
+        assert idle.wait(30)
+        with ThreadPoolExecutor(1) as ex:
+            second = ex.submit(lambda: (client.get(f"{at}/f1"), client.put(b"late", f"{at}/w")))
+            try:
+                assert second.result(timeout=30)[0] == pattern(1001, seed=1)
+            finally:
+                done.set()
+    finally:
+        done.set()
+        t.join()
+    assert (prefix / "w").read_bytes() == b"late"

@@ -10,7 +10,7 @@ use crate::error::{invalid, to_py_err};
 use crate::fork::PerProcess;
 use crate::info::{clean_path, join, status_dict, view_to_py, FileInfo};
 use crate::reader::{Reader, ReaderCore};
-use crate::runtime::{blocking, wait};
+use crate::runtime::{blocking, wait, wait_shared};
 use crate::writer::{self, WriteMode, WriteRequest, Writer};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -49,7 +49,7 @@ fn connect(
     let mut cfg = ClientConfig::new(address);
     cfg.connect_timeout = timeout;
     cfg.secret_file = secret_file;
-    wait(py, tierpool_client::Client::connect(cfg))
+    wait_shared(py, tierpool_client::Client::connect(cfg))
 }
 
 /// Options of a new file or region, checked (defaults: 4 MiB chunks, priority 3).

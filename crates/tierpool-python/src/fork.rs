@@ -14,8 +14,9 @@
 //!
 //! So everything tied to a process records its pid:
 //! - [`PerProcess`] holds a value that each process makes for itself on first
-//!   use: the runtime, a client's connections. A child installs its own and
-//!   leaks the inherited one.
+//!   use: the shared runtime, a client's connections. A child installs its
+//!   own and leaks the inherited one. (A thread's own runtime, `runtime.rs`,
+//!   records its pid the same way.)
 //! - [`OpenedHere`] holds a value that cannot be made again (an open reader or
 //!   writer, a region's mapping): in another process every use is refused with
 //!   an `Io` error (an `OSError` with `errno.EIO` in Python) that names both
