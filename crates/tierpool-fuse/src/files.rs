@@ -106,7 +106,7 @@ impl TierpoolFs {
         };
         if info.origin.is_some() {
             // A file of an under-store: refused (ESTALE) if its object changed below.
-            self.block(self.io.client.check_origin(&format!("inode {ino}"), &info))?;
+            self.ask(self.io.client.check_origin(&format!("inode {ino}"), &info))?;
         }
         let fh = self.add_handle(info, flags);
         if let Some(at) = fetched {

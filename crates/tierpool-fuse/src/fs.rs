@@ -173,8 +173,8 @@ impl TierpoolFs {
         self.io.rt.block_on(f).map_err(|e| errno(&e))
     }
 
-    /// As [`block`](Self::block), for a call that only asks the
-    /// coordinator or the workers: run on this thread ([`Io::wait`]).
+    /// As [`block`](Self::block), run on this thread's own runtime
+    /// ([`Io::wait`]): for the calls of requests the kernel sends often.
     pub(crate) fn ask<T>(&self, f: impl std::future::Future<Output = tierpool_types::Result<T>>) -> Result<T, Errno> {
         self.settle();
         self.io.wait(f).map_err(|e| errno(&e))
@@ -467,7 +467,7 @@ impl Filesystem for TierpoolFs {
                     fresh.forget(ino.0); // its link count changes
                     fresh.epoch()
                 };
-                let linked = self.block(self.io.client.link_at(InodeId(ino.0), InodeId(newparent.0), n));
+                let linked = self.ask(self.io.client.link_at(InodeId(ino.0), InodeId(newparent.0), n));
                 let (i, dir) = self.known_after(linked, &[newparent.0], |known, _| known.added(newparent.0, n))?;
                 self.names.lock().met(ino.0, newparent.0, n);
                 let mut fresh = self.fresh.lock();

@@ -38,7 +38,7 @@ impl TierpoolFs {
         let name = name_of(name)?;
         let owner = (req.uid(), req.gid());
         let (epoch, began, seen) = (self.fresh.lock().epoch(), Instant::now(), self.known.lock().seen());
-        let made = self.block(self.io.client.make_at(InodeId(parent), name, node, mode & 0o7777, owner));
+        let made = self.ask(self.io.client.make_at(InodeId(parent), name, node, mode & 0o7777, owner));
         let (info, dir) = self.known_after(made, &[parent], |known, (info, _)| {
             known.added(parent, name);
             if info.kind == InodeKind::Dir && self.watch.following(began) {
@@ -97,7 +97,7 @@ impl TierpoolFs {
             fresh.clear(); // the directory or file removed may be there
             fresh.epoch()
         };
-        let removed = self.block(self.io.client.remove_at(InodeId(parent), name, dir));
+        let removed = self.ask(self.io.client.remove_at(InodeId(parent), name, dir));
         let after = self.known_after(removed, &[parent], |known, _| known.removed(parent, name))?;
         self.fresh.lock().put(epoch, [after], Instant::now());
         self.forget_if_gone(open);
@@ -125,7 +125,7 @@ impl TierpoolFs {
             fresh.clear(); // the entry moved (and one replaced) may be there
             fresh.epoch()
         };
-        let moved = self.block(client.rename_at((InodeId(parent), name), (InodeId(new_parent), new_name), noreplace));
+        let moved = self.ask(client.rename_at((InodeId(parent), name), (InodeId(new_parent), new_name), noreplace));
         let (from, to) = self.known_after(moved, &[parent, new_parent], |known, _| {
             known.removed(parent, name);
             known.added(new_parent, new_name);

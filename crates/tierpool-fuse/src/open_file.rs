@@ -71,13 +71,10 @@ impl Io {
     /// outlives a call (the client's batches, lease renewals, chunks
     /// fetched ahead) runs on the shared one (`Client::runtime`).
     ///
-    /// Only for calls that speak the pool's own protocol, to the
-    /// coordinator and the workers: a runtime of its own runs only while
-    /// its thread waits, and an under-store's client keeps the runtime it
-    /// was first used on (its connections, its tasks), so every call that
-    /// may reach an under-store (a make, removal or rename by name, an
-    /// origin check, a chunk read from below, a write-back) goes through
-    /// `self.rt`.
+    /// A runtime of its own runs only while its thread waits, so nothing
+    /// a call leaves behind may need it: under-store calls run on the
+    /// under-store's own runtime wherever they come from (`tierpool-under`),
+    /// and work that outlives a call on the client's.
     pub fn wait<T>(&self, call: impl std::future::Future<Output = T>) -> T {
         OWN.with(|own| match own {
             Some(own) => own.block_on(call),
@@ -814,11 +811,7 @@ fn fetch(io: &Io, key: ChunkKey, r: ChunkRef) -> Result<Bytes> {
     if let Some(d) = io.cache.lock().get(key) {
         return Ok(d);
     }
-    match r.is_below() {
-        // Read from an under-store, whose clients must stay on the shared runtime.
-        true => io.rt.block_on(io.loader().load(key, r)),
-        false => io.wait(io.loader().load(key, r)),
-    }
+    io.wait(io.loader().load(key, r))
 }
 
 /// Starts fetching chunk version `key` into the cache, unless it is there.
