@@ -1,19 +1,21 @@
 //! The runtime every under-store call runs on.
 //!
 //! The S3 client (through reqwest) and the HDFS client leave tasks on the
-//! runtime a connection was opened on, and keep the connection for the next
-//! call, from whatever runtime that comes. A connection opened on a runtime
+//! runtime a connection was opened on (the HDFS client: on the runtime
+//! current when it was built), and keep the connection for the next call,
+//! from whatever runtime that comes. A connection opened on a runtime
 //! that is not running then hangs every call that takes it: a current-thread
 //! runtime runs only while its thread waits on it (the mount's request
 //! threads, each Python thread), and one that was dropped runs never. So
 //! every call of an [`UnderStore`](crate::UnderStore) runs on a runtime of
-//! this module's own, made on the first call in a process; a call made on it
-//! runs in place.
+//! this module's own, made on the first call in a process, and HDFS clients
+//! are built with it current ([`enter`]); a call made on it runs in place.
 //!
 //! Invariants: the home runtime is never dropped (its threads end with the
 //! process); a task a call put on it is aborted when the caller stops
-//! waiting for it, so a call dropped by its caller stops at its next await,
-//! as it would in place. A child made by `fork()` has none of its parent's
+//! waiting for it, so a call dropped by its caller stops at its next await
+//! (one being polled on a thread of the home runtime at that moment
+//! finishes that poll first). A child made by `fork()` has none of its parent's
 //! threads: it makes a home of its own on first use and leaks the
 //! parent's (dropping it would touch descriptors the parent still uses).
 //! Nothing here takes a lock, so a lock held by a parent thread at a fork
@@ -22,7 +24,7 @@
 use std::future::Future;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
-use tokio::runtime::{Builder, Handle, Runtime};
+use tokio::runtime::{Builder, EnterGuard, Handle, Runtime};
 
 /// Threads of the home runtime: under-store calls wait on the network
 /// and the disk, not on the CPU.
@@ -64,6 +66,12 @@ fn home() -> &'static Runtime {
             home()
         }
     }
+}
+
+/// Makes the home runtime the current one until the guard drops: for a
+/// client that keeps the runtime current when it is built (HDFS's).
+pub(crate) fn enter() -> EnterGuard<'static> {
+    home().enter()
 }
 
 /// Runs `call` on the home runtime (in place when already on it) and

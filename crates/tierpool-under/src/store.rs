@@ -78,6 +78,9 @@ impl UnderStore {
                 (op, with_slash(rel), describe, Kind::Dir)
             }
             Location::Hdfs { namenode, dir } => {
+                // The HDFS clients keep the runtime current when they are
+                // built for their connections' tasks: the home one.
+                let _home = home::enter();
                 let op = connect::hdfs_operator(&namenode).map_err(|e| connect::build_error(uri, e))?;
                 hdfs = Some(connect::hdfs_client(&namenode).map_err(|e| connect::build_error(uri, e))?);
                 let endpoint = Some(format!("the NameNode at {namenode}"));

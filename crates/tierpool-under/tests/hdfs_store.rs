@@ -84,3 +84,36 @@ async fn a_missing_directory_or_a_file_as_the_root_is_refused() {
     let file = UnderStore::open(&format!("{}/file", store.uri()), &BTreeMap::new()).unwrap();
     assert_eq!(file.check().await.unwrap_err().kind, ErrorKind::NotADirectory);
 }
+
+/// A store opened and used on a current-thread runtime that is then left
+/// idle (a thread's own runtime between its calls) serves calls from
+/// another runtime: the HDFS clients keep the runtime current when they
+/// are built for their connections' tasks, and that is not the idle one.
+#[test]
+fn a_store_opened_on_a_runtime_that_went_idle_serves_calls_from_another() {
+    let server = HdfsServer::shared();
+    let dir = server.fresh_dir();
+    let first = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let store = first.block_on(async {
+        let root = UnderStore::open(&server.uri(""), &BTreeMap::new()).unwrap();
+        root.mkdir(&dir).await.unwrap();
+        let store = UnderStore::open(&server.uri(&dir), &BTreeMap::new()).unwrap();
+        store.write("a", vec![Bytes::from_static(b"one")]).await.unwrap();
+        store
+    });
+    // `first` stays alive and idle: nothing waits on it from now on.
+    let second = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            // Below the client's own 10 s for a NameNode answer.
+            tokio::time::timeout(Duration::from_secs(8), async {
+                let read = store.read("a", 0, 16, None).await.unwrap();
+                store.write("b", vec![read]).await.unwrap();
+                store.read("b", 0, 16, None).await.unwrap()
+            })
+            .await
+        })
+    });
+    assert_eq!(second.join().unwrap().expect("no answer within 8 s").as_ref(), b"one");
+    drop(first);
+}
