@@ -3,6 +3,7 @@ a call waits for the pool."""
 
 from __future__ import annotations
 
+import os
 import threading
 from array import array
 import time
@@ -105,9 +106,26 @@ def test_a_file_a_thread_began_writing_before_it_ended_is_finished_by_another(
     assert client.get(f"{base}/handed") == data
 
 
-def test_threads_that_come_and_go_leave_the_client_working(client: tierpool.Client, base: str) -> None:
-    for round in range(3):
+def open_sockets() -> int:
+    n = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            n += os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
+        except OSError:
+            pass  # closed meanwhile
+    return n
+
+
+def test_threads_that_come_and_go_leave_no_connections_behind(client: tierpool.Client, base: str) -> None:
+    # Each thread's runtime opens connections of its own; when the thread
+    # ends, the next call to each server closes them.
+    counts = []
+    for r in range(5):
         with ThreadPoolExecutor(4) as ex:
-            list(ex.map(lambda i: client.put(pattern(5000 + i, seed=i), f"{base}/r{round}-{i}"), range(8)))
-    assert sorted(client.ls(base)) == sorted(f"r{r}-{i}" for r in range(3) for i in range(8))
-    assert all(client.get(f"{base}/r2-{i}") == pattern(5000 + i, seed=i) for i in range(8))
+            list(ex.map(lambda i: client.put(pattern(5000 + i, seed=i), f"{base}/r{r}-{i}"), range(8)))
+        client.put(pattern(9000, seed=r), f"{base}/main{r}")
+        assert client.get(f"{base}/main{r}") == pattern(9000, seed=r)
+        counts.append(open_sockets())
+    assert max(counts[1:]) <= counts[0], f"sockets open after each round: {counts}"
+    assert sorted(client.ls(base)) == sorted([f"r{r}-{i}" for r in range(5) for i in range(8)] + [f"main{r}" for r in range(5)])
+    assert all(client.get(f"{base}/r4-{i}") == pattern(5000 + i, seed=i) for i in range(8))

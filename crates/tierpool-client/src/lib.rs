@@ -53,7 +53,7 @@ pub use tierpool_meta::{
     check_name, DirEntry, DirName, InodeInfo, InodeKind, MetaOp, NewNode, SnapshotSummary, WriteMode,
 };
 pub use tierpool_net::auth::{Secret, SECRET_FILE_ENV};
-pub use tierpool_net::{Background, Step};
+pub use tierpool_net::{runtime_ended, Background, Step};
 pub use tierpool_proto::{ChangesAnswer, ChunkPlace};
 pub use tierpool_proto::{FsckEntry, MigrationStatus, PoolStatus, ReplicationStatus, WorkerStatus};
 pub use tierpool_types::ChunkRef;

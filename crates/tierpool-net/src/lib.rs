@@ -52,6 +52,6 @@ pub use background::{Background, Step};
 pub use buffers::ChunkBuffers;
 pub use conn::Connection;
 pub use limits::{Limits, ALLOWANCE};
-pub use pool::{stayed_busy, Pool, PoolConfig, DEFAULT_MAX_OPEN, REUSE_WITHIN};
+pub use pool::{runtime_ended, stayed_busy, Pool, PoolConfig, DEFAULT_MAX_OPEN, REUSE_WITHIN};
 pub use server::{bind, can_listen, serve, Handler, Listener, Server};
 pub use stats::{DropReason, Dropped, ServerStats, StatsHandle, LARGE_PAYLOAD};

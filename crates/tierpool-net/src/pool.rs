@@ -23,7 +23,9 @@
 //! connection's socket belongs to the runtime it was opened on, which
 //! alone wakes the calls waiting on it, so an idle connection is handed
 //! only to a call on that same runtime, and each runtime keeps at most
-//! `max_idle` of them.
+//! `max_idle` of them. Those of a runtime that ended are closed at the
+//! pool's next call if its owner said so ([`runtime_ended`]: a thread's own
+//! runtime ends with the thread), else once too old to reuse.
 
 use crate::auth::Credentials;
 use crate::buffers::ChunkBuffers;
@@ -31,7 +33,9 @@ use crate::conn::CONNECT_FAILED;
 use crate::Connection;
 use bytes::Bytes;
 use parking_lot::Mutex;
+use std::collections::VecDeque;
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tierpool_proto::Service;
@@ -109,10 +113,25 @@ fn runtime() -> Option<RuntimeId> {
 /// Idle connections: each with when it went idle and its runtime.
 type Idle = Vec<(Connection, Instant, Option<RuntimeId>)>;
 
-/// Closes the idle connections too old to reuse (one clock read for all).
-fn drop_stale(idle: &mut Idle) {
-    let now = Instant::now();
-    idle.retain(|(_, since, _)| now.saturating_duration_since(*since) < REUSE_WITHIN);
+/// Runtimes said to have ended, the latest [`ENDED_KEPT`].
+static ENDED: Mutex<VecDeque<RuntimeId>> = parking_lot::const_mutex(VecDeque::new());
+/// How many runtimes were said to have ended, ever.
+static ENDED_COUNT: AtomicU64 = AtomicU64::new(0);
+/// Ended runtimes remembered: a pool that makes no call meanwhile closes
+/// the connections of older ones by age.
+const ENDED_KEPT: usize = 1024;
+
+/// Tells every pool of the process that runtime `id` ended: their idle
+/// connections opened on it are closed at their next call, rather than
+/// once too old to reuse. For the owner of a runtime that ends while the
+/// process goes on (a thread's own).
+pub fn runtime_ended(id: RuntimeId) {
+    let mut ended = ENDED.lock();
+    ended.push_back(id);
+    if ended.len() > ENDED_KEPT {
+        ended.pop_front();
+    }
+    ENDED_COUNT.fetch_add(1, Ordering::Release);
 }
 
 /// Connections to one server of service `S`.
@@ -124,13 +143,29 @@ pub struct Pool<S: Service> {
     idle: Mutex<Idle>,
     /// One permit per call that may be in flight (`max_open`).
     turns: Semaphore,
+    /// `ENDED_COUNT` when this pool last closed the idle connections of
+    /// runtimes that ended (read and written under `idle`'s lock).
+    ended_seen: AtomicU64,
     _service: PhantomData<S>,
 }
 
 impl<S: Service> Pool<S> {
     pub fn new(addr: impl Into<String>, cfg: PoolConfig) -> Pool<S> {
         let turns = Semaphore::new(cfg.max_open.clamp(1, Semaphore::MAX_PERMITS));
-        Pool { addr: addr.into(), cfg, idle: Mutex::new(Vec::new()), turns, _service: PhantomData }
+        let ended_seen = AtomicU64::new(ENDED_COUNT.load(Ordering::Acquire));
+        Pool { addr: addr.into(), cfg, idle: Mutex::new(Vec::new()), turns, ended_seen, _service: PhantomData }
+    }
+
+    /// Closes the idle connections too old to reuse (one clock read for
+    /// all), and those of runtimes said to have ended since it last looked.
+    fn drop_stale(&self, idle: &mut Idle) {
+        let ended = ENDED_COUNT.load(Ordering::Acquire);
+        if self.ended_seen.swap(ended, Ordering::Relaxed) != ended {
+            let gone = ENDED.lock();
+            idle.retain(|(_, _, on)| !on.is_some_and(|id| gone.contains(&id)));
+        }
+        let now = Instant::now();
+        idle.retain(|(_, since, _)| now.saturating_duration_since(*since) < REUSE_WITHIN);
     }
 
     pub fn addr(&self) -> &str {
@@ -193,7 +228,7 @@ impl<S: Service> Pool<S> {
     fn take_idle(&self, probe: bool) -> Option<Connection> {
         let rt = runtime();
         let mut idle = self.idle.lock();
-        drop_stale(&mut idle);
+        self.drop_stale(&mut idle);
         while let Some(i) = idle.iter().rposition(|(_, _, on)| *on == rt) {
             let (c, _, _) = idle.remove(i);
             if !probe || c.is_reusable() {
@@ -231,8 +266,8 @@ impl<S: Service> Pool<S> {
         if r.is_ok() || r.as_ref().is_err_and(|e| e.kind != ErrorKind::Unavailable && e.kind != ErrorKind::Protocol) {
             let rt = runtime();
             let mut idle = self.idle.lock();
-            // Those of a runtime that ended are never taken: they go with age.
-            drop_stale(&mut idle);
+            // Those of a runtime that ended are never taken: they go here.
+            self.drop_stale(&mut idle);
             if idle.iter().filter(|(_, _, on)| *on == rt).count() < self.cfg.max_idle {
                 idle.push((conn, Instant::now(), rt));
             }

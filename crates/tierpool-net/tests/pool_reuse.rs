@@ -186,3 +186,25 @@ async fn a_runtime_that_did_not_run_meanwhile_still_sees_its_connection_was_drop
     .unwrap();
     assert_eq!(stats.snapshot().connections_accepted, 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_idle_connections_of_a_runtime_said_to_have_ended_close_at_the_next_call() {
+    let (addr, stats) = start(Limits::default(), Duration::ZERO).await;
+    let pool: std::sync::Arc<Pool<Worker>> = std::sync::Arc::new(Pool::new(addr, PoolConfig::with(secret())));
+    // A thread's own runtime calls, then ends, as its owner says.
+    let theirs = pool.clone();
+    tokio::task::spawn_blocking(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(theirs.call(&WorkerRequest::Ping, &[], false)).unwrap();
+        tierpool_net::runtime_ended(rt.handle().id());
+    })
+    .await
+    .unwrap();
+    assert_eq!(stats.snapshot().connections_open, 1, "kept idle");
+    let (r, _) = pool.call(&WorkerRequest::Ping, &[], false).await.unwrap();
+    assert_eq!(r, WorkerResponse::Pong);
+    let s = stats.clone();
+    wait_until(Duration::from_secs(2), "the ended runtime's connection closed", || s.snapshot().connections_open == 1)
+        .await;
+    assert_eq!(stats.snapshot().connections_accepted, 2);
+}

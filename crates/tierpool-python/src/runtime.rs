@@ -78,6 +78,13 @@ struct Own {
     runtime: Runtime,
 }
 
+impl Drop for Own {
+    /// The thread ends: the connections its runtime opened go now.
+    fn drop(&mut self) {
+        tierpool_client::runtime_ended(self.runtime.handle().id());
+    }
+}
+
 thread_local! {
     static OWN: RefCell<Option<Own>> = const { RefCell::new(None) };
 }

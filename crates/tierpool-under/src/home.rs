@@ -18,6 +18,9 @@
 //! finishes that poll first). A child made by `fork()` has none of its parent's
 //! threads: it makes a home of its own on first use and leaks the
 //! parent's (dropping it would touch descriptors the parent still uses).
+//! (Stores, and the process's HTTP client with its kept connections, are not
+//! made again in a child: a child using a store its parent used may wait
+//! out the client's timeouts on a connection whose task stayed behind.)
 //! Nothing here takes a lock, so a lock held by a parent thread at a fork
 //! cannot block a child.
 
