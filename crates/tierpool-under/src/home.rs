@@ -29,9 +29,12 @@ use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use tokio::runtime::{Builder, EnterGuard, Handle, Runtime};
 
-/// Threads of the home runtime: under-store calls wait on the network
-/// and the disk, not on the CPU.
-const THREADS: usize = 2;
+/// Threads of the home runtime: one per core, 2 to 8 (under-store calls
+/// mostly wait on the network and the disk, but TLS and checksums of a
+/// fast store take CPU).
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8)
+}
 
 struct Home {
     pid: u32,
@@ -52,7 +55,7 @@ fn home() -> &'static Runtime {
         }
     }
     let runtime = Builder::new_multi_thread()
-        .worker_threads(THREADS)
+        .worker_threads(threads())
         .thread_name("tierpool-under")
         .enable_all()
         .build()
