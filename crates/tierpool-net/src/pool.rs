@@ -124,9 +124,11 @@ const ENDED_KEPT: usize = 1024;
 /// Tells every pool of the process that runtime `id` ended: their idle
 /// connections opened on it are closed at their next call, rather than
 /// once too old to reuse. For the owner of a runtime that ends while the
-/// process goes on (a thread's own).
+/// process goes on (a thread's own). Never waits long: a lock a thread of
+/// the parent held at a `fork` stays held in the child, whose connections
+/// then go by age.
 pub fn runtime_ended(id: RuntimeId) {
-    let mut ended = ENDED.lock();
+    let Some(mut ended) = ENDED.try_lock_for(Duration::from_millis(10)) else { return };
     ended.push_back(id);
     if ended.len() > ENDED_KEPT {
         ended.pop_front();
@@ -160,9 +162,12 @@ impl<S: Service> Pool<S> {
     /// all), and those of runtimes said to have ended since it last looked.
     fn drop_stale(&self, idle: &mut Idle) {
         let ended = ENDED_COUNT.load(Ordering::Acquire);
-        if self.ended_seen.swap(ended, Ordering::Relaxed) != ended {
-            let gone = ENDED.lock();
-            idle.retain(|(_, _, on)| !on.is_some_and(|id| gone.contains(&id)));
+        if self.ended_seen.load(Ordering::Relaxed) != ended {
+            // Not waited for (see `runtime_ended`): looked at again next time.
+            if let Some(gone) = ENDED.try_lock() {
+                idle.retain(|(_, _, on)| !on.is_some_and(|id| gone.contains(&id)));
+                self.ended_seen.store(ended, Ordering::Relaxed);
+            }
         }
         let now = Instant::now();
         idle.retain(|(_, since, _)| now.saturating_duration_since(*since) < REUSE_WITHIN);
