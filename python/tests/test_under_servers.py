@@ -6,10 +6,11 @@ through one attachment is read, byte-exact, through another."""
 
 from __future__ import annotations
 
+import multiprocessing
 import pathlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterator
+from typing import Any, Iterator
 
 import dask.dataframe as dd
 import fsspec
@@ -168,3 +169,37 @@ def test_threads_take_turns_with_an_attached_s3_prefix(client: tierpool.Client, 
         done.set()
         t.join()
     assert (prefix / "w").read_bytes() == b"late"
+
+
+def read_in_child(conn: Any, client: tierpool.Client, path: str) -> None:
+    try:
+        conn.send(client.get(path))
+    except Exception as e:  # reported to the parent
+        conn.send(repr(e))
+    conn.close()
+
+
+def test_a_fork_child_reads_an_s3_prefix_its_parent_read(client: tierpool.Client, base: str, s3: S3) -> None:
+    # The parent's connections to the store stay with the parent: a child
+    # opens its own instead of waiting on one whose task it does not have.
+    prefix = s3.bucket("forked") / "p"
+    prefix.mkdir(parents=True)
+    for i in range(2):
+        (prefix / f"f{i}").write_bytes(pattern(3000 + i, seed=i))
+    at = f"{base}/forked"
+    client.attach("s3://forked/p", at, options=s3.options())
+    assert client.get(f"{at}/f0") == pattern(3000, seed=0)
+    ctx = multiprocessing.get_context("fork")
+    ours, theirs = ctx.Pipe()
+    child = ctx.Process(target=read_in_child, args=(theirs, client, f"{at}/f1"))
+    child.start()
+    theirs.close()
+    try:
+        assert ours.poll(30), "the child had no answer within 30 s"
+        assert ours.recv() == pattern(3001, seed=1)
+    finally:
+        child.join(10)
+        if child.is_alive():
+            child.kill()
+            child.join()
+    assert client.get(f"{at}/f1") == pattern(3001, seed=1)

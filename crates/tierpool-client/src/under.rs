@@ -53,15 +53,18 @@ pub struct UnderReport {
     pub skipped: Vec<String>,
 }
 
-/// Opened stores, by URI and options (one connection pool each).
+/// Opened stores, by process, URI and options (one connection pool each): a
+/// forked child opens its own, since the tasks of its parent's connections
+/// stayed in the parent.
 fn stores() -> &'static Mutex<HashMap<String, UnderStore>> {
     static S: OnceLock<Mutex<HashMap<String, UnderStore>>> = OnceLock::new();
     S.get_or_init(Default::default)
 }
 
-/// The store an attachment names, opened once per process.
+/// The store an attachment names, opened once per process (the parent's
+/// stay in a forked child, unused and never dropped).
 pub fn open_store(a: &Attachment) -> Result<UnderStore> {
-    let id = format!("{}\0{:?}", a.uri, a.options);
+    let id = format!("{}\0{}\0{:?}", std::process::id(), a.uri, a.options);
     if let Some(s) = stores().lock().get(&id) {
         return Ok(s.clone());
     }

@@ -11,7 +11,7 @@
 //! the options (`options.rs` resolved them; OpenDAL's own loading from the
 //! environment, profiles and the EC2 metadata service is off), unsigned
 //! requests when there are none. HTTP goes through one shared reqwest client
-//! on rustls with the ring provider (installed once per process, together
+//! (one per process) on rustls with the ring provider (installed once per process, together
 //! with OpenDAL's default transport for any code path that uses the default).
 //!
 //! HDFS goes through OpenDAL's hdfs-native service (the NameNode's RPC
@@ -34,12 +34,14 @@
 //! the cause.
 
 use std::collections::BTreeMap;
-use std::sync::{Once, OnceLock};
+use std::sync::Once;
 use std::time::Duration;
 
 use opendal::layers::{RetryLayer, TimeoutLayer};
 use opendal::{HttpTransporter, OperationContext, Operator};
 use tierpool_types::Error;
+
+use crate::home::PerProcess;
 
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 pub(crate) const CONTROL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -133,17 +135,19 @@ pub(crate) fn s3_operator(
         .layer(retry))
 }
 
-/// The process's shared HTTP client (one connection pool for every store).
+/// The process's shared HTTP client (one connection pool for every store;
+/// a forked child makes its own: see `home.rs`).
 fn http_client() -> std::result::Result<reqwest::Client, opendal::Error> {
-    static CLIENT: OnceLock<std::result::Result<reqwest::Client, String>> = OnceLock::new();
+    static CLIENT: PerProcess<std::result::Result<reqwest::Client, String>> = PerProcess::new();
     install_tls_and_default_transport();
-    let client = CLIENT.get_or_init(|| {
+    let make = || {
         reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .pool_idle_timeout(Duration::from_secs(60))
             .build()
             .map_err(|e| e.to_string())
-    });
+    };
+    let client = CLIENT.get(make, drop);
     client.clone().map_err(|e| opendal::Error::new(opendal::ErrorKind::ConfigInvalid, format!("no HTTP client: {e}")))
 }
 
