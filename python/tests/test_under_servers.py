@@ -10,7 +10,7 @@ import multiprocessing
 import pathlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterator
+from typing import Any, Iterator, Tuple
 
 import dask.dataframe as dd
 import fsspec
@@ -138,16 +138,23 @@ def test_pool_paths_seen_by_fsspec_list_attached_store_entries(client: tierpool.
     client.detach(at)
 
 
+def attached_prefix(client: tierpool.Client, base: str, s3: S3, bucket: str) -> Tuple[pathlib.Path, str]:
+    """Objects f0 and f1 (``pattern(1000 + i, seed=i)``) in a new bucket, attached
+    at ``base/bucket``: the bucket's directory and the attachment's path."""
+    prefix = s3.bucket(bucket) / "p"
+    prefix.mkdir(parents=True)
+    for i in range(2):
+        (prefix / f"f{i}").write_bytes(pattern(1000 + i, seed=i))
+    at = f"{base}/{bucket}"
+    client.attach(f"s3://{bucket}/p", at, options=s3.options())
+    return prefix, at
+
+
 def test_threads_take_turns_with_an_attached_s3_prefix(client: tierpool.Client, base: str, s3: S3) -> None:
     # Each thread waits on a runtime of its own, which runs only while that
     # thread waits: a connection to the store the first thread opened must
     # still serve the second while the first sits idle.
-    prefix = s3.bucket("turns") / "p"
-    prefix.mkdir(parents=True)
-    for i in range(2):
-        (prefix / f"f{i}").write_bytes(pattern(1000 + i, seed=i))
-    at = f"{base}/turns"
-    client.attach("s3://turns/p", at, options=s3.options())
+    prefix, at = attached_prefix(client, base, s3, "turns")
     idle, done = threading.Event(), threading.Event()
 
     def first() -> None:
@@ -182,13 +189,8 @@ def read_in_child(conn: Any, client: tierpool.Client, path: str) -> None:
 def test_a_fork_child_reads_an_s3_prefix_its_parent_read(client: tierpool.Client, base: str, s3: S3) -> None:
     # The parent's connections to the store stay with the parent: a child
     # opens its own instead of waiting on one whose task it does not have.
-    prefix = s3.bucket("forked") / "p"
-    prefix.mkdir(parents=True)
-    for i in range(2):
-        (prefix / f"f{i}").write_bytes(pattern(3000 + i, seed=i))
-    at = f"{base}/forked"
-    client.attach("s3://forked/p", at, options=s3.options())
-    assert client.get(f"{at}/f0") == pattern(3000, seed=0)
+    _, at = attached_prefix(client, base, s3, "forked")
+    assert client.get(f"{at}/f0") == pattern(1000, seed=0)
     ctx = multiprocessing.get_context("fork")
     ours, theirs = ctx.Pipe()
     child = ctx.Process(target=read_in_child, args=(theirs, client, f"{at}/f1"))
@@ -196,10 +198,10 @@ def test_a_fork_child_reads_an_s3_prefix_its_parent_read(client: tierpool.Client
     theirs.close()
     try:
         assert ours.poll(30), "the child had no answer within 30 s"
-        assert ours.recv() == pattern(3001, seed=1)
+        assert ours.recv() == pattern(1001, seed=1)
     finally:
         child.join(10)
         if child.is_alive():
             child.kill()
             child.join()
-    assert client.get(f"{at}/f1") == pattern(3001, seed=1)
+    assert client.get(f"{at}/f1") == pattern(1001, seed=1)
