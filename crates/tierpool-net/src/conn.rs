@@ -74,7 +74,7 @@ impl Connection {
             Stream::Tcp(s) => {
                 let _ = s.set_nodelay(true);
             }
-            Stream::Local(s) => local::tune(s),
+            Stream::Local(s) => local::tune(s.socket()),
         }
         let local = stream.is_local();
         let (r, w) = stream.into_split();
