@@ -74,7 +74,7 @@ impl Connection {
             Stream::Tcp(s) => {
                 let _ = s.set_nodelay(true);
             }
-            Stream::Local(s) => local::tune(s.socket()),
+            Stream::Local(s) => local::tune(s),
         }
         let local = stream.is_local();
         let (r, w) = stream.into_split();

@@ -7,7 +7,6 @@
 //! - `conn`: one connection, writing frames and reading them through `frame_io`;
 //! - `frame_io`: frame headers and bodies read as bytes arrive, under time and memory bounds;
 //! - [`local`]: Unix sockets beside each server's TCP address, for peers on the same machine;
-//! - `local_stream`: a local socket registered for reading only (no wakeup each time the peer reads);
 //! - `stream`: the byte streams a connection runs over (TCP or local);
 //! - `pool`: a pool of idle connections to one address, with timeouts;
 //! - `server`: binding, and the accept loop that feeds requests to a [`Handler`];
@@ -41,7 +40,6 @@ mod conn;
 mod frame_io;
 mod limits;
 pub mod local;
-mod local_stream;
 mod pool;
 mod server;
 mod session;

@@ -26,7 +26,6 @@
 //! `TIERPOOL_LOCAL_SOCKETS=0` turns them off in a process: its servers do
 //! not listen on them and its clients do not try them.
 
-use crate::local_stream::LocalStream;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -122,9 +121,9 @@ pub(crate) fn listen(addr: SocketAddr) -> Option<UnixListener> {
 
 /// A connection to the server at `dialed` through its local socket, if it
 /// has one in this network namespace.
-pub(crate) async fn connect(dialed: &str) -> Option<LocalStream> {
+pub(crate) async fn connect(dialed: &str) -> Option<UnixStream> {
     for n in names(&resolve(dialed).await) {
-        if let Ok(s) = UnixStream::connect(abstract_path(&n)).await.and_then(LocalStream::new) {
+        if let Ok(s) = UnixStream::connect(abstract_path(&n)).await {
             return Some(s);
         }
     }
@@ -132,7 +131,7 @@ pub(crate) async fn connect(dialed: &str) -> Option<LocalStream> {
 }
 
 /// Sets a local socket's send buffer (either end's; `Connection` does, for both).
-pub(crate) fn tune(s: &std::os::unix::net::UnixStream) {
+pub(crate) fn tune(s: &UnixStream) {
     let _ = socket2::SockRef::from(s).set_send_buffer_size(SOCKET_BUFFER);
 }
 

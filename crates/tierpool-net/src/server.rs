@@ -23,7 +23,6 @@ use crate::auth::Secret;
 use crate::budget::Budget;
 use crate::buffers::ChunkBuffers;
 use crate::local;
-use crate::local_stream::LocalStream;
 use crate::session::{serve_conn, Shared};
 use crate::stats::{Counters, DropReason, StatsHandle};
 use crate::stream::Stream;
@@ -123,9 +122,9 @@ impl Server {
         loop {
             let accepted = tokio::select! {
                 r = tcp.accept() => r.map(|(s, addr)| (Stream::Tcp(s), addr.to_string())),
-                r = accept_local(local.as_ref()) => r.and_then(|s| {
+                r = accept_local(local.as_ref()) => r.map(|s| {
                     let peer = local_peer(&s);
-                    Ok((Stream::Local(LocalStream::new(s)?), peer))
+                    (Stream::Local(s), peer)
                 }),
             };
             let (stream, peer) = match accepted {

@@ -1,29 +1,27 @@
 //! The byte streams a connection runs over: TCP, or a Unix socket to a
-//! server on the same machine and network namespace (`local.rs`), which
-//! waits on the runtime for writability only when its buffer is full
-//! (`local_stream.rs`). Both halves of either read and write the same way;
-//! only a connection's figures and its peer's name tell them apart.
+//! server on the same machine and network namespace (`local.rs`). Both
+//! halves of either read and write the same way; only a connection's
+//! figures and its peer's name tell them apart.
 
-use crate::local_stream::{LocalRead, LocalStream, LocalWrite};
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{tcp, TcpStream};
+use tokio::net::{tcp, unix, TcpStream, UnixStream};
 
 pub(crate) enum Stream {
     Tcp(TcpStream),
-    Local(LocalStream),
+    Local(UnixStream),
 }
 
 pub(crate) enum ReadHalf {
     Tcp(tcp::OwnedReadHalf),
-    Local(LocalRead),
+    Local(unix::OwnedReadHalf),
 }
 
 pub(crate) enum WriteHalf {
     Tcp(tcp::OwnedWriteHalf),
-    Local(LocalWrite),
+    Local(unix::OwnedWriteHalf),
 }
 
 impl Stream {
@@ -54,7 +52,7 @@ impl ReadHalf {
     pub(crate) fn peek_now(&self) -> io::Result<usize> {
         let sock = match self {
             ReadHalf::Tcp(r) => socket2::SockRef::from(AsRef::<TcpStream>::as_ref(r)),
-            ReadHalf::Local(r) => socket2::SockRef::from(r.socket()),
+            ReadHalf::Local(r) => socket2::SockRef::from(AsRef::<UnixStream>::as_ref(r)),
         };
         // The runtime's sockets do not block: nothing there is `WouldBlock`.
         sock.peek(&mut [std::mem::MaybeUninit::uninit(); 1])
