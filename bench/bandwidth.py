@@ -29,6 +29,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run as common  # noqa: E402  (results)
+import machine  # noqa: E402  (how the machine's CPUs idle)
 
 ROOT = common.ROOT
 SCRIPT = os.path.join(ROOT, "scripts", "netns-pool.sh")
@@ -164,7 +165,7 @@ def main():
     if not a.bin:
         subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "tierpool"], cwd=ROOT, check=True)
     slow = f"{mbit(a.fast) // 4}mbit"
-    result = {"machine": {"cores": os.cpu_count()}, "binary": binary, "fast_link": a.fast, "slow_link": slow,
+    result = {"machine": machine.describe(), "binary": binary, "fast_link": a.fast, "slow_link": slow,
               "window": a.window}
     result["bandwidth_aware"] = placement(binary, a.fast, slow, a.window, True)
     result["capacity_only"] = placement(binary, a.fast, slow, a.window, False)

@@ -38,6 +38,8 @@ from typing import Optional
 
 import tierpool
 
+import machine
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLI = os.path.join(ROOT, "target", "release", "tierpool")
 NULL_FS = os.path.join(ROOT, "target", "release", "examples", "null_fs")
@@ -233,8 +235,8 @@ def main() -> None:
         subprocess.run(["cargo", "build", "--release", "-q", "-p", "tierpool"], cwd=ROOT, check=True)
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "tierpool-fuse", "--example", "null_fs"], cwd=ROOT,
                    check=True)
-    res: dict = {"benchmark": "fuse", "time": time.strftime("%Y-%m-%dT%H:%M:%S"), "file_bytes": size,
-                 "files": a.files, "runs": a.runs, "log_sync": a.log_sync}
+    res: dict = {"benchmark": "fuse", "time": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": machine.describe(),
+                 "file_bytes": size, "files": a.files, "runs": a.runs, "log_sync": a.log_sync}
     work = tempfile.mkdtemp(prefix="tierpool-fuse-bench-")
     mnt = os.path.join(work, "mnt")
     os.makedirs(mnt)

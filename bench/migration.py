@@ -29,6 +29,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run as common  # noqa: E402  (iperf3, free_port, tool install)
+import machine  # noqa: E402  (how the machine's CPUs idle)
 
 ROOT = common.ROOT
 
@@ -141,7 +142,7 @@ def main():
     mem, disk = f"{data // 4 >> 20}MiB", f"{data * 2 >> 20}MiB"
     bench_files, bench_size = (4, "32MiB") if a.quick else (8, "64MiB")
     tmp = tempfile.mkdtemp(prefix="tierpool-migration-src-")
-    result = {"machine": {"cores": os.cpu_count()}, "binary": binary, "data_bytes": data, "worker_mem": mem}
+    result = {"machine": machine.describe(), "binary": binary, "data_bytes": data, "worker_mem": mem}
     try:
         result["loopback_tcp_mb_per_sec"] = common.iperf3()
         result["disk_write_mb_per_sec"] = disk_write_mb_per_sec(tmp)

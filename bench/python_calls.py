@@ -22,6 +22,8 @@ from dask.utils import parse_bytes
 
 import tierpool
 
+import machine
+
 
 def timed(threads, calls, call):
     """Runs `call(thread, i)` for i < calls in each of `threads` threads;
@@ -46,7 +48,7 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--sizes", default="4KiB,16KiB", help="file sizes, comma-separated")
     a = ap.parse_args()
-    out = {"benchmark": "python_calls", "threads": a.threads, "calls_per_thread": a.calls, "results": []}
+    out = {"benchmark": "python_calls", "machine": machine.describe(), "threads": a.threads, "calls_per_thread": a.calls, "results": []}
     with tierpool.local(workers=2, mem="1GiB") as c:
         for size in a.sizes.split(","):
             n = parse_bytes(size)

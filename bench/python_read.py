@@ -30,6 +30,8 @@ import numpy as np
 
 import tierpool
 
+import machine
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLI = os.path.join(ROOT, "target", "release", "tierpool")
 PATH = "/bench/python-read.bin"
@@ -98,7 +100,7 @@ def main() -> None:
     result = {
         "benchmark": "python_readinto_vs_cli_get",
         "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "machine": {**machine.describe(), "python": platform.python_version(), "platform": platform.platform()},
         "pool": {"workers": a.workers, "mem_per_worker": mem, "file_bytes": size},
         "rounds": a.rounds,
         "python_readinto_mb_s": round(py, 1),

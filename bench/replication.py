@@ -26,6 +26,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run as common  # noqa: E402
+import machine  # noqa: E402  (how the machine's CPUs idle)
 from migration import Pool, disk_write_mb_per_sec, fill  # noqa: E402
 
 ROOT = common.ROOT
@@ -95,7 +96,7 @@ def main():
     files, size = (4, "32MiB") if a.quick else (8, "64MiB")
     data = (512 << 20) if a.quick else (2 << 30)
     tmp = tempfile.mkdtemp(prefix="tierpool-replication-src-")
-    result = {"machine": {"cores": os.cpu_count()}, "binary": binary}
+    result = {"machine": machine.describe(), "binary": binary}
     try:
         result["loopback_tcp_mb_per_sec"] = common.iperf3()
         result["disk_write_mb_per_sec"] = disk_write_mb_per_sec(tmp)

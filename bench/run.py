@@ -46,6 +46,8 @@ import sys
 import tempfile
 import time
 
+import machine
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "release", "tierpool")
 #: The pool's secret, named explicitly for every command (set once the pool is up).
@@ -254,7 +256,7 @@ def main():
     rd_16k_p = redis(clients, small_n * 20, small_n, pipeline=batch, size=16384)
     rd_16k_p_unix = redis(clients, small_n * 20, small_n, pipeline=batch, unix=True, size=16384)
     result = {
-        "machine": {"cores": os.cpu_count()},
+        "machine": machine.describe(),
         "binary": BIN,
         "log_sync": a.log_sync,
         "small_reads": a.reads,
