@@ -12,14 +12,19 @@
 //! letting go), so records reach the kernel without a hop to another
 //! thread. A leader writes until its own records are written, then leaves
 //! what is still queued to the flusher thread, so no request writes for
-//! others for long. The leader hands the
-//! fsync to the syncer thread, which issues one `fdatasync` for everything
-//! written meanwhile and publishes the new synced lsn. Writing never waits
-//! for an fsync: changes arriving during one are written at once and share
-//! the next. The flusher thread does the slow writes: the zeros ahead
-//! (below), and a snapshot in the queue (callers leave it and what follows
-//! it to the thread); it also writes what no caller waits for within
-//! [`TICK`].
+//! others for long. Under [`LogSync::Always`], a leader that waits alone
+//! (no other caller waiting for an fsync, none under way, and none met
+//! within [`QUIET`]) issues the `fdatasync` itself once it has let go of
+//! the segment, and publishes the new synced lsn: a lone writer waits on
+//! no other thread (a hand-off to a sleeping thread and back costs two
+//! wakeups). Otherwise the leader hands the fsync to the syncer thread,
+//! which issues one `fdatasync` for everything written meanwhile and
+//! publishes it, and the runtime's threads go on serving requests. Writing
+//! never waits for an fsync: changes arriving during one are written at
+//! once and share the next. The flusher thread does the slow writes: the
+//! zeros ahead (below), and a snapshot in the queue (callers leave it and
+//! what follows it to the thread); it also writes what no caller waits for
+//! within [`TICK`].
 //!
 //! Snapshots: the coordinator asks for one every so many records with a
 //! copy of its state (taken under its lock, which a copy holds far shorter
@@ -74,7 +79,7 @@ use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 use tierpool_meta::MetaState;
@@ -148,6 +153,8 @@ struct Shared {
     snapshotting: Arc<AtomicBool>,
     /// The thread writing the last snapshot.
     snapshot_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    lsns: Arc<Lsns>,
+    syncs: Arc<AtomicU64>,
 }
 
 #[derive(Default)]
@@ -165,6 +172,9 @@ pub struct LogWriter {
     syncs: Arc<AtomicU64>,
     sync: LogSync,
     flusher_thread: Option<std::thread::JoinHandle<()>>,
+    /// Callers waiting for an fsync now (`wait_durable` under
+    /// [`LogSync::Always`], `wait_synced`).
+    waiting: AtomicUsize,
 }
 
 impl Drop for LogWriter {
@@ -185,6 +195,15 @@ impl Drop for LogWriter {
 }
 
 impl Shared {
+    /// Whether a caller waiting as `w` may fsync itself: alone now, and
+    /// no writers met lately.
+    fn lone_writer(&self, w: &Waiting<'_>) -> bool {
+        if !w.alone {
+            self.lsns.contended();
+        }
+        w.alone && self.lsns.quiet()
+    }
+
     fn call(&self, set: impl FnOnce(&mut Call)) {
         set(&mut self.call.lock());
         self.wake.notify_one();
@@ -194,14 +213,22 @@ impl Shared {
     /// at the queue again after letting go of the segment), until
     /// everything up to `lsn` is written: what is queued after that is
     /// left to the flusher thread, so no caller writes for others for long.
-    fn write_queued(&self, lsn: u64) {
+    /// A caller that will wait for the fsync and waits alone (`fsync`)
+    /// issues it itself when it wrote and no other is under way.
+    fn write_queued(&self, lsn: u64, fsync: bool) {
         loop {
             if self.queue.lock().is_empty() {
                 return;
             }
             let Some(mut f) = self.flusher.try_lock() else { return };
-            let for_thread = f.drain(&self.queue, false);
+            let for_thread = f.drain(&self.queue, Drainer::Caller { fsync });
+            let fsync_here = f.fsync_here.take();
             drop(f);
+            if let Some(t) = fsync_here {
+                sync_data(&t, &self.syncs, &self.lsns);
+                self.lsns.by_writers.fetch_add(1, Ordering::Relaxed);
+                self.lsns.fsyncing.fetch_sub(1, Ordering::AcqRel);
+            }
             if for_thread {
                 return self.call(|c| c.now = true);
             }
@@ -252,7 +279,12 @@ impl LogWriter {
 
     /// Waits until every record up to `lsn` may be acknowledged (see [`LogSync`]).
     pub async fn wait_durable(&self, lsn: u64) -> Result<()> {
-        self.shared.write_queued(lsn);
+        if self.sync != LogSync::Always {
+            self.shared.write_queued(lsn, false);
+            return wait_for(&self.durable, lsn).await;
+        }
+        let alone = Waiting::of(&self.waiting);
+        self.shared.write_queued(lsn, self.shared.lone_writer(&alone));
         wait_for(&self.durable, lsn).await
     }
 
@@ -260,14 +292,15 @@ impl LogWriter {
     /// survives the process, not yet the machine): what a file system's
     /// changes wait for, until its `fsync` ([`sync_now`](Self::sync_now)).
     pub async fn wait_written(&self, lsn: u64) -> Result<()> {
-        self.shared.write_queued(lsn);
+        self.shared.write_queued(lsn, false);
         wait_for(&self.written, lsn).await
     }
 
     /// Waits until every record up to `lsn` is fsynced: what deletes data
     /// on the strength of a change waits for this.
     pub async fn wait_synced(&self, lsn: u64) -> Result<()> {
-        self.shared.write_queued(lsn);
+        let alone = Waiting::of(&self.waiting);
+        self.shared.write_queued(lsn, self.sync == LogSync::Always && self.shared.lone_writer(&alone));
         wait_for(&self.synced, lsn).await
     }
 
@@ -278,6 +311,29 @@ impl LogWriter {
             self.shared.queue.lock().push(Item::Sync);
         }
         self.wait_synced(lsn).await
+    }
+}
+
+/// One caller counted in [`LogWriter::waiting`] while it lives.
+struct Waiting<'a> {
+    count: &'a AtomicUsize,
+    /// No other caller was waiting for an fsync when this one came: a
+    /// lone writer may issue it itself (`write_queued`). With several, the
+    /// syncer's fsync is theirs, and the runtime's threads go on serving
+    /// requests rather than one of them sitting in an fsync.
+    alone: bool,
+}
+
+impl<'a> Waiting<'a> {
+    fn of(count: &'a AtomicUsize) -> Waiting<'a> {
+        let alone = count.fetch_add(1, Ordering::AcqRel) == 0;
+        Waiting { count, alone }
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.count.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -348,7 +404,15 @@ pub fn open_with(dir: &Path, sync: LogSync) -> Result<(MetaState, u64, LogWriter
     let (written, written_rx) = watch::channel(lsn);
     let (durable, durable_rx) = watch::channel(lsn);
     let (synced, synced_rx) = watch::channel(lsn);
-    let lsns = Arc::new(Lsns { written, durable, synced });
+    let lsns = Arc::new(Lsns {
+        written,
+        durable,
+        synced,
+        fsyncing: AtomicUsize::new(0),
+        contended_at: AtomicU64::new(0),
+        opened: Instant::now(),
+        by_writers: AtomicU64::new(0),
+    });
     let syncs = Arc::new(AtomicU64::new(0));
     let (to_syncer, syncer_rx) = mpsc::channel();
     let (l, n) = (lsns.clone(), syncs.clone());
@@ -361,8 +425,9 @@ pub fn open_with(dir: &Path, sync: LogSync) -> Result<(MetaState, u64, LogWriter
         segment,
         syncs: syncs.clone(),
         sync,
-        lsns,
+        lsns: lsns.clone(),
         syncer: to_syncer,
+        fsync_here: None,
         unsynced: None,
         buf: Vec::new(),
         snapshot: None,
@@ -375,6 +440,8 @@ pub fn open_with(dir: &Path, sync: LogSync) -> Result<(MetaState, u64, LogWriter
         written: written_rx.clone(),
         snapshotting: Arc::new(AtomicBool::new(false)),
         snapshot_thread: Mutex::new(None),
+        lsns,
+        syncs: syncs.clone(),
     });
     let s = shared.clone();
     let flusher = std::thread::Builder::new()
@@ -389,6 +456,7 @@ pub fn open_with(dir: &Path, sync: LogSync) -> Result<(MetaState, u64, LogWriter
         syncs,
         sync,
         flusher_thread: Some(flusher),
+        waiting: AtomicUsize::new(0),
     };
     Ok((state, lsn, writer))
 }
@@ -558,6 +626,9 @@ struct Flusher {
     lsns: Arc<Lsns>,
     /// To the syncer: records up to an lsn are written in a file.
     syncer: mpsc::Sender<ToSync>,
+    /// An fsync the caller writing now claimed, for it to issue once it
+    /// lets go of the segment.
+    fsync_here: Option<ToSync>,
     /// The last lsn written since the flusher last fsynced itself (the
     /// syncer may have fsynced it since: see `fsync`).
     unsynced: Option<u64>,
@@ -573,9 +644,34 @@ struct Lsns {
     written: watch::Sender<u64>,
     durable: watch::Sender<u64>,
     synced: watch::Sender<u64>,
+    /// fsyncs under way (the syncer's, callers'): a caller fsyncs itself
+    /// only when there is none.
+    fsyncing: AtomicUsize,
+    /// When (µs after `opened`) a writer last met another waiting for an
+    /// fsync, or one under way: for [`QUIET`] after that, writers leave
+    /// the fsync to the syncer.
+    contended_at: AtomicU64,
+    opened: Instant,
+    /// fsyncs issued by writers themselves.
+    by_writers: AtomicU64,
 }
 
+/// How long after writers last met each other one fsyncs itself again
+/// (see `Lsns::contended_at`). Under load they meet all the time, and a
+/// runtime thread sitting in an fsync is one less serving requests.
+const QUIET: Duration = Duration::from_millis(10);
+
 impl Lsns {
+    fn contended(&self) {
+        self.contended_at.store(self.opened.elapsed().as_micros() as u64, Ordering::Relaxed);
+    }
+
+    /// No writers met within [`QUIET`].
+    fn quiet(&self) -> bool {
+        let now = self.opened.elapsed().as_micros() as u64;
+        now >= self.contended_at.load(Ordering::Relaxed) + QUIET.as_micros() as u64
+    }
+
     /// Publishes `lsn` as fsynced (and so durable), never moving back
     /// (durable first: synced never passes it).
     fn synced(&self, lsn: u64) {
@@ -583,6 +679,13 @@ impl Lsns {
             w.send_if_modified(|at| std::mem::replace(at, (*at).max(lsn)) < lsn);
         }
     }
+}
+
+/// fdatasyncs what `t` names, on this thread, and publishes it.
+fn sync_data(t: &ToSync, syncs: &AtomicU64, lsns: &Lsns) {
+    t.file.sync_data().unwrap_or_else(|e| fatal("fdatasync", e));
+    syncs.fetch_add(1, Ordering::Relaxed);
+    lsns.synced(t.lsn);
 }
 
 /// Records up to `lsn` are written in `file`; with `now`, fsync them
@@ -607,7 +710,7 @@ fn flusher_thread(shared: &Shared) {
             c.stop
         };
         let mut f = shared.flusher.lock();
-        f.drain(&shared.queue, true);
+        f.drain(&shared.queue, Drainer::Thread);
         if let Some((lsn, state)) = f.snapshot.take() {
             let (dir, busy) = (f.dir.clone(), shared.snapshotting.clone());
             let t = std::thread::Builder::new()
@@ -649,16 +752,25 @@ fn flusher_thread(shared: &Shared) {
         }
         drop(f);
         // Callers that found the segment held left their records to it.
-        shared.write_queued(u64::MAX);
+        shared.write_queued(u64::MAX, false);
     }
 }
 
+/// Who drains the queue: the flusher thread, or a caller (one that will
+/// wait for the fsync, or not).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Drainer {
+    Thread,
+    Caller { fsync: bool },
+}
+
 impl Flusher {
-    /// Writes what is queued: the flusher thread (`thread`) until nothing
-    /// is, a caller what is queued now, short of a snapshot (left with
+    /// Writes what is queued: the flusher thread until nothing is, a
+    /// caller what is queued now, short of a snapshot (left with
     /// what follows it to the flusher thread). Returns whether the
     /// flusher thread has work left: a snapshot, or zeros to write ahead.
-    fn drain(&mut self, queue: &Mutex<Vec<Item>>, thread: bool) -> bool {
+    fn drain(&mut self, queue: &Mutex<Vec<Item>>, by: Drainer) -> bool {
+        let thread = by == Drainer::Thread;
         loop {
             let items = {
                 let mut q = queue.lock();
@@ -689,8 +801,22 @@ impl Flusher {
             }
             self.write(top);
             if let Some(lsn) = self.unsynced.filter(|_| asked || top.is_some()) {
-                // The syncer fsyncs while writers go on.
-                let _ = self.syncer.send(ToSync { lsn, file: self.segment.file.clone(), now: asked });
+                let t = ToSync { lsn, file: self.segment.file.clone(), now: asked };
+                let alone = || {
+                    let free = self.lsns.fsyncing.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire).is_ok();
+                    if !free {
+                        self.lsns.contended();
+                    }
+                    free
+                };
+                if by == (Drainer::Caller { fsync: true }) && !asked && alone() {
+                    // A lone writer, and no fsync under way: it issues the
+                    // fsync itself (`write_queued`).
+                    self.fsync_here = Some(t);
+                } else {
+                    // The syncer fsyncs while writers go on.
+                    let _ = self.syncer.send(t);
+                }
             }
             if thread {
                 self.segment.reserve_ahead();
@@ -770,12 +896,93 @@ fn syncer(rx: mpsc::Receiver<ToSync>, sync: LogSync, lsns: Arc<Lsns>, syncs: Arc
         });
         if due {
             let (w, _) = waiting.take().expect("due only when waiting");
-            w.file.sync_data().unwrap_or_else(|e| fatal("fdatasync", e));
-            syncs.fetch_add(1, Ordering::Relaxed);
-            lsns.synced(w.lsn);
+            lsns.fsyncing.fetch_add(1, Ordering::AcqRel);
+            sync_data(&w, &syncs, &lsns);
+            lsns.fsyncing.fetch_sub(1, Ordering::AcqRel);
         }
         if stop {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::{encode_record, LogRecord};
+    use tierpool_meta::{MetaOp, Owner};
+
+    fn record(lsn: u64) -> Vec<u8> {
+        let op = match lsn {
+            1 => MetaOp::Init { partitions: 16 },
+            _ => MetaOp::AllocInodes { count: 1 },
+        };
+        let mut bytes = Vec::new();
+        encode_record(&LogRecord { lsn, time: 1, owner: Owner::default(), op }, &mut bytes);
+        bytes
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+    }
+
+    #[test]
+    fn a_lone_writer_fsyncs_its_own_records_before_it_is_answered() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (_, _, log) = open(tmp.path()).unwrap();
+        // Writers met at no time yet: none for `QUIET` since the log opened.
+        std::thread::sleep(QUIET + Duration::from_millis(5));
+        let (syncs, by_writers) = (log.syncs(), log.shared.lsns.by_writers.load(Ordering::Relaxed));
+        runtime().block_on(async {
+            for lsn in 1..=20 {
+                log.append(record(lsn), lsn);
+                log.wait_durable(lsn).await.unwrap();
+                assert!(log.synced() >= lsn, "answered before its fsync");
+            }
+        });
+        assert_eq!(log.syncs() - syncs, 20, "one fsync each");
+        let own = log.shared.lsns.by_writers.load(Ordering::Relaxed) - by_writers;
+        // The flusher thread may take a record before its writer does (it
+        // writes every `TICK` what no one waits for): rarely.
+        assert!(own >= 15, "the writer issued {own} of 20 fsyncs itself");
+    }
+
+    #[test]
+    fn writers_that_meet_share_fsyncs_and_each_is_answered_after_its_own() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (_, _, log) = open(tmp.path()).unwrap();
+        let log = Arc::new(log);
+        let next = Arc::new(Mutex::new(0u64));
+        let rt = runtime();
+        rt.block_on(async {
+            let mut tasks = tokio::task::JoinSet::new();
+            for _ in 0..32 {
+                let (log, next) = (log.clone(), next.clone());
+                tasks.spawn(async move {
+                    for _ in 0..25 {
+                        // Appended in lsn order, as under the coordinator's lock.
+                        let lsn = {
+                            let mut n = next.lock();
+                            *n += 1;
+                            log.append(record(*n), *n);
+                            *n
+                        };
+                        log.wait_durable(lsn).await.unwrap();
+                        // Durable is published before synced, by whoever
+                        // fsynced (under `Always`, nothing else moves it).
+                        let synced = tokio::time::timeout(Duration::from_secs(5), log.wait_synced(lsn));
+                        synced.await.expect("durable, then synced at once").unwrap();
+                    }
+                });
+            }
+            while let Some(r) = tasks.join_next().await {
+                r.unwrap();
+            }
+        });
+        assert!(log.syncs() < 800, "800 changes from 32 writers took {} fsyncs", log.syncs());
+        drop(rt);
+        drop(Arc::into_inner(log).expect("the tasks are done"));
+        let (_, lsn, _) = open(tmp.path()).unwrap();
+        assert_eq!(lsn, 800, "every change is kept");
     }
 }
