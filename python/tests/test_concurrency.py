@@ -126,6 +126,9 @@ def test_threads_that_come_and_go_leave_no_connections_behind(client: tierpool.C
         client.put(pattern(9000, seed=r), f"{base}/main{r}")
         assert client.get(f"{base}/main{r}") == pattern(9000, seed=r)
         counts.append(open_sockets())
-    assert max(counts[1:]) <= counts[0], f"sockets open after each round: {counts}"
+    # The count is the whole process's: another client's background work (a
+    # renewal, a change feed) may hold a connection more at one moment. Left
+    # open, each round's four threads would add a dozen (20, 32, 44, 56, 68).
+    assert max(counts[1:]) <= counts[0] + 2, f"sockets open after each round: {counts}"
     assert sorted(client.ls(base)) == sorted([f"r{r}-{i}" for r in range(5) for i in range(8)] + [f"main{r}" for r in range(5)])
     assert all(client.get(f"{base}/r4-{i}") == pattern(5000 + i, seed=i) for i in range(8))
