@@ -46,7 +46,8 @@ pub struct StatusView {
     pub transactions: tierpool_proto::TransactionStatus,
     /// The coordinator's metadata log: `sync_every_ms` (its `--log-sync`;
     /// 0: fsynced before every acknowledgement), `lsn` (the last change),
-    /// `synced_lsn` (the last one fsynced) and `syncs` (fsyncs since it started).
+    /// `synced_lsn` (the last one fsynced), `syncs` (fsyncs since it started)
+    /// and `writer_syncs` (those a change waiting alone issued itself).
     pub metadata_log: tierpool_proto::MetadataLogStatus,
     /// The change feed mounts follow: changes kept `from` an lsn to `next`,
     /// in `ops` ops and `items` items, and the `followers` waiting now.

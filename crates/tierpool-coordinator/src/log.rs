@@ -271,6 +271,11 @@ impl LogWriter {
         self.syncs.load(Ordering::Relaxed)
     }
 
+    /// How many of those fsyncs writers waiting alone issued themselves.
+    pub fn writer_syncs(&self) -> u64 {
+        self.shared.lsns.by_writers.load(Ordering::Relaxed)
+    }
+
     /// When this log is fsynced.
     pub fn sync_mode(&self) -> LogSync {
         self.sync
@@ -283,12 +288,11 @@ impl LogWriter {
 
     /// Waits until every record up to `lsn` may be acknowledged (see [`LogSync`]).
     pub async fn wait_durable(&self, lsn: u64) -> Result<()> {
-        if self.sync != LogSync::Always {
-            self.shared.write_queued(lsn, false);
-            return wait_for(&self.durable, lsn).await;
+        if self.sync == LogSync::Always {
+            // Durable is synced.
+            return self.wait_synced(lsn).await;
         }
-        let alone = Waiting::of(&self.waiting);
-        self.shared.write_queued(lsn, self.shared.lone_writer(&alone));
+        self.shared.write_queued(lsn, false);
         wait_for(&self.durable, lsn).await
     }
 
@@ -938,7 +942,7 @@ mod tests {
         let (_, _, log) = open(tmp.path()).unwrap();
         // Writers met at no time: none for `QUIET` since the log opened.
         std::thread::sleep(QUIET + Duration::from_millis(5));
-        let (syncs, by_writers) = (log.syncs(), log.shared.lsns.by_writers.load(Ordering::Relaxed));
+        let (syncs, by_writers) = (log.syncs(), log.writer_syncs());
         runtime().block_on(async {
             for lsn in 1..=20 {
                 log.append(record(lsn), lsn);
@@ -948,7 +952,7 @@ mod tests {
             }
         });
         assert_eq!(log.syncs() - syncs, 20, "one fsync each");
-        let own = log.shared.lsns.by_writers.load(Ordering::Relaxed) - by_writers;
+        let own = log.writer_syncs() - by_writers;
         // The flusher thread may take a record before its writer does (it
         // writes every `TICK` what no one waits for): rarely.
         assert!(own >= 15, "the writer issued {own} of 20 fsyncs itself");

@@ -560,6 +560,7 @@ impl Coordinator {
                 lsn: g.lsn,
                 synced_lsn: self.log.synced(),
                 syncs: self.log.syncs(),
+                writer_syncs: self.log.writer_syncs(),
             },
             change_feed: {
                 let (from, next, ops, items) = g.feed.extent();

@@ -29,8 +29,9 @@ pub const MAGIC: [u8; 2] = *b"TP";
 /// connections they accepted, local ones apart; 26: `GetChunks`; 27:
 /// `PutChunks`; 28: workers report the shorter buffers they keep too; 29:
 /// `InlineAfter`, small files' bytes after an answer, in its payload; 30:
-/// `GetChunks` of chunks held in memory only.
-pub const PROTOCOL_VERSION: u8 = 31;
+/// `GetChunks` of chunks held in memory only; 32: the metadata log's
+/// fsyncs issued by lone writers in the status.
+pub const PROTOCOL_VERSION: u8 = 32;
 pub const FRAME_HEADER_LEN: usize = 12;
 /// Largest encoded message (a listing of a very large directory fits).
 pub const MAX_HEADER_LEN: u32 = 256 << 20;

@@ -106,6 +106,9 @@ pub struct MetadataLogStatus {
     pub synced_lsn: u64,
     /// fsyncs since the coordinator started (group commit: far fewer than changes).
     pub syncs: u64,
+    /// Of those, the ones a change waiting alone issued itself (with
+    /// `sync_every_ms` 0) rather than the log's syncer thread.
+    pub writer_syncs: u64,
 }
 
 /// Transactions open now, and the task ids of committed ones remembered.

@@ -1,7 +1,7 @@
 //! `--log-sync`, with real processes: a coordinator that fsyncs its log
 //! within a period acknowledges changes once written, and every one of
 //! them survives `kill -9` of its process (the kernel holds what was
-//! written); `status` says how the log is fsynced; bad periods are refused
+//! written); `status` says how the log is fsynced, and by whom; bad periods are refused
 //! with one line.
 
 mod common;
@@ -26,6 +26,7 @@ fn changes_acknowledged_before_their_fsync_survive_the_coordinators_kill_9() {
     let st = pool.fresh_status();
     let log = &st["metadata_log"];
     assert!(log["synced_lsn"].as_u64() < log["lsn"].as_u64(), "acknowledged before an fsync: {st}");
+    assert_eq!(log["writer_syncs"], 0, "no change waits for an fsync: {st}");
     pool.kill_coordinator();
     pool.start_coordinator();
     pool.wait_alive(1);
@@ -47,10 +48,17 @@ fn id(pool: &Pool, path: &str) -> u64 {
 #[test]
 fn a_coordinator_fsyncing_before_each_acknowledgement_says_nothing_of_it() {
     let pool = Pool::start(1, "16MiB", "64MiB");
-    pool.put("/a", b"a");
+    // Changes one after another (a process each): each waits alone, and
+    // its writer fsyncs it (the syncer thread may take one first, rarely).
+    for i in 0..5 {
+        pool.put(&format!("/f{i}"), b"a");
+    }
     let st = pool.fresh_status();
-    assert_eq!(st["metadata_log"]["sync_every_ms"], 0, "{st}");
-    assert_eq!(st["metadata_log"]["synced_lsn"], st["metadata_log"]["lsn"], "{st}");
+    let log = &st["metadata_log"];
+    assert_eq!(log["sync_every_ms"], 0, "{st}");
+    assert_eq!(log["synced_lsn"], log["lsn"], "{st}");
+    let (syncs, by_writers) = (log["syncs"].as_u64().unwrap(), log["writer_syncs"].as_u64().unwrap());
+    assert!(by_writers >= 1 && by_writers <= syncs, "{st}");
     assert!(!pool.ok(&["status"]).contains("metadata log"));
 }
 
