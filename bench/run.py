@@ -6,7 +6,8 @@ Measures, in one run on this machine:
   - tierpool large-file write/read throughput (`tierpool bench`), as a fraction of it,
     on a fresh pool and on a fresh pool whose workers filled their chunk buffers
     ahead (`up --prefault`), the latter also with local sockets off in every
-    process (TIERPOOL_LOCAL_SOCKETS=0: all over loopback TCP);
+    process (TIERPOOL_LOCAL_SOCKETS=0: all over loopback TCP); each `--runs`
+    times (TCP too, a fresh pool each time), as min, median and max;
   - tierpool 4 KiB put/get ops/s and p99 next to redis-server with the same clients
     and as many distinct keys as tierpool writes files (redis-benchmark -r)
     (in memory only, and with its append-only file fsynced before each reply;
@@ -21,7 +22,7 @@ Measures, in one run on this machine:
   - the cost of a fresh connection: 1,000 opened one after another, one ping each.
 Writes JSON to stdout and to bench/results/<timestamp>.json.
 
-Usage: python3 bench/run.py [--quick] [--bin PATH] [--inline-max SIZE] [--log-sync always|DURATION] [--reads N]
+Usage: python3 bench/run.py [--quick] [--runs N] [--bin PATH] [--inline-max SIZE] [--log-sync always|DURATION] [--reads N]
 
 --bin measures another build of the binary (e.g. an older commit's, kept aside)
 instead of building this checkout's. --inline-max is the pool's (`up
@@ -31,7 +32,9 @@ before small files were kept by the metadata. --log-sync is the pool's
 acknowledged; a period such as 10ms acknowledges changes once written.
 --reads is how many times over the small files are read back (`bench
 --reads`, 5 by default, so a read phase lasts long enough to measure; 1
-for builds older than that option).
+for builds older than that option). --runs (3 by default) is how many
+times the large files and loopback TCP are measured: each figure of them
+is the median of its runs, and `spread` holds its min, median and max.
 """
 
 import argparse
@@ -41,6 +44,7 @@ import json
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -129,29 +133,31 @@ def tp_bench(addr, files, size, threads, batch=1, coalesce=None, reads=1):
     return json.loads(out)
 
 
-def large_prefaulted(files, size, log_sync, local=True):
-    """The large-file write and read on a fresh pool started with `up
-    --prefault`, measured once every worker's buffers are ready; also how
-    long they took to be. Without `local`, every process of the pool and
-    the benchmark's client have local sockets off: all over TCP."""
+def large(files, size, log_sync, prefault, local=True):
+    """The large-file write and read on a fresh pool; with `prefault`, one
+    started with `up --prefault`, measured once every worker's buffers are
+    ready (and also how long they took to be, else None). Without `local`,
+    every process of the pool and the benchmark's client have local sockets
+    off: all over TCP."""
     state = tempfile.mkdtemp(prefix="tierpool-bench-")
     addr = f"127.0.0.1:{free_port()}"
     off = {} if local else {"TIERPOOL_LOCAL_SOCKETS": "0"}
     sh(BIN, "up", "--dir", state, "--port", addr.split(":")[1], "--workers", "2", "--mem", "2GiB", "--disk", "4GiB",
-       "--log-sync", log_sync, "--prefault", env=dict(os.environ, **off))
+       "--log-sync", log_sync, *(["--prefault"] if prefault else []), env=dict(os.environ, **off))
     secret = {"TIERPOOL_SECRET_FILE": os.path.join(state, "coordinator", "secret")}
     env = dict(os.environ, TIERPOOL_COORDINATOR=addr, **secret, **off)
+    ready = None
     try:
         started = time.monotonic()
-        while True:
+        while prefault:
             workers = json.loads(sh(BIN, "status", "--json", env=env))["workers"]
-            ready = [w["buffers"]["keep"] > 0 and w["buffers"]["spare"] == w["buffers"]["keep"] for w in workers]
-            if len(ready) == 2 and all(ready):
+            filled = [w["buffers"]["keep"] > 0 and w["buffers"]["spare"] == w["buffers"]["keep"] for w in workers]
+            if len(filled) == 2 and all(filled):
+                ready = time.monotonic() - started
                 break
             if time.monotonic() - started > 120:
                 raise RuntimeError(f"the workers' buffers were not ready in 120 s: {[w['buffers'] for w in workers]}")
             time.sleep(0.2)
-        ready = time.monotonic() - started
         out = json.loads(sh(BIN, "bench", "--files", str(files), "--size", size, "--threads", "2", "--json", env=env))
     finally:
         sh(BIN, "down", "--dir", state)
@@ -165,13 +171,42 @@ def tp_connections(addr, n):
     return json.loads(out)["connect"]
 
 
-def throughput(bench, tcp, **more):
+def throughput(bench, tcp):
     """A large-file `tierpool bench`'s write and read, in MB/s and as a fraction of loopback TCP's."""
     return dict(
-        more,
         write_mb_per_sec=bench["write"]["mb_per_sec"], read_mb_per_sec=bench["read"]["mb_per_sec"],
         write_vs_tcp=bench["write"]["mb_per_sec"] / tcp, read_vs_tcp=bench["read"]["mb_per_sec"] / tcp,
     )
+
+
+def spread(runs, **more):
+    """Runs of the same figures as one: each figure the median of its runs,
+    and `spread` its [min, median, max]."""
+    keys = [k for k, v in runs[0].items() if isinstance(v, (int, float))]
+    mid = {k: statistics.median(r[k] for r in runs) for k in keys}
+    return dict(more, runs=len(runs), **mid,
+                spread={k: [min(r[k] for r in runs), mid[k], max(r[k] for r in runs)] for k in keys})
+
+
+def large_runs(n, files, size, log_sync):
+    """`n` rounds of loopback TCP and the three large-file measures (fresh
+    pool, prefaulted, prefaulted over TCP only), each on a pool of its own;
+    each measure's ratio to TCP is to its round's. Each round starts with
+    the next measure: on a machine whose host takes freed memory back, a
+    pool started just after another's gigabytes were freed finds its pages
+    ready, one started later faults them in from the host (the first read
+    of a fresh client process too), so a fixed order would favour one."""
+    tcp, fresh, pre, pre_tcp = [], [], [], []
+    measures = [
+        (fresh, False, True), (pre, True, True), (pre_tcp, True, False),
+    ]
+    for i in range(n):
+        t = iperf3()
+        tcp.append({"mb_per_sec": t})
+        for out, prefault, local in measures[i % 3:] + measures[:i % 3]:
+            b, ready = large(files, size, log_sync, prefault, local)
+            out.append(dict(throughput(b, t), **({"buffers_ready_secs": ready} if prefault else {})))
+    return tcp, fresh, pre, pre_tcp
 
 
 def versus(tp, rd, rd_fsync, rd_unix):
@@ -207,6 +242,7 @@ def write_result(prefix, result):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller sizes for a fast check")
+    ap.add_argument("--runs", type=int, default=3, help="how many times large files and TCP are measured")
     ap.add_argument("--bin", help="the tierpool binary to measure (default: build this checkout's)")
     ap.add_argument("--inline-max", help="files kept by the metadata up to this size (the pool's default: 4KiB)")
     ap.add_argument("--log-sync", default="always", help="when the metadata log is fsynced (`up --log-sync`)")
@@ -230,8 +266,6 @@ def main():
        "--log-sync", a.log_sync)
     SECRET["TIERPOOL_SECRET_FILE"] = os.path.join(state, "coordinator", "secret")
     try:
-        tcp = iperf3()
-        large = tp_bench(addr, big_files, big_size, 2)
         r = a.reads
         small = tp_bench(addr, small_n, "4KiB", clients, reads=r)
         alone = tp_bench(addr, small_n, "4KiB", clients, coalesce=0, reads=r)
@@ -243,8 +277,9 @@ def main():
     finally:
         sh(BIN, "down", "--dir", state)
         shutil.rmtree(state, ignore_errors=True)
-    prefaulted, ready = large_prefaulted(big_files, big_size, a.log_sync)
-    over_tcp, ready_tcp = large_prefaulted(big_files, big_size, a.log_sync, local=False)
+    if a.runs < 1:
+        sys.exit("run.py: --runs must be at least 1")
+    tcp, fresh, pre, pre_tcp = large_runs(a.runs, big_files, big_size, a.log_sync)
     rd = redis(clients, small_n * 5, small_n)
     rd_unix = redis(clients, small_n * 5, small_n, unix=True)
     rd_fsync = redis(clients, small_n, small_n, fsync=True, tests="set")
@@ -260,13 +295,14 @@ def main():
         "binary": BIN,
         "log_sync": a.log_sync,
         "small_reads": a.reads,
-        "loopback_tcp_mb_per_sec": tcp,
-        "large_files": throughput(large, tcp, files=big_files, size=big_size),
-        "large_files_prefault": throughput(
-            prefaulted, tcp, files=big_files, size=big_size, buffers_ready_secs=ready,
-            note="a fresh pool of `up --prefault`: each worker fills its MEM budget of chunk buffers ahead"),
-        "large_files_prefault_tcp": throughput(
-            over_tcp, tcp, files=big_files, size=big_size, buffers_ready_secs=ready_tcp,
+        "loopback_tcp_mb_per_sec": spread(tcp)["mb_per_sec"],
+        "loopback_tcp": spread(tcp),
+        "large_files": spread(fresh, files=big_files, size=big_size, note="a fresh pool each run"),
+        "large_files_prefault": spread(
+            pre, files=big_files, size=big_size,
+            note="a fresh pool of `up --prefault` each run: each worker fills its MEM budget of chunk buffers ahead"),
+        "large_files_prefault_tcp": spread(
+            pre_tcp, files=big_files, size=big_size,
             note="as large_files_prefault, with TIERPOOL_LOCAL_SOCKETS=0 in every process: all over loopback TCP"),
         "small_4k": dict(
             versus(small, rd, rd_fsync, rd_unix), clients=clients, inline_max=a.inline_max or "4KiB",
