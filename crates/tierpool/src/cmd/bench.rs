@@ -7,7 +7,8 @@
 //! library lets them (`$TIERPOOL_COALESCE`, 0 for none), as do small chunk
 //! reads and writes to each worker; the JSON says how many did, and how many files
 //! `get_many` read and `put_many` stored on the workers many to a request
-//! (`coalesced_calls`). With `--reads N` the read
+//! (`coalesced_calls`), and how the client's buffers for whole chunks
+//! served (`client_buffers`: reused, or fresh memory). With `--reads N` the read
 //! phase reads every file N times over (pass after pass).
 //!
 //! File contents are generated per file from a seed, so verification needs no
@@ -176,7 +177,7 @@ pub async fn run(c: &Client, a: &BenchArgs) -> Result<()> {
         .await?,
     );
     c.remove(&dir, true).await?;
-    report(a, &phases, c.coalesced())
+    report(a, &phases, c.coalesced(), &c.chunk_buffers())
 }
 
 /// Reads `path` back, streamed and compared chunk by chunk as `get`
@@ -228,8 +229,14 @@ async fn connections(c: &Client, n: u32, json: bool) -> Result<()> {
     Ok(())
 }
 
-fn report(a: &BenchArgs, phases: &[Phase], coalesced: tierpool_client::Coalesced) -> Result<()> {
+fn report(
+    a: &BenchArgs,
+    phases: &[Phase],
+    coalesced: tierpool_client::Coalesced,
+    buffers: &tierpool_types::BufferStats,
+) -> Result<()> {
     let mut out = json!({
+        "client_buffers": buffers,
         "coalesced_calls": {
             "stats": coalesced.stats, "commits": coalesced.commits, "reads": coalesced.reads, "writes": coalesced.writes,
             "chunk_reads": coalesced.chunk_reads, "chunk_writes": coalesced.chunk_writes,
