@@ -30,14 +30,17 @@ static RUNTIME: PerProcess<Runtime> = PerProcess::new();
 
 /// This process's multi-thread runtime, shared by all its clients.
 pub fn runtime() -> &'static Runtime {
-    let made = RUNTIME.get_or_try_init(|| {
+    let build = || {
         let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(2, 8);
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(threads)
             .thread_name("tierpool-io")
             .enable_all()
             .build()
-    });
+    };
+    // A runtime made by a thread that lost the race is shut down without
+    // waiting: dropping one in async context panics.
+    let made = RUNTIME.get_or_try_init_or(build, Runtime::shutdown_background);
     made.expect("cannot start the tierpool I/O runtime (out of threads or file descriptors?)")
 }
 

@@ -3,10 +3,13 @@
 //!
 //! This crate holds plain data only: no I/O, no async, no clock. Everything here
 //! may cross the wire or be written to disk, so every type is `serde`-serialisable
-//! and changes to them must keep the formats in `tierpool-proto` versioned.
+//! and changes to them must keep the formats in `tierpool-proto` versioned. One
+//! holder is the exception, shared by the crates whose state must not cross a
+//! `fork()`: [`PerProcess`].
 
 mod error;
 mod ids;
+mod per_process;
 mod placement;
 mod size;
 mod span;
@@ -14,6 +17,7 @@ mod stats;
 
 pub use error::{panic_message, Error, ErrorKind, Result};
 pub use ids::{ChunkAttrs, ChunkKey, ChunkRef, InodeId, Priority, WorkerId};
+pub use per_process::PerProcess;
 pub use placement::{Placement, Spread};
 pub use size::ByteSize;
 pub use span::Span;

@@ -41,7 +41,7 @@ use opendal::layers::{RetryLayer, TimeoutLayer};
 use opendal::{HttpTransporter, OperationContext, Operator};
 use tierpool_types::Error;
 
-use crate::home::PerProcess;
+use tierpool_types::PerProcess;
 
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 pub(crate) const CONTROL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -147,7 +147,7 @@ fn http_client() -> std::result::Result<reqwest::Client, opendal::Error> {
             .build()
             .map_err(|e| e.to_string())
     };
-    let client = CLIENT.get(make, drop);
+    let client = CLIENT.get_or_init_or(make, drop);
     client.clone().map_err(|e| opendal::Error::new(opendal::ErrorKind::ConfigInvalid, format!("no HTTP client: {e}")))
 }
 

@@ -17,7 +17,8 @@
 //! (one being polled on a thread of the home runtime at that moment
 //! finishes that poll first). A child made by `fork()` has none of its parent's
 //! threads: it makes a home of its own on first use and leaks the
-//! parent's (dropping it would touch descriptors the parent still uses).
+//! parent's (dropping it would touch descriptors the parent still uses;
+//! `tierpool_types::PerProcess`).
 //! So does the HTTP client the stores share (`connect.rs`), whose kept
 //! connections' tasks stayed in the parent; a child must open its stores
 //! again (the client's cache of them is per process).
@@ -25,8 +26,7 @@
 //! cannot block a child.
 
 use std::future::Future;
-use std::ptr;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use tierpool_types::PerProcess;
 use tokio::runtime::{Builder, EnterGuard, Handle, Runtime};
 
 /// Threads of the home runtime: one per core, 2 to 8 (under-store calls
@@ -34,38 +34,6 @@ use tokio::runtime::{Builder, EnterGuard, Handle, Runtime};
 /// fast store take CPU).
 fn threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8)
-}
-
-/// A value each process makes for itself on first use, never freed: a
-/// forked child makes its own and leaks the one it inherited. Takes no lock.
-pub(crate) struct PerProcess<T>(AtomicPtr<(u32, T)>);
-
-impl<T> PerProcess<T> {
-    pub(crate) const fn new() -> Self {
-        PerProcess(AtomicPtr::new(ptr::null_mut()))
-    }
-
-    /// This process's value, made by `make` if it has none; of threads
-    /// racing to make it, one value is kept and the others go to `lost`.
-    pub(crate) fn get(&'static self, make: impl Fn() -> T, lost: impl Fn(T)) -> &'static T {
-        let me = std::process::id();
-        loop {
-            let seen = self.0.load(Ordering::Acquire);
-            // SAFETY: a non-null pointer is a leaked box that is never freed.
-            if let Some((pid, value)) = unsafe { seen.as_ref() } {
-                if *pid == me {
-                    return value;
-                }
-            }
-            let made = Box::into_raw(Box::new((me, make())));
-            match self.0.compare_exchange(seen, made, Ordering::AcqRel, Ordering::Acquire) {
-                // SAFETY: `made` was just leaked and is now published, never freed.
-                Ok(_) => return unsafe { &(*made).1 },
-                // SAFETY: `made` was never published; this thread owns it.
-                Err(_) => lost(unsafe { Box::from_raw(made) }.1),
-            }
-        }
-    }
 }
 
 static HOME: PerProcess<Runtime> = PerProcess::new();
@@ -80,7 +48,7 @@ fn home() -> &'static Runtime {
             .build()
             .expect("cannot start the under-store runtime (out of threads or file descriptors?)")
     };
-    HOME.get(make, Runtime::shutdown_background)
+    HOME.get_or_init_or(make, Runtime::shutdown_background)
 }
 
 /// Makes the home runtime the current one until the guard drops: for a
@@ -156,28 +124,6 @@ mod tests {
             let _ = tokio::time::timeout(std::time::Duration::from_millis(20), call).await;
         });
         rx.recv_timeout(std::time::Duration::from_secs(10)).expect("the call's task was aborted and dropped");
-    }
-
-    #[test]
-    fn threads_racing_to_make_a_value_per_process_keep_one() {
-        static ONE: PerProcess<u32> = PerProcess::new();
-        static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        static LOST: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let got: Vec<u32> = std::thread::scope(|s| {
-            let hs: Vec<_> = (0..8)
-                .map(|_| {
-                    s.spawn(|| {
-                        let made = || MADE.fetch_add(1, Ordering::Relaxed);
-                        *ONE.get(made, |_| {
-                            LOST.fetch_add(1, Ordering::Relaxed);
-                        })
-                    })
-                })
-                .collect();
-            hs.into_iter().map(|h| h.join().unwrap()).collect()
-        });
-        assert!(got.iter().all(|v| *v == got[0]), "{got:?}");
-        assert_eq!(MADE.load(Ordering::Relaxed), LOST.load(Ordering::Relaxed) + 1);
     }
 
     #[test]
