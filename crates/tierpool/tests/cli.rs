@@ -69,6 +69,11 @@ fn bench_writes_and_reads_back_files_one_or_many_to_a_request() {
     assert_eq!((j["read"]["ops"].as_u64(), j["read"]["requests"].as_u64()), (Some(111), Some(9)), "{out}");
     assert_eq!((j["write"]["ops"].as_u64(), j["reads"].as_u64()), (Some(37), Some(3)), "{out}");
     assert_eq!(pool.ok(&["ls", "/"]), "", "the bench leaves nothing behind");
+    // Whole chunks read go into the client's kept buffers, all given back.
+    let out = pool.ok(&["bench", "--files", "2", "--size", "4MiB", "--reads", "3", "--json"]);
+    let b = &serde_json::from_str::<serde_json::Value>(&out).unwrap()["client_buffers"];
+    let (fresh, reused) = (b["fresh"].as_u64().unwrap(), b["reused"].as_u64().unwrap());
+    assert_eq!((fresh + reused, b["lent"].as_u64(), b["size"].as_u64()), (6, Some(0), Some(4 << 20)), "{out}");
     let e = pool.err(&["bench", "--files", "3", "--batch", "0"]);
     assert_eq!(e, "tierpool: --files, --threads, --batch and --reads must be at least 1");
     let e = pool.err(&["bench", "--files", "3000000000", "--reads", "2"]);
