@@ -21,7 +21,11 @@
 //! which issues one `fdatasync` for everything written meanwhile and
 //! publishes it, and the runtime's threads go on serving requests. Writing
 //! never waits for an fsync: changes arriving during one are written at
-//! once and share the next. The flusher thread does the slow writes: the
+//! once and share the next. Records whose callers wait only for them to be
+//! written (a file system's changes, [`LogWriter::append_answered_written`])
+//! are fsynced within [`LAZY`] rather than at once, so a burst of them
+//! shares one fsync; a caller that comes to wait for the fsync of such a
+//! record asks for it at once (`wait_synced`). The flusher thread does the slow writes: the
 //! zeros ahead (below), and a snapshot in the queue (callers leave it and
 //! what follows it to the thread); it also writes what no caller waits for
 //! within [`TICK`].
@@ -89,6 +93,10 @@ use tokio::sync::watch;
 /// How often the flusher thread writes records that no caller waited for.
 const TICK: Duration = Duration::from_millis(5);
 
+/// How long after they were written records that no caller waits to see
+/// fsynced may wait for their fsync under [`LogSync::Always`].
+pub const LAZY: Duration = Duration::from_millis(10);
+
 /// Space written with zeros at a time ahead of the records of a segment,
 /// once fewer than half of it are left.
 pub const RESERVE: u64 = 4 << 20;
@@ -101,12 +109,11 @@ enum Item {
     Records {
         bytes: Vec<u8>,
         last_lsn: u64,
+        /// Its caller will wait for the fsync (not only the write).
+        awaited: bool,
     },
     /// The state after `lsn`, to be written as the snapshot.
-    Snapshot {
-        lsn: u64,
-        state: Box<MetaState>,
-    },
+    Snapshot { lsn: u64, state: Box<MetaState> },
     /// fsync what was written now, whatever the period.
     Sync,
 }
@@ -250,7 +257,14 @@ impl LogWriter {
     /// Queues encoded records ending at `last_lsn`. Call in lsn order.
     /// They are written by the next wait on this log, or within [`TICK`].
     pub fn append(&self, bytes: Vec<u8>, last_lsn: u64) {
-        self.shared.queue.lock().push(Item::Records { bytes, last_lsn });
+        self.shared.queue.lock().push(Item::Records { bytes, last_lsn, awaited: true });
+    }
+
+    /// As [`append`](Self::append), for records whose caller waits only for
+    /// them to be written ([`wait_written`](Self::wait_written)): under
+    /// [`LogSync::Always`] they are fsynced within [`LAZY`], not at once.
+    pub fn append_answered_written(&self, bytes: Vec<u8>, last_lsn: u64) {
+        self.shared.queue.lock().push(Item::Records { bytes, last_lsn, awaited: false });
     }
 
     /// Queues a snapshot of `state`, the state after `lsn` (a copy is
@@ -309,6 +323,15 @@ impl LogWriter {
     pub async fn wait_synced(&self, lsn: u64) -> Result<()> {
         let alone = Waiting::of(&self.waiting);
         self.shared.write_queued(lsn, self.sync == LogSync::Always && self.shared.lone_writer(&alone));
+        if self.sync == LogSync::Always && self.synced() < lsn {
+            // Written among records no one waited to see fsynced: asked
+            // for now rather than within `LAZY`.
+            wait_for(&self.written, lsn).await?;
+            if self.shared.lsns.lazy.load(Ordering::Acquire) >= lsn && self.synced() < lsn {
+                self.shared.queue.lock().push(Item::Sync);
+                self.shared.write_queued(lsn, false);
+            }
+        }
         wait_for(&self.synced, lsn).await
     }
 
@@ -385,6 +408,11 @@ pub fn open(dir: &Path) -> Result<(MetaState, u64, LogWriter)> {
 
 /// [`open`], fsyncing as `sync` says.
 pub fn open_with(dir: &Path, sync: LogSync) -> Result<(MetaState, u64, LogWriter)> {
+    open_lazy(dir, sync, LAZY)
+}
+
+/// [`open_with`], fsyncing records no one waits to see fsynced within `lazy`.
+fn open_lazy(dir: &Path, sync: LogSync, lazy: Duration) -> Result<(MetaState, u64, LogWriter)> {
     std::fs::create_dir_all(dir).map_err(|e| Error::from(e).context(dir.display()))?;
     let (mut state, mut lsn) = match std::fs::read(dir.join("snapshot")) {
         Ok(b) => {
@@ -420,13 +448,14 @@ pub fn open_with(dir: &Path, sync: LogSync) -> Result<(MetaState, u64, LogWriter
         contended_at: AtomicU64::new(0),
         opened: Instant::now(),
         by_writers: AtomicU64::new(0),
+        lazy: AtomicU64::new(0),
     });
     let syncs = Arc::new(AtomicU64::new(0));
     let (to_syncer, syncer_rx) = mpsc::channel();
     let (l, n) = (lsns.clone(), syncs.clone());
     std::thread::Builder::new()
         .name("meta-log-sync".into())
-        .spawn(move || syncer(syncer_rx, sync, l, n))
+        .spawn(move || syncer(syncer_rx, sync, lazy, l, n))
         .map_err(|e| Error::from(e).context("starting log syncer"))?;
     let flusher = Flusher {
         dir: dir.to_path_buf(),
@@ -662,6 +691,9 @@ struct Lsns {
     opened: Instant,
     /// fsyncs issued by writers themselves.
     by_writers: AtomicU64,
+    /// The last lsn written among records no one waited to see fsynced
+    /// (set before it is published as written).
+    lazy: AtomicU64,
 }
 
 /// How long after writers last met each other one fsyncs itself again
@@ -700,11 +732,13 @@ fn sync_data(t: &ToSync, syncs: &AtomicU64, lsns: &Lsns) {
 }
 
 /// Records up to `lsn` are written in `file`; with `now`, fsync them
-/// whatever the period.
+/// whatever the period; `lazy` if no caller waits for their fsync (under
+/// [`LogSync::Always`]: fsynced within [`LAZY`]).
 struct ToSync {
     lsn: u64,
     file: Arc<File>,
     now: bool,
+    lazy: bool,
 }
 
 /// The flusher thread: writes what is queued when called (a snapshot
@@ -794,12 +828,14 @@ impl Flusher {
                 }
                 q.drain(..upto).collect::<Vec<_>>()
             };
-            let (mut top, mut asked) = (None, false);
+            // A caller that will wait for the fsync waits for these records'.
+            let (mut top, mut asked, mut awaited) = (None, false, by == Drainer::Caller { fsync: true });
             for item in items {
                 match item {
-                    Item::Records { bytes, last_lsn } => {
+                    Item::Records { bytes, last_lsn, awaited: a } => {
                         self.buf.extend_from_slice(&bytes);
                         top = Some(last_lsn);
+                        awaited |= a;
                     }
                     Item::Snapshot { lsn, state } => {
                         self.write(top.take());
@@ -810,9 +846,14 @@ impl Flusher {
                     Item::Sync => asked = true,
                 }
             }
+            let lazy = self.sync == LogSync::Always && !asked && !awaited;
+            if let Some(top) = top.filter(|_| lazy) {
+                // Before it is published as written: see `wait_synced`.
+                self.lsns.lazy.fetch_max(top, Ordering::AcqRel);
+            }
             self.write(top);
             if let Some(lsn) = self.unsynced.filter(|_| asked || top.is_some()) {
-                let t = ToSync { lsn, file: self.segment.file.clone(), now: asked };
+                let t = ToSync { lsn, file: self.segment.file.clone(), now: asked, lazy };
                 let alone = || {
                     let free = self.lsns.fsyncing.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire).is_ok();
                     if !free {
@@ -879,32 +920,37 @@ fn drop_covered_segments(dir: &Path, lsn: u64) {
 }
 
 /// The syncer thread: fdatasyncs what the flusher wrote (one fsync for
-/// everything written meanwhile), at once under [`LogSync::Always`], at
-/// most a period after the first record waiting under
-/// [`LogSync::Every`], and publishes it as synced and durable. A segment
-/// left for a new one was fsynced by the flusher first, so only the
-/// newest file named matters.
-fn syncer(rx: mpsc::Receiver<ToSync>, sync: LogSync, lsns: Arc<Lsns>, syncs: Arc<AtomicU64>) {
+/// everything written meanwhile), at once under [`LogSync::Always`] (within
+/// `lazy` of the first record waiting if no caller waits for any), at most
+/// a period after the first record waiting under [`LogSync::Every`], and
+/// publishes it as synced and durable. A segment left for a new one was
+/// fsynced by the flusher first, so only the newest file named matters.
+fn syncer(rx: mpsc::Receiver<ToSync>, sync: LogSync, lazy: Duration, lsns: Arc<Lsns>, syncs: Arc<AtomicU64>) {
     let mut waiting: Option<(ToSync, Instant)> = None;
+    // How long what is waiting may wait, from its first record.
+    let within = |w: &ToSync| match sync {
+        _ if w.now => Duration::ZERO,
+        LogSync::Always if w.lazy => lazy,
+        LogSync::Always => Duration::ZERO,
+        LogSync::Every(period) => period,
+    };
     loop {
-        let next = match (&waiting, sync) {
-            (None, _) => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
-            (Some((w, since)), LogSync::Every(period)) if !w.now => {
-                rx.recv_timeout(period.saturating_sub(since.elapsed()))
+        let next = match &waiting {
+            None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+            Some((w, since)) if within(w) > Duration::ZERO => {
+                rx.recv_timeout(within(w).saturating_sub(since.elapsed()))
             }
             // Due now: only what else is queued joins it.
-            (Some(_), _) => Err(mpsc::RecvTimeoutError::Timeout),
+            Some(_) => Err(mpsc::RecvTimeoutError::Timeout),
         };
         let stop = matches!(next, Err(mpsc::RecvTimeoutError::Disconnected));
         for t in next.ok().into_iter().chain(std::iter::from_fn(|| rx.try_recv().ok())) {
             let since = waiting.as_ref().map_or_else(Instant::now, |(_, s)| *s);
             let now = t.now || waiting.as_ref().is_some_and(|(w, _)| w.now);
-            waiting = Some((ToSync { now, ..t }, since));
+            let lazy = t.lazy && waiting.as_ref().is_none_or(|(w, _)| w.lazy);
+            waiting = Some((ToSync { now, lazy, ..t }, since));
         }
-        let due = waiting.as_ref().is_some_and(|(w, since)| match sync {
-            LogSync::Always => true,
-            LogSync::Every(period) => w.now || stop || since.elapsed() >= period,
-        });
+        let due = waiting.as_ref().is_some_and(|(w, since)| stop || since.elapsed() >= within(w));
         if due {
             let (w, _) = waiting.take().expect("due only when waiting");
             lsns.fsyncing.fetch_add(1, Ordering::AcqRel);
@@ -956,6 +1002,38 @@ mod tests {
         // The flusher thread may take a record before its writer does (it
         // writes every `TICK` what no one waits for): rarely.
         assert!(own >= 15, "the writer issued {own} of 20 fsyncs itself");
+    }
+
+    #[test]
+    fn changes_answered_once_written_are_fsynced_later_unless_a_caller_waits_for_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (_, _, log) = open_lazy(tmp.path(), LogSync::Always, Duration::from_secs(600)).unwrap();
+        let syncs = log.syncs();
+        runtime().block_on(async {
+            for lsn in 1..=20 {
+                log.append_answered_written(record(lsn), lsn);
+                log.wait_written(lsn).await.unwrap();
+            }
+            assert_eq!((log.syncs() - syncs, log.synced()), (0, 0), "left for `lazy`");
+            // A caller that comes to wait for the fsync of one asks for it now.
+            let asked = tokio::time::timeout(Duration::from_secs(30), log.wait_synced(12)).await;
+            asked.expect("fsynced at once, not within `lazy`").unwrap();
+        });
+        assert_eq!((log.syncs() - syncs, log.synced()), (1, 20), "one fsync for all");
+        drop(log);
+        assert_eq!(open(tmp.path()).unwrap().1, 20);
+
+        // With the default `LAZY`, no one asks: they are fsynced all the same.
+        let tmp = tempfile::tempdir().unwrap();
+        let (_, _, log) = open(tmp.path()).unwrap();
+        runtime().block_on(async {
+            for lsn in 1..=5 {
+                log.append_answered_written(record(lsn), lsn);
+                log.wait_written(lsn).await.unwrap();
+            }
+            let later = tokio::time::timeout(Duration::from_secs(30), wait_for(&log.synced, 5)).await;
+            later.expect("fsynced within `LAZY`").unwrap();
+        });
     }
 
     #[test]
