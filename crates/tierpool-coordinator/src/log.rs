@@ -953,8 +953,11 @@ fn syncer(rx: mpsc::Receiver<ToSync>, sync: LogSync, lazy: Duration, lsns: Arc<L
         let due = waiting.as_ref().is_some_and(|(w, since)| stop || since.elapsed() >= within(w));
         if due {
             let (w, _) = waiting.take().expect("due only when waiting");
-            lsns.fsyncing.fetch_add(1, Ordering::AcqRel);
-            sync_data(&w, &syncs, &lsns);
+            // Not if a writer's fsync took it meanwhile (one waiting for `lazy`).
+            if *lsns.synced.borrow() < w.lsn {
+                lsns.fsyncing.fetch_add(1, Ordering::AcqRel);
+                sync_data(&w, &syncs, &lsns);
+            }
         }
         if stop {
             return;
