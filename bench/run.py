@@ -248,6 +248,8 @@ def main():
     ap.add_argument("--log-sync", default="always", help="when the metadata log is fsynced (`up --log-sync`)")
     ap.add_argument("--reads", type=int, default=5, help="how many times over small files are read back (1: once)")
     a = ap.parse_args()
+    if a.runs < 1:
+        sys.exit("run.py: --runs must be at least 1")
     ensure_tools()
     global BIN
     if a.bin:
@@ -277,8 +279,6 @@ def main():
     finally:
         sh(BIN, "down", "--dir", state)
         shutil.rmtree(state, ignore_errors=True)
-    if a.runs < 1:
-        sys.exit("run.py: --runs must be at least 1")
     tcp, fresh, pre, pre_tcp = large_runs(a.runs, big_files, big_size, a.log_sync)
     rd = redis(clients, small_n * 5, small_n)
     rd_unix = redis(clients, small_n * 5, small_n, unix=True)

@@ -237,8 +237,9 @@ impl Shared {
                 if !self.queue.lock().is_empty() {
                     self.call(|c| c.now = true);
                 }
-                self.lsns.by_writers.fetch_add(1, Ordering::Relaxed);
                 sync_data(&t, &self.syncs, &self.lsns);
+                // After `syncs`: read the other way round, never more than it.
+                self.lsns.by_writers.fetch_add(1, Ordering::Relaxed);
             }
             if for_thread {
                 return self.call(|c| c.now = true);
@@ -327,7 +328,9 @@ impl LogWriter {
             // Written among records no one waited to see fsynced: asked
             // for now rather than within `LAZY`.
             wait_for(&self.written, lsn).await?;
-            if self.shared.lsns.lazy.load(Ordering::Acquire) >= lsn && self.synced() < lsn {
+            let l = &self.shared.lsns;
+            let unasked = l.lazy.load(Ordering::Acquire) >= lsn && l.eager.load(Ordering::Acquire) < lsn;
+            if unasked && self.synced() < lsn {
                 self.shared.queue.lock().push(Item::Sync);
                 self.shared.write_queued(lsn, false);
             }
@@ -449,6 +452,7 @@ fn open_lazy(dir: &Path, sync: LogSync, lazy: Duration) -> Result<(MetaState, u6
         opened: Instant::now(),
         by_writers: AtomicU64::new(0),
         lazy: AtomicU64::new(0),
+        eager: AtomicU64::new(0),
     });
     let syncs = Arc::new(AtomicU64::new(0));
     let (to_syncer, syncer_rx) = mpsc::channel();
@@ -691,9 +695,11 @@ struct Lsns {
     opened: Instant,
     /// fsyncs issued by writers themselves.
     by_writers: AtomicU64,
-    /// The last lsn written among records no one waited to see fsynced
-    /// (set before it is published as written).
+    /// The last lsn written among records no one waited to see fsynced,
+    /// and the last one an fsync at once was asked for (each set before
+    /// it is published as written).
     lazy: AtomicU64,
+    eager: AtomicU64,
 }
 
 /// How long after writers last met each other one fsyncs itself again
@@ -847,9 +853,13 @@ impl Flusher {
                 }
             }
             let lazy = self.sync == LogSync::Always && !asked && !awaited;
-            if let Some(top) = top.filter(|_| lazy) {
-                // Before it is published as written: see `wait_synced`.
-                self.lsns.lazy.fetch_max(top, Ordering::AcqRel);
+            // Before it is published as written: see `wait_synced`.
+            let (marks, upto) = match lazy {
+                true => (&self.lsns.lazy, top),
+                false => (&self.lsns.eager, top.or(self.unsynced)),
+            };
+            if let Some(lsn) = upto {
+                marks.fetch_max(lsn, Ordering::AcqRel);
             }
             self.write(top);
             if let Some(lsn) = self.unsynced.filter(|_| asked || top.is_some()) {

@@ -559,12 +559,16 @@ impl Coordinator {
                 tasks: s.task_count() as u64,
                 pages_pending: s.pending_pages().values().flatten().map(|r| r.pages.len() as u64).sum(),
             },
-            metadata_log: MetadataLogStatus {
-                sync_every_ms: self.log.sync_mode().period_ms(),
-                lsn: g.lsn,
-                synced_lsn: self.log.synced(),
-                syncs: self.log.syncs(),
-                writer_syncs: self.log.writer_syncs(),
+            metadata_log: {
+                // Writers' first: they are counted after `syncs` is.
+                let writer_syncs = self.log.writer_syncs();
+                MetadataLogStatus {
+                    sync_every_ms: self.log.sync_mode().period_ms(),
+                    lsn: g.lsn,
+                    synced_lsn: self.log.synced(),
+                    syncs: self.log.syncs(),
+                    writer_syncs,
+                }
             },
             change_feed: {
                 let (from, next, ops, items) = g.feed.extent();
