@@ -338,6 +338,15 @@ impl LogWriter {
         wait_for(&self.synced, lsn).await
     }
 
+    /// As [`wait_synced`](Self::wait_synced), for work that may wait (an
+    /// op's effects): never asks for the fsync sooner than the log would do
+    /// it (records answered once written: within [`LAZY`]), and does not
+    /// count as a caller waiting for one.
+    pub async fn wait_synced_later(&self, lsn: u64) -> Result<()> {
+        self.shared.write_queued(lsn, false);
+        wait_for(&self.synced, lsn).await
+    }
+
     /// [`wait_synced`](Self::wait_synced), asking for the fsync now rather
     /// than at the end of the period (for the rare changes a caller waits on).
     pub async fn sync_now(&self, lsn: u64) -> Result<()> {
@@ -1029,8 +1038,12 @@ mod tests {
             }
             assert_eq!((log.syncs() - syncs, log.synced()), (0, 0), "left for `lazy`");
             // A caller that comes to wait for the fsync of one asks for it now.
+            // Work that may wait does not ask.
+            let later = log.wait_synced_later(12);
+            assert!(tokio::time::timeout(Duration::from_millis(200), later).await.is_err());
             let asked = tokio::time::timeout(Duration::from_secs(30), log.wait_synced(12)).await;
             asked.expect("fsynced at once, not within `lazy`").unwrap();
+            log.wait_synced_later(20).await.unwrap();
         });
         assert_eq!((log.syncs() - syncs, log.synced()), (1, 20), "one fsync for all");
         drop(log);
