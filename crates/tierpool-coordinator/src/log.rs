@@ -331,7 +331,7 @@ impl LogWriter {
             let l = &self.shared.lsns;
             let unasked = l.lazy.load(Ordering::Acquire) >= lsn && l.eager.load(Ordering::Acquire) < lsn;
             if unasked && self.synced() < lsn {
-                self.shared.queue.lock().push(Item::Sync);
+                self.ask_sync();
                 self.shared.write_queued(lsn, false);
             }
         }
@@ -351,9 +351,15 @@ impl LogWriter {
     /// than at the end of the period (for the rare changes a caller waits on).
     pub async fn sync_now(&self, lsn: u64) -> Result<()> {
         if self.synced() < lsn {
-            self.shared.queue.lock().push(Item::Sync);
+            self.ask_sync();
         }
         self.wait_synced(lsn).await
+    }
+
+    /// Queues a request for an fsync at once, for the syncer or the next
+    /// writer to carry out.
+    fn ask_sync(&self) {
+        self.shared.queue.lock().push(Item::Sync);
     }
 }
 

@@ -34,6 +34,11 @@ tokio::task_local! {
     static WRITTEN: ();
 }
 
+/// The request running asked to be answered once written.
+fn answered_written() -> bool {
+    WRITTEN.try_with(|_| ()).is_ok()
+}
+
 /// A batch of more than [`MAX_BATCH`] ops or paths is refused whole.
 fn check_batch(n: usize) -> Result<()> {
     if n > MAX_BATCH {
@@ -253,7 +258,7 @@ impl Coordinator {
         }
         let mut bytes = Vec::new();
         encode_record(&LogRecord { lsn, time, owner, op }, &mut bytes);
-        match WRITTEN.try_with(|_| ()).is_ok() {
+        match answered_written() {
             // Answered once written (`acked`): its fsync may come a little later.
             true => self.log.append_answered_written(bytes, lsn),
             false => self.log.append(bytes, lsn),
@@ -270,7 +275,7 @@ impl Coordinator {
     /// told: durable, or only written for a request that asked so
     /// (`CoordRequest::Written`).
     async fn acked(&self, lsn: u64) -> Result<()> {
-        if WRITTEN.try_with(|_| ()).is_ok() {
+        if answered_written() {
             self.log.wait_written(lsn).await
         } else {
             self.log.wait_durable(lsn).await
