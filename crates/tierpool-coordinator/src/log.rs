@@ -470,11 +470,12 @@ fn open_lazy(dir: &Path, sync: LogSync, lazy: Duration) -> Result<(MetaState, u6
         eager: AtomicU64::new(0),
     });
     let syncs = Arc::new(AtomicU64::new(0));
-    let (to_syncer, syncer_rx) = mpsc::channel();
-    let (l, n) = (lsns.clone(), syncs.clone());
+    let (tx, syncer_rx) = mpsc::channel();
+    let to_syncer = ToSyncer { tx, parked: Arc::new(Mutex::new(Parked::default())) };
+    let (l, n, p) = (lsns.clone(), syncs.clone(), to_syncer.parked.clone());
     std::thread::Builder::new()
         .name("meta-log-sync".into())
-        .spawn(move || syncer(syncer_rx, sync, lazy, l, n))
+        .spawn(move || syncer(syncer_rx, p, sync, lazy, l, n))
         .map_err(|e| Error::from(e).context("starting log syncer"))?;
     let flusher = Flusher {
         dir: dir.to_path_buf(),
@@ -681,7 +682,7 @@ struct Flusher {
     sync: LogSync,
     lsns: Arc<Lsns>,
     /// To the syncer: records up to an lsn are written in a file.
-    syncer: mpsc::Sender<ToSync>,
+    syncer: ToSyncer,
     /// An fsync the caller writing now claimed, for it to issue once it
     /// lets go of the segment.
     fsync_here: Option<ToSync>,
@@ -760,6 +761,58 @@ struct ToSync {
     file: Arc<File>,
     now: bool,
     lazy: bool,
+}
+
+impl ToSync {
+    /// Whether its fsync may wait (for [`LAZY`], or a period), so the
+    /// syncer already waiting for one that may needs no waking for it.
+    fn may_wait(&self, sync: LogSync) -> bool {
+        match sync {
+            _ if self.now => false,
+            LogSync::Always => self.lazy,
+            LogSync::Every(period) => period > Duration::ZERO,
+        }
+    }
+
+    /// Joins `later`, written after it, into it (only the newest file
+    /// matters: a segment left for a new one was fsynced first).
+    fn join(self, later: ToSync) -> ToSync {
+        ToSync { now: self.now || later.now, lazy: self.lazy && later.lazy, ..later }
+    }
+}
+
+/// The way to the syncer. A send wakes it, so a burst of records that may
+/// wait for their fsync (a file system's changes: fsynced within
+/// [`LAZY`]) would wake it once per write just to be noted: while it
+/// waits for one that may wait, such records are parked for it to take
+/// when it fsyncs instead.
+struct ToSyncer {
+    tx: mpsc::Sender<ToSync>,
+    parked: Arc<Mutex<Parked>>,
+}
+
+/// What writers left the syncer without waking it.
+#[derive(Default)]
+struct Parked {
+    /// The syncer waits for an fsync that may wait (set and cleared by it).
+    armed: bool,
+    latest: Option<ToSync>,
+}
+
+impl ToSyncer {
+    fn send(&self, t: ToSync, sync: LogSync) {
+        if t.may_wait(sync) {
+            let mut p = self.parked.lock();
+            if p.armed {
+                p.latest = Some(match p.latest.take() {
+                    Some(before) => before.join(t),
+                    None => t,
+                });
+                return;
+            }
+        }
+        let _ = self.tx.send(t);
+    }
 }
 
 /// The flusher thread: writes what is queued when called (a snapshot
@@ -892,7 +945,7 @@ impl Flusher {
                     self.fsync_here = Some(t);
                 } else {
                     // The syncer fsyncs while writers go on.
-                    let _ = self.syncer.send(t);
+                    self.syncer.send(t, self.sync);
                 }
             }
             if thread {
@@ -950,7 +1003,14 @@ fn drop_covered_segments(dir: &Path, lsn: u64) {
 /// a period after the first record waiting under [`LogSync::Every`], and
 /// publishes it as synced and durable. A segment left for a new one was
 /// fsynced by the flusher first, so only the newest file named matters.
-fn syncer(rx: mpsc::Receiver<ToSync>, sync: LogSync, lazy: Duration, lsns: Arc<Lsns>, syncs: Arc<AtomicU64>) {
+fn syncer(
+    rx: mpsc::Receiver<ToSync>,
+    parked: Arc<Mutex<Parked>>,
+    sync: LogSync,
+    lazy: Duration,
+    lsns: Arc<Lsns>,
+    syncs: Arc<AtomicU64>,
+) {
     let mut waiting: Option<(ToSync, Instant)> = None;
     // How long what is waiting may wait, from its first record.
     let within = |w: &ToSync| match sync {
@@ -970,14 +1030,19 @@ fn syncer(rx: mpsc::Receiver<ToSync>, sync: LogSync, lazy: Duration, lsns: Arc<L
         };
         let stop = matches!(next, Err(mpsc::RecvTimeoutError::Disconnected));
         for t in next.ok().into_iter().chain(std::iter::from_fn(|| rx.try_recv().ok())) {
-            let since = waiting.as_ref().map_or_else(Instant::now, |(_, s)| *s);
-            let now = t.now || waiting.as_ref().is_some_and(|(w, _)| w.now);
-            let lazy = t.lazy && waiting.as_ref().is_none_or(|(w, _)| w.lazy);
-            waiting = Some((ToSync { now, lazy, ..t }, since));
+            waiting = Some(match waiting.take() {
+                Some((w, since)) => (w.join(t), since),
+                None => (t, Instant::now()),
+            });
         }
         let due = waiting.as_ref().is_some_and(|(w, since)| stop || since.elapsed() >= within(w));
+        // Writers park what may wait while this waits for what may too.
+        parked.lock().armed = !due && waiting.as_ref().is_some_and(|(w, _)| w.may_wait(sync));
         if due {
-            let (w, _) = waiting.take().expect("due only when waiting");
+            let (mut w, _) = waiting.take().expect("due only when waiting");
+            if let Some(later) = parked.lock().latest.take() {
+                w = w.join(later);
+            }
             // Not if a writer's fsync took it meanwhile (one waiting for `lazy`).
             if *lsns.synced.borrow() < w.lsn {
                 lsns.fsyncing.fetch_add(1, Ordering::AcqRel);
@@ -1066,6 +1131,37 @@ mod tests {
             let later = tokio::time::timeout(Duration::from_secs(30), wait_for(&log.synced, 5)).await;
             later.expect("fsynced within `LAZY`").unwrap();
         });
+    }
+
+    #[test]
+    fn records_that_may_wait_are_parked_for_the_waiting_syncer_and_fsynced_with_it() {
+        for sync in [LogSync::Always, LogSync::Every(Duration::from_millis(300))] {
+            let tmp = tempfile::tempdir().unwrap();
+            let (_, _, log) = open_lazy(tmp.path(), sync, Duration::from_millis(300)).unwrap();
+            let parked = log.shared.flusher.lock().syncer.parked.clone();
+            let syncs = log.syncs();
+            runtime().block_on(async {
+                log.append_answered_written(record(1), 1);
+                log.wait_written(1).await.unwrap();
+                let deadline = Instant::now() + Duration::from_secs(30);
+                while !parked.lock().armed && log.synced() < 1 {
+                    assert!(Instant::now() < deadline, "the syncer waits for record 1");
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                for lsn in 2..=5 {
+                    log.append_answered_written(record(lsn), lsn);
+                    log.wait_written(lsn).await.unwrap();
+                }
+                if log.synced() < 1 {
+                    // Not sent: the syncer was not woken for them.
+                    assert_eq!(parked.lock().latest.as_ref().map(|t| t.lsn), Some(5));
+                }
+                let all = tokio::time::timeout(Duration::from_secs(30), wait_for(&log.synced, 5)).await;
+                all.expect("the parked records fsynced with the first").unwrap();
+            });
+            assert_eq!(log.syncs() - syncs, 1, "one fsync for all five");
+            assert!(parked.lock().latest.is_none());
+        }
     }
 
     #[test]
