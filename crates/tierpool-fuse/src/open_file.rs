@@ -666,6 +666,9 @@ fn answered(g: &mut Inner, got: Result<(InodeInfo, Vec<u64>)>) -> Result<Option<
 /// Deletes, in the background, the versions `g` stored that nothing will publish.
 fn discard_garbage(io: &Io, g: &mut Inner) {
     let garbage = g.state.take_garbage();
+    if garbage.is_empty() {
+        return; // most publishes: no task (and no thread woken) for nothing
+    }
     let client = io.client.clone();
     io.rt.spawn(async move { client.discard_versions(garbage).await });
 }
