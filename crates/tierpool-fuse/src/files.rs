@@ -17,18 +17,26 @@ impl TierpoolFs {
     /// An existing one without local changes takes the newer contents:
     /// whoever opens sees what was published before (close-to-open).
     fn attach(&self, info: InodeInfo) -> Arc<OpenFile> {
+        self.attach_keeping(info).0
+    }
+
+    /// [`attach`](Self::attach), and whether the kernel may keep the pages
+    /// it holds of the file: a new open file on the very contents the
+    /// last one read (`kept_pages.rs`).
+    fn attach_keeping(&self, info: InodeInfo) -> (Arc<OpenFile>, bool) {
         let mut files = self.files.lock();
         match files.get_mut(&info.id.0) {
             Some((f, n)) => {
                 *n += 1;
                 f.refresh(info);
-                f.clone()
+                (f.clone(), false)
             }
             None => {
-                let ino = info.id.0;
+                let (ino, contents) = (info.id.0, (info.size, info.chunks.clone()));
                 let f = Arc::new(OpenFile::new(info));
+                let keep = self.kept_pages.lock().opened(ino, f.seq(), &contents);
                 files.insert(ino, (f.clone(), 1));
-                f
+                (f, keep)
             }
         }
     }
@@ -56,6 +64,7 @@ impl TierpoolFs {
         };
         if let Some(f) = closed {
             f.close(&self.io);
+            self.kept_pages.lock().closed(ino, f.seq(), f.kept());
         }
     }
 
@@ -91,7 +100,9 @@ impl TierpoolFs {
         fh
     }
 
-    pub(crate) fn open_handle(&self, ino: u64, flags: i32) -> Result<u64, Errno> {
+    /// A new handle on file `ino`, and whether the kernel may keep the
+    /// pages it holds of it (`kept_pages.rs`).
+    pub(crate) fn open_handle(&self, ino: u64, flags: i32) -> Result<(u64, bool), Errno> {
         let epoch = self.fresh.lock().epoch();
         let (info, fetched) = match self.openable(ino) {
             Ok(i) => (i, Some(std::time::Instant::now())),
@@ -108,12 +119,21 @@ impl TierpoolFs {
             // A file of an under-store: refused (ESTALE) if its object changed below.
             self.ask(self.io.client.check_origin(&format!("inode {ino}"), &info))?;
         }
-        let fh = self.add_handle(info, flags);
+        let (ctime, seen) = (info.ctime, fetched.is_some());
+        let (file, keep) = self.attach_keeping(info);
+        let fh = self.new_handle(file, flags);
+        if seen && !keep && !self.fresh.lock().is_own(ino, ctime) {
+            // Close-to-open for the size too (the kernel reads a cached file
+            // only up to the size it holds): unless the last change was this
+            // mount's own, which the kernel followed, it may hold a size from
+            // before another client's publish that the feed has not told it of.
+            self.watch.drop_attributes_now(ino);
+        }
         if let Some(at) = fetched {
             // Its attributes as fetched serve the kernel's re-reads for a while.
             self.fresh.lock().opened(epoch, ino, at);
         }
-        Ok(fh)
+        Ok((fh, keep))
     }
 
     pub(crate) fn create_file(

@@ -90,6 +90,8 @@ pub struct TierpoolFs {
     pub(crate) templates: Mutex<crate::making::Templates>,
     /// Makes the files that waited long enough.
     making: Option<Background>,
+    /// The contents the kernel may still hold pages of (`kept_pages.rs`).
+    pub(crate) kept_pages: Mutex<crate::kept_pages::KeptPages>,
 }
 
 impl TierpoolFs {
@@ -123,6 +125,7 @@ impl TierpoolFs {
             unmade: Arc::default(),
             templates: Mutex::default(),
             making: None,
+            kept_pages: Mutex::default(),
         };
         fs.holds = Some(fs.start_holds());
         fs.making = Some(fs.start_making());
@@ -254,8 +257,10 @@ const CACHED_MAX: u64 = crate::attr::IO_BLOCK as u64;
 /// - Read-only handles of files up to [`CACHED_MAX`] keep the kernel's
 ///   page cache: a program's small reads (`tar`'s 10 KiB) are served from
 ///   one read-ahead, one request for such a file rather than one per read.
-///   The cache is dropped at each open (no `FOPEN_KEEP_CACHE`), so an open
-///   still reads what was published before it (close-to-open), and the
+///   An open drops the cache (no `FOPEN_KEEP_CACHE`), so it still reads
+///   what was published before it (close-to-open), unless the pages the
+///   kernel holds are of the very contents published now (`open` and
+///   `kept_pages.rs`): then it keeps them. The
 ///   kernel drops the pages that a write through another handle here
 ///   covers (before it sends that write) and those a truncate cuts, so
 ///   processes on this machine still see each other's writes at once
@@ -487,13 +492,17 @@ impl Filesystem for TierpoolFs {
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let opened = match crate::snapshots::is_snap(ino.0) {
-            true => self.snap_open(ino.0, flags.0),
+            true => self.snap_open(ino.0, flags.0).map(|fh| (fh, false)),
             false => self.open_handle(ino.0, flags.0),
         };
         match opened {
-            Ok(fh) => {
+            Ok((fh, keep)) => {
                 let size = self.handle(FileHandle(fh)).map_or(0, |(_, f, _, _)| f.size());
-                reply.opened(FileHandle(fh), open_flags(flags.0, size, self.direct_mmap.load(Ordering::Relaxed)))
+                let mut fopen = open_flags(flags.0, size, self.direct_mmap.load(Ordering::Relaxed));
+                if keep && !fopen.contains(FopenFlags::FOPEN_DIRECT_IO) {
+                    fopen |= FopenFlags::FOPEN_KEEP_CACHE;
+                }
+                reply.opened(FileHandle(fh), fopen)
             }
             Err(e) => reply.error(e),
         }

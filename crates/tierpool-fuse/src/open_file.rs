@@ -21,7 +21,7 @@ use crate::file_state::{FileState, Source};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use tierpool_client::{Client, InodeChange, InodeInfo, InodeKind, MetaOp, NewFileAt, Placing};
 use tierpool_types::{ChunkKey, ChunkRef, Error, ErrorKind, InodeId, Result};
@@ -135,7 +135,15 @@ struct Inner {
     made_dir: Option<InodeInfo>,
     /// Why the last attempt to make it failed, until taken.
     make_error: Option<Error>,
+    /// The contents (size and chunk versions) published when the file was
+    /// opened here, while nothing has changed them since: neither a write
+    /// or cut here nor a newer publish taken in (see [`OpenFile::kept`]).
+    unmoved: Option<Contents>,
 }
+
+/// A file's published contents: its size and chunk versions. Versions are
+/// never reused, so equal contents are equal bytes.
+pub type Contents = (u64, Vec<ChunkRef>);
 
 /// A chunk on its way to a worker as `version`.
 struct InFlight {
@@ -155,7 +163,12 @@ pub struct OpenFile {
     unmade: AtomicBool,
     /// A file of a snapshot: never refreshed from the live inode.
     frozen: bool,
+    /// Its number among the open files this process made (see `kept_pages.rs`).
+    seq: u64,
 }
+
+/// The next [`OpenFile::seq`].
+static NEXT_SEQ: AtomicU64 = AtomicU64::new(1);
 
 impl OpenFile {
     /// The file `info` (with its chunk list) as published.
@@ -163,6 +176,8 @@ impl OpenFile {
         let info_id = info.id;
         let state = FileState::new(info.id, info.chunk_size, info.size, info.chunks.clone());
         let inline = inline_of(&info);
+        let unmoved = (info.kind == InodeKind::File && info.origin.is_none() && info.has_chunks())
+            .then(|| (info.size, info.chunks.clone()));
         let inner = Inner {
             state,
             info,
@@ -179,15 +194,20 @@ impl OpenFile {
             making: None,
             made_dir: None,
             make_error: None,
+            unmoved,
         };
-        OpenFile { inode: info_id, inner: Mutex::new(inner), unmade: AtomicBool::new(false), frozen: false }
+        let seq = NEXT_SEQ.fetch_add(1, Ordering::Relaxed);
+        OpenFile { inode: info_id, inner: Mutex::new(inner), unmade: AtomicBool::new(false), frozen: false, seq }
     }
 
     /// A new empty file `info` that this mount answered the create of
     /// itself: `make` makes it in the pool with its first publish.
     pub fn making(info: InodeInfo, make: NewFileAt) -> OpenFile {
         let f = OpenFile::new(info);
-        f.inner.lock().making = Some(make);
+        let mut g = f.inner.lock();
+        g.making = Some(make);
+        g.unmoved = None;
+        drop(g);
         f.unmade.store(true, Ordering::Release);
         f
     }
@@ -239,7 +259,24 @@ impl OpenFile {
     /// A file of a snapshot, `info` with the chunk list it froze: read
     /// only, and a chunk gone is an error, never the live file's bytes.
     pub fn frozen(info: InodeInfo) -> OpenFile {
-        OpenFile { frozen: true, ..OpenFile::new(info) }
+        let f = OpenFile::new(info);
+        f.inner.lock().unmoved = None;
+        OpenFile { frozen: true, ..f }
+    }
+
+    /// Its number among the open files this process made, each new one higher.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// The contents every read of this open file returned, if they were
+    /// all of one publish: the one it was opened on, with nothing written
+    /// or cut here and no other publish taken in since (`None` too for a
+    /// file made here, beneath an attachment, or unlinked). The pages the
+    /// kernel cached from those reads then hold exactly these contents.
+    pub fn kept(&self) -> Option<Contents> {
+        let g = self.inner.lock();
+        g.unmoved.clone().filter(|_| !g.unlinked)
     }
 
     /// The pool inode whose chunks this file reads.
@@ -283,6 +320,9 @@ impl OpenFile {
 
     fn refresh_locked(&self, g: &mut Inner, info: InodeInfo) {
         if info.has_chunks() {
+            if g.unmoved.as_ref().is_some_and(|(size, chunks)| (*size, &chunks[..]) != (info.size, &info.chunks[..])) {
+                g.unmoved = None;
+            }
             g.state.refresh(info.size, info.chunks.clone());
             g.inline = inline_of(&info).or(g.inline.take());
         }
@@ -423,6 +463,7 @@ impl OpenFile {
     /// offset written at.
     pub fn write(&self, io: &Io, offset: u64, data: &[u8], append: bool) -> Result<u64> {
         let mut g = self.inner.lock();
+        g.unmoved = None;
         collect(io, &mut g, false);
         if let Some(e) = &g.error {
             return Err(e.clone());
@@ -448,6 +489,7 @@ impl OpenFile {
     /// Cuts or extends the file to `size` (published by the caller).
     pub fn truncate(&self, io: &Io, size: u64) -> Result<()> {
         let mut g = self.inner.lock();
+        g.unmoved = None;
         if let Some((index, r)) = g.state.load_for_cut(size) {
             let bytes = fetch_in(io, &g, index, r)?;
             g.state.install(index, &bytes);

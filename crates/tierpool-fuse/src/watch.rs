@@ -91,11 +91,19 @@ pub(crate) struct Watch {
     from: AtomicU64,
     /// To the thread that tells the kernel, while the feed is followed.
     tell: Mutex<Option<std::sync::mpsc::Sender<Vec<Stale>>>>,
+    /// Tells the kernel at once, from a request's own thread.
+    notifier: Mutex<Option<Notifier>>,
 }
 
 impl Default for Watch {
     fn default() -> Watch {
-        Watch { base: Instant::now(), heard: AtomicU64::new(0), from: AtomicU64::new(u64::MAX), tell: Mutex::default() }
+        Watch {
+            base: Instant::now(),
+            heard: AtomicU64::new(0),
+            from: AtomicU64::new(u64::MAX),
+            tell: Mutex::default(),
+            notifier: Mutex::default(),
+        }
     }
 }
 
@@ -107,6 +115,17 @@ impl Watch {
     pub(crate) fn drop_entry(&self, dir: u64, name: &str, ino: u64) {
         if let Some(tell) = self.tell.lock().as_ref() {
             let _ = tell.send(vec![Stale::Entry(dir, name.to_string()), Stale::Inode(ino)]);
+        }
+    }
+
+    /// Has the kernel drop the attributes it holds of `ino` now, before
+    /// the answer to the request under way: an open that found contents
+    /// the kernel may not know yet (another client's publish, which the
+    /// feed tells it of only a little later), whose size it must not read
+    /// by. Its next look at them asks again.
+    pub(crate) fn drop_attributes_now(&self, ino: u64) {
+        if let Some(n) = self.notifier.lock().as_ref() {
+            let _ = n.inval_inode(INodeNo(ino), -1, 0);
         }
     }
 
@@ -174,6 +193,7 @@ pub(crate) fn follow(parts: Parts, notifier: Notifier, at: Option<(u64, u64)>) {
     let (tell, told) = std::sync::mpsc::channel::<Vec<Stale>>();
     if let Some(w) = parts.watch.upgrade() {
         *w.tell.lock() = Some(tell.clone());
+        *w.notifier.lock() = Some(notifier.clone());
     }
     let made = parts.fresh.clone();
     let sender = std::thread::Builder::new().name("fuse-notify".into()).spawn(move || {

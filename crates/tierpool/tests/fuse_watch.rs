@@ -273,3 +273,73 @@ fn calls_right_after_another_clients_change_find_what_is_there_now() {
         assert_eq!((r, std::io::Error::last_os_error().raw_os_error()), (-1, Some(libc::ENOENT)), "{name:?}");
     }
 }
+
+/// How many pages of `path` the kernel holds, looked at through an open
+/// of its own (a read-only open, which keeps them or drops them as any).
+fn pages_held(path: &Path) -> usize {
+    let f = fs::File::open(path).unwrap();
+    let len = f.metadata().unwrap().len() as usize;
+    let mut held = vec![0u8; len.div_ceil(4096)];
+    // SAFETY: a fresh read-only mapping of an open file, unmapped below;
+    // `held` has a byte for each of its pages.
+    unsafe {
+        use std::os::fd::AsRawFd;
+        let p = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, f.as_raw_fd(), 0);
+        assert_ne!(p, libc::MAP_FAILED, "mmap: {}", std::io::Error::last_os_error());
+        assert_eq!(libc::mincore(p, len, held.as_mut_ptr()), 0, "mincore: {}", std::io::Error::last_os_error());
+        libc::munmap(p, len);
+    }
+    held.iter().filter(|b| **b & 1 == 1).count()
+}
+
+#[test]
+fn an_open_keeps_the_kernels_pages_only_of_contents_unchanged_since_they_were_read() {
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    let (a, b) = (Mount::new(&pool, "a"), Mount::new(&pool, "b"));
+    let pages = |v: u8| vec![v; 3 * 4096];
+    fs::write(a.p("f"), pages(1)).unwrap();
+    // Written through a handle that bypasses the kernel's cache: nothing
+    // kept; read once, its pages are kept by the next open.
+    assert_eq!(fs::read(a.p("f")).unwrap(), pages(1));
+    assert_eq!(pages_held(&a.p("f")), 3, "kept by an open of what was read");
+    assert_eq!(fs::read(a.p("f")).unwrap(), pages(1));
+    assert_eq!(pages_held(&a.p("f")), 3);
+    // Another mount rewrites it in place, as long as before: the next open
+    // here reads the new bytes, however soon after the close there.
+    for v in 2..12u8 {
+        let mut f = fs::OpenOptions::new().write(true).open(b.p("f")).unwrap();
+        std::io::Write::write_all(&mut f, &pages(v)).unwrap();
+        drop(f);
+        assert_eq!(fs::read(a.p("f")).unwrap(), pages(v), "the open after rewrite {v} elsewhere");
+    }
+    assert_eq!(pages_held(&a.p("f")), 3);
+    // Grown elsewhere while a handle here reads it: the open after that
+    // handle reads it all, though the kernel held the size from before.
+    for v in 12..16u8 {
+        let mut old = fs::File::open(a.p("f")).unwrap();
+        let mut f = fs::OpenOptions::new().append(true).open(b.p("f")).unwrap();
+        std::io::Write::write_all(&mut f, &[v; 100]).unwrap();
+        drop(f);
+        let mut s = Vec::new();
+        std::io::Read::read_to_end(&mut old, &mut s).unwrap();
+        drop(old);
+        let got = fs::read(a.p("f")).unwrap();
+        assert_eq!(
+            (got.len(), got.last()),
+            (3 * 4096 + 100 * (v as usize - 11), Some(&v)),
+            "after append {v} elsewhere"
+        );
+    }
+    fs::write(b.p("f"), pages(11)).unwrap();
+    assert_eq!(fs::read(a.p("f")).unwrap(), pages(11));
+    // A write here, and a cut here: read anew.
+    let mut f = fs::OpenOptions::new().write(true).open(a.p("f")).unwrap();
+    std::io::Write::write_all(&mut f, b"here").unwrap();
+    drop(f);
+    let mut want = pages(11);
+    want[..4].copy_from_slice(b"here");
+    assert_eq!(fs::read(a.p("f")).unwrap(), want);
+    fs::OpenOptions::new().write(true).open(a.p("f")).unwrap().set_len(4096).unwrap();
+    assert_eq!(fs::read(a.p("f")).unwrap(), want[..4096]);
+    assert_eq!(pages_held(&a.p("f")), 1);
+}
