@@ -13,7 +13,19 @@ use std::io::Write;
 use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard};
 use std::time::{Duration, UNIX_EPOCH};
+
+/// Taken whole by the test that holds a descriptor of a file whose publish
+/// waits for a worker that is gone, shared by the others. A process
+/// another test started meanwhile would inherit the descriptor and close it
+/// as it starts (on `exec`), which publishes and so waits as long, holding
+/// that test up.
+static ALONE: RwLock<()> = RwLock::new(());
+
+fn not_alone() -> RwLockReadGuard<'static, ()> {
+    ALONE.read().unwrap_or_else(PoisonError::into_inner)
+}
 
 fn stat_json(pool: &Pool, path: &str) -> Value {
     serde_json::from_str(&pool.ok(&["stat", "--json", path])).unwrap()
@@ -25,6 +37,7 @@ fn mode(p: &Path) -> u32 {
 
 #[test]
 fn chmod_and_utimens_are_kept_by_the_pool() {
+    let _shared = not_alone();
     let pool = Pool::start(1, "16MiB", "64MiB");
     let m = Mount::new(&pool, "mnt");
     fs::write(m.p("f"), b"data").unwrap();
@@ -78,6 +91,7 @@ fn chmod_and_utimens_are_kept_by_the_pool() {
 
 #[test]
 fn attribute_changes_of_a_file_being_written_are_published_with_it() {
+    let _shared = not_alone();
     let pool = Pool::start(1, "16MiB", "64MiB");
     let m = Mount::new(&pool, "mnt");
     let t = UNIX_EPOCH + Duration::new(1_000_000_000, 5);
@@ -126,6 +140,7 @@ fn attribute_changes_of_a_file_being_written_are_published_with_it() {
 
 #[test]
 fn writes_after_attribute_changes_of_a_large_file_keep_their_bytes() {
+    let _shared = not_alone();
     // A file past the metadata's inline room has its unsent chunks sent
     // when its attributes change; writes after that replace what was sent.
     let pool = Pool::start(1, "16MiB", "64MiB");
@@ -156,6 +171,7 @@ fn writes_after_attribute_changes_of_a_large_file_keep_their_bytes() {
 
 #[test]
 fn a_file_with_more_unsent_chunks_than_go_at_once_keeps_its_bytes() {
+    let _shared = not_alone();
     // Ten chunks begun and none finished: an attribute change hands out as
     // many as go at once, the publish at close the rest.
     const CHUNK: usize = 4 << 20;
@@ -176,6 +192,7 @@ fn a_file_with_more_unsent_chunks_than_go_at_once_keeps_its_bytes() {
 
 #[test]
 fn a_failed_early_store_is_left_to_the_publish() {
+    let _alone = ALONE.write().unwrap_or_else(PoisonError::into_inner);
     // The chunks sent when attributes change are sent ahead of time: their
     // failure (the only worker is gone) is not the writer's error; the
     // publish at close sends them again, once the worker is back.
@@ -230,6 +247,7 @@ fn as_user(id: u32, script: &str) -> (bool, String) {
 
 #[test]
 fn permissions_are_checked_against_the_pools_owners() {
+    let _shared = not_alone();
     let pool = Pool::start(1, "16MiB", "64MiB");
     // The test directory is private; the other user must reach the mount point.
     fs::set_permissions(pool.dir(), Permissions::from_mode(0o755)).unwrap();
