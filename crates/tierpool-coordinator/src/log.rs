@@ -774,10 +774,14 @@ impl ToSync {
         }
     }
 
-    /// Joins `later`, written after it, into it (only the newest file
-    /// matters: a segment left for a new one was fsynced first).
-    fn join(self, later: ToSync) -> ToSync {
-        ToSync { now: self.now || later.now, lazy: self.lazy && later.lazy, ..later }
+    /// One request for both: up to the higher lsn, in its file (only the
+    /// newest file matters: a segment left for a new one was fsynced
+    /// first). Either may be the older: a parked request is joined last
+    /// though a later one came through the channel.
+    fn join(self, other: ToSync) -> ToSync {
+        let (now, lazy) = (self.now || other.now, self.lazy && other.lazy);
+        let newest = if other.lsn >= self.lsn { other } else { self };
+        ToSync { now, lazy, ..newest }
     }
 }
 
@@ -1135,32 +1139,51 @@ mod tests {
 
     #[test]
     fn records_that_may_wait_are_parked_for_the_waiting_syncer_and_fsynced_with_it() {
-        for sync in [LogSync::Always, LogSync::Every(Duration::from_millis(300))] {
+        for sync in [LogSync::Always, LogSync::Every(Duration::from_secs(2))] {
             let tmp = tempfile::tempdir().unwrap();
-            let (_, _, log) = open_lazy(tmp.path(), sync, Duration::from_millis(300)).unwrap();
+            let (_, _, log) = open_lazy(tmp.path(), sync, Duration::from_secs(2)).unwrap();
             let parked = log.shared.flusher.lock().syncer.parked.clone();
+            let armed = |lsn: u64| {
+                let deadline = Instant::now() + Duration::from_secs(30);
+                while !parked.lock().armed && log.synced() < lsn {
+                    assert!(Instant::now() < deadline, "the syncer waits for record {lsn}");
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            };
             let syncs = log.syncs();
             runtime().block_on(async {
                 log.append_answered_written(record(1), 1);
                 log.wait_written(1).await.unwrap();
-                let deadline = Instant::now() + Duration::from_secs(30);
-                while !parked.lock().armed && log.synced() < 1 {
-                    assert!(Instant::now() < deadline, "the syncer waits for record 1");
-                    std::thread::sleep(Duration::from_millis(1));
-                }
+                armed(1);
                 for lsn in 2..=5 {
                     log.append_answered_written(record(lsn), lsn);
                     log.wait_written(lsn).await.unwrap();
                 }
-                if log.synced() < 1 {
-                    // Not sent: the syncer was not woken for them.
-                    assert_eq!(parked.lock().latest.as_ref().map(|t| t.lsn), Some(5));
+                {
+                    let p = parked.lock();
+                    if p.armed {
+                        // Not sent: the syncer was not woken for them.
+                        assert_eq!(p.latest.as_ref().map(|t| t.lsn), Some(5));
+                    }
                 }
                 let all = tokio::time::timeout(Duration::from_secs(30), wait_for(&log.synced, 5)).await;
                 all.expect("the parked records fsynced with the first").unwrap();
             });
             assert_eq!(log.syncs() - syncs, 1, "one fsync for all five");
             assert!(parked.lock().latest.is_none());
+            // A record parked before one sent after it (a caller asks for
+            // its fsync now): the fsync covers the later one too.
+            runtime().block_on(async {
+                log.append_answered_written(record(6), 6);
+                log.wait_written(6).await.unwrap();
+                armed(6);
+                log.append_answered_written(record(7), 7);
+                log.wait_written(7).await.unwrap();
+                log.append(record(8), 8);
+                let now = tokio::time::timeout(Duration::from_secs(30), log.sync_now(8)).await;
+                now.expect("record 8 fsynced at once, the parked 7 with it").unwrap();
+            });
+            assert_eq!(log.synced(), 8);
         }
     }
 

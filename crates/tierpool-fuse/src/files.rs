@@ -64,7 +64,8 @@ impl TierpoolFs {
         };
         if let Some(f) = closed {
             f.close(&self.io);
-            self.kept_pages.lock().closed(ino, f.seq(), f.kept());
+            let kept = f.kept();
+            self.kept_pages.lock().closed(ino, f.seq(), kept);
         }
     }
 

@@ -250,7 +250,7 @@ pub(crate) fn ns(t: TimeOrNow) -> u64 {
 
 /// Files up to this size opened read-only keep the kernel's page cache
 /// (see `open_flags`): as large as one read-ahead of the kernel's.
-const CACHED_MAX: u64 = crate::attr::IO_BLOCK as u64;
+pub(crate) const CACHED_MAX: u64 = crate::attr::IO_BLOCK as u64;
 
 /// How the kernel treats a file handle (`size`: the file's at the open).
 ///

@@ -22,7 +22,8 @@
 use crate::open_file::Contents;
 use std::collections::HashMap;
 
-/// Inodes remembered at most: a few MiB of entries.
+/// Inodes remembered at most: a few MiB of entries (files of at most
+/// `CACHED_MAX`, a chunk or so each).
 pub const KEPT_MAX: usize = 65_536;
 
 #[derive(Default)]
