@@ -1018,9 +1018,8 @@ fn syncer(
     let mut waiting: Option<(ToSync, Instant)> = None;
     // How long what is waiting may wait, from its first record.
     let within = |w: &ToSync| match sync {
-        _ if w.now => Duration::ZERO,
-        LogSync::Always if w.lazy => lazy,
-        LogSync::Always => Duration::ZERO,
+        _ if !w.may_wait(sync) => Duration::ZERO,
+        LogSync::Always => lazy,
         LogSync::Every(period) => period,
     };
     loop {
