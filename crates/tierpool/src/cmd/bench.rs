@@ -9,7 +9,8 @@
 //! `get_many` read and `put_many` stored on the workers many to a request
 //! (`coalesced_calls`), and how the client's buffers for whole chunks
 //! served (`client_buffers`: reused, or fresh memory). With `--reads N` the read
-//! phase reads every file N times over (pass after pass).
+//! phase reads every file N times over (pass after pass). The client runs on
+//! one thread for small files, as redis-benchmark does (`--client-threads`).
 //!
 //! File contents are generated per file from a seed, so verification needs no
 //! second copy and catches misplaced chunks.
@@ -100,6 +101,20 @@ where
         lat.extend(r??);
     }
     Ok(Phase { name, files: u64::from(n), bytes: bytes_each * u64::from(n), elapsed: start.elapsed(), lat })
+}
+
+/// Files under this size are benchmarked from one client thread by
+/// default (`--client-threads`).
+const ONE_THREAD_BELOW: u64 = 1 << 20;
+
+/// The runtime threads of the benchmark's client (`--client-threads`).
+pub fn client_threads(a: &BenchArgs) -> Result<usize> {
+    match a.client_threads {
+        Some(0) => bail!("--client-threads must be at least 1"),
+        Some(n) => Ok(n as usize),
+        None if a.connections.is_some() || a.size.0 < ONE_THREAD_BELOW => Ok(1),
+        None => Ok(std::thread::available_parallelism().map_or(2, |n| n.get()).min(8)),
+    }
 }
 
 pub async fn run(c: &Client, a: &BenchArgs) -> Result<()> {
@@ -246,6 +261,7 @@ fn report(
         "threads": a.threads,
         "batch": a.batch,
         "reads": a.reads,
+        "client_threads": client_threads(a)?,
         "chunk_size": a.chunk_size.0,
         "verified": true,
     });

@@ -36,7 +36,11 @@ pub fn run(cli: Cli) -> Result<()> {
         Cmd::Worker(WorkerCmd { action: None, .. }) => server::return_freed_memory(),
         _ => {}
     }
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    if let Cmd::Bench(a) = &cli.cmd {
+        rt.worker_threads(bench::client_threads(a)?);
+    }
+    let rt = rt.enable_all().build()?;
     rt.block_on(async move {
         match cli.cmd {
             Cmd::Coordinator(a) => server::coordinator(a).await,
