@@ -68,6 +68,10 @@ fn bench_writes_and_reads_back_files_one_or_many_to_a_request() {
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!((j["read"]["ops"].as_u64(), j["read"]["requests"].as_u64()), (Some(111), Some(9)), "{out}");
     assert_eq!((j["write"]["ops"].as_u64(), j["reads"].as_u64()), (Some(37), Some(3)), "{out}");
+    assert_eq!(j["client_threads"].as_u64(), Some(1), "small files: one client thread, as redis-benchmark");
+    let out = pool.ok(&["bench", "--files", "5", "--size", "3KiB", "--client-threads", "3", "--json"]);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((j["client_threads"].as_u64(), j["read"]["ops"].as_u64()), (Some(3), Some(5)), "{out}");
     assert_eq!(pool.ok(&["ls", "/"]), "", "the bench leaves nothing behind");
     // Whole chunks read go into the client's kept buffers, all given back.
     let out = pool.ok(&["bench", "--files", "2", "--size", "4MiB", "--reads", "3", "--json"]);
@@ -78,6 +82,8 @@ fn bench_writes_and_reads_back_files_one_or_many_to_a_request() {
     assert_eq!(e, "tierpool: --files, --threads, --batch and --reads must be at least 1");
     let e = pool.err(&["bench", "--files", "3000000000", "--reads", "2"]);
     assert_eq!(e, "tierpool: --files times --reads is too large");
+    let e = pool.err(&["bench", "--files", "3", "--client-threads", "0"]);
+    assert_eq!(e, "tierpool: --client-threads must be at least 1");
 }
 
 #[test]
