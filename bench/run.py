@@ -13,6 +13,7 @@ Measures, in one run on this machine:
     (in memory only, and with its append-only file fsynced before each reply;
     over TCP and over its Unix socket, as tierpool's clients here use theirs),
     with the client's default coalescing of concurrent calls and without it;
+    the first again `--runs` times, each round tierpool then redis-server;
   - the same batched: tierpool's put_many/get_many of 16 files a request next to
     redis-benchmark pipelining 16 commands a connection (-P 16);
   - the same two for 16 KiB values: files past the metadata's inline limit,
@@ -33,8 +34,9 @@ acknowledged; a period such as 10ms acknowledges changes once written.
 --reads is how many times over the small files are read back (`bench
 --reads`, 5 by default, so a read phase lasts long enough to measure; 1
 for builds older than that option). --runs (3 by default) is how many
-times the large files and loopback TCP are measured: each figure of them
-is the median of its runs, and `spread` holds its min, median and max.
+times the large files and loopback TCP are measured, and the 4 KiB puts
+and gets beside redis-server (`small_4k_runs`): each figure of them is
+the median of its runs, and `spread` holds its min, median and max.
 """
 
 import argparse
@@ -229,6 +231,28 @@ def versus(tp, rd, rd_fsync, rd_unix):
     return out
 
 
+def small_round(addr, small_n, clients, reads):
+    """One round of the 4 KiB comparison: tierpool's puts and gets, then
+    redis-server's sets and gets over TCP and its Unix socket, and its sets
+    fsynced, one right after the other (so that a round's ratios compare
+    figures of the same moment of a machine whose speed drifts)."""
+    tp = tp_bench(addr, small_n, "4KiB", clients, reads=reads)
+    rd = redis(clients, small_n * 5, small_n)
+    rd_unix = redis(clients, small_n * 5, small_n, unix=True)
+    rd_fsync = redis(clients, small_n, small_n, fsync=True, tests="set")
+    ops = lambda r: r["ops_per_sec"]
+    return {
+        "put_ops_per_sec": ops(tp["write"]), "put_p99_ms": tp["write"]["p99_ms"],
+        "get_ops_per_sec": ops(tp["read"]), "get_p99_ms": tp["read"]["p99_ms"],
+        "redis_get_ops_per_sec": ops(rd["get"]), "redis_get_unix_ops_per_sec": ops(rd_unix["get"]),
+        "redis_set_ops_per_sec": ops(rd["set"]), "redis_set_fsync_always_ops_per_sec": ops(rd_fsync["set"]),
+        "get_vs_redis_get": ops(tp["read"]) / ops(rd["get"]),
+        "get_vs_redis_get_unix": ops(tp["read"]) / ops(rd_unix["get"]),
+        "put_vs_redis_set_fsync_always": ops(tp["write"]) / ops(rd_fsync["set"]),
+        "put_vs_redis_set": ops(tp["write"]) / ops(rd["set"]),
+    }
+
+
 def write_result(prefix, result):
     """Writes `result` to bench/results/<prefix><timestamp>.json and stdout."""
     os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
@@ -242,7 +266,8 @@ def write_result(prefix, result):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller sizes for a fast check")
-    ap.add_argument("--runs", type=int, default=3, help="how many times large files and TCP are measured")
+    ap.add_argument("--runs", type=int, default=3,
+                    help="how many times large files, TCP and the 4 KiB comparison are measured")
     ap.add_argument("--bin", help="the tierpool binary to measure (default: build this checkout's)")
     ap.add_argument("--inline-max", help="files kept by the metadata up to this size (the pool's default: 4KiB)")
     ap.add_argument("--log-sync", default="always", help="when the metadata log is fsynced (`up --log-sync`)")
@@ -276,6 +301,7 @@ def main():
         mid_batched = tp_bench(addr, small_n, "16KiB", clients, batch, reads=r)
         meta = tp_bench(addr, small_n, "0", clients)
         conns = tp_connections(addr, 1000)
+        rounds = [small_round(addr, small_n, clients, r) for _ in range(a.runs)]
     finally:
         sh(BIN, "down", "--dir", state)
         shutil.rmtree(state, ignore_errors=True)
@@ -309,6 +335,10 @@ def main():
             coalesced_calls=small["coalesced_calls"],
             note="concurrent calls of the one client process share requests beyond 4 in flight "
                  "(TIERPOOL_COALESCE, the client's default)"),
+        "small_4k_runs": spread(
+            rounds, clients=clients,
+            note="the 4 KiB comparison `--runs` times over, each round tierpool then redis-server right after; "
+                 "each figure the median of its rounds, `spread` its min, median and max"),
         "small_4k_alone": dict(
             versus(alone, rd, rd_fsync, rd_unix), clients=clients,
             note="TIERPOOL_COALESCE=0: every put and get a request of its own, as redis-benchmark sends them"),
