@@ -840,7 +840,7 @@ pub struct BenchArgs {
     /// files under 1 MiB, as redis-benchmark runs one event loop: small
     /// operations cost the client little each, and on a machine it shares
     /// with the pool a second thread spends a core on waking the first
-    /// (4 KiB reads here: about 180k/s on two threads, 250k on one).
+    /// (4 KiB reads here: about 190k/s on two threads, 240k on one).
     /// Larger files are checksummed and copied at gigabytes a second: one
     /// thread per core (at most 8).
     #[arg(long, value_name = "N")]
