@@ -1090,6 +1090,17 @@ mod tests {
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
     }
 
+    /// Writes records `lsns` one at a time, each waited for until
+    /// durable, with no writers met between them.
+    async fn lone_writes(log: &LogWriter, lsns: std::ops::RangeInclusive<u64>) {
+        for lsn in lsns {
+            log.append(record(lsn), lsn);
+            log.wait_durable(lsn).await.unwrap();
+            // Writers met: not within `QUIET` before the next one.
+            tokio::time::sleep(QUIET + Duration::from_millis(5)).await;
+        }
+    }
+
     #[test]
     fn a_lone_writer_fsyncs_its_own_records_before_it_is_answered() {
         let tmp = tempfile::tempdir().unwrap();
@@ -1097,14 +1108,7 @@ mod tests {
         // Writers met at no time: none for `QUIET` since the log opened.
         std::thread::sleep(QUIET + Duration::from_millis(5));
         let (syncs, by_writers) = (log.syncs(), log.writer_syncs());
-        runtime().block_on(async {
-            for lsn in 1..=20 {
-                log.append(record(lsn), lsn);
-                log.wait_durable(lsn).await.unwrap();
-                // Writers met: not within `QUIET` before the next one.
-                tokio::time::sleep(QUIET + Duration::from_millis(5)).await;
-            }
-        });
+        runtime().block_on(lone_writes(&log, 1..=20));
         assert_eq!(log.syncs() - syncs, 20, "one fsync each");
         let own = log.writer_syncs() - by_writers;
         // The flusher thread may take a record before its writer does (it
@@ -1123,13 +1127,7 @@ mod tests {
             tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap(),
         ] {
             let base = log.synced();
-            one.block_on(async {
-                for lsn in base + 1..=base + 5 {
-                    log.append(record(lsn), lsn);
-                    log.wait_durable(lsn).await.unwrap();
-                    tokio::time::sleep(QUIET + Duration::from_millis(5)).await;
-                }
-            });
+            one.block_on(lone_writes(&log, base + 1..=base + 5));
         }
         assert_eq!((log.syncs() - syncs, log.writer_syncs() - by_writers), (10, 0), "each by the syncer");
     }
