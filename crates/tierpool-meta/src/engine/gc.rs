@@ -13,7 +13,7 @@
 //!   transaction began: the item may be in its view) is not in it;
 //! - at most one batch is in flight; a failed batch's items are due again.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::time::Duration;
 use tierpool_types::{ChunkKey, InodeId};
 
@@ -32,8 +32,12 @@ pub struct Batch {
 pub struct GcSchedule {
     grace: Duration,
     max_batch: usize,
-    inode_ages: HashMap<InodeId, Duration>,
-    key_ages: HashMap<ChunkKey, Duration>,
+    /// Every pending item with when it was first seen, in the items' order
+    /// (that of the state's sets), so that a tick merges the two instead of
+    /// hashing each item: it holds the coordinator's lock meanwhile, and
+    /// with 60,000 pending a merge takes about 1 ms here, hashing 8.
+    inode_ages: Vec<(InodeId, Duration)>,
+    key_ages: Vec<(ChunkKey, Duration)>,
     in_flight: Option<u64>,
     next_id: u64,
 }
@@ -43,8 +47,8 @@ impl GcSchedule {
         GcSchedule {
             grace,
             max_batch: max_batch.max(1),
-            inode_ages: HashMap::new(),
-            key_ages: HashMap::new(),
+            inode_ages: Vec::new(),
+            key_ages: Vec::new(),
             in_flight: None,
             next_id: 1,
         }
@@ -67,16 +71,16 @@ impl GcSchedule {
             return None;
         }
         let ripe = |since: &Duration| now.saturating_sub(*since) >= self.grace && keep_since.is_none_or(|k| *since < k);
-        let inodes: Vec<InodeId> = (pending_inodes.iter())
-            .filter(|i| ripe(&self.inode_ages[i]) && !held.contains(i))
+        let inodes: Vec<InodeId> = (self.inode_ages.iter())
+            .filter(|(i, since)| ripe(since) && !held.contains(i))
             .take(self.max_batch)
-            .copied()
+            .map(|(i, _)| *i)
             .collect();
         let room = self.max_batch - inodes.len();
-        let keys: Vec<ChunkKey> = (pending_keys.iter())
-            .filter(|k| ripe(&self.key_ages[k]) && !held.contains(&k.inode))
+        let keys: Vec<ChunkKey> = (self.key_ages.iter())
+            .filter(|(k, since)| ripe(since) && !held.contains(&k.inode))
             .take(room)
-            .copied()
+            .map(|(k, _)| *k)
             .collect();
         if inodes.is_empty() && keys.is_empty() {
             return None;
@@ -100,10 +104,41 @@ impl GcSchedule {
     }
 }
 
-/// Remembers when each pending item was first seen and forgets the rest.
-fn age<K: Copy + Eq + std::hash::Hash + Ord>(ages: &mut HashMap<K, Duration>, pending: &BTreeSet<K>, now: Duration) {
-    ages.retain(|k, _| pending.contains(k));
-    for k in pending {
-        ages.entry(*k).or_insert(now);
+/// Remembers when each pending item was first seen and forgets the rest:
+/// one pass over both, in order (`ages` is sorted as `pending` is).
+fn age<K: Copy + Ord>(ages: &mut Vec<(K, Duration)>, pending: &BTreeSet<K>, now: Duration) {
+    let mut before = std::mem::replace(ages, Vec::with_capacity(pending.len())).into_iter().peekable();
+    for &k in pending {
+        while before.next_if(|(b, _)| *b < k).is_some() {}
+        let since = before.next_if(|(b, _)| *b == k).map_or(now, |(_, since)| since);
+        ages.push((k, since));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::age;
+    use proptest::prelude::*;
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::time::Duration;
+
+    proptest! {
+        /// After every tick, the ages are the pending items in order, each
+        /// with the tick it was first seen at since it last became pending:
+        /// what a map that forgets the items no longer pending gives.
+        #[test]
+        fn ages_follow_the_pending_set(ticks in prop::collection::vec(prop::collection::btree_set(0u8..40, 0..30), 1..20)) {
+            let (mut ages, mut model) = (Vec::new(), BTreeMap::new());
+            for (t, pending) in ticks.iter().enumerate() {
+                let now = Duration::from_secs(t as u64);
+                age(&mut ages, pending, now);
+                model.retain(|k, _| pending.contains(k));
+                for k in pending {
+                    model.entry(*k).or_insert(now);
+                }
+                prop_assert_eq!(&ages, &model.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>());
+                prop_assert_eq!(ages.iter().map(|(k, _)| *k).collect::<BTreeSet<_>>(), pending.clone());
+            }
+        }
     }
 }
