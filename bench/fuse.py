@@ -7,11 +7,12 @@ Starts a local pool (2 workers) and mounts it, then measures:
   - extracting this Python's standard library from a tarball (`tar x`, then
     `sync`) and archiving it back (`tar c`, read whole), twice (the second
     time, files whose pages the kernel may still hold): through the mount, on
-    the local disk and on tmpfs;
+    the local disk, on tmpfs and on a FUSE file system that stores nothing;
   - creating, stat-ing (twice: the second time, names the kernel may hold) and
-    deleting 10,000 small files: through the mount, on
-    tmpfs, and on a FUSE file system that stores nothing (the `null_fs` example
-    of tierpool-fuse, mounted as the pool's mount is): FUSE's own ceiling here.
+    deleting 10,000 small files: through the mount, on tmpfs, and on the FUSE
+    file system that stores nothing.
+That file system (the `null_fs` example of tierpool-fuse, mounted as the
+pool's mount is, its reads zeros) gives FUSE's own ceiling here.
 Reads through the mount are of a file written by the CLI, after dropping the
 kernel's page cache of it (a fresh mount), so they come from the pool. The
 workers' memory holds everything one run writes, and each run deletes its
@@ -133,8 +134,9 @@ def tree(dir: str, tarball: str) -> dict:
     return out
 
 
-def null_fs_small_files(mnt: str, n: int) -> dict:
-    """`small_files` on a FUSE file system that stores nothing, mounted at `mnt`."""
+def null_fs_run(mnt: str, n: int, tarball: str) -> dict:
+    """`small_files` and `tree` on a FUSE file system that stores nothing,
+    mounted at `mnt` (what FUSE itself allows here)."""
     server = subprocess.Popen([NULL_FS, mnt], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(100):
@@ -144,8 +146,9 @@ def null_fs_small_files(mnt: str, n: int) -> dict:
         if not os.path.ismount(mnt):
             raise SystemExit(f"null_fs did not mount at {mnt} (exit status {server.poll()})")
         os.makedirs(os.path.join(mnt, "small"))
-        out = small_files(os.path.join(mnt, "small"), n)
+        out = {f"small_{k}": v for k, v in small_files(os.path.join(mnt, "small"), n).items()}
         os.rmdir(os.path.join(mnt, "small"))
+        out.update(tree(mnt, tarball))
         return out
     finally:
         subprocess.run(["fusermount3", "-u", mnt], capture_output=True)
@@ -220,8 +223,8 @@ def one_run(addr: str, mnt: str, local: str, shm: str, size: int, files: int, ta
     for k, v in small_files(os.path.join(shm, "small"), files).items():
         r[f"tmpfs_small_{k}"] = v
     os.rmdir(os.path.join(shm, "small"))
-    for k, v in null_fs_small_files(mnt, files).items():
-        r[f"null_fuse_small_{k}"] = v
+    for k, v in null_fs_run(mnt, files, tarball).items():
+        r[f"null_fuse_{k}"] = v
     os.unlink(local)
     for f in ("/cli.bin", "/fuse.bin"):
         subprocess.run([CLI, "rm", f, "--coordinator", addr], check=True)
@@ -278,6 +281,8 @@ def main() -> None:
         res[f"mount_small_{k}_vs_null_fuse"] = round(res[f"mount_small_{k}"] / res[f"null_fuse_small_{k}"], 3)
     for k in TREE_KEYS:
         res[f"mount_{k}_vs_disk"] = round(res[f"mount_{k}"] / res[f"disk_{k}"], 2)
+        res[f"mount_{k}_vs_null_fuse"] = round(res[f"mount_{k}"] / res[f"null_fuse_{k}"], 2)
+        res[f"null_fuse_{k}_vs_disk"] = round(res[f"null_fuse_{k}"] / res[f"disk_{k}"], 2)
     res["each_run"] = [{k: round(v, digits(k)) for k, v in r.items()} for r in runs]
     text = json.dumps(res, indent=2)
     print(text)

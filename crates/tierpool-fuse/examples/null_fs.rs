@@ -1,9 +1,13 @@
 //! A FUSE file system that stores nothing: names and attributes in one
-//! map in memory, file bytes counted and dropped. Mounted like the pool's
-//! mount (4 serving threads, one device clone each, default_permissions,
-//! entries and attributes kept for 1 s, negative entries too), it measures
-//! what FUSE itself costs on this machine: the ceiling of any FUSE mount's
-//! creates, stats and deletes (`bench/fuse.py` runs beside the pool's mount).
+//! map in memory, file bytes counted and dropped (a read returns zeros up
+//! to the size written). Mounted like the pool's mount (4 serving threads,
+//! one device clone each, default_permissions, entries and attributes kept
+//! for 1 s, negative entries too), it measures what FUSE itself costs on
+//! this machine: the ceiling of any FUSE mount's creates, stats, deletes
+//! and `tar x`/`tar c` of a tree (`bench/fuse.py` runs beside the pool's
+//! mount). Its read-only opens keep the kernel's pages and send no `FLUSH`
+//! (the best case of the pool's mount); other handles bypass the page
+//! cache, as the pool's mount's do.
 //!
 //! `cargo run --release -p tierpool-fuse --example null_fs -- MOUNTPOINT`;
 //! serves until unmounted (`fusermount3 -u MOUNTPOINT`).
@@ -13,8 +17,8 @@
 
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner, OpenFlags,
-    ReplyAttr, ReplyCreate, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite, Request, TimeOrNow,
-    WriteFlags,
+    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite, Request,
+    TimeOrNow, WriteFlags,
 };
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -126,11 +130,11 @@ impl Filesystem for NullFs {
         _req: &Request,
         ino: INodeNo,
         mode: Option<u32>,
-        _uid: Option<u32>,
-        _gid: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
         size: Option<u64>,
-        _atime: Option<TimeOrNow>,
-        _mtime: Option<TimeOrNow>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
         _ctime: Option<SystemTime>,
         _fh: Option<FileHandle>,
         _crtime: Option<SystemTime>,
@@ -147,7 +151,16 @@ impl Filesystem for NullFs {
         if let Some(s) = size {
             node.attr.size = s;
         }
-        node.attr.ctime = SystemTime::now();
+        node.attr.uid = uid.unwrap_or(node.attr.uid);
+        node.attr.gid = gid.unwrap_or(node.attr.gid);
+        let now = SystemTime::now();
+        let at = |t: TimeOrNow| match t {
+            TimeOrNow::SpecificTime(t) => t,
+            TimeOrNow::Now => now,
+        };
+        node.attr.atime = atime.map_or(node.attr.atime, at);
+        node.attr.mtime = mtime.map_or(node.attr.mtime, at);
+        node.attr.ctime = now;
         reply.attr(&TTL, &node.attr)
     }
 
@@ -170,8 +183,29 @@ impl Filesystem for NullFs {
         }
     }
 
-    fn open(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        reply.opened(FileHandle(0), FopenFlags::FOPEN_DIRECT_IO)
+    fn open(&self, _req: &Request, _ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        match flags.0 & libc::O_ACCMODE {
+            libc::O_RDONLY => reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_NOFLUSH),
+            _ => reply.opened(FileHandle(0), FopenFlags::FOPEN_DIRECT_IO),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let Some(len) = self.nodes().nodes.get(&ino.0).map(|n| n.attr.size) else {
+            return reply.error(Errno::ENOENT);
+        };
+        let n = len.saturating_sub(offset).min(u64::from(size)) as usize;
+        reply.data(&vec![0; n])
     }
 
     fn create(
