@@ -32,12 +32,8 @@ pub struct Batch {
 pub struct GcSchedule {
     grace: Duration,
     max_batch: usize,
-    /// Every pending item with when it was first seen, in the items' order
-    /// (that of the state's sets), so that a tick merges the two instead of
-    /// hashing each item: it holds the coordinator's lock meanwhile, and
-    /// with 60,000 pending a merge takes about 1 ms here, hashing 8.
-    inode_ages: Vec<(InodeId, Duration)>,
-    key_ages: Vec<(ChunkKey, Duration)>,
+    inode_ages: Ages<InodeId>,
+    key_ages: Ages<ChunkKey>,
     in_flight: Option<u64>,
     next_id: u64,
 }
@@ -47,8 +43,8 @@ impl GcSchedule {
         GcSchedule {
             grace,
             max_batch: max_batch.max(1),
-            inode_ages: Vec::new(),
-            key_ages: Vec::new(),
+            inode_ages: Ages::default(),
+            key_ages: Ages::default(),
             in_flight: None,
             next_id: 1,
         }
@@ -65,19 +61,19 @@ impl GcSchedule {
         keep_since: Option<Duration>,
         now: Duration,
     ) -> Option<Batch> {
-        age(&mut self.inode_ages, pending_inodes, now);
-        age(&mut self.key_ages, pending_keys, now);
+        self.inode_ages.merge(pending_inodes, now);
+        self.key_ages.merge(pending_keys, now);
         if self.in_flight.is_some() {
             return None;
         }
         let ripe = |since: &Duration| now.saturating_sub(*since) >= self.grace && keep_since.is_none_or(|k| *since < k);
-        let inodes: Vec<InodeId> = (self.inode_ages.iter())
+        let inodes: Vec<InodeId> = (self.inode_ages.items.iter())
             .filter(|(i, since)| ripe(since) && !held.contains(i))
             .take(self.max_batch)
             .map(|(i, _)| *i)
             .collect();
         let room = self.max_batch - inodes.len();
-        let keys: Vec<ChunkKey> = (self.key_ages.iter())
+        let keys: Vec<ChunkKey> = (self.key_ages.items.iter())
             .filter(|(k, since)| ripe(since) && !held.contains(&k.inode))
             .take(room)
             .map(|(k, _)| *k)
@@ -104,20 +100,44 @@ impl GcSchedule {
     }
 }
 
-/// Remembers when each pending item was first seen and forgets the rest:
-/// one pass over both, in order (`ages` is sorted as `pending` is).
-fn age<K: Copy + Ord>(ages: &mut Vec<(K, Duration)>, pending: &BTreeSet<K>, now: Duration) {
-    let mut before = std::mem::replace(ages, Vec::with_capacity(pending.len())).into_iter().peekable();
-    for &k in pending {
-        while before.next_if(|(b, _)| *b < k).is_some() {}
-        let since = before.next_if(|(b, _)| *b == k).map_or(now, |(_, since)| since);
-        ages.push((k, since));
+/// Every pending item with when it was first seen, in the items' order
+/// (that of the state's sets), so that a tick merges the two instead of
+/// hashing each item: it holds the coordinator's lock meanwhile. The merge
+/// writes into the buffer the one before it left (`spare`), not into fresh
+/// pages each tick. Measured in a coordinator under 32 clients' puts and
+/// deletes, 40,000-54,000 pending took 2.5-3.7 ms a tick so, against
+/// 3.5-10 ms with fresh buffers and 10-15 ms hashed. It stays a pass over
+/// everything pending: the way to less is to be told of new items.
+#[derive(Debug)]
+struct Ages<K> {
+    items: Vec<(K, Duration)>,
+    spare: Vec<(K, Duration)>,
+}
+
+impl<K> Default for Ages<K> {
+    fn default() -> Self {
+        Ages { items: Vec::new(), spare: Vec::new() }
+    }
+}
+
+impl<K: Copy + Ord> Ages<K> {
+    /// Remembers when each pending item was first seen and forgets the
+    /// rest: one pass over both, in order.
+    fn merge(&mut self, pending: &BTreeSet<K>, now: Duration) {
+        self.spare.clear();
+        let mut before = self.items.iter().copied().peekable();
+        for &k in pending {
+            while before.next_if(|(b, _)| *b < k).is_some() {}
+            let since = before.next_if(|(b, _)| *b == k).map_or(now, |(_, since)| since);
+            self.spare.push((k, since));
+        }
+        std::mem::swap(&mut self.items, &mut self.spare);
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::age;
+    use super::Ages;
     use proptest::prelude::*;
     use std::collections::{BTreeMap, BTreeSet};
     use std::time::Duration;
@@ -128,16 +148,16 @@ mod tests {
         /// what a map that forgets the items no longer pending gives.
         #[test]
         fn ages_follow_the_pending_set(ticks in prop::collection::vec(prop::collection::btree_set(0u8..40, 0..30), 1..20)) {
-            let (mut ages, mut model) = (Vec::new(), BTreeMap::new());
+            let (mut ages, mut model) = (Ages::default(), BTreeMap::new());
             for (t, pending) in ticks.iter().enumerate() {
                 let now = Duration::from_secs(t as u64);
-                age(&mut ages, pending, now);
+                ages.merge(pending, now);
                 model.retain(|k, _| pending.contains(k));
                 for k in pending {
                     model.entry(*k).or_insert(now);
                 }
-                prop_assert_eq!(&ages, &model.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>());
-                prop_assert_eq!(ages.iter().map(|(k, _)| *k).collect::<BTreeSet<_>>(), pending.clone());
+                prop_assert_eq!(&ages.items, &model.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>());
+                prop_assert_eq!(ages.items.iter().map(|(k, _)| *k).collect::<BTreeSet<_>>(), pending.clone());
             }
         }
     }
