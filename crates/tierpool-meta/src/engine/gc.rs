@@ -105,9 +105,9 @@ impl GcSchedule {
 /// hashing each item: it holds the coordinator's lock meanwhile. The merge
 /// writes into the buffer the one before it left (`spare`), not into fresh
 /// pages each tick. Measured in a coordinator under 32 clients' puts and
-/// deletes, 40,000-54,000 pending took 2.5-3.7 ms a tick so, against
-/// 3.5-10 ms with fresh buffers and 10-15 ms hashed. It stays a pass over
-/// everything pending: the way to less is to be told of new items.
+/// deletes, 26,000-54,000 pending took 2.4-3.7 ms a tick so, against
+/// 2.6-11.6 ms with fresh buffers and 4.8-15 ms hashed. It stays a pass
+/// over everything pending: the way to less is to be told of new items.
 #[derive(Debug)]
 struct Ages<K> {
     items: Vec<(K, Duration)>,
