@@ -18,7 +18,9 @@ type Page = Box<[u8; PAGE_SIZE as usize]>;
 /// Resident bytes never exceed the capacity; only dirty pages are written back.
 pub struct PageCache<B: Backend> {
     state: CacheState,
-    pages: HashMap<(u64, u32), Page>,
+    /// The pages held, by chunk: an eviction drops a chunk's pages without
+    /// looking at any other's.
+    pages: HashMap<u64, HashMap<u32, Page>>,
     backend: B,
 }
 
@@ -113,7 +115,7 @@ impl<B: Backend> PageCache<B> {
                 let bytes = self.gather(run);
                 self.backend.write_back(run.chunk, geom.run_bytes(run).start, &bytes)?;
             }
-            self.pages.retain(|&(c, _), _| c != ev.chunk);
+            self.pages.remove(&ev.chunk);
             self.state.evicted(ev);
         }
         for &run in &plan.fetch {
@@ -124,13 +126,13 @@ impl<B: Backend> PageCache<B> {
                 let from = (i * PAGE_SIZE as usize).min(bytes.len());
                 let to = (from + PAGE_SIZE as usize).min(bytes.len());
                 page[..to - from].copy_from_slice(&bytes[from..to]);
-                self.pages.insert((run.chunk, p), page);
+                self.pages.entry(run.chunk).or_default().insert(p, page);
             }
             self.state.loaded(run, true);
         }
         for &run in &plan.create {
             for p in run.first..run.first + run.count {
-                self.pages.insert((run.chunk, p), Box::new([0; PAGE_SIZE as usize]));
+                self.pages.entry(run.chunk).or_default().insert(p, Box::new([0; PAGE_SIZE as usize]));
             }
             self.state.loaded(run, false);
         }
@@ -147,7 +149,7 @@ impl<B: Backend> PageCache<B> {
             let (chunk, page) = geom.locate(at);
             let within = (at % PAGE_SIZE) as usize;
             let n = ((PAGE_SIZE as usize - within) as u64).min(offset + len - at) as usize;
-            f(&self.pages[&(chunk, page)][..], within, n, base + (at - offset) as usize);
+            f(&self.page(chunk, page)[..], within, n, base + (at - offset) as usize);
             at += n as u64;
         }
     }
@@ -160,10 +162,15 @@ impl<B: Backend> PageCache<B> {
             let (chunk, page) = geom.locate(at);
             let within = (at % PAGE_SIZE) as usize;
             let n = (PAGE_SIZE as usize - within).min(src.len() - done);
-            let p = self.pages.get_mut(&(chunk, page)).expect("a written page is present");
+            let p = self.pages.get_mut(&chunk).and_then(|c| c.get_mut(&page)).expect("a written page is present");
             p[within..within + n].copy_from_slice(&src[done..done + n]);
             done += n;
         }
+    }
+
+    /// A page the plan of its access made present.
+    fn page(&self, chunk: u64, page: u32) -> &Page {
+        &self.pages[&chunk][&page]
     }
 
     /// The bytes of a run, clipped to the region.
@@ -171,7 +178,7 @@ impl<B: Backend> PageCache<B> {
         let r = self.state.geometry().run_bytes(run);
         let mut out = Vec::with_capacity((r.end - r.start) as usize);
         for p in run.first..run.first + run.count {
-            out.extend_from_slice(&self.pages[&(run.chunk, p)][..]);
+            out.extend_from_slice(&self.page(run.chunk, p)[..]);
         }
         out.truncate((r.end - r.start) as usize);
         out
