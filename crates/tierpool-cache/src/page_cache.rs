@@ -121,18 +121,20 @@ impl<B: Backend> PageCache<B> {
         for &run in &plan.fetch {
             let r = geom.run_bytes(run);
             let bytes = self.backend.fetch(run.chunk, r.start, r.end - r.start)?;
+            let pages = self.pages.entry(run.chunk).or_default();
             for (i, p) in (run.first..run.first + run.count).enumerate() {
                 let mut page: Page = Box::new([0; PAGE_SIZE as usize]);
                 let from = (i * PAGE_SIZE as usize).min(bytes.len());
                 let to = (from + PAGE_SIZE as usize).min(bytes.len());
                 page[..to - from].copy_from_slice(&bytes[from..to]);
-                self.pages.entry(run.chunk).or_default().insert(p, page);
+                pages.insert(p, page);
             }
             self.state.loaded(run, true);
         }
         for &run in &plan.create {
+            let pages = self.pages.entry(run.chunk).or_default();
             for p in run.first..run.first + run.count {
-                self.pages.entry(run.chunk).or_default().insert(p, Box::new([0; PAGE_SIZE as usize]));
+                pages.insert(p, Box::new([0; PAGE_SIZE as usize]));
             }
             self.state.loaded(run, false);
         }

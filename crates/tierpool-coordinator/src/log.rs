@@ -1101,13 +1101,19 @@ mod tests {
         }
     }
 
+    /// A log opened in `tmp` where no writers were met for `QUIET`, with
+    /// its fsyncs and its writers' fsyncs so far.
+    fn quiet_log(tmp: &Path) -> (LogWriter, u64, u64) {
+        let (_, _, log) = open(tmp).unwrap();
+        std::thread::sleep(QUIET + Duration::from_millis(5));
+        let (syncs, by_writers) = (log.syncs(), log.writer_syncs());
+        (log, syncs, by_writers)
+    }
+
     #[test]
     fn a_lone_writer_fsyncs_its_own_records_before_it_is_answered() {
         let tmp = tempfile::tempdir().unwrap();
-        let (_, _, log) = open(tmp.path()).unwrap();
-        // Writers met at no time: none for `QUIET` since the log opened.
-        std::thread::sleep(QUIET + Duration::from_millis(5));
-        let (syncs, by_writers) = (log.syncs(), log.writer_syncs());
+        let (log, syncs, by_writers) = quiet_log(tmp.path());
         runtime().block_on(lone_writes(&log, 1..=20));
         assert_eq!(log.syncs() - syncs, 20, "one fsync each");
         let own = log.writer_syncs() - by_writers;
@@ -1119,9 +1125,7 @@ mod tests {
     #[test]
     fn a_lone_writer_on_a_runtime_of_one_thread_leaves_the_fsync_to_the_syncer() {
         let tmp = tempfile::tempdir().unwrap();
-        let (_, _, log) = open(tmp.path()).unwrap();
-        std::thread::sleep(QUIET + Duration::from_millis(5));
-        let (syncs, by_writers) = (log.syncs(), log.writer_syncs());
+        let (log, syncs, by_writers) = quiet_log(tmp.path());
         for one in [
             tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap(),
             tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap(),
