@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tierpool_meta::{DirEntry, InodeInfo, MetaOp, MetaReply, Owner};
 use tierpool_net::{ChunkBuffers, Connection, Credentials, Pool, PoolConfig, Secret};
-use tierpool_proto::{CoordRequest, CoordResponse, Coordinator, Layout, PoolStatus, Worker, WorkerRequest};
+use tierpool_proto::{CoordRequest, CoordResponse, Coordinator, Layout, PoolStatus, PoolUsage, Worker, WorkerRequest};
 use tierpool_types::{Error, ErrorKind, InodeId, Priority, Result, WorkerId, DEFAULT_CHUNK_SIZE};
 
 /// How a client reaches its pool.
@@ -478,9 +478,22 @@ impl Client {
         self.meta(MetaOp::Rebalance).await.map(|_| ())
     }
 
+    /// Everything the pool reports of itself; some figures walk the whole
+    /// namespace, under the coordinator's lock: for people, not for loops.
     pub async fn status(&self) -> Result<PoolStatus> {
         match self.coord(CoordRequest::Status).await? {
             CoordResponse::Status(s) => Ok(s),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// The workers' capacity and use and the inode count, with the
+    /// attached under-stores' figures if `attachments`; with `fresh`, the
+    /// workers' figures as of now rather than of their last heartbeat
+    /// (see `CoordRequest::Usage`). For what asks every few seconds.
+    pub async fn usage(&self, fresh: bool, attachments: bool) -> Result<PoolUsage> {
+        match self.coord(CoordRequest::Usage { fresh, attachments }).await? {
+            CoordResponse::Usage(u) => Ok(u),
             other => Err(unexpected(other)),
         }
     }

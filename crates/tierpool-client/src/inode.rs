@@ -170,21 +170,13 @@ impl Client {
     }
 
     /// Directory `dir` and its ancestors below the root, root side first,
-    /// each with its name, from its parent links (one listing a level);
-    /// empty for the root.
+    /// each with its name (one request, whatever the depth); empty for
+    /// the root.
     pub async fn dir_ancestry(&self, dir: InodeId) -> Result<Vec<(InodeId, String)>> {
-        let mut out = Vec::new();
-        let (mut cur, (mut parent, _)) = (dir, self.read_dir(dir).await?);
-        while cur != InodeId::ROOT {
-            let (grandparent, entries) = self.read_dir(parent).await?;
-            let entry = (entries.into_iter().find(|e| e.id == cur)).ok_or_else(|| {
-                Error::new(ErrorKind::NotFound, format!("directory inode {cur} is not in its parent"))
-            })?;
-            out.push((cur, entry.name));
-            (cur, parent) = (parent, grandparent);
+        match self.coord(CoordRequest::Ancestry { dir }).await? {
+            CoordResponse::Ancestry(chain) => Ok(chain),
+            other => Err(unexpected(other)),
         }
-        out.reverse();
-        Ok(out)
     }
 
     /// Creates entry `name` in `parent`, owned by `owner`: the new inode,

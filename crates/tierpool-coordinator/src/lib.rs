@@ -26,6 +26,7 @@ pub mod pages;
 pub mod records;
 pub mod replication;
 pub mod service;
+mod status;
 pub mod sweep;
 mod written;
 

@@ -22,11 +22,10 @@ use tierpool_meta::engine::{Effect, Engine, Sweep};
 use tierpool_meta::{Garbage, MetaOp, MetaReply, MetaState, Owner};
 use tierpool_net::{Credentials, Handler, Pool, PoolConfig};
 use tierpool_proto::{
-    AttachedDir, AttachmentStatus, ChangeFeedStatus, ChangesAnswer, CoordRequest, CoordResponse, InlineStatus, Layout,
-    MetadataLogStatus, PoolStatus, SnapshotStatus, TransactionStatus, WorkerRequest, WorkerResponse, WorkerStats,
-    MAX_BATCH, MAX_CHANGES_WAIT_MS, MAX_PAGES_ASKED,
+    AttachedDir, ChangesAnswer, CoordRequest, CoordResponse, Layout, WorkerStats, MAX_BATCH, MAX_CHANGES_WAIT_MS,
+    MAX_PAGES_ASKED,
 };
-use tierpool_proto::{Payload, Worker, WorkerStatus};
+use tierpool_proto::{Payload, Worker};
 use tierpool_types::{ByteSize, ChunkKey, Error, ErrorKind, InodeId, Result, WorkerId};
 
 tokio::task_local! {
@@ -47,9 +46,6 @@ fn check_batch(n: usize) -> Result<()> {
     Ok(())
 }
 
-/// How long a status waits for a worker's current statistics.
-const STATS_TIMEOUT: Duration = Duration::from_millis(500);
-
 /// An op applied to the state, its record queued to the log.
 struct Applied {
     reply: MetaReply,
@@ -65,7 +61,7 @@ pub(crate) struct Inner {
     /// the version workers order tables by (at start, the recovered lsn).
     table_version: u64,
     /// What the latest ops changed, for clients that keep copies.
-    feed: Feed,
+    pub(crate) feed: Feed,
 }
 
 pub struct Coordinator {
@@ -75,12 +71,12 @@ pub struct Coordinator {
     pub(crate) inner: Mutex<Inner>,
     pub(crate) log: LogWriter,
     /// Each worker's last reported figures.
-    stats: Mutex<HashMap<WorkerId, WorkerStats>>,
+    pub(crate) stats: Mutex<HashMap<WorkerId, WorkerStats>>,
     pools: Mutex<HashMap<WorkerId, Arc<Pool<Worker>>>>,
     /// What the coordinator proves itself with to workers: the pool's secret.
     pub(crate) credentials: Credentials,
     /// Orphans deleted since this coordinator started.
-    swept: Mutex<Swept>,
+    pub(crate) swept: Mutex<Swept>,
     /// Garbage not yet marked reclaimable on the workers, and the signal
     /// that wakes the task marking it (see `effects::mark_reclaimable`).
     pub(crate) reclaims: Mutex<Garbage>,
@@ -93,7 +89,7 @@ pub struct Coordinator {
     /// Wakes the `Changes` requests waiting for a change.
     feed_wake: tokio::sync::Notify,
     /// `Changes` requests waiting now.
-    followers: std::sync::atomic::AtomicU64,
+    pub(crate) followers: std::sync::atomic::AtomicU64,
     /// Writes the region pages of committed transactions (see `pages`).
     pub(crate) pages: crate::pages::PageWriter,
     /// The boot id of this machine's kernel (see `CoordResponse::LogSynced`).
@@ -485,106 +481,6 @@ impl Coordinator {
         self.inner.lock().engine.state().workers().keys().copied().collect()
     }
 
-    /// Asks every live worker for its current statistics (in parallel, each
-    /// bounded by a short timeout), so a status shows the tiers as they are
-    /// now rather than as of the last heartbeat. A worker that does not answer
-    /// in time keeps its heartbeat figures.
-    async fn refresh_stats(&self) {
-        let live = self.live_workers();
-        let mut asks = tokio::task::JoinSet::new();
-        for (id, pool) in live.into_iter().filter_map(|id| Some((id, self.worker_pool(id)?))) {
-            asks.spawn(async move {
-                let r = tokio::time::timeout(STATS_TIMEOUT, pool.call(&WorkerRequest::Stats, &[], true)).await;
-                (id, r)
-            });
-        }
-        while let Some(Ok((id, r))) = asks.join_next().await {
-            if let Ok(Ok((WorkerResponse::Stats(stats), _))) = r {
-                self.stats.lock().insert(id, *stats);
-            }
-        }
-    }
-
-    fn status(&self) -> PoolStatus {
-        let now = self.now();
-        let mut g = self.inner.lock();
-        let held_sessions = g.engine.held_sessions(now) as u64;
-        let migration = crate::migrate::status(g.engine.migration(now));
-        let swept = *self.swept.lock();
-        let s = g.engine.state();
-        let shares = s.table().shares();
-        let stats = self.stats.lock();
-        let workers = (s.workers().values())
-            .map(|w| WorkerStatus {
-                record: w.clone(),
-                alive: g.engine.is_alive(w.id, now),
-                partitions: shares.get(&w.id).copied().unwrap_or(0),
-                draining: s.draining().contains(&w.id),
-                stats: stats.get(&w.id).cloned(),
-                speed: s.speeds().get(&w.id).copied().unwrap_or(100),
-                bandwidth: g.engine.bandwidth(w.id, now),
-            })
-            .collect();
-        PoolStatus {
-            partitions: s.table().partitions(),
-            table_epoch: s.table().epoch(),
-            inodes: s.inode_count(),
-            pending_gc: s.pending_gc().len() as u64,
-            workers,
-            pending_chunks: s.pending_chunks().len() as u64,
-            orphan_chunks: swept.chunks,
-            orphan_bytes: swept.bytes,
-            held_sessions,
-            migration,
-            replication: crate::replication::status(&g.engine, now),
-            attachments: (s.under_figures().into_iter())
-                .map(|(path, a, f)| AttachmentStatus {
-                    path,
-                    uri: a.uri,
-                    mode: a.mode.name().to_string(),
-                    readonly: a.readonly,
-                    files: f[0],
-                    dirty_files: f[1],
-                    dirty_bytes: f[2],
-                    bytes_in_pool: f[3],
-                    bytes_below: f[4],
-                    write_back_files: f[5],
-                    write_back_bytes: f[6],
-                    own_mode_files: f[7],
-                })
-                .collect(),
-            inline: {
-                let (files, bytes) = s.inline_usage();
-                InlineStatus { files, bytes, max_file: self.cfg.inline_max, max_bytes: self.cfg.inline_total }
-            },
-            snapshots: {
-                let (count, kept_bytes) = s.snapshot_usage();
-                SnapshotStatus { count, kept_bytes }
-            },
-            transactions: TransactionStatus {
-                open: g.engine.open_transactions() as u64,
-                tasks: s.task_count() as u64,
-                pages_pending: s.pending_pages().values().flatten().map(|r| r.pages.len() as u64).sum(),
-            },
-            metadata_log: {
-                // Writers' first: they are counted after `syncs` is.
-                let writer_syncs = self.log.writer_syncs();
-                MetadataLogStatus {
-                    sync_every_ms: self.log.sync_mode().period_ms(),
-                    lsn: g.lsn,
-                    synced_lsn: self.log.synced(),
-                    syncs: self.log.syncs(),
-                    writer_syncs,
-                }
-            },
-            change_feed: {
-                let (from, next, ops, items) = g.feed.extent();
-                let followers = self.followers.load(std::sync::atomic::Ordering::Relaxed);
-                ChangeFeedStatus { from, next, ops, items, followers }
-            },
-        }
-    }
-
     // ---- one handler per request ----
 
     async fn meta(&self, op: MetaOp, owner: Owner) -> Result<CoordResponse> {
@@ -867,11 +763,6 @@ impl Coordinator {
         Ok(CoordResponse::Names { parent, entries })
     }
 
-    async fn status_now(&self) -> Result<CoordResponse> {
-        self.refresh_stats().await;
-        Ok(CoordResponse::Status(self.status()))
-    }
-
     async fn dispatch(&self, req: CoordRequest) -> Result<CoordResponse> {
         match req {
             CoordRequest::Ping => Ok(CoordResponse::Pong),
@@ -900,7 +791,12 @@ impl Coordinator {
             CoordRequest::Stat { path } => Ok(CoordResponse::Info(self.query(|s| s.stat(&path)).await?)),
             CoordRequest::List { path } => Ok(CoordResponse::Entries(self.query(|s| s.list(&path)).await?)),
             CoordRequest::Layout => self.layout().await,
-            CoordRequest::Status => self.status_now().await,
+            CoordRequest::Status => {
+                self.refresh_stats().await;
+                Ok(CoordResponse::Status(self.status()))
+            }
+            CoordRequest::Usage { fresh, attachments } => self.usage(fresh, attachments).await,
+            CoordRequest::Ancestry { dir } => Ok(CoordResponse::Ancestry(self.query(|s| s.ancestry(dir)).await?)),
             CoordRequest::Heartbeat { id, stats } => self.heartbeat(id, stats).await,
             CoordRequest::Lookup { parent, name } => {
                 Ok(CoordResponse::Info(self.query(|s| s.lookup_at(parent, &name)).await?))

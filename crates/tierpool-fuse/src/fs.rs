@@ -704,7 +704,7 @@ impl Filesystem for TierpoolFs {
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        match self.block(self.io.client.status()) {
+        match self.block(self.io.client.usage(true, false)) {
             Ok(s) => {
                 let (mut cap, mut used) = (0u64, 0u64);
                 for w in &s.workers {

@@ -6,7 +6,7 @@ use tierpool_meta::{DirEntry, DirName, InodeInfo, MetaOp, MetaReply, Owner, TxFi
 use tierpool_placement::PartitionTable;
 use tierpool_types::{InodeId, Result, WorkerId};
 
-use crate::status::{PoolStatus, WorkerStats};
+use crate::status::{PoolStatus, PoolUsage, WorkerStats};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CoordRequest {
@@ -132,6 +132,18 @@ pub enum CoordRequest {
     Written { req: bytes::Bytes },
     /// `LogSynced` once every change made so far is fsynced.
     SyncLog,
+    /// Directory `dir` and its ancestors below the root, root side first,
+    /// each with its name (empty for the root): `Ancestry`. What a file
+    /// system asks to name a directory's path by inode, one request
+    /// whatever the depth and the directories' sizes.
+    Ancestry { dir: InodeId },
+    /// The workers' capacity and use and the inode count, with the
+    /// attached under-stores' figures if `attachments` (a walk of the
+    /// files under each): `Usage`. With `fresh`, the workers are asked
+    /// for their figures first (else they are as of their last
+    /// heartbeat). What `statfs` and the pool's upkeep need of `Status`,
+    /// without its figures that walk the whole namespace.
+    Usage { fresh: bool, attachments: bool },
 }
 
 /// Most region pages one `TxPages` asks about.
@@ -219,6 +231,9 @@ pub enum CoordResponse {
         answer: WithInline,
         lens: Vec<Option<u32>>,
     },
+    /// Directories, root side first, each with its name.
+    Ancestry(Vec<(InodeId, String)>),
+    Usage(PoolUsage),
 }
 
 /// The answers that may carry small files' bytes, as an `InlineAfter`

@@ -32,7 +32,7 @@ pub use frame::{FrameHeader, FRAME_HEADER_LEN, MAX_HEADER_LEN, MAX_PAYLOAD_LEN, 
 pub use payload::Payload;
 pub use status::{
     AttachmentStatus, ChangeFeedStatus, Connections, InlineStatus, MetadataLogStatus, MigrationStatus, PoolStatus,
-    ReplicationStatus, SnapshotStatus, TransactionStatus, WorkerStats, WorkerStatus,
+    PoolUsage, ReplicationStatus, SnapshotStatus, TransactionStatus, WorkerStats, WorkerStatus,
 };
 pub use worker::{fetched_bytes, split_payload, ChunkPlace, WorkerRequest, WorkerResponse};
 

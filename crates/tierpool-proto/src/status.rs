@@ -80,6 +80,16 @@ pub struct PoolStatus {
     pub change_feed: ChangeFeedStatus,
 }
 
+/// What `statfs` and the pool's upkeep need of a [`PoolStatus`]
+/// (`CoordRequest::Usage`), without the figures that walk the namespace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolUsage {
+    pub inodes: u64,
+    pub workers: Vec<WorkerStatus>,
+    /// The attached under-stores, when asked for (empty otherwise).
+    pub attachments: Vec<AttachmentStatus>,
+}
+
 /// The change feed (`CoordRequest::Changes`): what it keeps, and who follows it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChangeFeedStatus {

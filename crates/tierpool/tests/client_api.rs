@@ -11,7 +11,9 @@
 //! file keeping its own bytes; read into the caller's buffer, they land
 //! there and take none. Work a call starts that outlives it (a lease's
 //! renewals) goes on while the thread that made the call, on a runtime of
-//! its own, does not run that runtime.
+//! its own, does not run that runtime. A directory is named by its inode
+//! (its ancestry) after renames above it; the pool's light usage is its
+//! status in part.
 
 mod common;
 use bytes::Bytes;
@@ -485,6 +487,46 @@ fn namespace_changes_by_inode_answer_with_their_directories_as_they_left_them() 
         // A failed change answers with its error, and nothing else.
         let e = c.remove_at(root, "d", true).await.unwrap_err();
         assert_eq!(e.kind, ErrorKind::NotFound);
+    });
+}
+
+#[test]
+fn directories_are_named_by_inode_and_usage_is_the_status_in_part() {
+    use tierpool_client::{NewNode, WriteMode};
+    use tierpool_types::{ErrorKind, InodeId};
+    let pool = Pool::start(2, "16MiB", "64MiB");
+    let below = tempfile::tempdir().unwrap();
+    std::fs::write(below.path().join("x"), b"12345").unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let c = Client::connect(pool.client_config()).await.unwrap();
+        let root = InodeId::ROOT;
+        let mk = |parent, name| c.make_at(parent, name, NewNode::Dir, 0o755, (0, 0));
+        let a = mk(root, "a").await.unwrap().0.id;
+        let b = mk(a, "b").await.unwrap().0.id;
+        let d = mk(b, "c d").await.unwrap().0.id;
+        assert_eq!(c.dir_ancestry(root).await.unwrap(), vec![]);
+        let names = |v: &[(InodeId, &str)]| v.iter().map(|(i, n)| (*i, n.to_string())).collect::<Vec<_>>();
+        assert_eq!(c.dir_ancestry(d).await.unwrap(), names(&[(a, "a"), (b, "b"), (d, "c d")]));
+        // A rename of a directory above renames the chain.
+        c.rename_at((a, "b"), (root, "e"), false).await.unwrap();
+        assert_eq!(c.dir_ancestry(d).await.unwrap(), names(&[(b, "e"), (d, "c d")]));
+        let f = c.make_at(d, "f", NewNode::File { chunk_size: 4096 }, 0o644, (0, 0)).await.unwrap().0.id;
+        assert_eq!(c.dir_ancestry(f).await.unwrap_err().kind, ErrorKind::NotADirectory);
+        c.remove_at(root, "a", true).await.unwrap();
+        let e = c.dir_ancestry(a).await.unwrap_err();
+        assert_eq!((e.kind, e.message.contains(&format!("inode {a}"))), (ErrorKind::NotFound, true), "{e}");
+
+        // The usage is the status's workers, inode count and attachments.
+        let uri = format!("file://{}", below.path().display());
+        c.attach(&uri, "/in", WriteMode::Back, false, &Default::default(), &|_| {}).await.unwrap();
+        let (s, u) = (c.status().await.unwrap(), c.usage(true, true).await.unwrap());
+        assert_eq!((u.inodes, u.attachments.clone()), (s.inodes, s.attachments.clone()));
+        assert_eq!((u.attachments.len(), u.attachments[0].files, u.attachments[0].bytes_below), (1, 1, 5));
+        let key = |w: &tierpool_client::WorkerStatus| (w.record.clone(), w.alive, w.partitions, w.stats.is_some());
+        assert_eq!(u.workers.iter().map(key).collect::<Vec<_>>(), s.workers.iter().map(key).collect::<Vec<_>>());
+        assert_eq!(u.workers.len(), 2);
+        assert!(c.usage(false, false).await.unwrap().attachments.is_empty(), "attachments only when asked");
     });
 }
 

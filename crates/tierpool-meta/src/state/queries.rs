@@ -147,17 +147,33 @@ impl MetaState {
 
     /// The path of live directory `id`.
     pub fn dir_path(&self, id: InodeId) -> String {
-        let mut parts = Vec::new();
+        let names: Vec<&str> = self.chain(id).into_iter().map(|(_, name)| name).collect();
+        format!("/{}", names.join("/"))
+    }
+
+    /// Live directory `id` and its ancestors below the root, root side
+    /// first, each with its name: empty for the root. One step a level,
+    /// from the parent links and names directories keep (a file system
+    /// asks it before a change under an attachment that mirrors names).
+    pub fn ancestry(&self, id: InodeId) -> Result<Vec<(InodeId, String)>> {
+        self.ensure_initialised()?;
+        self.parent_of(id)?;
+        Ok(self.chain(id).into_iter().map(|(d, name)| (d, name.to_string())).collect())
+    }
+
+    /// [`ancestry`](Self::ancestry) of `id`, borrowed, whatever it is.
+    fn chain(&self, id: InodeId) -> Vec<(InodeId, &str)> {
+        let mut out = Vec::new();
         let mut d = id;
-        while let Some(super::inode::Body::Dir { parent, name, .. }) = self.inodes.get(&d).map(|n| &n.body) {
+        while let Some(Body::Dir { parent, name, .. }) = self.inodes.get(&d).map(|n| &n.body) {
             if *parent == d {
                 break;
             }
-            parts.push(name.clone());
+            out.push((d, name.as_str()));
             d = *parent;
         }
-        parts.reverse();
-        format!("/{}", parts.join("/"))
+        out.reverse();
+        out
     }
 
     pub fn paths_of(&self, wanted: &[InodeId]) -> Vec<String> {

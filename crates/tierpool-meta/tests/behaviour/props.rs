@@ -1,11 +1,13 @@
 //! The state machine's contract, over random op sequences: failures are
 //! atomic, successful ops replay to the same state, the state survives a
-//! serde round trip, and its invariants hold after every op.
+//! serde round trip, its invariants hold after every op, and a directory's
+//! ancestry names the path a walk from the root takes to it.
 
 use crate::common::*;
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 use tierpool_meta::{InodeKind, MetaState};
+use tierpool_types::ErrorKind;
 use tierpool_types::InodeId;
 
 /// Ids of every inode reachable from the root, failing on a directory seen
@@ -26,8 +28,45 @@ fn reachable(s: &MetaState) -> Result<BTreeSet<InodeId>, String> {
     Ok(seen)
 }
 
+/// Every directory reachable from the root with the chain of (inode,
+/// name) a walk of listings takes to it, root side first.
+fn walked_dirs(s: &MetaState) -> Vec<(InodeId, Vec<(InodeId, String)>)> {
+    let mut out = vec![(InodeId::ROOT, Vec::new())];
+    let mut i = 0;
+    while let Some((_, chain)) = out.get(i).cloned() {
+        let path: String = chain.iter().map(|(_, n)| format!("/{n}")).collect();
+        for e in s.list(&format!("{path}/")).unwrap().into_iter().filter(|e| e.info.kind == InodeKind::Dir) {
+            let mut below = chain.clone();
+            below.push((e.info.id, e.name));
+            out.push((e.info.id, below));
+        }
+        i += 1;
+    }
+    out
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn ancestry_names_the_path_a_walk_takes(ops in op_sequence()) {
+        let d = Driver::run(ops);
+        let s = &d.state;
+        if !s.is_initialised() {
+            prop_assert_eq!(s.ancestry(InodeId::ROOT).map_err(|e| e.kind), Err(ErrorKind::InvalidArgument));
+            return Ok(());
+        }
+        let dirs = walked_dirs(s);
+        for (id, chain) in &dirs {
+            prop_assert_eq!(&s.ancestry(*id).unwrap(), chain, "directory {}", id);
+        }
+        let files = reachable(s).unwrap().into_iter().filter(|id| dirs.iter().all(|(d, _)| d != id));
+        for id in files {
+            prop_assert_eq!(s.ancestry(id).map_err(|e| e.kind), Err(ErrorKind::NotADirectory), "inode {}", id);
+        }
+        let gone = InodeId(u64::MAX / 2);
+        prop_assert_eq!(s.ancestry(gone).map_err(|e| e.kind), Err(ErrorKind::NotFound));
+    }
 
     #[test]
     fn failed_ops_leave_the_state_unchanged(ops in op_sequence()) {

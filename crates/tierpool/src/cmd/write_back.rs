@@ -4,6 +4,8 @@
 //! attachment's or their own (each attachment with such files not yet below
 //! has them written to its under-store, `Client::write_back`), and room
 //! made in a pool nearly full by letting go of clean files (`make_room`).
+//! Each round reads the pool's `usage`, not its whole status: the status
+//! walks the namespace under the coordinator's lock for some figures.
 //!
 //! What is owed is the metadata's own record (each file's origin is dirty
 //! until `Persisted` names exactly the chunks written below), so the queue
@@ -31,10 +33,11 @@ pub async fn run(cfg: CoordinatorConfig, every: Duration) {
     let mut failing: HashMap<String, (Instant, Duration)> = HashMap::new();
     loop {
         tokio::time::sleep(every).await;
-        let status = match client.status().await {
+        // Not the whole status: some of its figures walk the namespace.
+        let status = match client.usage(false, true).await {
             Ok(s) => s,
             Err(e) => {
-                tracing::warn!("write-back: cannot read the pool's status: {e}");
+                tracing::warn!("write-back: cannot read the pool's usage: {e}");
                 continue;
             }
         };
@@ -83,7 +86,7 @@ pub async fn run(cfg: CoordinatorConfig, every: Duration) {
 /// (`Client::free_for_room`) until about `ROOMY` percent is used: an
 /// attached store larger than the pool keeps being read (a chunk that
 /// cannot be kept is served from below meanwhile).
-async fn make_room(client: &Client, status: &tierpool_client::PoolStatus) {
+async fn make_room(client: &Client, status: &tierpool_client::PoolUsage) {
     let (mut used, mut capacity) = (0u64, 0u64);
     for t in status.workers.iter().filter(|w| w.alive).filter_map(|w| w.stats.as_ref()).map(|s| &s.tiers) {
         used += (t.mem_used + t.disk_used).saturating_sub(t.reclaimable_bytes);

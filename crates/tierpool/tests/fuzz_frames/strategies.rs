@@ -493,6 +493,10 @@ fn coord(sample: &CoordRequest) -> BoxedStrategy<CoordRequest> {
         .prop_map(|req| C::Written { req: req.into() })
         .boxed(),
         C::SyncLog => Just(C::SyncLog).boxed(),
+        C::Ancestry { .. } => inode().prop_map(|dir| C::Ancestry { dir }).boxed(),
+        C::Usage { .. } => {
+            (any::<bool>(), any::<bool>()).prop_map(|(fresh, attachments)| C::Usage { fresh, attachments }).boxed()
+        }
     }
 }
 
