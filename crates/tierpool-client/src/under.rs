@@ -533,6 +533,12 @@ impl Client {
                         remove_stray(&store, &origin.key, &e.etag).await;
                     }
                 }
+                Err(err) if err.gone_inode() == Some(info.id.0) => {
+                    // Removed while it was written: its removal below came
+                    // first, so what was written would outlive it there.
+                    remove_stray(&store, &origin.key, &e.etag).await;
+                    return Err(err.context(path));
+                }
                 Err(err) => return Err(err.context(path)),
             }
         }
@@ -767,8 +773,8 @@ pub(crate) fn through_key_in(all: &[AttachedDir], path: &str) -> Result<Option<(
 }
 
 /// Removes the object at `key` if it is still the one written there (tag
-/// `etag`): a file renamed while its bytes were being written below left it
-/// behind. Anything else there now (written since) stays.
+/// `etag`): a file renamed or removed while its bytes were being written
+/// below left it behind. Anything else there now (written since) stays.
 async fn remove_stray(store: &UnderStore, key: &str, etag: &str) {
     match store.stat(key).await {
         Ok(Some(found)) if !found.is_dir && found.etag == etag => {

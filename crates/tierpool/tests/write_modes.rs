@@ -4,7 +4,8 @@
 //! (written through, or left to the write-back), shows it in `stat`,
 //! `status`, `write-mode` and the mount's `user.tierpool.write_mode`; the
 //! background write-back takes exactly the files in `back` mode; modes
-//! survive a coordinator `kill -9`; bad requests are one-line errors.
+//! survive a coordinator `kill -9`; bad requests are one-line errors; files
+//! removed while the write-back writes them leave nothing below.
 
 mod common;
 use common::{json, Mount, Pool};
@@ -140,4 +141,38 @@ fn files_write_by_their_own_mode_whatever_their_attachment_does() {
     // `sync` is an explicit request: it writes the pool-only file too.
     pool.ok(&["sync", "/in"]);
     assert_eq!(below(src.path(), "a.txt"), b"pool copy 3");
+}
+
+#[test]
+fn files_removed_while_they_are_written_back_leave_nothing_below() {
+    use tierpool_client::{Client, PutOptions};
+    // No write-back round runs on its own: `sync` is the write-back here.
+    let pool = Pool::start_with(1, "64MiB", "256MiB", &["--write-back-every", "1h"]);
+    let below = tempfile::tempdir().unwrap();
+    pool.ok(&["attach", &format!("file://{}", below.path().display()), "/b", "--mode", "back"]);
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let c = Client::connect(pool.client_config()).await.unwrap();
+        c.mkdir("/b/d", false).await.unwrap();
+        for round in 0..40 {
+            let f = format!("/b/d/f{round}");
+            c.put_many(vec![(f.clone(), bytes::Bytes::from(vec![b'x'; 64]))], &PutOptions::default()).await[0]
+                .as_ref()
+                .unwrap();
+            // Removed while the write-back may be writing it: whatever the
+            // write-back wrote of it goes too.
+            let writing = {
+                let c = c.clone();
+                tokio::spawn(async move { c.sync("/b/d", &|_| {}).await })
+            };
+            c.remove(&f, false).await.unwrap();
+            let _ = writing.await.unwrap();
+            let left: Vec<_> =
+                std::fs::read_dir(below.path().join("d")).unwrap().map(|e| e.unwrap().file_name()).collect();
+            assert!(left.is_empty(), "round {round}: left below: {left:?}");
+        }
+        // Its directory goes then too.
+        c.remove("/b/d", false).await.unwrap();
+        assert!(!below.path().join("d").exists());
+    });
 }
