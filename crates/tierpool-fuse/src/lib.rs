@@ -36,6 +36,7 @@ mod making;
 mod names;
 mod namespace;
 mod open_file;
+mod repeats;
 mod snapshots;
 mod watch;
 mod xattr;

@@ -24,7 +24,7 @@
 //!   that file may reach the kernel before the process that made it gets
 //!   the answer, and then finds nothing to drop, so the file is told of it
 //!   again and again for as long as the kernel may keep the answer (see
-//!   `Again`); a create during which another client's change (or lost
+//!   `repeats.rs`); a create during which another client's change (or lost
 //!   changes) was heard of is answered for `TTL` instead (`Fresh::foreign`),
 //!   so no change that may beat the answer goes untold. What remains: a
 //!   process held up between the answer and its return from `open` for
@@ -55,9 +55,10 @@ use crate::fresh::Fresh;
 use crate::fs::TTL;
 use crate::known::KnownDirs;
 use crate::names::Names;
+use crate::repeats::Repeats;
 use fuser::{INodeNo, Notifier};
 use parking_lot::Mutex;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
@@ -198,9 +199,9 @@ pub(crate) fn follow(parts: Parts, notifier: Notifier, at: Option<(u64, u64)>) {
     let made = parts.fresh.clone();
     let sender = std::thread::Builder::new().name("fuse-notify".into()).spawn(move || {
         // Files made here that the kernel may not have made yet: told again.
-        let mut again: HashMap<u64, Again> = HashMap::new();
+        let mut again = Repeats::default();
         loop {
-            let batch = match again.values().map(|a| a.next).min() {
+            let batch = match again.next() {
                 None => told.recv().map_err(|_| RecvTimeoutError::Disconnected),
                 Some(next) => told.recv_timeout(next.saturating_duration_since(Instant::now())),
             };
@@ -210,16 +211,10 @@ pub(crate) fn follow(parts: Parts, notifier: Notifier, at: Option<(u64, u64)>) {
                 Err(RecvTimeoutError::Disconnected) => return,
             };
             let now = Instant::now();
-            again.retain(|ino, a| {
-                if a.next > now {
-                    return true;
-                }
+            for ino in again.take_due(now) {
                 // Its attributes only: its pages were dropped the first time.
-                let _ = notifier.inval_inode(INodeNo(*ino), -1, 0);
-                let step = if now < a.first + AGAIN_OFTEN_FOR { AGAIN_OFTEN } else { AGAIN_LATER };
-                a.next = (now + step).min(a.until);
-                now < a.until
-            });
+                let _ = notifier.inval_inode(INodeNo(ino), -1, 0);
+            }
             if batch.is_empty() {
                 continue;
             }
@@ -231,7 +226,7 @@ pub(crate) fn follow(parts: Parts, notifier: Notifier, at: Option<(u64, u64)>) {
                         let until = made.upgrade().and_then(|f| f.lock().made_until(ino, now));
                         if let Some(until) = until {
                             // One per file: a later change starts its repeats afresh.
-                            again.insert(ino, Again { first: now, next: now + AGAIN_OFTEN, until });
+                            again.start(ino, now, until);
                         }
                         notifier.inval_inode(INodeNo(ino), 0, 0)
                     }
@@ -306,26 +301,6 @@ pub(crate) fn follow(parts: Parts, notifier: Notifier, at: Option<(u64, u64)>) {
 fn cannot_follow(e: &dyn std::fmt::Display) {
     tracing::warn!("cannot follow the pool's changes (names and attributes kept for {TTL:?}): {e}");
 }
-
-/// Of a file made here whose answer the kernel may keep until `until`,
-/// and which another client changed at `first`: the kernel makes its
-/// inode only once the answer reaches the process that made it, and drops
-/// nothing of an inode it has not made yet (nor says so), so it is told
-/// again (its attributes) at `next`: every 10 ms for 200 ms, then every
-/// second, and at `until`. After lost changes, every file made here in the
-/// last `LONG` is (up to 65,536: a burst of notifications, as rare as a
-/// coordinator starting again).
-struct Again {
-    first: Instant,
-    next: Instant,
-    until: Instant,
-}
-
-/// How often, and for how long, a file made here is told again of a change.
-const AGAIN_OFTEN: Duration = Duration::from_millis(10);
-const AGAIN_OFTEN_FOR: Duration = Duration::from_millis(200);
-/// How often it is told again after that.
-const AGAIN_LATER: Duration = Duration::from_secs(1);
 
 /// What the kernel is told to drop.
 enum Stale {
