@@ -10,7 +10,12 @@ Starts a local pool (2 workers) and mounts it, then measures:
     the local disk, on tmpfs and on a FUSE file system that stores nothing;
   - creating, stat-ing (twice: the second time, names the kernel may hold) and
     deleting 10,000 small files: through the mount, on tmpfs, and on the FUSE
-    file system that stores nothing.
+    file system that stores nothing;
+  - the same tree and small files in a directory of the mount attached to an
+    under-store in `back` mode (a local directory), whose names the pool
+    mirrors below: each namespace change there also names its directory's
+    path and changes the store.
+Each tree is removed after (`rm -rf`, timed too).
 That file system (the `null_fs` example of tierpool-fuse, mounted as the
 pool's mount is, its reads zeros) gives FUSE's own ceiling here.
 Reads through the mount are of a file written by the CLI, after dropping the
@@ -102,7 +107,7 @@ def digits(key: str) -> Optional[int]:
     return 3 if key.endswith(TREE_KEYS) else None
 
 
-TREE_KEYS = ("tar_x_s", "tar_c_s", "tar_c_again_s")
+TREE_KEYS = ("tar_x_s", "tar_c_s", "tar_c_again_s", "rm_s")
 
 
 def stdlib_tarball(dir: str) -> str:
@@ -130,7 +135,9 @@ def tree(dir: str, tarball: str) -> dict:
         # Through a pipe: GNU tar writing to /dev/null itself would not read the files.
         subprocess.run(f"tar cf - -C {dir} lib | cat > /dev/null", shell=True, check=True)
         out[key] = time.perf_counter() - t
-    shutil.rmtree(os.path.join(dir, "lib"))
+    t = time.perf_counter()
+    subprocess.run(["rm", "-rf", os.path.join(dir, "lib")], check=True)
+    out["rm_s"] = time.perf_counter() - t
     return out
 
 
@@ -195,7 +202,25 @@ def wait_collected(cli: str, addr: str) -> None:
     raise SystemExit("the pool did not collect removed files within 60 s")
 
 
-def one_run(addr: str, mnt: str, local: str, shm: str, size: int, files: int, tarball: str, disk: str) -> dict:
+def attached_run(c: tierpool.Client, mnt: str, files: int, tarball: str, below: str) -> dict:
+    """`tree` and `small_files` in a directory of the mount at `mnt`
+    attached to the empty local directory `below` in `back` mode."""
+    os.makedirs(below)
+    c.attach(f"file://{below}", "/below", mode="back")
+    out = tree(os.path.join(mnt, "below"), tarball)
+    os.makedirs(os.path.join(mnt, "below", "small"))
+    for k, v in small_files(os.path.join(mnt, "below", "small"), files).items():
+        out[f"small_{k}"] = v
+    os.rmdir(os.path.join(mnt, "below", "small"))
+    c.detach("/below", force=True)
+    c.rm("/below", recursive=True)
+    shutil.rmtree(below)
+    return out
+
+
+def one_run(c: tierpool.Client, mnt: str, local: str, shm: str, size: int, files: int, tarball: str,
+            disk: str) -> dict:
+    addr = c.address
     r: dict = {}
     r["tmpfs_write_mb_s"] = write_file(local, size)
     r["tmpfs_read_mb_s"] = read_file(local, size)
@@ -218,6 +243,8 @@ def one_run(addr: str, mnt: str, local: str, shm: str, size: int, files: int, ta
     for where, dir in (("mount", mnt), ("disk", disk), ("tmpfs", shm)):
         for k, v in tree(dir, tarball).items():
             r[f"{where}_{k}"] = v
+    for k, v in attached_run(c, mnt, files, tarball, os.path.join(os.path.dirname(disk), "below")).items():
+        r[f"attached_{k}"] = v
     umount(CLI, mnt)
     os.makedirs(os.path.join(shm, "small"))
     for k, v in small_files(os.path.join(shm, "small"), files).items():
@@ -266,7 +293,7 @@ def main() -> None:
             for _ in range(a.runs):
                 # Before every run: the previous run's freed memory may be back with the host.
                 res["memory_warmed_bytes"] = warm_memory(8 * size + (2 << 30))
-                runs.append(one_run(c.address, mnt, local, shm, size, a.files, tarball, disk))
+                runs.append(one_run(c, mnt, local, shm, size, a.files, tarball, disk))
     finally:
         subprocess.run([CLI, "umount", mnt], capture_output=True)
         shutil.rmtree(shm, ignore_errors=True)
@@ -279,7 +306,10 @@ def main() -> None:
     res["mount_read_vs_tmpfs"] = round(res["mount_read_mb_s"] / res["tmpfs_read_mb_s"], 2)
     for k in ("create_per_s", "stat_per_s", "restat_per_s", "delete_per_s"):
         res[f"mount_small_{k}_vs_null_fuse"] = round(res[f"mount_small_{k}"] / res[f"null_fuse_small_{k}"], 3)
+    for k in ("create_per_s", "stat_per_s", "delete_per_s"):
+        res[f"attached_small_{k}_vs_mount"] = round(res[f"attached_small_{k}"] / res[f"mount_small_{k}"], 3)
     for k in TREE_KEYS:
+        res[f"attached_{k}_vs_mount"] = round(res[f"attached_{k}"] / res[f"mount_{k}"], 2)
         res[f"mount_{k}_vs_disk"] = round(res[f"mount_{k}"] / res[f"disk_{k}"], 2)
         res[f"mount_{k}_vs_null_fuse"] = round(res[f"mount_{k}"] / res[f"null_fuse_{k}"], 2)
         res[f"null_fuse_{k}_vs_disk"] = round(res[f"null_fuse_{k}"] / res[f"disk_{k}"], 2)
