@@ -171,7 +171,8 @@ impl Engine {
                 return Err(e);
             }
         };
-        self.txs.after_op(op, self.state.take_before(), restoring);
+        let enough = self.txs.after_op(op, self.state.take_before(), restoring);
+        self.state.noted_enough(enough);
         let mut effects = Vec::new();
         if op.changes_placement() {
             effects.push(Effect::Placement);
@@ -422,6 +423,8 @@ impl Engine {
     pub fn tx_begin(&mut self, session: u64, now: Duration) -> u64 {
         let id = self.txs.begin(&self.state, session, now);
         self.state.watch(true);
+        // Images kept so far are older than its begin: it sees none of them.
+        self.state.note_again();
         id
     }
 

@@ -161,12 +161,20 @@ impl Transactions {
     }
 
     /// An op ran: `changed` are the inodes it changed as they were before;
-    /// `restoring` the region whose restore it began, if it did.
-    pub fn after_op(&mut self, op: &MetaOp, changed: BTreeMap<InodeId, Image>, restoring: Option<InodeId>) {
+    /// `restoring` the region whose restore it began, if it did. Returns
+    /// the inodes of `changed` that now have an image every open
+    /// transaction sees, which later notes would add nothing to until
+    /// another transaction begins.
+    pub fn after_op(
+        &mut self,
+        op: &MetaOp,
+        changed: BTreeMap<InodeId, Image>,
+        restoring: Option<InodeId>,
+    ) -> Vec<InodeId> {
         self.seq += 1;
         let mut before = std::mem::take(&mut self.committing);
         if self.open.is_empty() {
-            return;
+            return Vec::new();
         }
         if let Some(id) = restoring {
             self.restored.insert(id, self.seq);
@@ -184,18 +192,21 @@ impl Transactions {
             // chunk loaded from below, the object below rewritten from
             // exactly these chunks): every view may see it as it is now,
             // and the pool then keeps for it what it loaded.
-            return;
+            return Vec::new();
         }
         // An inode noted since the newest transaction began is seen by
         // every open one as that note or an older one: later notes are
         // never looked at.
         let newest = self.open.values().map(|t| t.begin).max().unwrap_or(0);
+        let mut enough = Vec::with_capacity(changed.len());
         for (id, image) in changed {
             let images = self.past.entry(id).or_default();
             if images.last().is_none_or(|(s, _)| *s <= newest) {
                 images.push((self.seq, image));
             }
+            enough.push(id);
         }
+        enough
     }
 
     /// Opens a transaction for client `session`; the state must watch changes.

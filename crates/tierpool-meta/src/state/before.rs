@@ -9,6 +9,9 @@
 //! two states compare equal whatever their notes hold, and nothing of it
 //! is stored. An op that fails leaves notes of inodes it did not change,
 //! images equal to the live inodes: harmless to a reader of the past.
+//! An inode the engine already keeps an image of that every open
+//! transaction sees is not noted again until another transaction begins
+//! (`noted_enough`, `note_again`).
 //!
 //! A view of the past is the live state seen through images: an inode the
 //! view has an image of is that image (absent if the image says it did not
@@ -21,7 +24,7 @@ use super::MetaState;
 use crate::path::normalize;
 use crate::InodeInfo;
 use bytes::Bytes;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use tierpool_types::{ChunkRef, Error, ErrorKind, InodeId, Result};
 
 /// An inode as it was at some moment: absent, or its record and inline bytes.
@@ -70,6 +73,12 @@ impl Image {
 pub(super) struct Before {
     on: bool,
     images: BTreeMap<InodeId, Image>,
+    /// Inodes the engine keeps an image of already that every open
+    /// transaction sees (one taken since the newest began): not noted
+    /// again until another begins, as the engine would drop the note. A
+    /// directory's image is all its entries: noted at every op, a large
+    /// directory made each op cost its size while a transaction was open.
+    enough: HashSet<InodeId>,
     pub(super) undo: Option<BTreeMap<InodeId, Image>>,
 }
 
@@ -87,7 +96,21 @@ impl MetaState {
         self.before.on = on;
         if !on {
             self.before.images.clear();
+            self.before.enough.clear();
         }
+    }
+
+    /// The engine keeps, of each of `ids`, an image every open transaction
+    /// sees: they are not noted again until [`note_again`](Self::note_again).
+    pub fn noted_enough(&mut self, ids: impl IntoIterator<Item = InodeId>) {
+        if self.before.on {
+            self.before.enough.extend(ids);
+        }
+    }
+
+    /// A transaction began: every inode is noted again at its next change.
+    pub fn note_again(&mut self) {
+        self.before.enough.clear();
     }
 
     /// The inodes the ops run since the last call changed, as they were
@@ -100,7 +123,7 @@ impl MetaState {
     /// were last taken: call before any change of it or of its inline bytes.
     pub(super) fn keep_before(&mut self, id: InodeId) {
         self.note_inode(id);
-        let note = self.before.on && !self.before.images.contains_key(&id);
+        let note = self.before.on && !self.before.images.contains_key(&id) && !self.before.enough.contains(&id);
         let undo = self.before.undo.as_ref().is_some_and(|u| !u.contains_key(&id));
         if !note && !undo {
             return;
@@ -171,5 +194,38 @@ impl MetaState {
             Some(img) => img.inode.as_ref().map(|n| (n, img.inline.as_ref())),
             None => self.inodes.get(&id).map(|n| (n, self.inline.files.get(&id))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{MetaOp, MetaState};
+
+    fn mkdir(s: &mut MetaState, path: &str) {
+        s.execute(&MetaOp::Mkdir { path: path.into(), parents: false, mode: 0o755 }, 2).unwrap();
+    }
+
+    #[test]
+    fn an_inode_noted_enough_is_not_imaged_again_until_a_transaction_begins() {
+        let mut s = MetaState::new();
+        s.execute(&MetaOp::Init { partitions: 4 }, 1).unwrap();
+        mkdir(&mut s, "/d");
+        let d = s.stat("/d").unwrap().id;
+        s.watch(true);
+        mkdir(&mut s, "/d/a");
+        let first = s.take_before();
+        assert!(first.contains_key(&d), "{first:?}");
+        s.noted_enough(first.keys().copied());
+        mkdir(&mut s, "/d/b");
+        let b = s.stat("/d/b").unwrap().id;
+        assert_eq!(s.take_before().keys().copied().collect::<Vec<_>>(), vec![b], "the new directory only");
+        s.note_again();
+        mkdir(&mut s, "/d/c");
+        assert!(s.take_before().contains_key(&d), "noted again once a transaction began");
+        s.noted_enough([d]);
+        s.watch(false);
+        s.watch(true);
+        mkdir(&mut s, "/d/e");
+        assert!(s.take_before().contains_key(&d), "noted afresh once watched again");
     }
 }
