@@ -79,7 +79,8 @@ pub struct Transactions {
     seq: u64,
     next_id: u64,
     open: BTreeMap<u64, Tx>,
-    /// Per inode: (number of the op that changed it, what it was before).
+    /// Per inode: (number of the op that changed it, what it was before),
+    /// each newer than the oldest open begin (what `end` relies on).
     past: BTreeMap<InodeId, Vec<(u64, Image)>>,
     /// Whether commits are checked for write-write conflicts (only a test
     /// of the history checker turns this off).
@@ -564,10 +565,18 @@ impl Transactions {
     }
 
     fn end(&mut self, tx: u64) {
+        let oldest = |open: &BTreeMap<u64, Tx>| open.values().map(|t| t.begin).min();
+        let was = oldest(&self.open);
         if self.open.remove(&tx).is_none() {
             return;
         }
-        match self.open.values().map(|t| t.begin).min() {
+        let now = oldest(&self.open);
+        if now == was {
+            // Every image kept is newer than the oldest begin, which stays:
+            // none can go (a pass over them all would find nothing).
+            return;
+        }
+        match now {
             None => {
                 self.past.clear();
                 self.page_past.clear();
