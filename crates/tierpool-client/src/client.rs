@@ -410,7 +410,7 @@ impl Client {
             if info.kind == tierpool_meta::InodeKind::Dir && !recursive && info.size > 0 {
                 return Err(Error::new(ErrorKind::DirectoryNotEmpty, format!("{path}: directory not empty")));
             }
-            store.delete(&key, recursive).await.map_err(|e| e.context(path))?;
+            crate::under::delete_below(&store, &key, recursive).await.map_err(|e| e.context(path))?;
         }
         match self.meta(MetaOp::Remove { path: path.into(), recursive }).await? {
             MetaReply::Removed { inodes } => Ok(inodes),

@@ -243,7 +243,7 @@ impl Client {
                 }
                 _ => {}
             }
-            store.delete(&key, false).await?;
+            crate::under::delete_below(&store, &key, false).await?;
         }
         let op = MetaOp::RemoveAt { parent, name: name.into(), dir };
         Ok(self.meta_seen(op, self.inner.cfg.owner, vec![parent]).await?.1.remove(0))

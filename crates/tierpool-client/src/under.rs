@@ -772,6 +772,27 @@ pub(crate) fn through_key_in(all: &[AttachedDir], path: &str) -> Result<Option<(
     Ok(Some((open_store(&a.attachment)?, rel)))
 }
 
+/// Pauses before the tries again of [`delete_below`] (75 ms in all).
+const NOT_EMPTY_PAUSES_MS: [u64; 4] = [5, 10, 20, 40];
+
+/// Deletes the object (or directory, with what it holds if `recursive`)
+/// at `key` below, for the removal of a pool entry. A directory below
+/// that is not empty is tried again a few times: a write-back that wrote
+/// a file of it as the file was removed takes that object away as soon as
+/// it hears of the removal (see `persist`). Anything else there stays,
+/// and the removal fails.
+pub(crate) async fn delete_below(store: &UnderStore, key: &str, recursive: bool) -> Result<()> {
+    for pause in NOT_EMPTY_PAUSES_MS {
+        match store.delete(key, recursive).await {
+            Err(e) if e.kind == ErrorKind::DirectoryNotEmpty => {
+                tokio::time::sleep(std::time::Duration::from_millis(pause)).await
+            }
+            r => return r,
+        }
+    }
+    store.delete(key, recursive).await
+}
+
 /// Removes the object at `key` if it is still the one written there (tag
 /// `etag`): a file renamed or removed while its bytes were being written
 /// below left it behind. Anything else there now (written since) stays.

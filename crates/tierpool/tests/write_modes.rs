@@ -174,5 +174,24 @@ fn files_removed_while_they_are_written_back_leave_nothing_below() {
         // Its directory goes then too.
         c.remove("/b/d", false).await.unwrap();
         assert!(!below.path().join("d").exists());
+
+        // A directory removed right after its last file, while the
+        // write-back may still be taking away what it wrote of that file.
+        for round in 0..40 {
+            let (dir, f) = (format!("/b/e{round}"), format!("/b/e{round}/f"));
+            c.mkdir(&dir, false).await.unwrap();
+            c.put_many(vec![(f.clone(), bytes::Bytes::from(vec![b'y'; 64]))], &PutOptions::default()).await[0]
+                .as_ref()
+                .unwrap();
+            let writing = {
+                let (c, dir) = (c.clone(), dir.clone());
+                tokio::spawn(async move { c.sync(&dir, &|_| {}).await })
+            };
+            c.remove(&f, false).await.unwrap();
+            c.remove(&dir, false).await.unwrap_or_else(|e| panic!("round {round}: {e}"));
+            let _ = writing.await.unwrap();
+        }
+        let left: Vec<_> = std::fs::read_dir(below.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(left.is_empty(), "left below: {left:?}");
     });
 }
