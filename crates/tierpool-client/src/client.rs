@@ -411,6 +411,14 @@ impl Client {
                 return Err(Error::new(ErrorKind::DirectoryNotEmpty, format!("{path}: directory not empty")));
             }
             crate::under::delete_below(&store, &key, recursive).await.map_err(|e| e.context(path))?;
+            let removed = self.meta(MetaOp::Remove { path: path.into(), recursive }).await?;
+            if info.kind != tierpool_meta::InodeKind::Dir {
+                crate::under::delete_after_removal(&store, &key, self.stat(path).await.map(|_| ())).await;
+            }
+            return match removed {
+                MetaReply::Removed { inodes } => Ok(inodes),
+                other => Err(unexpected_meta(other)),
+            };
         }
         match self.meta(MetaOp::Remove { path: path.into(), recursive }).await? {
             MetaReply::Removed { inodes } => Ok(inodes),

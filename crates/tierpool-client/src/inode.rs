@@ -244,6 +244,13 @@ impl Client {
                 _ => {}
             }
             crate::under::delete_below(&store, &key, false).await?;
+            let op = MetaOp::RemoveAt { parent, name: name.into(), dir };
+            let after = self.meta_seen(op, self.inner.cfg.owner, vec![parent]).await?.1.remove(0);
+            if !dir {
+                let named = self.lookup(parent, name).await.map(|_| ());
+                crate::under::delete_after_removal(&store, &key, named).await;
+            }
+            return Ok(after);
         }
         let op = MetaOp::RemoveAt { parent, name: name.into(), dir };
         Ok(self.meta_seen(op, self.inner.cfg.owner, vec![parent]).await?.1.remove(0))

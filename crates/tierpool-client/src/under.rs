@@ -793,6 +793,21 @@ pub(crate) async fn delete_below(store: &UnderStore, key: &str, recursive: bool)
     store.delete(key, recursive).await
 }
 
+/// After the removal of a file whose object at `key` below went first:
+/// the object again, unless the pool names a file there again (`named` is
+/// what looking the name up said). A write-back that wrote the file just
+/// after that first delete, and recorded it before the removal, put it
+/// back; nothing would take it away then.
+pub(crate) async fn delete_after_removal(store: &UnderStore, key: &str, named: Result<()>) {
+    match named {
+        Err(e) if e.kind == ErrorKind::NotFound => {}
+        _ => return,
+    }
+    if let Err(e) = store.delete(key, false).await {
+        tracing::warn!("{e}; a removed file's object written back as it was removed may stay");
+    }
+}
+
 /// Removes the object at `key` if it is still the one written there (tag
 /// `etag`): a file renamed or removed while its bytes were being written
 /// below left it behind. Anything else there now (written since) stays.
