@@ -405,25 +405,25 @@ impl Client {
     /// Beneath an attachment that writes through, the object (or tree)
     /// below goes first.
     pub async fn remove(&self, path: &str, recursive: bool) -> Result<u64> {
-        if let Some((store, key)) = self.through_key(path).await? {
+        let below = self.through_key(path).await?;
+        let mut tree = false;
+        if let Some((store, key)) = &below {
             let info = self.stat(path).await?;
-            if info.kind == tierpool_meta::InodeKind::Dir && !recursive && info.size > 0 {
+            tree = info.kind == tierpool_meta::InodeKind::Dir;
+            if tree && !recursive && info.size > 0 {
                 return Err(Error::new(ErrorKind::DirectoryNotEmpty, format!("{path}: directory not empty")));
             }
-            crate::under::delete_below(&store, &key, recursive).await.map_err(|e| e.context(path))?;
-            let removed = self.meta(MetaOp::Remove { path: path.into(), recursive }).await?;
-            if info.kind != tierpool_meta::InodeKind::Dir {
-                crate::under::delete_after_removal(&store, &key, self.stat(path).await.map(|_| ())).await;
-            }
-            return match removed {
-                MetaReply::Removed { inodes } => Ok(inodes),
-                other => Err(unexpected_meta(other)),
-            };
+            crate::under::delete_below(store, key, recursive).await.map_err(|e| e.context(path))?;
         }
-        match self.meta(MetaOp::Remove { path: path.into(), recursive }).await? {
-            MetaReply::Removed { inodes } => Ok(inodes),
-            other => Err(unexpected_meta(other)),
+        let removed = match self.meta(MetaOp::Remove { path: path.into(), recursive }).await? {
+            MetaReply::Removed { inodes } => inodes,
+            other => return Err(unexpected_meta(other)),
+        };
+        // An empty directory's removal has nothing a write-back could have put back.
+        if let (Some((store, key)), false) = (&below, tree && !recursive) {
+            crate::under::delete_after_removal(store, key, tree, self.stat(path).await.map(|_| ())).await;
         }
+        Ok(removed)
     }
 
     /// Atomic rename; replaces a file (or empty directory) at `to`.

@@ -233,7 +233,8 @@ impl Client {
     /// mirrors names, the object (or empty directory) below goes first.
     /// Returns `parent` as the change left it.
     pub async fn remove_at(&self, parent: InodeId, name: &str, dir: bool) -> Result<InodeInfo> {
-        if let Some((store, key, _)) = self.through_key_at(&self.attachments().await?, parent, name).await? {
+        let below = self.through_key_at(&self.attachments().await?, parent, name).await?;
+        if let Some((store, key, _)) = &below {
             let info = self.lookup(parent, name).await?;
             match (info.kind == InodeKind::Dir, dir) {
                 (true, false) => return Err(Error::new(ErrorKind::IsADirectory, format!("{name}: is a directory"))),
@@ -243,17 +244,15 @@ impl Client {
                 }
                 _ => {}
             }
-            crate::under::delete_below(&store, &key, false).await?;
-            let op = MetaOp::RemoveAt { parent, name: name.into(), dir };
-            let after = self.meta_seen(op, self.inner.cfg.owner, vec![parent]).await?.1.remove(0);
-            if !dir {
-                let named = self.lookup(parent, name).await.map(|_| ());
-                crate::under::delete_after_removal(&store, &key, named).await;
-            }
-            return Ok(after);
+            crate::under::delete_below(store, key, false).await?;
         }
         let op = MetaOp::RemoveAt { parent, name: name.into(), dir };
-        Ok(self.meta_seen(op, self.inner.cfg.owner, vec![parent]).await?.1.remove(0))
+        let after = self.meta_seen(op, self.inner.cfg.owner, vec![parent]).await?.1.remove(0);
+        if let (Some((store, key, _)), false) = (&below, dir) {
+            let named = self.lookup(parent, name).await.map(|_| ());
+            crate::under::delete_after_removal(store, key, false, named).await;
+        }
+        Ok(after)
     }
 
     /// Beneath an attachment that mirrors names, the object (or tree) below

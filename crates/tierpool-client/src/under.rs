@@ -793,18 +793,19 @@ pub(crate) async fn delete_below(store: &UnderStore, key: &str, recursive: bool)
     store.delete(key, recursive).await
 }
 
-/// After the removal of a file whose object at `key` below went first:
-/// the object again, unless the pool names a file there again (`named` is
-/// what looking the name up said). A write-back that wrote the file just
-/// after that first delete, and recorded it before the removal, put it
-/// back; nothing would take it away then.
-pub(crate) async fn delete_after_removal(store: &UnderStore, key: &str, named: Result<()>) {
+/// After the removal of a file (or, `tree`, of a directory and all it
+/// held) whose object (or tree) at `key` below went first: that again,
+/// unless the pool names something there again (`named` is what looking
+/// the name up said). A write-back that wrote a file just after that first
+/// delete, and recorded it before the removal, put it back (with its
+/// directories); nothing would take it away then.
+pub(crate) async fn delete_after_removal(store: &UnderStore, key: &str, tree: bool, named: Result<()>) {
     match named {
         Err(e) if e.kind == ErrorKind::NotFound => {}
         _ => return,
     }
-    if let Err(e) = store.delete(key, false).await {
-        tracing::warn!("{e}; a removed file's object written back as it was removed may stay");
+    if let Err(e) = store.delete(key, tree).await {
+        tracing::warn!("{e}; what a write-back wrote below of a removed file as it was removed may stay");
     }
 }
 
