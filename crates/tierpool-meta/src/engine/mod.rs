@@ -185,8 +185,7 @@ impl Engine {
         if !garbage.is_empty() {
             // A removed file held open keeps its chunks; a replaced version
             // does not (a reader that finds it gone reads the current one).
-            let held = self.leases.held(now);
-            garbage.inodes.retain(|i| !held.contains(i));
+            garbage.inodes.retain(|i| !self.leases.holds(*i, now));
             // Open transactions may see it: it waits for collection.
             if !garbage.is_empty() && !self.txs.any_open() {
                 effects.push(Effect::Reclaim(garbage));
