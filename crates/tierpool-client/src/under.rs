@@ -339,12 +339,14 @@ impl Client {
     }
 
     /// Loads every chunk below of the files at or beneath `path` into the
-    /// pool; `progress` hears of each file.
+    /// pool (small files [`FILES_IN_FLIGHT`] at once); `progress` hears of
+    /// each file.
     pub async fn load(&self, path: &str, progress: &(dyn Fn(&UnderProgress) + Send + Sync)) -> Result<UnderProgress> {
         let files = self.files_under(path).await?;
         let mut p = UnderProgress { total_files: files.len() as u64, ..Default::default() };
         p.total_bytes = files.iter().map(|(_, i)| i.size).sum();
-        for (fp, info) in files {
+        let (small, large): (Vec<_>, Vec<_>) = files.into_iter().partition(|(_, i)| i.size <= TOGETHER_MAX);
+        let one = |(fp, info): (String, InodeInfo)| async move {
             let below: Vec<u64> =
                 (info.chunks.iter().enumerate()).filter(|(_, r)| r.is_below()).map(|(i, _)| i as u64).collect();
             let mut pending = futures::stream::iter(below.into_iter().map(|i| self.load_chunk(info.id, i, true)))
@@ -352,8 +354,13 @@ impl Client {
             while let Some(r) = pending.next().await {
                 r.map_err(|e| e.context(&fp))?;
             }
+            Ok::<_, Error>(info.size)
+        };
+        let mut loaded = (futures::stream::iter(small).map(one).buffer_unordered(FILES_IN_FLIGHT))
+            .chain(futures::stream::iter(large).map(one).buffer_unordered(1));
+        while let Some(size) = loaded.next().await {
             p.files += 1;
-            p.bytes += info.size;
+            p.bytes += size?;
             progress(&p);
         }
         Ok(p)
@@ -597,7 +604,8 @@ impl Client {
         self.sync_where(path, &back, true, &|_| {}).await
     }
 
-    /// [`sync`](Self::sync) of the dirty files whose origin `which` takes;
+    /// [`sync`](Self::sync) of the dirty files whose origin `which` takes
+    /// (small ones [`FILES_IN_FLIGHT`] at once);
     /// not `always`: only as their write modes say (see [`persist`](Self::persist)).
     pub(crate) async fn sync_where(
         &self,
@@ -612,10 +620,19 @@ impl Client {
             .collect();
         let mut p = UnderProgress { total_files: dirty.len() as u64, ..Default::default() };
         let mut first_error = None;
-        for (fp, info) in dirty {
+        // Small files many at once (each waits on its store's write and on
+        // the log); larger ones one at a time, after.
+        let (small, large): (Vec<_>, Vec<_>) = dirty.into_iter().partition(|(_, i)| i.size <= TOGETHER_MAX);
+        let one = |(fp, info): (String, InodeInfo)| async move {
             let size = info.size;
+            let r = self.persist(&fp, info, always).await;
+            (fp, size, r)
+        };
+        let mut persisted = (futures::stream::iter(small).map(one).buffer_unordered(FILES_IN_FLIGHT))
+            .chain(futures::stream::iter(large).map(one).buffer_unordered(1));
+        while let Some((fp, size, r)) = persisted.next().await {
             // One file that cannot be written does not hold back the others.
-            match self.persist(&fp, info, always).await {
+            match r {
                 Ok(_) => {
                     out.files += 1;
                     out.bytes += size;
@@ -771,6 +788,13 @@ pub(crate) fn through_key_in(all: &[AttachedDir], path: &str) -> Result<Option<(
     }
     Ok(Some((open_store(&a.attachment)?, rel)))
 }
+
+/// Files a `sync` or the write-back writes below at once (or a `load`
+/// loads) ...
+const FILES_IN_FLIGHT: usize = 64;
+/// ... of those up to this size (a file written below is read whole
+/// first); larger ones go one at a time, after.
+const TOGETHER_MAX: u64 = 1 << 20;
 
 /// Pauses before the tries again of [`delete_below`] (75 ms in all).
 const NOT_EMPTY_PAUSES_MS: [u64; 4] = [5, 10, 20, 40];

@@ -5,7 +5,8 @@
 //! `status`, `write-mode` and the mount's `user.tierpool.write_mode`; the
 //! background write-back takes exactly the files in `back` mode; modes
 //! survive a coordinator `kill -9`; bad requests are one-line errors; files
-//! removed while the write-back writes them leave nothing below.
+//! removed while the write-back writes them leave nothing below; a sync
+//! writes many at once, each whole, and a load brings them back.
 
 mod common;
 use common::{json, Mount, Pool};
@@ -217,4 +218,46 @@ fn files_removed_while_they_are_written_back_leave_nothing_below() {
             assert!(left.is_empty(), "round {round}: left below: {left:?}");
         }
     });
+}
+
+#[test]
+fn a_sync_writes_many_files_at_once_each_whole_and_a_load_brings_them_back() {
+    use tierpool_client::{Client, PutOptions};
+    let pool = Pool::start_with(1, "64MiB", "256MiB", &["--write-back-every", "1h"]);
+    let under = tempfile::tempdir().unwrap();
+    pool.ok(&["attach", &format!("file://{}", under.path().display()), "/b", "--mode", "back"]);
+    // Held inline, in one chunk, in several; and two past the size that
+    // goes with others (written alone, after).
+    let sizes = (0..300u64).map(|i| [0, 100, 4096, 4097, 70_000][i as usize % 5] + i).chain([3 << 20, (5 << 20) + 7]);
+    let files: Vec<(String, Vec<u8>)> = sizes
+        .enumerate()
+        .map(|(i, n)| (format!("/b/d{}/f{i}", i % 7), (0..n).map(|b| (b * 31 + i as u64) as u8).collect()))
+        .collect();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let c = Client::connect(pool.client_config()).await.unwrap();
+        for d in 0..7 {
+            c.mkdir(&format!("/b/d{d}"), false).await.unwrap();
+        }
+        let items = files.iter().map(|(p, d)| (p.clone(), bytes::Bytes::from(d.clone()))).collect();
+        assert!(c.put_many(items, &PutOptions::default()).await.iter().all(|r| r.is_ok()));
+        let seen = std::sync::Mutex::new(Vec::new());
+        let done = c.sync("/b", &|p| seen.lock().unwrap().push(p.files)).await.unwrap();
+        let total: u64 = files.iter().map(|(_, d)| d.len() as u64).sum();
+        assert_eq!((done.files, done.bytes, done.skipped.len()), (files.len() as u64, total, 0));
+        // Progress counts every file once, up to all of them.
+        assert_eq!(*seen.lock().unwrap(), (1..=files.len() as u64).collect::<Vec<_>>());
+        for (p, d) in &files {
+            assert!(below(under.path(), &p["/b/".len()..]) == *d, "{p} differs below");
+        }
+        // Let go of the pool's copies, then load them all back from below.
+        let freed = c.free("/b").await.unwrap();
+        assert_eq!(freed.files, files.iter().filter(|(_, d)| !d.is_empty()).count() as u64);
+        let loaded = c.load("/b", &|_| {}).await.unwrap();
+        assert_eq!((loaded.files, loaded.bytes), (files.len() as u64, total));
+        for (p, d) in &files {
+            assert!(c.get_bytes(p).await.unwrap() == *d, "{p} read back differs");
+        }
+    });
+    assert_eq!(figures(&pool).0, 0);
 }
