@@ -9,7 +9,9 @@
 //! an object changed behind the pool's back is `Stale`, never served as
 //! the file's bytes.
 
+use crate::batch::Commits;
 use crate::client::{unexpected, unexpected_meta, Client};
+use crate::coalesce::Batches;
 use crate::placing::Placing;
 use bytes::Bytes;
 use futures::StreamExt;
@@ -145,26 +147,42 @@ impl Client {
             total_bytes: tree.iter().filter(|e| !e.is_dir).map(|e| e.size).sum(),
             ..Default::default()
         };
-        for (n, e) in tree.iter().enumerate() {
-            let (parent, name) = match e.path.rsplit_once('/') {
-                Some((d, n)) => (d.to_string(), n),
-                None => (String::new(), e.path.as_str()),
-            };
-            let dir = self.ensure_dir(root, &parent, &mut ids).await?;
+        // Files are adopted many to a request, once their directory is made.
+        let mut files: Vec<(InodeId, &UnderEntry)> = Vec::new();
+        for e in tree {
+            let parent = e.path.rsplit_once('/').map_or("", |(d, _)| d);
+            let dir = self.ensure_dir(root, parent, &mut ids).await?;
             if e.is_dir {
                 self.ensure_dir(root, &e.path, &mut ids).await?;
                 p.dirs += 1;
-            } else {
-                self.adopt(dir, name, e).await.map_err(|err| err.context(join(root, &e.path)))?;
-                p.files += 1;
-                p.bytes += e.size;
+                continue;
             }
-            if n % 256 == 255 {
+            files.push((dir, e));
+            if files.len() == ADOPT_BATCH {
+                self.adopt_batch(root, &mut files, &mut p).await?;
                 progress(&p);
             }
         }
+        self.adopt_batch(root, &mut files, &mut p).await?;
         progress(&p);
         Ok(p)
+    }
+
+    /// Adopts `files` (each in its directory) in one request and empties
+    /// the list; the first that fails is the error, naming its path.
+    async fn adopt_batch(
+        &self,
+        root: &str,
+        files: &mut Vec<(InodeId, &UnderEntry)>,
+        p: &mut UnderProgress,
+    ) -> Result<()> {
+        let ops = files.iter().map(|(dir, e)| adopt_op(*dir, e)).collect();
+        for ((_, e), r) in files.drain(..).zip(Commits(self.clone()).send(ops).await) {
+            r.map_err(|err| err.context(join(root, &e.path)))?;
+            p.files += 1;
+            p.bytes += e.size;
+        }
+        Ok(())
     }
 
     /// The inode of directory `rel` beneath `root`, made (with its parents) if missing.
@@ -190,20 +208,26 @@ impl Client {
         Ok(id)
     }
 
-    async fn adopt(&self, parent: InodeId, name: &str, e: &UnderEntry) -> Result<InodeInfo> {
-        let op = MetaOp::AdoptFile {
-            parent,
-            name: name.to_string(),
-            size: e.size,
-            chunk_size: DEFAULT_CHUNK_SIZE,
-            mtime: e.mtime_ns,
-            etag: e.etag.clone(),
-            mode: 0o644,
-        };
-        match self.meta(op).await? {
-            MetaReply::Info(i) => Ok(i),
-            other => Err(unexpected_meta(other)),
+    /// `sync_meta`'s adoptions of objects new below (or changed there,
+    /// `true`) in one request, counted in `out`; empties the list. A file
+    /// changed in the pool meanwhile is a conflict; any other failure is
+    /// the error, naming its path.
+    async fn adopt_changed(
+        &self,
+        root: &str,
+        adopting: &mut Vec<(InodeId, &UnderEntry, bool)>,
+        out: &mut MetaSync,
+    ) -> Result<()> {
+        let ops = adopting.iter().map(|(dir, e, _)| adopt_op(*dir, e)).collect();
+        for ((_, e, was), r) in adopting.drain(..).zip(Commits(self.clone()).send(ops).await) {
+            match r {
+                Ok(_) if was => out.changed += 1,
+                Ok(_) => out.added += 1,
+                Err(err) if err.kind == ErrorKind::Stale => out.conflicts.push(join(root, &e.path)),
+                Err(err) => return Err(err.context(join(root, &e.path))),
+            }
         }
+        Ok(())
     }
 
     /// Detaches the under-store at `path`: the pool forgets the tree (the
@@ -373,22 +397,33 @@ impl Client {
     pub async fn free(&self, path: &str) -> Result<UnderReport> {
         let held = |r: &&ChunkRef| r.is_stored() || r.is_inline();
         let mut out = UnderReport::default();
+        // Clean files with bytes in the pool: (path, those bytes, its unload).
+        let mut clean = Vec::new();
         for (fp, info) in self.files_under(path).await? {
             let Some(o) = &info.origin else { continue };
             if o.dirty {
                 out.skipped.push(fp);
                 continue;
             }
-            if !info.chunks.iter().any(|r| held(&r)) {
-                continue;
+            let bytes: u64 = info.chunks.iter().filter(held).map(|r| r.len).sum();
+            if info.chunks.iter().any(|r| held(&r)) {
+                clean.push((fp, bytes, MetaOp::Unload { inode: info.id }));
             }
-            match self.meta(MetaOp::Unload { inode: info.id }).await {
-                Ok(_) => {
-                    out.files += 1;
-                    out.bytes += info.chunks.iter().filter(held).map(|r| r.len).sum::<u64>();
+        }
+        // Many to a request.
+        while !clean.is_empty() {
+            let group: Vec<_> = clean.drain(..clean.len().min(ADOPT_BATCH)).collect();
+            let (files, ops): (Vec<_>, Vec<_>) = group.into_iter().map(|(fp, n, op)| ((fp, n), op)).unzip();
+            for ((fp, n), r) in files.into_iter().zip(Commits(self.clone()).send(ops).await) {
+                match r {
+                    Ok(_) => {
+                        out.files += 1;
+                        out.bytes += n;
+                    }
+                    // Changed meanwhile.
+                    Err(e) if e.kind == ErrorKind::Stale => out.skipped.push(fp),
+                    Err(e) => return Err(e.context(fp)),
                 }
-                Err(e) if e.kind == ErrorKind::Stale => out.skipped.push(fp),
-                Err(e) => return Err(e.context(fp)),
             }
         }
         Ok(out)
@@ -678,6 +713,8 @@ impl Client {
             .filter_map(|(p, i)| relative(&a.path, &normalize(&p).ok()?).map(|r| (r, i)))
             .collect();
         let mut ids = HashMap::from([(String::new(), a.inode)]);
+        // Objects new or changed below, adopted many to a request.
+        let mut adopting: Vec<(InodeId, &UnderEntry, bool)> = Vec::new();
         for (key, e) in &below {
             if e.is_dir {
                 self.ensure_dir(&a.path, key, &mut ids).await?;
@@ -689,15 +726,14 @@ impl Client {
                     continue;
                 }
             }
-            let (parent, name) = key.rsplit_once('/').unwrap_or(("", key));
+            let parent = key.rsplit_once('/').map_or("", |(d, _)| d);
             let dir = self.ensure_dir(&a.path, parent, &mut ids).await?;
-            match self.adopt(dir, name, e).await {
-                Ok(_) if was.is_some() => out.changed += 1,
-                Ok(_) => out.added += 1,
-                Err(err) if err.kind == ErrorKind::Stale => out.conflicts.push(join(&a.path, key)),
-                Err(err) => return Err(err.context(join(&a.path, key))),
+            adopting.push((dir, e, was.is_some()));
+            if adopting.len() == ADOPT_BATCH {
+                self.adopt_changed(&a.path, &mut adopting, &mut out).await?;
             }
         }
+        self.adopt_changed(&a.path, &mut adopting, &mut out).await?;
         for (key, i) in &pool {
             if below.contains_key(key) {
                 continue;
@@ -787,6 +823,23 @@ pub(crate) fn through_key_in(all: &[AttachedDir], path: &str) -> Result<Option<(
         return Ok(None);
     }
     Ok(Some((open_store(&a.attachment)?, rel)))
+}
+
+/// Files an `attach` or a `sync-meta` adopts (or a `free` lets go of) to a request.
+const ADOPT_BATCH: usize = 256;
+
+/// The adoption of the object `e` below as a file of directory `parent`
+/// (named by the last component of its path).
+fn adopt_op(parent: InodeId, e: &UnderEntry) -> MetaOp {
+    MetaOp::AdoptFile {
+        parent,
+        name: e.path.rsplit_once('/').map_or(e.path.as_str(), |(_, n)| n).to_string(),
+        size: e.size,
+        chunk_size: DEFAULT_CHUNK_SIZE,
+        mtime: e.mtime_ns,
+        etag: e.etag.clone(),
+        mode: 0o644,
+    }
 }
 
 /// Files a `sync` or the write-back writes below at once (or a `load`
