@@ -158,7 +158,7 @@ impl Client {
                 continue;
             }
             files.push((dir, e));
-            if files.len() == ADOPT_BATCH {
+            if files.len() == OPS_A_REQUEST {
                 self.adopt_batch(root, &mut files, &mut p).await?;
                 progress(&p);
             }
@@ -397,7 +397,6 @@ impl Client {
     pub async fn free(&self, path: &str) -> Result<UnderReport> {
         let held = |r: &&ChunkRef| r.is_stored() || r.is_inline();
         let mut out = UnderReport::default();
-        // Clean files with bytes in the pool: (path, those bytes, its unload).
         let mut clean = Vec::new();
         for (fp, info) in self.files_under(path).await? {
             let Some(o) = &info.origin else { continue };
@@ -405,27 +404,11 @@ impl Client {
                 out.skipped.push(fp);
                 continue;
             }
-            let bytes: u64 = info.chunks.iter().filter(held).map(|r| r.len).sum();
             if info.chunks.iter().any(|r| held(&r)) {
-                clean.push((fp, bytes, MetaOp::Unload { inode: info.id }));
+                clean.push((fp, info.chunks.iter().filter(held).map(|r| r.len).sum(), info.id));
             }
         }
-        // Many to a request.
-        while !clean.is_empty() {
-            let group: Vec<_> = clean.drain(..clean.len().min(ADOPT_BATCH)).collect();
-            let (files, ops): (Vec<_>, Vec<_>) = group.into_iter().map(|(fp, n, op)| ((fp, n), op)).unzip();
-            for ((fp, n), r) in files.into_iter().zip(Commits(self.clone()).send(ops).await) {
-                match r {
-                    Ok(_) => {
-                        out.files += 1;
-                        out.bytes += n;
-                    }
-                    // Changed meanwhile.
-                    Err(e) if e.kind == ErrorKind::Stale => out.skipped.push(fp),
-                    Err(e) => return Err(e.context(fp)),
-                }
-            }
-        }
+        self.unload_all(&clean, &mut out).await?;
         Ok(out)
     }
 
@@ -453,20 +436,32 @@ impl Client {
             }
         }
         self.fill_last_reads(&mut candidates).await;
+        let chosen: Vec<_> = (choose_to_free(&candidates, bytes).into_iter())
+            .map(|c| (paths.remove(&c.inode).unwrap_or_default(), c.held, InodeId(c.inode)))
+            .collect();
         let mut out = UnderReport::default();
-        for c in choose_to_free(&candidates, bytes) {
-            let fp = paths.remove(&c.inode).unwrap_or_default();
-            match self.meta(MetaOp::Unload { inode: InodeId(c.inode) }).await {
-                Ok(_) => {
-                    out.files += 1;
-                    out.bytes += c.held;
+        self.unload_all(&chosen, &mut out).await?;
+        Ok(out)
+    }
+
+    /// Lets go of the pool's copies of `files` (path, bytes held, inode),
+    /// [`OPS_A_REQUEST`] to a request, counted in `out`; one changed or
+    /// removed meanwhile is skipped.
+    async fn unload_all(&self, files: &[(String, u64, InodeId)], out: &mut UnderReport) -> Result<()> {
+        for group in files.chunks(OPS_A_REQUEST) {
+            let ops = group.iter().map(|(_, _, inode)| MetaOp::Unload { inode: *inode }).collect();
+            for ((fp, n, _), r) in group.iter().zip(Commits(self.clone()).send(ops).await) {
+                match r {
+                    Ok(_) => {
+                        out.files += 1;
+                        out.bytes += n;
+                    }
+                    Err(e) if matches!(e.kind, ErrorKind::Stale | ErrorKind::NotFound) => out.skipped.push(fp.clone()),
+                    Err(e) => return Err(e.context(fp)),
                 }
-                // Changed or gone meanwhile.
-                Err(e) if matches!(e.kind, ErrorKind::Stale | ErrorKind::NotFound) => out.skipped.push(fp),
-                Err(e) => return Err(e.context(fp)),
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Sets each candidate's `last_read` to the latest use any worker saw
@@ -729,7 +724,7 @@ impl Client {
             let parent = key.rsplit_once('/').map_or("", |(d, _)| d);
             let dir = self.ensure_dir(&a.path, parent, &mut ids).await?;
             adopting.push((dir, e, was.is_some()));
-            if adopting.len() == ADOPT_BATCH {
+            if adopting.len() == OPS_A_REQUEST {
                 self.adopt_changed(&a.path, &mut adopting, &mut out).await?;
             }
         }
@@ -825,8 +820,9 @@ pub(crate) fn through_key_in(all: &[AttachedDir], path: &str) -> Result<Option<(
     Ok(Some((open_store(&a.attachment)?, rel)))
 }
 
-/// Files an `attach` or a `sync-meta` adopts (or a `free` lets go of) to a request.
-const ADOPT_BATCH: usize = 256;
+/// Files an `attach` or a `sync-meta` adopts (or a `free` lets go of) in
+/// one request.
+const OPS_A_REQUEST: usize = 256;
 
 /// The adoption of the object `e` below as a file of directory `parent`
 /// (named by the last component of its path).
