@@ -549,7 +549,20 @@ impl Client {
                     while let Some(d) = chunks.next().await? {
                         pieces.push(d);
                     }
-                    store.write(&origin.key, pieces).await.map_err(|e| e.context(path))?
+                    match store.write(&origin.key, pieces).await {
+                        Ok(written) => written,
+                        Err(e) => {
+                            // A write that failed as the file was removed (its
+                            // directory below with it) can still leave its
+                            // object: it goes, unless the pool names a file
+                            // there again.
+                            if self.stat_inode(info.id, false).await.is_err_and(|e| e.kind == ErrorKind::NotFound) {
+                                let named = self.stat(path).await.map(|_| ());
+                                delete_after_removal(&store, &origin.key, false, named).await;
+                            }
+                            return Err(e.context(path));
+                        }
+                    }
                 }
             };
             let op = MetaOp::Persisted {

@@ -179,7 +179,7 @@ fn files_removed_while_they_are_written_back_leave_nothing_below() {
         // A directory removed right after its last file, while the
         // write-back may still be taking away what it wrote of that file,
         // is removed. (A write that fails as its directory goes below may
-        // still leave its object there, with the directory: not checked.)
+        // make the directory again: what is left below is not checked.)
         for round in 0..40 {
             let (dir, f) = (format!("/b/e{round}"), format!("/b/e{round}/f"));
             c.mkdir(&dir, false).await.unwrap();
@@ -200,7 +200,8 @@ fn files_removed_while_they_are_written_back_leave_nothing_below() {
         // of it stays below, whether the writer learns of the removal (and
         // takes its object away) or wrote and recorded it between the
         // removal's first delete and the removal (the second delete takes
-        // it). Which of these a round meets is not forced.
+        // it), or its write failed as the tree went (the writer deletes
+        // what that left). Which of these a round meets is not forced.
         for round in 0..40 {
             let tree = format!("/b/t{round}");
             c.mkdir(&format!("{tree}/sub"), true).await.unwrap();
