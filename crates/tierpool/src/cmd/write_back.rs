@@ -31,6 +31,7 @@ pub async fn run(cfg: CoordinatorConfig, every: Duration) {
     let client = connect(&cfg).await;
     // Per attachment path: when to try again, and the pause after the next failure.
     let mut failing: HashMap<String, (Instant, Duration)> = HashMap::new();
+    let mut let_go: Option<LetGo> = None;
     loop {
         tokio::time::sleep(every).await;
         // Not the whole status: some of its figures walk the namespace.
@@ -76,7 +77,7 @@ pub async fn run(cfg: CoordinatorConfig, every: Duration) {
         }
         failing.retain(|path, _| status.attachments.iter().any(|a| &a.path == path));
         if !status.attachments.is_empty() {
-            make_room(&client, &status).await;
+            let_go = make_room(&client, &status, let_go).await;
         }
     }
 }
@@ -85,26 +86,69 @@ pub async fn run(cfg: CoordinatorConfig, every: Duration) {
 /// all workers together), lets go of clean files of the attachments
 /// (`Client::free_for_room`) until about `ROOMY` percent is used: an
 /// attached store larger than the pool keeps being read (a chunk that
-/// cannot be kept is served from below meanwhile).
-async fn make_room(client: &Client, status: &tierpool_client::PoolUsage) {
+/// cannot be kept is served from below meanwhile). Returns what it let go
+/// of, or what it still waits to see gone (`room_to_make`).
+async fn make_room(client: &Client, status: &tierpool_client::PoolUsage, before: Option<LetGo>) -> Option<LetGo> {
     let (mut used, mut capacity) = (0u64, 0u64);
     for t in status.workers.iter().filter(|w| w.alive).filter_map(|w| w.stats.as_ref()).map(|s| &s.tiers) {
         used += (t.mem_used + t.disk_used).saturating_sub(t.reclaimable_bytes);
         capacity += t.mem_capacity + t.disk_capacity;
     }
-    if capacity == 0 || used * 100 < capacity * FULL {
-        return;
-    }
-    let want = used - capacity * ROOMY / 100;
+    let now = Instant::now();
+    let want = match room_to_make(used, capacity, before, now) {
+        Room::Enough => return None,
+        Room::Awaiting(l) => return Some(l),
+        Room::Make(want) => want,
+    };
     match client.free_for_room(want).await {
-        Ok(r) if r.files > 0 => tracing::info!(
-            "the pool's tiers are {}% full: let go of {} clean files ({}) of under-stores",
-            used * 100 / capacity,
-            r.files,
-            ByteSize(r.bytes)
-        ),
-        Ok(_) => {}
-        Err(e) => tracing::warn!("the pool's tiers are full; letting go of clean files failed: {e}"),
+        Ok(r) if r.files > 0 => {
+            tracing::info!(
+                "the pool's tiers are {}% full: let go of {} clean files ({}) of under-stores",
+                used * 100 / capacity,
+                r.files,
+                ByteSize(r.bytes)
+            );
+            Some(LetGo { expect: used.saturating_sub(r.bytes), until: Instant::now() + SETTLE })
+        }
+        Ok(_) => None,
+        Err(e) => {
+            tracing::warn!("the pool's tiers are full; letting go of clean files failed: {e}");
+            None
+        }
+    }
+}
+
+/// Files a round let go of: their chunks leave the workers' figures only
+/// once the workers have deleted them and reported since (a heartbeat a
+/// second), so until the used bytes fall to `expect`, or `until` passes,
+/// later rounds let go of nothing more (else each round of the next second
+/// would let go of as much again).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct LetGo {
+    expect: u64,
+    until: Instant,
+}
+
+/// Longest wait for the workers' figures to show what a round let go of.
+const SETTLE: Duration = Duration::from_secs(5);
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Room {
+    Enough,
+    /// Full by the figures, but what was let go of has not shown yet.
+    Awaiting(LetGo),
+    /// Let go of this many bytes.
+    Make(u64),
+}
+
+/// What a round does with `used` live bytes of `capacity`, after `before`.
+fn room_to_make(used: u64, capacity: u64, before: Option<LetGo>, now: Instant) -> Room {
+    if capacity == 0 || used * 100 < capacity * FULL {
+        return Room::Enough;
+    }
+    match before {
+        Some(l) if now < l.until && used > l.expect => Room::Awaiting(l),
+        _ => Room::Make(used - capacity * ROOMY / 100),
     }
 }
 
@@ -125,5 +169,26 @@ async fn connect(cfg: &CoordinatorConfig) -> Client {
             }
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn room_is_made_once_until_the_figures_show_it_or_a_while_passes() {
+        let t0 = Instant::now();
+        assert_eq!(room_to_make(89, 100, None, t0), Room::Enough);
+        assert_eq!(room_to_make(5, 0, None, t0), Room::Enough);
+        assert_eq!(room_to_make(95, 100, None, t0), Room::Make(15));
+        // 15 let go of: the next rounds wait for the figures to fall to 80.
+        let l = LetGo { expect: 80, until: t0 + SETTLE };
+        assert_eq!(room_to_make(95, 100, Some(l), t0 + Duration::from_millis(100)), Room::Awaiting(l));
+        assert_eq!(room_to_make(81, 100, Some(l), t0 + Duration::from_millis(100)), Room::Enough);
+        // Shown, and full again (new data came): room is made again.
+        assert_eq!(room_to_make(92, 100, Some(LetGo { expect: 93, ..l }), t0), Room::Make(12));
+        // Never shown (the chunks are still read, say): made again after a while.
+        assert_eq!(room_to_make(95, 100, Some(l), t0 + SETTLE), Room::Make(15));
     }
 }
