@@ -406,11 +406,13 @@ impl Client {
     /// below goes first.
     pub async fn remove(&self, path: &str, recursive: bool) -> Result<u64> {
         let below = self.through_key(path).await?;
-        let mut tree = false;
+        let (mut tree, mut empty_dir) = (false, false);
         if let Some((store, key)) = &below {
             let info = self.stat(path).await?;
             tree = info.kind == tierpool_meta::InodeKind::Dir;
-            if tree && !recursive && info.size > 0 {
+            // Without `recursive` only an empty directory goes.
+            empty_dir = tree && !recursive;
+            if empty_dir && info.size > 0 {
                 return Err(Error::new(ErrorKind::DirectoryNotEmpty, format!("{path}: directory not empty")));
             }
             crate::under::delete_below(store, key, recursive).await.map_err(|e| e.context(path))?;
@@ -420,7 +422,7 @@ impl Client {
             other => return Err(unexpected_meta(other)),
         };
         // An empty directory's removal has nothing a write-back could have put back.
-        if let (Some((store, key)), false) = (&below, tree && !recursive) {
+        if let (Some((store, key)), false) = (&below, empty_dir) {
             crate::under::delete_after_removal(store, key, tree, self.stat(path).await.map(|_| ())).await;
         }
         Ok(removed)

@@ -22,8 +22,10 @@ impl Leases {
         Leases { period, sessions: HashMap::new() }
     }
 
-    /// Session `session` holds exactly `inodes` from `now` (an empty set drops it).
+    /// Session `session` holds exactly `inodes` from `now` (an empty set
+    /// drops it); sessions lapsed by then are forgotten.
     pub fn hold(&mut self, session: u64, mut inodes: Vec<InodeId>, now: Duration) {
+        self.lapse(now);
         if inodes.is_empty() {
             self.sessions.remove(&session);
         } else {
@@ -46,16 +48,24 @@ impl Leases {
     }
 
     /// Whether any session holds `inode` at `now` (what every op that
-    /// makes garbage asks of each inode it frees).
-    pub fn holds(&mut self, inode: InodeId, now: Duration) -> bool {
-        self.lapse(now);
-        self.sessions.values().any(|(_, inodes)| inodes.binary_search(&inode).is_ok())
+    /// makes garbage asks of each inode it frees): lapsed sessions are
+    /// passed over, not forgotten, so asking of many inodes stays a search
+    /// per session.
+    pub fn holds(&self, inode: InodeId, now: Duration) -> bool {
+        self.live(now).any(|(_, inodes)| inodes.binary_search(&inode).is_ok())
     }
 
     /// Whether a session other than `session` holds `inode` at `now`.
-    pub fn held_elsewhere(&mut self, session: u64, inode: InodeId, now: Duration) -> bool {
-        self.lapse(now);
-        self.sessions.iter().any(|(s, (_, inodes))| *s != session && inodes.binary_search(&inode).is_ok())
+    pub fn held_elsewhere(&self, session: u64, inode: InodeId, now: Duration) -> bool {
+        self.live(now).any(|(s, inodes)| s != session && inodes.binary_search(&inode).is_ok())
+    }
+
+    /// The sessions not lapsed at `now`, with their sorted inodes.
+    fn live(&self, now: Duration) -> impl Iterator<Item = (u64, &[InodeId])> {
+        let period = self.period;
+        (self.sessions.iter())
+            .filter(move |(_, (renewed, _))| now.saturating_sub(*renewed) < period)
+            .map(|(s, (_, inodes))| (*s, inodes.as_slice()))
     }
 
     pub fn sessions(&self) -> usize {
