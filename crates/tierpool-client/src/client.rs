@@ -17,7 +17,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tierpool_meta::{DirEntry, InodeInfo, MetaOp, MetaReply, Owner};
 use tierpool_net::{ChunkBuffers, Connection, Credentials, Pool, PoolConfig, Secret};
-use tierpool_proto::{CoordRequest, CoordResponse, Coordinator, Layout, PoolStatus, PoolUsage, Worker, WorkerRequest};
+use tierpool_proto::{
+    CoordRequest, CoordResponse, Coordinator, Layout, OwedStatus, PoolStatus, PoolUsage, Worker, WorkerRequest,
+};
 use tierpool_types::{Error, ErrorKind, InodeId, Priority, Result, WorkerId, DEFAULT_CHUNK_SIZE};
 
 /// How a client reaches its pool.
@@ -504,6 +506,15 @@ impl Client {
     pub async fn usage(&self, fresh: bool, attachments: bool) -> Result<PoolUsage> {
         match self.coord(CoordRequest::Usage { fresh, attachments }).await? {
             CoordResponse::Usage(u) => Ok(u),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Every attached under-store with what its files owe it (a walk of
+    /// those files only, where [`usage`](Self::usage) walks every file attached).
+    pub async fn owed(&self) -> Result<Vec<OwedStatus>> {
+        match self.coord(CoordRequest::Owed).await? {
+            CoordResponse::Owed(o) => Ok(o),
             other => Err(unexpected(other)),
         }
     }

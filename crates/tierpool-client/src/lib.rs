@@ -55,7 +55,9 @@ pub use tierpool_meta::{
 pub use tierpool_net::auth::{Secret, SECRET_FILE_ENV};
 pub use tierpool_net::{runtime_ended, Background, Step};
 pub use tierpool_proto::{ChangesAnswer, ChunkPlace};
-pub use tierpool_proto::{FsckEntry, MigrationStatus, PoolStatus, PoolUsage, ReplicationStatus, WorkerStatus};
+pub use tierpool_proto::{
+    FsckEntry, MigrationStatus, OwedStatus, PoolStatus, PoolUsage, ReplicationStatus, WorkerStatus,
+};
 pub use tierpool_types::ChunkRef;
 pub use transaction::{Committed, Transaction};
 pub use under::{open_store, MetaSync, UnderProgress, UnderReport};

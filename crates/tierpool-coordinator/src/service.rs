@@ -796,6 +796,7 @@ impl Coordinator {
                 Ok(CoordResponse::Status(self.status()))
             }
             CoordRequest::Usage { fresh, attachments } => self.usage(fresh, attachments).await,
+            CoordRequest::Owed => Ok(self.owed()),
             CoordRequest::Ancestry { dir } => Ok(CoordResponse::Ancestry(self.query(|s| s.ancestry(dir)).await?)),
             CoordRequest::Heartbeat { id, stats } => self.heartbeat(id, stats).await,
             CoordRequest::Lookup { parent, name } => {

@@ -11,8 +11,8 @@ use crate::service::{Coordinator, Inner};
 use std::time::Duration;
 use tierpool_meta::MetaState;
 use tierpool_proto::{
-    AttachmentStatus, ChangeFeedStatus, CoordResponse, InlineStatus, MetadataLogStatus, PoolStatus, PoolUsage,
-    SnapshotStatus, TransactionStatus, WorkerRequest, WorkerResponse, WorkerStatus,
+    AttachmentStatus, ChangeFeedStatus, CoordResponse, InlineStatus, MetadataLogStatus, OwedStatus, PoolStatus,
+    PoolUsage, SnapshotStatus, TransactionStatus, WorkerRequest, WorkerResponse, WorkerStatus,
 };
 use tierpool_types::Result;
 
@@ -124,6 +124,26 @@ impl Coordinator {
             workers: self.worker_statuses(&g, self.now()),
             attachments: if attachments { attachment_statuses(s) } else { Vec::new() },
         }))
+    }
+}
+
+impl Coordinator {
+    /// `CoordRequest::Owed`: a walk of the files that owe their under-store.
+    pub(crate) fn owed(&self) -> CoordResponse {
+        let g = self.inner.lock();
+        let figures = g.engine.state().owed_figures();
+        CoordResponse::Owed(
+            (figures.into_iter())
+                .map(|(path, a, f)| OwedStatus {
+                    path,
+                    uri: a.uri,
+                    dirty_files: f.dirty_files,
+                    dirty_bytes: f.dirty_bytes,
+                    write_back_files: f.write_back_files,
+                    write_back_bytes: f.write_back_bytes,
+                })
+                .collect(),
+        )
     }
 }
 

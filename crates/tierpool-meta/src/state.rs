@@ -9,6 +9,8 @@
 //!   entry; every other live inode is the entry of exactly `links` directories;
 //! - the subdirectories kept for each live directory (`subdirs`, derived:
 //!   its link count is 2 more) are the directories among its entries;
+//! - the files owed to under-stores (`owed`, derived) are the live files
+//!   with changes not below, once the inodes an op touched are settled;
 //! - every live or pending id is below `next_inode`; `pending_gc` holds no live inode;
 //! - a file has one chunk entry per chunk, each object no longer than its
 //!   share of the file; `pending_chunks` holds only versions of live files
@@ -55,6 +57,8 @@ mod transact;
 mod undo;
 pub use snapshots::{Frozen, FrozenBody, Snapshot, SnapshotSummary, SNAPSHOTS};
 pub use transact::{already_committed, check_task, MAX_TASK_ID};
+mod owed;
+pub use owed::OwedFigures;
 mod under;
 mod update;
 mod workers;
@@ -117,6 +121,9 @@ pub struct MetaState {
     /// count is 2 more): derived from the namespace, kept by `link` and
     /// `unlink`, never stored, never compared (checked by `check_invariants`).
     subdirs: Subdirs,
+    /// Files with changes not below their under-store: derived, never
+    /// stored, never compared (see `owed`).
+    owed: owed::Owed,
     /// What the ops run since the last [`MetaState::take_garbage`] queued
     /// for collection; not part of the state proper (see [`Fresh`]).
     fresh: Fresh,
@@ -212,6 +219,7 @@ impl MetaState {
             pending_pages: BTreeMap::new(),
             placed: Placed::default(),
             subdirs: Subdirs::default(),
+            owed: Default::default(),
             fresh: Fresh::default(),
             before: before::Before::default(),
             changes: changes::Noted::default(),
@@ -241,6 +249,12 @@ impl MetaState {
         if !matches!(op, MetaOp::Init { .. }) {
             self.ensure_initialised()?;
         }
+        let done = self.execute_op(op, owner, now);
+        self.settle_owed();
+        done
+    }
+
+    fn execute_op(&mut self, op: &MetaOp, owner: Owner, now: Timestamp) -> Result<MetaReply> {
         match op {
             MetaOp::Init { partitions } => self.init(*partitions, now),
             MetaOp::Mkdir { path, parents, mode } => self.mkdir(&writable(path)?, *parents, *mode, owner, now),

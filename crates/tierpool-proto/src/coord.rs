@@ -6,7 +6,7 @@ use tierpool_meta::{DirEntry, DirName, InodeInfo, MetaOp, MetaReply, Owner, TxFi
 use tierpool_placement::PartitionTable;
 use tierpool_types::{InodeId, Result, WorkerId};
 
-use crate::status::{PoolStatus, PoolUsage, WorkerStats};
+use crate::status::{OwedStatus, PoolStatus, PoolUsage, WorkerStats};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CoordRequest {
@@ -144,6 +144,11 @@ pub enum CoordRequest {
     /// heartbeat). What `statfs` and the pool's upkeep need of `Status`,
     /// without its figures that walk the whole namespace.
     Usage { fresh: bool, attachments: bool },
+    /// Every attached under-store with what its files owe it (changes not
+    /// below, those the write-back owes among them): `Owed`. A walk of the
+    /// files that owe, not of every file attached: what the pool's upkeep
+    /// asks each round.
+    Owed,
 }
 
 /// Most region pages one `TxPages` asks about.
@@ -234,6 +239,7 @@ pub enum CoordResponse {
     /// Directories, root side first, each with its name.
     Ancestry(Vec<(InodeId, String)>),
     Usage(PoolUsage),
+    Owed(Vec<OwedStatus>),
 }
 
 /// The answers that may carry small files' bytes, as an `InlineAfter`

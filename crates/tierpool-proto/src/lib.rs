@@ -31,8 +31,8 @@ pub use coord::{
 pub use frame::{FrameHeader, FRAME_HEADER_LEN, MAX_HEADER_LEN, MAX_PAYLOAD_LEN, PROTOCOL_VERSION};
 pub use payload::Payload;
 pub use status::{
-    AttachmentStatus, ChangeFeedStatus, Connections, InlineStatus, MetadataLogStatus, MigrationStatus, PoolStatus,
-    PoolUsage, ReplicationStatus, SnapshotStatus, TransactionStatus, WorkerStats, WorkerStatus,
+    AttachmentStatus, ChangeFeedStatus, Connections, InlineStatus, MetadataLogStatus, MigrationStatus, OwedStatus,
+    PoolStatus, PoolUsage, ReplicationStatus, SnapshotStatus, TransactionStatus, WorkerStats, WorkerStatus,
 };
 pub use worker::{fetched_bytes, split_payload, ChunkPlace, WorkerRequest, WorkerResponse};
 

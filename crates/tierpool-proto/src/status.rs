@@ -150,6 +150,19 @@ pub struct SnapshotStatus {
     pub kept_bytes: u64,
 }
 
+/// One attached under-store and what its files owe it (`CoordRequest::Owed`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OwedStatus {
+    pub path: String,
+    pub uri: String,
+    /// Files with changes not yet in the under-store, and their bytes.
+    pub dirty_files: u64,
+    pub dirty_bytes: u64,
+    /// Of those, the files in write-back mode, and their bytes.
+    pub write_back_files: u64,
+    pub write_back_bytes: u64,
+}
+
 /// One attached under-store and how much of it the pool holds.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AttachmentStatus {

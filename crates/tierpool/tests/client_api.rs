@@ -492,9 +492,10 @@ fn namespace_changes_by_inode_answer_with_their_directories_as_they_left_them() 
 
 #[test]
 fn directories_are_named_by_inode_and_usage_is_the_status_in_part() {
-    use tierpool_client::{NewNode, WriteMode};
+    use tierpool_client::{NewNode, OwedStatus, WriteMode};
     use tierpool_types::{ErrorKind, InodeId};
-    let pool = Pool::start(2, "16MiB", "64MiB");
+    // No write-back round while the figures are compared.
+    let pool = Pool::start_with(2, "16MiB", "64MiB", &["--write-back-every", "1h"]);
     let below = tempfile::tempdir().unwrap();
     std::fs::write(below.path().join("x"), b"12345").unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
@@ -527,6 +528,26 @@ fn directories_are_named_by_inode_and_usage_is_the_status_in_part() {
         assert_eq!(u.workers.iter().map(key).collect::<Vec<_>>(), s.workers.iter().map(key).collect::<Vec<_>>());
         assert_eq!(u.workers.len(), 2);
         assert!(c.usage(false, false).await.unwrap().attachments.is_empty(), "attachments only when asked");
+
+        // What the attachments owe: the status's figures, from the files that owe only.
+        let owed = |a: &tierpool_proto::AttachmentStatus| OwedStatus {
+            path: a.path.clone(),
+            uri: a.uri.clone(),
+            dirty_files: a.dirty_files,
+            dirty_bytes: a.dirty_bytes,
+            write_back_files: a.write_back_files,
+            write_back_bytes: a.write_back_bytes,
+        };
+        let clean = OwedStatus { path: "/in".into(), uri: uri.clone(), ..Default::default() };
+        assert_eq!(c.owed().await.unwrap(), vec![clean.clone()]);
+        c.put_bytes("/in/new", Bytes::from_static(b"1234567"), &PutOptions::default()).await.unwrap();
+        let want =
+            OwedStatus { dirty_files: 1, dirty_bytes: 7, write_back_files: 1, write_back_bytes: 7, ..clean.clone() };
+        assert_eq!(c.owed().await.unwrap(), vec![want]);
+        let s = c.status().await.unwrap();
+        assert_eq!(c.owed().await.unwrap(), s.attachments.iter().map(owed).collect::<Vec<_>>());
+        c.sync("/in", &|_| {}).await.unwrap();
+        assert_eq!(c.owed().await.unwrap(), vec![clean]);
     });
 }
 

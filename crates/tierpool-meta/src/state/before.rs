@@ -123,6 +123,7 @@ impl MetaState {
     /// were last taken: call before any change of it or of its inline bytes.
     pub(super) fn keep_before(&mut self, id: InodeId) {
         self.note_inode(id);
+        self.touch_owed(id);
         let note = self.before.on && !self.before.images.contains_key(&id) && !self.before.enough.contains(&id);
         let undo = self.before.undo.as_ref().is_some_and(|u| !u.contains_key(&id));
         if !note && !undo {

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use tierpool_types::WorkerId;
 use tierpool_types::{Error, InodeId, Result};
 
-fn fail(what: String) -> Result<()> {
+pub(super) fn fail(what: String) -> Result<()> {
     Err(Error::internal(format!("metadata invariant broken: {what}")))
 }
 
@@ -45,6 +45,7 @@ impl MetaState {
             }
         }
         self.check_attachments()?;
+        self.check_owed()?;
         self.check_inline()?;
         self.check_tasks()?;
         self.check_workers()

@@ -126,6 +126,7 @@ impl MetaState {
             pending_pages: p.pending_pages,
             placed: Default::default(),
             subdirs: Default::default(),
+            owed: Default::default(),
             fresh: Default::default(),
             before: Default::default(),
             changes: Default::default(),
@@ -133,6 +134,7 @@ impl MetaState {
         let mut s = s;
         let dirs: Vec<InodeId> = s.inodes.iter().filter(|(_, n)| n.is_dir()).map(|(id, _)| *id).collect();
         s.recount_subdirs(dirs);
+        s.rebuild_owed();
         s.check_invariants()?;
         s.note_placed();
         Ok(s)

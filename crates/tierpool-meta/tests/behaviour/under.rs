@@ -324,6 +324,12 @@ proptest! {
             }
             prop_assert!(m.garbage.is_empty(), "garbage not made: {:?}", m.garbage);
             s.check_invariants().unwrap();
+            // What the attachment owes, from the owed files alone.
+            let owed = s.owed_figures();
+            prop_assert_eq!(owed.len(), 1);
+            prop_assert_eq!(owed[0].0.as_str(), "/in");
+            let want = u64::from(m.dirty);
+            prop_assert_eq!(&owed[0].2, &tierpool_meta::OwedFigures { dirty_files: want, dirty_bytes: want * CHUNKS * CHUNK, write_back_files: 0, write_back_bytes: 0 });
             if before != m.chunks { previous = before; }
         }
     }

@@ -99,10 +99,19 @@ fn a_tree_takes_a_mode_file_by_file_and_the_figures_count_them() {
     // Both made in the pool, not yet below: dirty, owed to the write-back.
     let f = &s.under_figures()[0].2;
     assert_eq!((f[0], f[1], f[5], f[6], f[7]), (2, 2, 2, 20, 2));
+    let owed = |s: &MetaState| {
+        let o = &s.owed_figures()[0].2;
+        (o.dirty_files, o.dirty_bytes, o.write_back_files, o.write_back_bytes)
+    };
+    assert_eq!(owed(&s), (2, 20, 2, 20), "the walk's figures, from the owed files alone");
     s.execute(&set("/in/d", None, true), 6).unwrap();
     assert_eq!((mode(&s, "/in/a"), mode(&s, "/in/d/b")), (Some(WriteMode::Back), None));
     let f = &s.under_figures()[0].2;
     assert_eq!((f[5], f[7]), (1, 1));
+    assert_eq!(owed(&s), (2, 20, 1, 10));
+    // Removed: owed no more.
+    s.execute(&MetaOp::Remove { path: "/in/d".into(), recursive: true }, 7).unwrap();
+    assert_eq!(owed(&s), (1, 10, 1, 10));
     // A directory beneath an attachment holds no files: nothing changes.
     s.execute(
         &MetaOp::MakeAt { parent: s.stat("/in").unwrap().id, name: "e".into(), node: NewNode::Dir, mode: 0o755 },

@@ -4,8 +4,11 @@
 //! attachment's or their own (each attachment with such files not yet below
 //! has them written to its under-store, `Client::write_back`), and room
 //! made in a pool nearly full by letting go of clean files (`make_room`).
-//! Each round reads the pool's `usage`, not its whole status: the status
-//! walks the namespace under the coordinator's lock for some figures.
+//! Each round reads the workers' figures (`usage`) and what each
+//! attachment's files owe (`owed`), not the whole status: the status walks
+//! the namespace under the coordinator's lock for some figures, and `owed`
+//! walks only the files that owe (an attachment may hold millions of clean
+//! files).
 //!
 //! What is owed is the metadata's own record (each file's origin is dirty
 //! until `Persisted` names exactly the chunks written below), so the queue
@@ -35,14 +38,14 @@ pub async fn run(cfg: CoordinatorConfig, every: Duration) {
     loop {
         tokio::time::sleep(every).await;
         // Not the whole status: some of its figures walk the namespace.
-        let status = match client.usage(false, true).await {
-            Ok(s) => s,
-            Err(e) => {
+        let (status, owed) = match (client.usage(false, false).await, client.owed().await) {
+            (Ok(s), Ok(o)) => (s, o),
+            (Err(e), _) | (_, Err(e)) => {
                 tracing::warn!("write-back: cannot read the pool's usage: {e}");
                 continue;
             }
         };
-        for a in status.attachments.iter().filter(|a| a.write_back_files > 0) {
+        for a in owed.iter().filter(|a| a.write_back_files > 0) {
             if failing.get(&a.path).is_some_and(|(at, _)| Instant::now() < *at) {
                 continue;
             }
@@ -75,8 +78,8 @@ pub async fn run(cfg: CoordinatorConfig, every: Duration) {
                 }
             }
         }
-        failing.retain(|path, _| status.attachments.iter().any(|a| &a.path == path));
-        if !status.attachments.is_empty() {
+        failing.retain(|path, _| owed.iter().any(|a| &a.path == path));
+        if !owed.is_empty() {
             let_go = make_room(&client, &status, let_go).await;
         }
     }

@@ -497,6 +497,7 @@ fn coord(sample: &CoordRequest) -> BoxedStrategy<CoordRequest> {
         C::Usage { .. } => {
             (any::<bool>(), any::<bool>()).prop_map(|(fresh, attachments)| C::Usage { fresh, attachments }).boxed()
         }
+        C::Owed => Just(C::Owed).boxed(),
     }
 }
 
