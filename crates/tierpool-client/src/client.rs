@@ -519,6 +519,28 @@ impl Client {
         }
     }
 
+    /// The files at `path` or beneath it with changes not below their
+    /// under-store, each with a path naming it, sorted by path: found among
+    /// the files that owe, a page at a time, not by a walk of every file.
+    pub async fn owed_files(&self, path: &str) -> Result<Vec<(String, InodeInfo)>> {
+        let (mut out, mut after) = (Vec::new(), None);
+        loop {
+            let req = CoordRequest::OwedFiles { path: path.to_string(), after, limit: 1024 };
+            match self.coord(req).await? {
+                CoordResponse::OwedFiles { files, more } => {
+                    after = files.last().map(|(_, i)| i.id);
+                    out.extend(files);
+                    if !more || after.is_none() {
+                        break;
+                    }
+                }
+                other => return Err(unexpected(other)),
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+
     /// The cached layout, fetched on first use.
     pub async fn layout(&self) -> Result<Arc<Layout>> {
         if let Some(l) = self.inner.layout.lock().clone() {

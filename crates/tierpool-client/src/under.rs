@@ -274,8 +274,7 @@ impl Client {
     }
 
     async fn dirty_files(&self, path: &str) -> Result<Vec<String>> {
-        let files = self.files_under(path).await?;
-        Ok(files.into_iter().filter(|(_, i)| i.origin.as_ref().is_some_and(|o| o.dirty)).map(|(p, _)| p).collect())
+        Ok(self.owed_files(path).await?.into_iter().map(|(p, _)| p).collect())
     }
 
     /// The store and origin of file `info`.
@@ -658,7 +657,7 @@ impl Client {
         progress: &(dyn Fn(&UnderProgress) + Send + Sync),
     ) -> Result<UnderReport> {
         let mut out = UnderReport::default();
-        let dirty: Vec<_> = (self.files_under(path).await?.into_iter())
+        let dirty: Vec<_> = (self.owed_files(path).await?.into_iter())
             .filter(|(_, i)| i.origin.as_ref().is_some_and(|o| o.dirty && which(o)))
             .collect();
         let mut p = UnderProgress { total_files: dirty.len() as u64, ..Default::default() };

@@ -102,6 +102,8 @@ pub struct Coordinator {
 /// period (see `skip_ids_a_crash_may_have_lost`): far more than a period
 /// of at most 10 s can hand out.
 const ID_GAP: u64 = 1 << 32;
+/// Most files one `OwedFiles` answers with (small ones carry their bytes).
+const MAX_OWED_FILES: u32 = 1024;
 /// In `DIR/meta/`: the coordinator last ran answering changes before their
 /// fsync (with a log fsynced within a period, or for `Written` requests).
 pub(crate) const PERIODIC_MARKER: &str = "periodic-sync";
@@ -797,6 +799,11 @@ impl Coordinator {
             }
             CoordRequest::Usage { fresh, attachments } => self.usage(fresh, attachments).await,
             CoordRequest::Owed => Ok(self.owed()),
+            CoordRequest::OwedFiles { path, after, limit } => {
+                let limit = limit.clamp(1, MAX_OWED_FILES) as usize;
+                let (files, more) = self.query(|s| s.owed_under(&path, after, limit)).await?;
+                Ok(CoordResponse::OwedFiles { files, more })
+            }
             CoordRequest::Ancestry { dir } => Ok(CoordResponse::Ancestry(self.query(|s| s.ancestry(dir)).await?)),
             CoordRequest::Heartbeat { id, stats } => self.heartbeat(id, stats).await,
             CoordRequest::Lookup { parent, name } => {

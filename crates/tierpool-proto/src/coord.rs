@@ -149,6 +149,12 @@ pub enum CoordRequest {
     /// files that owe, not of every file attached: what the pool's upkeep
     /// asks each round.
     Owed,
+    /// The files at `path` or beneath it with changes not below their
+    /// under-store, each with a path naming it and its info (chunks and
+    /// small bytes included), in inode order after `after`, at most
+    /// `limit`: `OwedFiles`. Found among the files that owe, not by a walk
+    /// of every file: what a `sync` and a write-back round write.
+    OwedFiles { path: String, after: Option<InodeId>, limit: u32 },
 }
 
 /// Most region pages one `TxPages` asks about.
@@ -240,6 +246,11 @@ pub enum CoordResponse {
     Ancestry(Vec<(InodeId, String)>),
     Usage(PoolUsage),
     Owed(Vec<OwedStatus>),
+    /// Files and the path naming each; `more`: ask again after the last.
+    OwedFiles {
+        files: Vec<(String, InodeInfo)>,
+        more: bool,
+    },
 }
 
 /// The answers that may carry small files' bytes, as an `InlineAfter`

@@ -31,7 +31,7 @@ pub const MAGIC: [u8; 2] = *b"TP";
 /// `InlineAfter`, small files' bytes after an answer, in its payload; 30:
 /// `GetChunks` of chunks held in memory only; 32: the metadata log's
 /// fsyncs issued by lone writers in the status; 33: `Ancestry`, `Usage`;
-/// 34: `Owed`.
+/// 34: `Owed`, `OwedFiles`.
 pub const PROTOCOL_VERSION: u8 = 34;
 pub const FRAME_HEADER_LEN: usize = 12;
 /// Largest encoded message (a listing of a very large directory fits).

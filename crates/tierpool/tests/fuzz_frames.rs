@@ -327,7 +327,7 @@ fn run(cases: &[Case], addrs: [&str; 2], creds: &Credentials, threads: usize) ->
 fn servers_answer_every_whole_frame_and_survive_fuzzed_frames() {
     // Every variant of both enums is found on the wire (one that did not
     // decode from zeros would be missed), and each has a strategy.
-    assert_eq!(strategies::every_variant::<CoordRequest>().len(), 34);
+    assert_eq!(strategies::every_variant::<CoordRequest>().len(), 35);
     assert_eq!(strategies::every_variant::<WorkerRequest>().len(), 25);
     let mut pool = Pool::start(1, "64MiB", "256MiB");
     let worker = pool.status()["workers"][0]["address"].as_str().unwrap().to_string();

@@ -15,8 +15,9 @@
 
 use super::inode::Body;
 use super::MetaState;
-use crate::{Attachment, WriteMode};
-use std::collections::{BTreeMap, BTreeSet};
+use crate::path::normalize;
+use crate::{Attachment, InodeInfo, WriteMode};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use tierpool_types::{InodeId, Result};
 
 #[derive(Clone, Debug, Default)]
@@ -96,6 +97,65 @@ impl MetaState {
         (by.into_iter()).map(|(a, f)| (self.dir_path(a), self.attachments[&a].clone(), f)).collect()
     }
 
+    /// The files at `path` or beneath it that owe their under-store, each
+    /// with a path naming it there and as `stat` shows it, in inode order
+    /// after `after`, at most `limit` (and whether more may follow): what a
+    /// `sync` or a write-back round writes, found among the owed files,
+    /// not by a walk of every file. A file is named by its key beneath
+    /// its attachment (keys follow names where the attachment mirrors
+    /// them); one that key does not name (a rename where names are not
+    /// mirrored) by a walk beneath `path`, once per call.
+    pub fn owed_under(
+        &self,
+        path: &str,
+        after: Option<InodeId>,
+        limit: usize,
+    ) -> Result<(Vec<(String, InodeInfo)>, bool)> {
+        self.ensure_initialised()?;
+        let comps = normalize(path)?;
+        let top = self.lookup(&comps)?;
+        let top_path = format!("/{}", comps.join("/"));
+        let beneath = |p: &str| comps.is_empty() || p == top_path || p.starts_with(&format!("{top_path}/"));
+        let touched: BTreeSet<InodeId> = self.owed.touched.iter().copied().collect();
+        let from = after.map_or(InodeId(0), |a| InodeId(a.0 + 1));
+        let mut walked: Option<HashMap<InodeId, String>> = None;
+        let mut out = Vec::new();
+        for id in self.owed.files.range(from..).chain(touched.range(from..)).copied().collect::<BTreeSet<_>>() {
+            if out.len() == limit {
+                return Ok((out, true));
+            }
+            let Some(o) = self.owing(id).and(self.inodes[&id].origin.as_ref()) else { continue };
+            let keyed = join(&self.dir_path(o.attach), &o.key);
+            let named = normalize(&keyed).ok().and_then(|c| self.lookup(&c).ok()) == Some(id);
+            let p = match named {
+                true => keyed,
+                false => match walked.get_or_insert_with(|| self.file_paths(top, &top_path)).get(&id) {
+                    Some(p) => p.clone(),
+                    None => continue,
+                },
+            };
+            if beneath(&p) {
+                out.push((p, self.info(id)));
+            }
+        }
+        Ok((out, false))
+    }
+
+    /// A path of each file at `top` (named `top_path`) or beneath it.
+    fn file_paths(&self, top: InodeId, top_path: &str) -> HashMap<InodeId, String> {
+        let mut out = HashMap::new();
+        let mut stack = vec![(top, top_path.to_string())];
+        while let Some((id, p)) = stack.pop() {
+            match self.children(id) {
+                Some(children) => stack.extend(children.iter().map(|(n, c)| (*c, join(&p, n)))),
+                None => {
+                    out.entry(id).or_insert(p);
+                }
+            }
+        }
+        out
+    }
+
     pub(super) fn check_owed(&self) -> Result<()> {
         let touched: BTreeSet<InodeId> = self.owed.touched.iter().copied().collect();
         for id in self.inodes.keys() {
@@ -109,5 +169,13 @@ impl MetaState {
             }
         }
         Ok(())
+    }
+}
+
+/// `name` beneath the directory of path `dir`.
+fn join(dir: &str, name: &str) -> String {
+    match dir {
+        "/" => format!("/{name}"),
+        _ => format!("{dir}/{name}"),
     }
 }

@@ -104,6 +104,24 @@ fn a_tree_takes_a_mode_file_by_file_and_the_figures_count_them() {
         (o.dirty_files, o.dirty_bytes, o.write_back_files, o.write_back_bytes)
     };
     assert_eq!(owed(&s), (2, 20, 2, 20), "the walk's figures, from the owed files alone");
+    // The files that owe, by path, a page at a time.
+    let under = |s: &MetaState, p: &str, after, limit| {
+        let (files, more) = s.owed_under(p, after, limit).unwrap();
+        (files.into_iter().map(|(p, i)| (p, i.id)).collect::<Vec<_>>(), more)
+    };
+    let both = vec![("/in/a".to_string(), a), ("/in/d/b".to_string(), b)];
+    assert_eq!(under(&s, "/in", None, 10), (both.clone(), false));
+    assert_eq!(under(&s, "/", None, 10), (both.clone(), false));
+    assert_eq!(under(&s, "/in/d", None, 10), (both[1..].to_vec(), false));
+    assert_eq!(under(&s, "/in/a", None, 10), (both[..1].to_vec(), false));
+    assert_eq!(under(&s, "/out", None, 10), (vec![], false));
+    assert_eq!(under(&s, "/in", None, 1), (both[..1].to_vec(), true));
+    assert_eq!(under(&s, "/in", Some(a), 1), (both[1..].to_vec(), false));
+    assert_eq!(s.owed_under("/nope", None, 1).unwrap_err().kind, ErrorKind::NotFound);
+    // Moved within the attachment: found by its new key.
+    s.execute(&MetaOp::Rename { from: "/in/d".into(), to: "/in/e".into() }, 6).unwrap();
+    assert_eq!(under(&s, "/in/e", None, 10), (vec![("/in/e/b".to_string(), b)], false));
+    s.execute(&MetaOp::Rename { from: "/in/e".into(), to: "/in/d".into() }, 6).unwrap();
     s.execute(&set("/in/d", None, true), 6).unwrap();
     assert_eq!((mode(&s, "/in/a"), mode(&s, "/in/d/b")), (Some(WriteMode::Back), None));
     let f = &s.under_figures()[0].2;
@@ -168,4 +186,21 @@ fn modes_are_refused_outside_attachments_on_directories_and_read_only_trees() {
     let (k, m) = fails(&mut r, set("/in/x", Some(WriteMode::Through), false));
     assert_eq!(k, ErrorKind::ReadOnly, "{m}");
     assert_eq!(fails(&mut r, set("/in", Some(WriteMode::Through), true)).0, ErrorKind::ReadOnly);
+}
+
+#[test]
+fn a_file_that_owes_is_found_where_names_are_not_mirrored() {
+    // Beneath a pool-only attachment keys stay as they were: a file with
+    // changes not below, renamed, is found by a walk, under its name.
+    let mut s = pool(WriteMode::PoolOnly);
+    let b = s.stat("/in/d/b").unwrap().id;
+    s.execute(&MetaOp::Rename { from: "/in/d/b".into(), to: "/in/c".into() }, 6).unwrap();
+    let (files, more) = s.owed_under("/in", None, 10).unwrap();
+    let names: Vec<(String, InodeId)> = files.into_iter().map(|(p, i)| (p, i.id)).collect();
+    assert!(!more);
+    assert!(names.contains(&("/in/c".to_string(), b)), "{names:?}");
+    assert_eq!(names.len(), 2, "{names:?}");
+    let o = &s.owed_figures()[0].2;
+    assert_eq!((o.dirty_files, o.write_back_files), (2, 0));
+    s.check_invariants().unwrap();
 }

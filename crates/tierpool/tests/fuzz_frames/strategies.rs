@@ -498,6 +498,9 @@ fn coord(sample: &CoordRequest) -> BoxedStrategy<CoordRequest> {
             (any::<bool>(), any::<bool>()).prop_map(|(fresh, attachments)| C::Usage { fresh, attachments }).boxed()
         }
         C::Owed => Just(C::Owed).boxed(),
+        C::OwedFiles { .. } => (text(), prop::option::of(inode()), any::<u32>())
+            .prop_map(|(path, after, limit)| C::OwedFiles { path, after, limit })
+            .boxed(),
     }
 }
 
