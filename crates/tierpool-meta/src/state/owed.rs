@@ -16,7 +16,7 @@
 use super::inode::Body;
 use super::MetaState;
 use crate::path::normalize;
-use crate::{Attachment, InodeInfo, WriteMode};
+use crate::{Attachment, InodeInfo, Origin, WriteMode};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use tierpool_types::{InodeId, Result};
 
@@ -47,11 +47,12 @@ pub struct OwedFigures {
 }
 
 impl MetaState {
-    /// Whether live inode `id` is a file with changes not below, and its size.
-    fn owing(&self, id: InodeId) -> Option<u64> {
+    /// Whether inode `id` is a live file with changes not below: its size
+    /// and origin (`None` also for an inode no longer live).
+    fn owing(&self, id: InodeId) -> Option<(u64, &Origin)> {
         let n = self.inodes.get(&id)?;
         match (&n.body, &n.origin) {
-            (Body::File { size, .. }, Some(o)) if o.dirty => Some(*size),
+            (Body::File { size, .. }, Some(o)) if o.dirty => Some((*size, o)),
             _ => None,
         }
     }
@@ -85,7 +86,7 @@ impl MetaState {
             self.attachments.keys().map(|a| (*a, Default::default())).collect();
         let touched: BTreeSet<InodeId> = self.owed.touched.iter().copied().collect();
         for id in self.owed.files.union(&touched) {
-            let (Some(size), Some(o)) = (self.owing(*id), self.inodes[id].origin.as_ref()) else { continue };
+            let Some((size, o)) = self.owing(*id) else { continue };
             let (Some(f), Some(a)) = (by.get_mut(&o.attach), self.attachments.get(&o.attach)) else { continue };
             f.dirty_files += 1;
             f.dirty_bytes += size;
@@ -124,7 +125,7 @@ impl MetaState {
             if out.len() == limit {
                 return Ok((out, true));
             }
-            let Some(o) = self.owing(id).and(self.inodes[&id].origin.as_ref()) else { continue };
+            let Some((_, o)) = self.owing(id) else { continue };
             let keyed = join(&self.dir_path(o.attach), &o.key);
             let named = normalize(&keyed).ok().and_then(|c| self.lookup(&c).ok()) == Some(id);
             let p = match named {
@@ -177,5 +178,24 @@ fn join(dir: &str, name: &str) -> String {
     match dir {
         "/" => format!("/{name}"),
         _ => format!("{dir}/{name}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::MetaOp;
+
+    #[test]
+    fn an_inode_touched_and_gone_before_the_settling_is_passed_over() {
+        let mut s = MetaState::new();
+        s.execute(&MetaOp::Init { partitions: 1 }, 1).unwrap();
+        // As if an op had changed, then removed, an inode not yet settled.
+        s.touch_owed(InodeId(999));
+        assert!(s.owed_figures().is_empty());
+        assert_eq!(s.owed_under("/", None, 10).unwrap(), (vec![], false));
+        s.check_invariants().unwrap();
+        s.settle_owed();
+        assert!(s.owed.files.is_empty() && s.owed.touched.is_empty());
     }
 }
