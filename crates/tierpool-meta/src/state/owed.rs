@@ -121,7 +121,17 @@ impl MetaState {
         let from = after.map_or(InodeId(0), |a| InodeId(a.0 + 1));
         let mut walked: Option<HashMap<InodeId, String>> = None;
         let mut out = Vec::new();
-        for id in self.owed.files.range(from..).chain(touched.range(from..)).copied().collect::<BTreeSet<_>>() {
+        // The owed files in order (a page costs its own length), with the
+        // touched ones merged in (none, once every op has settled).
+        let candidates: Box<dyn Iterator<Item = InodeId>> = match touched.is_empty() {
+            true => Box::new(self.owed.files.range(from..).copied()),
+            false => Box::new(
+                (self.owed.files.range(from..).chain(touched.range(from..)).copied())
+                    .collect::<BTreeSet<_>>()
+                    .into_iter(),
+            ),
+        };
+        for id in candidates {
             if out.len() == limit {
                 return Ok((out, true));
             }
