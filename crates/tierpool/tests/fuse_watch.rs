@@ -217,6 +217,40 @@ fn files_this_mount_made_answer_stats_alone_past_the_second_until_another_client
 }
 
 #[test]
+fn files_a_back_attachment_writes_below_still_answer_stats_alone() {
+    // No write-back round runs on its own: `sync` writes them below.
+    let pool = Pool::start_with(1, "16MiB", "64MiB", &["--write-back-every", "1h"]);
+    let below = tempfile::tempdir().unwrap();
+    pool.ok(&["attach", &format!("file://{}", below.path().display()), "/in", "--mode", "back"]);
+    let a = Mount::new(&pool, "a");
+    seen("the mount following the feed in the status", || pool.status()["change_feed"]["followers"] == 1);
+    std::thread::sleep(Duration::from_secs(1));
+    for i in 0..5u64 {
+        fs::write(a.p(&format!("in/f{i}")), vec![b'x'; i as usize + 1]).unwrap();
+    }
+    // Past the second the answers to the writes were kept for: the stats
+    // ask the pool, and the kernel keeps what they fetch.
+    std::thread::sleep(Duration::from_millis(1500));
+    let made: Vec<u64> = (0..5u64).map(|i| fs::metadata(a.p(&format!("in/f{i}"))).unwrap().ino()).collect();
+    pool.ok(&["sync", "/in"]);
+    assert_eq!(pool.status()["attachments"][0]["dirty_files"], 0);
+    for i in 0..5u64 {
+        assert_eq!(fs::read(below.path().join(format!("f{i}"))).unwrap(), vec![b'x'; i as usize + 1]);
+    }
+    // Each file's record of being written below is no change a `stat`
+    // shows, so the feed does not have the kernel drop them: past the
+    // second, with the coordinator stopped, it still answers alone.
+    std::thread::sleep(Duration::from_millis(1500));
+    let coordinator = pool.coordinator.as_ref().unwrap().id();
+    signal(coordinator, libc::SIGSTOP);
+    let kept: Vec<_> = (0..5u64).map(|i| stat_alone(&a.p(&format!("in/f{i}")), Duration::from_secs(3))).collect();
+    signal(coordinator, libc::SIGCONT);
+    for (i, k) in kept.iter().enumerate() {
+        assert_eq!(*k, Some((made[i], i as u64 + 1, 0o644)), "f{i}: kept");
+    }
+}
+
+#[test]
 fn calls_right_after_another_clients_change_find_what_is_there_now() {
     let pool = Pool::start(1, "16MiB", "64MiB");
     let m = Mount::new(&pool, "mnt");

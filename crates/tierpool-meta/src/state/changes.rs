@@ -17,18 +17,60 @@
 //! client can have seen: a change that leaves the `ctime` as it was (a link
 //! count lowered by the removal of a tree) or takes it back (a restore)
 //! must not pass for the change a client made at that `ctime`.
+//!
+//! An inode whose changes leave what a `stat` shows of it as it was
+//! ([`Shown`]: a file's record of being written below, its chunks loaded,
+//! let go of or moved) is not reported: a copy of its attributes stays
+//! true, and so do its bytes, since every change of a file's bytes moves
+//! its `mtime` and `ctime`.
 
+use super::inode::{Body, Inode, Owner};
 use super::MetaState;
-use crate::Timestamp;
+use crate::{InodeKind, Timestamp};
 use tierpool_types::InodeId;
 
 /// The notes taken since they were last taken.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Noted {
     on: bool,
-    /// Each inode as first noted, with its `ctime` then (`None`: not live).
-    inodes: Vec<(InodeId, Option<Timestamp>)>,
+    /// Each inode as first noted, with what a `stat` showed of it then
+    /// (`None`: not live).
+    inodes: Vec<(InodeId, Option<Shown>)>,
     entries: Vec<(InodeId, String)>,
+}
+
+/// What a `stat` shows of an inode (times, mode, owner, links, kind and
+/// size): what a client's copy of its attributes holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Shown {
+    ctime: Timestamp,
+    mtime: Timestamp,
+    atime: Timestamp,
+    mode: u32,
+    owner: Owner,
+    links: u32,
+    kind: InodeKind,
+    size: u64,
+}
+
+impl Shown {
+    fn of(n: &Inode) -> Shown {
+        let size = match &n.body {
+            Body::File { size, .. } | Body::Region { size, .. } => *size,
+            Body::Symlink { target } => target.len() as u64,
+            Body::Dir { .. } | Body::Special { .. } => 0,
+        };
+        Shown {
+            ctime: n.ctime,
+            mtime: n.mtime,
+            atime: n.atime,
+            mode: n.mode,
+            owner: n.owner,
+            links: n.links,
+            kind: n.kind(),
+            size,
+        }
+    }
 }
 
 impl PartialEq for Noted {
@@ -73,14 +115,15 @@ impl MetaState {
         entries.dedup();
         let inodes: Vec<(InodeId, Timestamp)> = noted
             .into_iter()
-            .map(|(id, before)| {
-                let after = self.inodes.get(&id).map(|n| n.ctime);
+            .filter_map(|(id, before)| {
+                let after = self.inodes.get(&id).map(Shown::of);
                 let moved = match (before, after) {
                     (_, None) => 0,
-                    (Some(b), Some(a)) if a <= b => 0,
-                    (_, Some(a)) => a,
+                    (Some(b), Some(a)) if a == b => return None,
+                    (Some(b), Some(a)) if a.ctime <= b.ctime => 0,
+                    (_, Some(a)) => a.ctime,
                 };
-                (id, moved)
+                Some((id, moved))
             })
             .collect();
         let ctime = |dir: InodeId| inodes.binary_search_by_key(&dir, |(id, _)| *id).map_or(0, |i| inodes[i].1);
@@ -90,7 +133,7 @@ impl MetaState {
 
     pub(super) fn note_inode(&mut self, id: InodeId) {
         if self.changes.on {
-            let before = self.inodes.get(&id).map(|n| n.ctime);
+            let before = self.inodes.get(&id).map(Shown::of);
             self.changes.inodes.push((id, before));
         }
     }

@@ -132,6 +132,28 @@ fn a_file_made_beneath_an_attachment_is_dirty_until_persisted() {
 }
 
 #[test]
+fn writing_a_file_below_loading_and_letting_go_of_its_chunks_are_no_change_a_stat_shows() {
+    let (mut s, at) = attached(WriteMode::Back, false);
+    let f = info(&mut s, adopt(at, "a", 10, "e"));
+    s.note_changes(true);
+    let write = |v: u64| MetaOp::UpdateFile { inode: f.id, size: 10, truncate: None, chunks: vec![(0, stored(v, 10))] };
+    let MetaReply::Info(w) = s.execute(&write(60), 10).unwrap() else { panic!("not an info") };
+    assert_eq!(s.take_changes().inodes, vec![(f.id, 10)], "a write is a change");
+    let persist = MetaOp::Persisted { inode: f.id, chunks: w.chunks, size: 10, mtime: 5, etag: "t".into(), key: None };
+    assert!(!info(&mut s, persist).origin.unwrap().dirty);
+    assert!(s.take_changes().is_empty(), "written below: its attributes and bytes are as they were");
+    info(&mut s, MetaOp::Unload { inode: f.id });
+    assert!(s.take_changes().is_empty(), "let go of");
+    info(&mut s, MetaOp::LoadChunks { inode: f.id, chunks: vec![(0, stored(61, 10))] });
+    assert!(s.take_changes().is_empty(), "loaded");
+    // A change the clock did not move forward is still told, as no one's.
+    let times = MetaOp::SetInode { inode: f.id, mode: None, uid: None, gid: None, atime: Some(1), mtime: Some(2) };
+    s.execute(&times, 8).unwrap();
+    assert_eq!(s.take_changes().inodes, vec![(f.id, 0)]);
+    s.check_invariants().unwrap();
+}
+
+#[test]
 fn a_file_with_changes_not_below_is_never_disowned() {
     let (mut s, at) = attached(WriteMode::Through, false);
     let f = info(&mut s, adopt(at, "a", 10, "e"));
