@@ -307,7 +307,7 @@ impl MetaState {
             }
             MetaOp::GcDone { inodes } => {
                 for i in inodes {
-                    self.pending_gc.remove(i);
+                    self.unpend_inode(*i);
                 }
                 Ok(MetaReply::Done)
             }

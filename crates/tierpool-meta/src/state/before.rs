@@ -80,6 +80,8 @@ pub(super) struct Before {
     /// directory made each op cost its size while a transaction was open.
     enough: HashSet<InodeId>,
     pub(super) undo: Option<BTreeMap<InodeId, Image>>,
+    /// What went in and out of the garbage sets while `undo` is armed, in order.
+    pub(super) undo_garbage: Vec<super::undo::Pended>,
 }
 
 impl PartialEq for Before {

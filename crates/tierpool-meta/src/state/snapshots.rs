@@ -446,7 +446,7 @@ impl MetaState {
     /// a snapshot keeps it.
     pub(super) fn discard(&mut self, key: ChunkKey) {
         if !self.snapshots.keeps(&key) {
-            self.pending_chunks.insert(key);
+            self.pend_chunk(key);
             self.fresh.0.keys.push(key);
         }
     }
@@ -454,13 +454,13 @@ impl MetaState {
     /// Dead inode `id`, which no snapshot keeps any version of: all its
     /// chunks are garbage (space comes back at once if it `stores` any).
     pub(super) fn collect_inode(&mut self, id: InodeId, stores: bool) {
-        self.pending_gc.insert(id);
+        self.pend_inode(id);
         if stores {
             self.fresh.0.inodes.push(id);
         }
         let versions: Vec<_> = self.pending_chunks.range(super::inode_keys(id)).copied().collect();
         for k in versions {
-            self.pending_chunks.remove(&k);
+            self.unpend_chunk(k);
         }
     }
 

@@ -146,7 +146,7 @@ impl MetaState {
 
     pub(super) fn gc_chunks_done(&mut self, keys: &[ChunkKey]) -> MetaReply {
         for k in keys {
-            self.pending_chunks.remove(k);
+            self.unpend_chunk(*k);
         }
         MetaReply::Done
     }
