@@ -28,7 +28,8 @@ pub use room::{choose_to_free, RoomCandidate};
 pub use state::inode::{Body, Inode, Owner};
 pub use state::{
     already_committed, check_task, Changes, FileShape, Frozen, FrozenBody, Garbage, Image, MetaState, OwedFigures,
-    ReplicaHealth, Snapshot, SnapshotSummary, StateParts, StateView, INLINE_MAX, MAX_REPLICAS, MAX_TASK_ID, SNAPSHOTS,
+    PendedNews, ReplicaHealth, Snapshot, SnapshotSummary, StateParts, StateView, INLINE_MAX, MAX_REPLICAS, MAX_TASK_ID,
+    SNAPSHOTS,
 };
 pub use under::{Attachment, Origin, WriteMode};
 

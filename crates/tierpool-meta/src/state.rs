@@ -59,6 +59,8 @@ pub use snapshots::{Frozen, FrozenBody, Snapshot, SnapshotSummary, SNAPSHOTS};
 pub use transact::{already_committed, check_task, MAX_TASK_ID};
 mod owed;
 pub use owed::OwedFigures;
+mod pending;
+pub use pending::PendedNews;
 mod under;
 mod update;
 mod workers;
@@ -133,6 +135,9 @@ pub struct MetaState {
     /// What the ops since the shell last looked changed; not part of the
     /// state proper (see `changes`).
     changes: changes::Noted,
+    /// Items put in the garbage sets since the collector's schedule last
+    /// took them; not part of the state proper (see `pending`).
+    pended: pending::PendedNews,
 }
 
 /// Garbage just made: removed files' inodes and replaced chunk versions.
@@ -223,6 +228,7 @@ impl MetaState {
             fresh: Fresh::default(),
             before: before::Before::default(),
             changes: changes::Noted::default(),
+            pended: pending::PendedNews::default(),
         }
     }
 

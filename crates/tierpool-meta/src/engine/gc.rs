@@ -12,8 +12,16 @@
 //! - an item first seen at or after `keep_since` (when the oldest open
 //!   transaction began: the item may be in its view) is not in it;
 //! - at most one batch is in flight; a failed batch's items are due again.
+//!
+//! The schedule hears of new items from the state ([`PendedNews`]) rather
+//! than walking the pending sets, and keeps them in the order it first saw
+//! them: a tick costs the news and the items it looks at from the oldest
+//! on (those collected since, held or taken, and one batch), not the whole
+//! backlog, which the coordinator's lock would be held for.
 
-use std::collections::BTreeSet;
+use crate::PendedNews;
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::hash::Hash;
 use std::time::Duration;
 use tierpool_types::{ChunkKey, InodeId};
 
@@ -32,52 +40,55 @@ pub struct Batch {
 pub struct GcSchedule {
     grace: Duration,
     max_batch: usize,
-    inode_ages: Ages<InodeId>,
-    key_ages: Ages<ChunkKey>,
+    /// `None` until the first tick, which takes everything pending then.
+    seen: Option<Seen>,
     in_flight: Option<u64>,
     next_id: u64,
 }
 
+#[derive(Debug, Default)]
+struct Seen {
+    inodes: Ages<InodeId>,
+    keys: Ages<ChunkKey>,
+}
+
 impl GcSchedule {
     pub fn new(grace: Duration, max_batch: usize) -> GcSchedule {
-        GcSchedule {
-            grace,
-            max_batch: max_batch.max(1),
-            inode_ages: Ages::default(),
-            key_ages: Ages::default(),
-            in_flight: None,
-            next_id: 1,
-        }
+        GcSchedule { grace, max_batch: max_batch.max(1), seen: None, in_flight: None, next_id: 1 }
     }
 
     /// The next batch, if none is in flight and something pending is due.
-    /// `pending_*` are the state's pending sets, `held` the inodes held now,
-    /// `keep_since` when the oldest open transaction began.
+    /// `news` are the items put in the state's pending sets since the last
+    /// call (ignored at the first, which takes the sets whole),
+    /// `pending_*` the sets, `held` the inodes held now, `keep_since` when
+    /// the oldest open transaction began.
     pub fn due(
         &mut self,
+        news: PendedNews,
         pending_inodes: &BTreeSet<InodeId>,
         pending_keys: &BTreeSet<ChunkKey>,
         held: &BTreeSet<InodeId>,
         keep_since: Option<Duration>,
         now: Duration,
     ) -> Option<Batch> {
-        self.inode_ages.merge(pending_inodes, now);
-        self.key_ages.merge(pending_keys, now);
+        let seen = match &mut self.seen {
+            Some(seen) => {
+                seen.inodes.saw(news.inodes.into_iter(), now);
+                seen.keys.saw(news.keys.into_iter(), now);
+                seen
+            }
+            None => self.seen.insert(Seen {
+                inodes: Ages::of(pending_inodes.iter().copied(), now),
+                keys: Ages::of(pending_keys.iter().copied(), now),
+            }),
+        };
         if self.in_flight.is_some() {
             return None;
         }
-        let ripe = |since: &Duration| now.saturating_sub(*since) >= self.grace && keep_since.is_none_or(|k| *since < k);
-        let inodes: Vec<InodeId> = (self.inode_ages.items.iter())
-            .filter(|(i, since)| ripe(since) && !held.contains(i))
-            .take(self.max_batch)
-            .map(|(i, _)| *i)
-            .collect();
+        let ripe = |since: Duration| now.saturating_sub(since) >= self.grace && keep_since.is_none_or(|k| since < k);
+        let inodes = seen.inodes.take(self.max_batch, ripe, |i| pending_inodes.contains(i), |i| !held.contains(i));
         let room = self.max_batch - inodes.len();
-        let keys: Vec<ChunkKey> = (self.key_ages.items.iter())
-            .filter(|(k, since)| ripe(since) && !held.contains(&k.inode))
-            .take(room)
-            .map(|(k, _)| *k)
-            .collect();
+        let keys = seen.keys.take(room, ripe, |k| pending_keys.contains(k), |k| !held.contains(&k.inode));
         if inodes.is_empty() && keys.is_empty() {
             return None;
         }
@@ -100,38 +111,76 @@ impl GcSchedule {
     }
 }
 
-/// Every pending item with when it was first seen, in the items' order
-/// (that of the state's sets), so that a tick merges the two instead of
-/// hashing each item: it holds the coordinator's lock meanwhile. The merge
-/// writes into the buffer the one before it left (`spare`), not into fresh
-/// pages each tick. Measured in a coordinator under 32 clients' puts and
-/// deletes, 26,000-54,000 pending took 2.4-3.7 ms a tick so, against
-/// 2.6-11.6 ms with fresh buffers and 4.8-15 ms hashed. It stays a pass
-/// over everything pending: the way to less is to be told of new items.
+/// Items in the order first seen, each with when: the times never fall
+/// (a time earlier than the last is taken as the last), so the items
+/// ripe at any moment are the oldest ones. Items that left the pending
+/// set are dropped as a look meets them; an item heard of again (pending
+/// again since) counts from then, its older place being stale.
 #[derive(Debug)]
 struct Ages<K> {
-    items: Vec<(K, Duration)>,
-    spare: Vec<(K, Duration)>,
+    items: VecDeque<(Duration, K)>,
+    /// When each item in `items` was last heard of: its valid place.
+    since: HashMap<K, Duration>,
 }
 
 impl<K> Default for Ages<K> {
     fn default() -> Self {
-        Ages { items: Vec::new(), spare: Vec::new() }
+        Ages { items: VecDeque::new(), since: HashMap::new() }
     }
 }
 
-impl<K: Copy + Ord> Ages<K> {
-    /// Remembers when each pending item was first seen and forgets the
-    /// rest: one pass over both, in order.
-    fn merge(&mut self, pending: &BTreeSet<K>, now: Duration) {
-        self.spare.clear();
-        let mut before = self.items.iter().copied().peekable();
-        for &k in pending {
-            while before.next_if(|(b, _)| *b < k).is_some() {}
-            let since = before.next_if(|(b, _)| *b == k).map_or(now, |(_, since)| since);
-            self.spare.push((k, since));
+impl<K: Copy + Ord + Hash> Ages<K> {
+    fn of(items: impl ExactSizeIterator<Item = K>, now: Duration) -> Ages<K> {
+        let mut ages = Ages::default();
+        ages.saw(items, now);
+        ages
+    }
+
+    /// `news` were first seen `now`.
+    fn saw(&mut self, news: impl ExactSizeIterator<Item = K>, now: Duration) {
+        let now = self.items.back().map_or(now, |(last, _)| now.max(*last));
+        self.since.reserve(news.len());
+        self.items.reserve(news.len());
+        for k in news {
+            self.since.insert(k, now);
+            self.items.push_back((now, k));
         }
-        std::mem::swap(&mut self.items, &mut self.spare);
+    }
+
+    /// Up to `max` items from the oldest on that are `ripe` by when first
+    /// seen, still `pending` and `free`. Every item looked at that is no
+    /// longer pending is dropped; the rest keep their order.
+    fn take(
+        &mut self,
+        max: usize,
+        ripe: impl Fn(Duration) -> bool,
+        pending: impl Fn(&K) -> bool,
+        free: impl Fn(&K) -> bool,
+    ) -> Vec<K> {
+        let mut taken = Vec::new();
+        let mut kept = Vec::new();
+        while taken.len() < max {
+            let Some(&(since, k)) = self.items.front() else { break };
+            if !ripe(since) {
+                break;
+            }
+            self.items.pop_front();
+            if self.since.get(&k) != Some(&since) {
+                continue;
+            }
+            if !pending(&k) {
+                self.since.remove(&k);
+                continue;
+            }
+            if free(&k) {
+                taken.push(k);
+            }
+            kept.push((since, k));
+        }
+        for item in kept.into_iter().rev() {
+            self.items.push_front(item);
+        }
+        taken
     }
 }
 
@@ -143,21 +192,51 @@ mod tests {
     use std::time::Duration;
 
     proptest! {
-        /// After every tick, the ages are the pending items in order, each
-        /// with the tick it was first seen at since it last became pending:
-        /// what a map that forgets the items no longer pending gives.
+        /// Each tick's news are the items that became pending since the
+        /// last; what is taken is, of the items still pending, ripe and
+        /// free, the oldest first (by when they last became pending, from
+        /// the first tick they were heard of), up to the bound; nothing
+        /// pending is ever forgotten.
         #[test]
-        fn ages_follow_the_pending_set(ticks in prop::collection::vec(prop::collection::btree_set(0u8..40, 0..30), 1..20)) {
+        fn the_oldest_ripe_free_pending_items_are_taken(
+            ticks in prop::collection::vec(
+                (prop::collection::btree_set(0u8..40, 0..30), prop::collection::btree_set(0u8..40, 0..8), 0usize..6),
+                1..20,
+            ),
+        ) {
+            let grace = Duration::from_secs(2);
             let (mut ages, mut model) = (Ages::default(), BTreeMap::new());
-            for (t, pending) in ticks.iter().enumerate() {
+            let mut pending = BTreeSet::new();
+            for (t, (now_pending, held, max)) in ticks.iter().enumerate() {
                 let now = Duration::from_secs(t as u64);
-                ages.merge(pending, now);
+                let news: Vec<u8> = now_pending.difference(&pending).copied().collect();
+                pending = now_pending.clone();
+                ages.saw(news.clone().into_iter(), now);
                 model.retain(|k, _| pending.contains(k));
-                for k in pending {
-                    model.entry(*k).or_insert(now);
+                for k in news {
+                    model.insert(k, now);
                 }
-                prop_assert_eq!(&ages.items, &model.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>());
-                prop_assert_eq!(ages.items.iter().map(|(k, _)| *k).collect::<BTreeSet<_>>(), pending.clone());
+                let ripe = |since: Duration| now.saturating_sub(since) >= grace;
+                let taken = ages.take(*max, ripe, |k| pending.contains(k), |k| !held.contains(k));
+                let mut want: Vec<(Duration, u8)> = model.iter()
+                    .filter(|(k, since)| ripe(**since) && !held.contains(*k))
+                    .map(|(k, since)| (*since, *k))
+                    .collect();
+                want.sort();
+                // Items first seen at the same tick come in the order heard.
+                let taken_set: BTreeSet<u8> = taken.iter().copied().collect();
+                prop_assert_eq!(taken.len(), want.len().min(*max));
+                prop_assert_eq!(taken_set.len(), taken.len());
+                for k in &taken {
+                    prop_assert!(model.contains_key(k) && ripe(model[k]) && !held.contains(k));
+                }
+                if let Some(newest) = taken.iter().map(|k| model[k]).max() {
+                    prop_assert!(want.iter().filter(|(s, _)| *s < newest).all(|(_, k)| taken_set.contains(k)),
+                        "an older ripe item was passed over");
+                }
+                let kept: BTreeSet<u8> = ages.items.iter().map(|(_, k)| *k).collect();
+                prop_assert!(pending.is_subset(&kept), "a pending item was forgotten");
+                prop_assert!(ages.items.iter().zip(ages.items.iter().skip(1)).all(|(a, b)| a.0 <= b.0));
             }
         }
     }

@@ -118,8 +118,10 @@ pub struct Sweep {
 impl Engine {
     /// An engine over a recovered state; nothing volatile is known yet.
     pub fn new(mut state: MetaState, cfg: EngineConfig) -> Engine {
-        // What replay queued was garbage long ago: collection will see to it.
+        // What replay queued was garbage long ago: collection will see to it
+        // (its first tick takes everything pending).
         state.take_garbage();
+        state.take_pended();
         let reservations = Reservations::new(cfg.hold_period, state.next_inode().0, Duration::ZERO);
         Engine {
             reservations,
@@ -268,7 +270,8 @@ impl Engine {
         self.state.watch(self.txs.any_open());
         let held = self.leases.held(now);
         let keep = self.txs.oldest();
-        if let Some(b) = self.gc.due(self.state.pending_gc(), self.state.pending_chunks(), &held, keep, now) {
+        let news = self.state.take_pended();
+        if let Some(b) = self.gc.due(news, self.state.pending_gc(), self.state.pending_chunks(), &held, keep, now) {
             effects.push(Effect::Collect(b));
         }
         effects

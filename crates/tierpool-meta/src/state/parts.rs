@@ -130,6 +130,7 @@ impl MetaState {
             fresh: Default::default(),
             before: Default::default(),
             changes: Default::default(),
+            pended: Default::default(),
         };
         let mut s = s;
         let dirs: Vec<InodeId> = s.inodes.iter().filter(|(_, n)| n.is_dir()).map(|(id, _)| *id).collect();

@@ -58,34 +58,6 @@ impl MetaState {
         self.before.undo_garbage.clear();
     }
 
-    /// Inode `id`'s chunks are garbage (noted while an undo is armed).
-    pub(super) fn pend_inode(&mut self, id: InodeId) {
-        if self.pending_gc.insert(id) && self.before.undo.is_some() {
-            self.before.undo_garbage.push(Pended::Inode(id, true));
-        }
-    }
-
-    /// Inode `id`'s chunks are gone from the workers.
-    pub(super) fn unpend_inode(&mut self, id: InodeId) {
-        if self.pending_gc.remove(&id) && self.before.undo.is_some() {
-            self.before.undo_garbage.push(Pended::Inode(id, false));
-        }
-    }
-
-    /// Chunk version `key` is garbage.
-    pub(super) fn pend_chunk(&mut self, key: ChunkKey) {
-        if self.pending_chunks.insert(key) && self.before.undo.is_some() {
-            self.before.undo_garbage.push(Pended::Chunk(key, true));
-        }
-    }
-
-    /// Chunk version `key` is no longer garbage (gone, or its inode's).
-    pub(super) fn unpend_chunk(&mut self, key: ChunkKey) {
-        if self.pending_chunks.remove(&key) && self.before.undo.is_some() {
-            self.before.undo_garbage.push(Pended::Chunk(key, false));
-        }
-    }
-
     /// Puts the state back as it was at `arm_undo`.
     pub(super) fn rollback(&mut self, undo: Undo) {
         let images: BTreeMap<InodeId, Image> = self.before.undo.take().unwrap_or_default();
