@@ -15,9 +15,13 @@ one write), against the same writes through the region's own handle and a
 `flush` (not atomic). Job output: a directory of N new
 4 KiB files and a `_SUCCESS` marker published by one transaction, against
 making them plainly (`mkdir`, N `put`s, the marker: not atomic).
+Renames committed by transactions one after another (a namespace step
+each), before and right after the removal of a tree of --backlog small
+files, whose inodes then wait out the collector's grace period.
 
 Writes JSON to stdout. Usage: python3 bench/transactions.py [--seconds S]
-[--threads N] (needs the tierpool package installed: ./scripts/test-python.sh does it).
+[--threads N] [--backlog N] [--only renames] (needs the tierpool package
+installed: ./scripts/test-python.sh does it; $TIERPOOL_BIN picks the pool's binary).
 """
 
 import argparse
@@ -176,6 +180,32 @@ def overhead(c, n, repeat):
     return out
 
 
+def renames_with_backlog(c, backlog, n):
+    """Transactions of one rename each, per second: with nothing waiting
+    for collection, then right after `backlog` files were removed."""
+    c.mkdir("/bench/tree")
+    for start in range(0, backlog, 1000):
+        c.put_many({f"/bench/tree/f{i}": b"z" * 10 for i in range(start, min(backlog, start + 1000))})
+    c.put_many({"/bench/r0": b"r"})
+    at = [0]
+
+    def renames():
+        t = time.perf_counter()
+        for i in range(at[0], at[0] + n):
+            with c.transaction() as tx:
+                tx.mv(f"/bench/r{i}", f"/bench/r{i + 1}")
+        at[0] += n
+        return round(n / (time.perf_counter() - t))
+
+    out = {"renames": n, "backlog": backlog, "per_s_without": renames()}
+    c.rm("/bench/tree", recursive=True)
+    out["pending_gc_before"] = c.status()["pending_gc"]
+    out["per_s_with"] = renames()
+    out["pending_gc_after"] = c.status()["pending_gc"]
+    c.rm(f"/bench/r{at[0]}")
+    return out
+
+
 def job_output(c, n, repeat):
     data = b"y" * 4096
     tx_s, plain_s = [], []
@@ -211,6 +241,8 @@ def main():
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--backlog", type=int, default=100000)
+    ap.add_argument("--only", choices=["renames"], help="run only this part")
     a = ap.parse_args()
     out = {
         "workers": a.workers,
@@ -222,6 +254,10 @@ def main():
     }
     with tierpool.local(workers=a.workers, mem="1GiB", disk="4GiB", set_env=False) as c:
         c.mkdir("/bench")
+        out["renames_with_backlog"] = renames_with_backlog(c, a.backlog, 200)
+        if a.only == "renames":
+            print(json.dumps(out, indent=2))
+            return
         for keys, law in ((10000, "uniform"), (1000, "zipf"), (100, "uniform"), (10, "uniform"), (10, "zipf")):
             out["contention"].append(contention(c, keys, law, a.threads, a.seconds))
         for keys, law in ((10000, "uniform"), (1000, "zipf"), (100, "uniform"), (10, "uniform"), (10, "zipf")):
