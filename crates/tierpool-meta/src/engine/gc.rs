@@ -142,8 +142,10 @@ impl<K: Copy + Ord + Hash> Ages<K> {
         self.since.reserve(news.len());
         self.items.reserve(news.len());
         for k in news {
-            self.since.insert(k, now);
-            self.items.push_back((now, k));
+            // Heard of twice at once (pending, collected and pending again): one place.
+            if self.since.insert(k, now) != Some(now) {
+                self.items.push_back((now, k));
+            }
         }
     }
 
@@ -209,7 +211,9 @@ mod tests {
             let mut pending = BTreeSet::new();
             for (t, (now_pending, held, max)) in ticks.iter().enumerate() {
                 let now = Duration::from_secs(t as u64);
-                let news: Vec<u8> = now_pending.difference(&pending).copied().collect();
+                // An item may be heard of twice at once (collected and pending again).
+                let mut news: Vec<u8> = now_pending.difference(&pending).copied().collect();
+                news.extend(news.clone().into_iter().take(t % 3));
                 pending = now_pending.clone();
                 ages.saw(news.clone().into_iter(), now);
                 model.retain(|k, _| pending.contains(k));
