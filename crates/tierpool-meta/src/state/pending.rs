@@ -42,16 +42,14 @@ impl MetaState {
     pub(super) fn pend_inode(&mut self, id: InodeId) {
         if self.pending_gc.insert(id) {
             self.pended.inodes.push(id);
-            if self.before.undo.is_some() {
-                self.before.undo_garbage.push(Pended::Inode(id, true));
-            }
+            self.note_undo(Pended::Inode(id, true));
         }
     }
 
     /// Inode `id`'s chunks are gone from the workers.
     pub(super) fn unpend_inode(&mut self, id: InodeId) {
-        if self.pending_gc.remove(&id) && self.before.undo.is_some() {
-            self.before.undo_garbage.push(Pended::Inode(id, false));
+        if self.pending_gc.remove(&id) {
+            self.note_undo(Pended::Inode(id, false));
         }
     }
 
@@ -59,16 +57,21 @@ impl MetaState {
     pub(super) fn pend_chunk(&mut self, key: ChunkKey) {
         if self.pending_chunks.insert(key) {
             self.pended.keys.push(key);
-            if self.before.undo.is_some() {
-                self.before.undo_garbage.push(Pended::Chunk(key, true));
-            }
+            self.note_undo(Pended::Chunk(key, true));
         }
     }
 
     /// Chunk version `key` is no longer garbage (gone, or its inode's).
     pub(super) fn unpend_chunk(&mut self, key: ChunkKey) {
-        if self.pending_chunks.remove(&key) && self.before.undo.is_some() {
-            self.before.undo_garbage.push(Pended::Chunk(key, false));
+        if self.pending_chunks.remove(&key) {
+            self.note_undo(Pended::Chunk(key, false));
+        }
+    }
+
+    /// Notes `p` for the undo, if one is armed.
+    fn note_undo(&mut self, p: Pended) {
+        if self.before.undo.is_some() {
+            self.before.undo_garbage.push(p);
         }
     }
 }
