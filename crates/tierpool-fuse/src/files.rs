@@ -207,6 +207,7 @@ impl TierpoolFs {
         }
         // Left by a make outside a publish: older than what this one brings.
         file.take_made_dir();
+        let _changing = self.watch.changing();
         let (epoch, began) = {
             let mut fresh = self.fresh.lock();
             fresh.forget(ino);

@@ -467,6 +467,7 @@ impl Filesystem for TierpoolFs {
         let linked = (self.writable(ino.0).and_then(|()| self.writable(newparent.0)))
             .and_then(|()| name_of(newname))
             .and_then(|n| {
+                let _changing = self.watch.changing();
                 let epoch = {
                     let mut fresh = self.fresh.lock();
                     fresh.forget(ino.0); // its link count changes

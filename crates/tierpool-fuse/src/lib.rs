@@ -30,6 +30,7 @@ mod file_state;
 mod files;
 mod fresh;
 mod fs;
+mod in_flight;
 mod kept_pages;
 mod known;
 mod making;

@@ -223,6 +223,7 @@ fn make_all(
     }
     let mut given_up = Vec::new();
     for f in files {
+        let _changing = watch.changing();
         match f.make(io) {
             Ok(Some((file, dir))) => {
                 let mut fresh = fresh.lock();

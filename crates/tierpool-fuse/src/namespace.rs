@@ -37,6 +37,7 @@ impl TierpoolFs {
     ) -> Result<InodeInfo, Errno> {
         let name = name_of(name)?;
         let owner = (req.uid(), req.gid());
+        let _changing = self.watch.changing();
         let (epoch, began, seen) = (self.fresh.lock().epoch(), Instant::now(), self.known.lock().seen());
         let made = self.ask(self.io.client.make_at(InodeId(parent), name, node, mode & 0o7777, owner));
         let (info, dir) = self.known_after(made, &[parent], |known, (info, _)| {
@@ -92,6 +93,7 @@ impl TierpoolFs {
     pub(crate) fn remove(&self, parent: u64, name: &OsStr, dir: bool) -> Result<(), Errno> {
         let name = name_of(name)?;
         let open = self.open_child(parent, name);
+        let _changing = self.watch.changing();
         let epoch = {
             let mut fresh = self.fresh.lock();
             fresh.clear(); // the directory or file removed may be there
@@ -120,6 +122,7 @@ impl TierpoolFs {
         };
         let replaced = self.open_child(new_parent, new_name);
         let client = &self.io.client;
+        let _changing = self.watch.changing();
         let epoch = {
             let mut fresh = self.fresh.lock();
             fresh.clear(); // the entry moved (and one replaced) may be there

@@ -34,9 +34,13 @@
 //!   (`Fresh::is_own`): the kernel already has them, and dropping them
 //!   would only cost lookups. The feed may bring a change before its
 //!   answer reaches the mount (the feed hears of it before it is durable),
-//!   so an answer with changes is looked at [`GATHER`] after it came. A
-//!   change whose answer has not come back by then is not known as one's
-//!   own: it is dropped, which is never wrong.
+//!   so an answer with changes is looked at once every change this mount
+//!   began before it came has its answer back (`in_flight.rs`), and
+//!   [`GATHER`] after it came at the earliest. A change whose answer is not
+//!   back within [`OWN_WITHIN`] is not known as one's own: it is dropped,
+//!   which is never wrong. So other clients' changes reach the kernel
+//!   later by as long as this mount's changes under way take, at most
+//!   `OWN_WITHIN` (a publish under way includes its last chunks' stores).
 //! - directories another client changed are no longer known whole
 //!   (`known.rs`), and none is when changes were lost.
 //! - when the feed says changes were lost (the coordinator restarted, or
@@ -53,6 +57,7 @@
 
 use crate::fresh::Fresh;
 use crate::fs::TTL;
+use crate::in_flight::{Changing, InFlight};
 use crate::known::KnownDirs;
 use crate::names::Names;
 use crate::repeats::Repeats;
@@ -78,6 +83,9 @@ const POLL: Duration = Duration::from_secs(1);
 /// pool's changes come a batch per request rather than one request each
 /// (the kernel learns of a change this much later at most).
 const GATHER: Duration = Duration::from_millis(20);
+/// How long an answer with changes waits at most for this mount's changes
+/// under way when it came (`in_flight.rs`).
+const OWN_WITHIN: Duration = Duration::from_secs(1);
 /// How long a mount waits for the feed's position before it serves.
 const START_WITHIN: Duration = Duration::from_secs(2);
 /// The pause after a failed poll.
@@ -94,6 +102,8 @@ pub(crate) struct Watch {
     tell: Mutex<Option<std::sync::mpsc::Sender<Vec<Stale>>>>,
     /// Tells the kernel at once, from a request's own thread.
     notifier: Mutex<Option<Notifier>>,
+    /// This mount's changes under way.
+    changes: InFlight,
 }
 
 impl Default for Watch {
@@ -104,6 +114,7 @@ impl Default for Watch {
             from: AtomicU64::new(u64::MAX),
             tell: Mutex::default(),
             notifier: Mutex::default(),
+            changes: InFlight::default(),
         }
     }
 }
@@ -128,6 +139,13 @@ impl Watch {
         if let Some(n) = self.notifier.lock().as_ref() {
             let _ = n.inval_inode(INodeNo(ino), -1, 0);
         }
+    }
+
+    /// A change of this mount begins whose answer is noted as its own
+    /// (`Fresh::own`): keep the guard until then, so the feed's news of it
+    /// wait for that.
+    pub(crate) fn changing(&self) -> Changing<'_> {
+        self.changes.begin()
     }
 
     fn ns(&self, t: Instant) -> u64 {
@@ -265,6 +283,8 @@ pub(crate) fn follow(parts: Parts, notifier: Notifier, at: Option<(u64, u64)>) {
                 tracing::info!("following the pool's changes again");
                 failing = false;
             }
+            // What this mount's changes under way may have brought.
+            let mark = watch.changes.mark();
             let busy = !a.inodes.is_empty() || !a.entries.is_empty();
             if busy && since.is_some() && !a.lost {
                 drop(watch);
@@ -287,7 +307,7 @@ pub(crate) fn follow(parts: Parts, notifier: Notifier, at: Option<(u64, u64)>) {
                     let _ = tell.send(drop_all(&fresh, &names));
                 }
             } else {
-                let drops = drop_changed(&a, &fresh, &known);
+                let drops = judge(&watch, &a, mark, &fresh, &known).await;
                 if !drops.is_empty() {
                     let _ = tell.send(drops);
                 }
@@ -306,6 +326,21 @@ fn cannot_follow(e: &dyn std::fmt::Display) {
 enum Stale {
     Inode(u64),
     Entry(u64, String),
+}
+
+/// What the kernel is to drop of what `a`, which came at `mark`, changed:
+/// looked at once this mount's changes under way then have their answers back.
+async fn judge(
+    watch: &Watch,
+    a: &ChangesAnswer,
+    mark: u64,
+    fresh: &Mutex<Fresh>,
+    known: &Mutex<KnownDirs>,
+) -> Vec<Stale> {
+    if !watch.changes.answered(mark, OWN_WITHIN).await {
+        tracing::debug!("a change of this mount still under way after {OWN_WITHIN:?}: news taken as another client's");
+    }
+    drop_changed(a, fresh, known)
 }
 
 /// What the kernel is to drop of what `a` changed: all but this mount's own changes.
@@ -368,5 +403,38 @@ mod tests {
         assert_eq!(w.ttl(t0 + ms(10)), TTL, "not heard from lately");
         w.heard(Instant::now());
         assert_eq!(w.ttl(t0 + ms(10)), LONG, "heard again, from the same position");
+    }
+
+    fn dropped(drops: &[Stale]) -> Vec<u64> {
+        let mut inos: Vec<u64> =
+            drops.iter().filter_map(|d| if let Stale::Inode(i) = d { Some(*i) } else { None }).collect();
+        inos.sort();
+        inos
+    }
+
+    #[tokio::test]
+    async fn news_of_a_change_under_way_are_judged_once_its_answer_is_noted() {
+        let (w, fresh, known) = (Watch::default(), Mutex::new(Fresh::new(TTL)), Mutex::new(KnownDirs::default()));
+        let news = ChangesAnswer {
+            feed: 1,
+            next: 2,
+            lost: false,
+            inodes: vec![(tierpool_types::InodeId(5), 100), (tierpool_types::InodeId(6), 100)],
+            entries: Vec::new(),
+        };
+        // A change of 5 is under way when its news come; its answer is
+        // noted well past `GATHER`.
+        let change = w.changing();
+        let mark = w.changes.mark();
+        let (drops, ()) = tokio::join!(judge(&w, &news, mark, &fresh, &known), async {
+            tokio::time::sleep(GATHER * 5).await;
+            fresh.lock().own_ctime(5, 100);
+            drop(change);
+        });
+        assert_eq!(dropped(&drops), [6], "5 is this mount's own change");
+        // A later change of 5 by another client, nothing under way here.
+        let news = ChangesAnswer { inodes: vec![(tierpool_types::InodeId(5), 200)], ..news };
+        let drops = judge(&w, &news, w.changes.mark(), &fresh, &known).await;
+        assert_eq!(dropped(&drops), [5]);
     }
 }
