@@ -255,6 +255,8 @@ impl TierpoolFs {
     pub(crate) fn set_attr(&self, ino: u64, change: &InodeChange, size: Option<u64>) -> Result<InodeInfo, Errno> {
         // A directory's mode or group decides new files' group there.
         self.templates.lock().forget(ino);
+        // The kernel takes what its answers leave: this mount's own changes.
+        let _changing = self.watch.changing();
         if let Some(size) = size {
             // Attached for the cut, so a concurrent last close cannot drop it.
             let file = match self.retain(ino) {
@@ -262,8 +264,11 @@ impl TierpoolFs {
                 None => self.attach(self.openable(ino)?),
             };
             let cut = file.truncate(&self.io, size).and_then(|()| file.publish(&self.io));
+            let left = file.take_published();
             self.detach(ino);
             cut.map_err(|e| crate::errno::errno(&e))?;
+            let mut fresh = self.fresh.lock();
+            left.into_iter().for_each(|ctime| fresh.own_ctime(ino, ctime));
         }
         if *change != InodeChange::default() {
             // Published first, so that a later publish does not move the times set now.
@@ -271,6 +276,7 @@ impl TierpoolFs {
                 f.publish(&self.io).map_err(|e| crate::errno::errno(&e))?;
             }
             let info = self.ask(self.io.client.set_inode(InodeId(ino), change))?;
+            self.fresh.lock().own(&info);
             match self.open_file(ino) {
                 Some(f) => f.refresh(info),
                 // The inode as the change left it: no second round trip.

@@ -389,10 +389,22 @@ fn an_open_keeps_the_kernels_pages_only_of_contents_unchanged_since_they_were_re
     assert_eq!(fs::read(a.p("f")).unwrap(), want);
     fs::OpenOptions::new().write(true).open(a.p("f")).unwrap().set_len(4096).unwrap();
     assert_eq!(fs::read(a.p("f")).unwrap(), want[..4096]);
-    // Kept by the next open of what was read. (The feed may bring the
-    // cut before its answer reaches the mount, which then drops the pages
-    // once, as another client's change: never wrong, so waited out.)
+    // Kept by the next open of what was read. (The feed tells this mount
+    // of the other client's last rewrite at least 20 ms after it, and the
+    // kernel then drops the pages: waited out.)
     std::thread::sleep(std::time::Duration::from_millis(100));
     assert_eq!(fs::read(a.p("f")).unwrap(), want[..4096]);
     assert_eq!(pages_held(&a.p("f")), 1);
+    // Attributes set here, the file closed: the feed's news of them are
+    // this mount's own, and its pages stay.
+    fs::set_permissions(a.p("f"), fs::Permissions::from_mode(0o600)).unwrap();
+    let path = std::ffi::CString::new(a.p("f").into_os_string().into_encoded_bytes()).unwrap();
+    let times =
+        [libc::timespec { tv_sec: 0, tv_nsec: libc::UTIME_OMIT }, libc::timespec { tv_sec: 1_000_000, tv_nsec: 0 }];
+    // SAFETY: a plain system call with a valid path and two times.
+    assert_eq!(unsafe { libc::utimensat(libc::AT_FDCWD, path.as_ptr(), times.as_ptr(), 0) }, 0);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(pages_held(&a.p("f")), 1, "kept after this mount's own chmod and utimens");
+    let md = fs::metadata(a.p("f")).unwrap();
+    assert_eq!((md.mode() & 0o7777, md.mtime()), (0o600, 1_000_000));
 }
