@@ -40,7 +40,8 @@
 //!   back within [`OWN_WITHIN`] is not known as one's own: it is dropped,
 //!   which is never wrong. So other clients' changes reach the kernel
 //!   later by as long as this mount's changes under way take, at most
-//!   `OWN_WITHIN` (a publish under way includes its last chunks' stores).
+//!   `OWN_WITHIN` (a publish under way includes its last chunks' stores
+//!   and, beneath an attachment that writes through, its write below).
 //! - directories another client changed are no longer known whole
 //!   (`known.rs`), and none is when changes were lost.
 //! - when the feed says changes were lost (the coordinator restarted, or
