@@ -8,6 +8,9 @@ Starts a local pool (2 workers) and mounts it, then measures:
     `sync`) and archiving it back (`tar c`, read whole), twice (the second
     time, files whose pages the kernel may still hold): through the mount, on
     the local disk, on tmpfs and on a FUSE file system that stores nothing;
+  - how many inodes and names the mount told its kernel to drop during the
+    tree's extraction, archiving and removal (`*_told`): no other client
+    changes anything, so each is a change of its own taken for another's;
   - creating, stat-ing (twice: the second time, names the kernel may hold) and
     deleting 10,000 small files: through the mount, on tmpfs, and on the FUSE
     file system that stores nothing;
@@ -26,6 +29,7 @@ median of --runs runs; every run's figures are kept too.
 Writes JSON to stdout and bench/results/fuse-<timestamp>.json.
 
 Usage: python3 bench/fuse.py [--size 2GiB] [--files 10000] [--runs 3] [--log-sync always|DURATION]
+($TIERPOOL_BIN: the binary of the pool and the mount; else this checkout's release build.)
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import shutil
 import subprocess
@@ -48,7 +53,8 @@ import tierpool
 import machine
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CLI = os.path.join(ROOT, "target", "release", "tierpool")
+# $TIERPOOL_BIN (as for the pool `tierpool.local` starts), else this checkout's build.
+CLI = os.environ.get("TIERPOOL_BIN") or os.path.join(ROOT, "target", "release", "tierpool")
 NULL_FS = os.path.join(ROOT, "target", "release", "examples", "null_fs")
 BLOCK = 1 << 20
 
@@ -96,10 +102,26 @@ def small_files(dir: str, n: int) -> dict:
     return out
 
 
-def mount(cli: str, addr: str, mnt: str) -> None:
-    p = subprocess.run([cli, "mount", mnt, "--coordinator", addr], capture_output=True, text=True)
+def mount(cli: str, addr: str, mnt: str) -> str:
+    """Mounts the pool at `mnt`: the path of the mount's log, which counts
+    what the mount tells its kernel to drop (`told`)."""
+    env = dict(os.environ, TIERPOOL_LOG="info,tierpool_fuse::watch=debug")
+    p = subprocess.run([cli, "mount", mnt, "--coordinator", addr], capture_output=True, text=True, env=env)
     if p.returncode != 0:
         raise SystemExit(f"tierpool mount failed: {p.stderr.strip()}")
+    logged = re.search(r"log (.*)\)$", p.stdout.strip())
+    return logged.group(1) if logged else ""
+
+
+def told(log: str) -> int:
+    """How many inodes and names the mount logging to `log` has told its
+    kernel to drop as changed by other clients: with no other client, every
+    one is a change of its own it did not know as such."""
+    try:
+        with open(log) as f:
+            return sum(int(n) for n in re.findall(r"telling the kernel to drop (\d+)", f.read()))
+    except OSError:
+        return 0
 
 
 def digits(key: str) -> Optional[int]:
@@ -121,23 +143,40 @@ def stdlib_tarball(dir: str) -> str:
     return path
 
 
-def tree(dir: str, tarball: str) -> dict:
+def tree(dir: str, tarball: str, log: str = "") -> dict:
     """Seconds to extract `tarball` into `dir` (with a `sync` after, so a
     disk's writes count), then to archive the tree back, every byte read,
-    twice."""
+    twice, and to remove it. With `log` (a mount's), also how many inodes
+    and names the mount told its kernel to drop in each phase (`told`),
+    counted after a pause (the feed's news come tens of ms after a change)."""
     out = {}
+    if log:
+        time.sleep(0.3)  # what came before is told meanwhile
+    counted = told(log)
+
+    def count(key: str) -> None:
+        nonlocal counted
+        if log:
+            time.sleep(0.3)
+            now = told(log)
+            out[key] = now - counted
+            counted = now
+
     t = time.perf_counter()
     subprocess.run(["tar", "xf", tarball, "-C", dir], check=True)
     subprocess.run(["sync"], check=True)
     out["tar_x_s"] = time.perf_counter() - t
+    count("tar_x_told")
     for key in ("tar_c_s", "tar_c_again_s"):
         t = time.perf_counter()
         # Through a pipe: GNU tar writing to /dev/null itself would not read the files.
         subprocess.run(f"tar cf - -C {dir} lib | cat > /dev/null", shell=True, check=True)
         out[key] = time.perf_counter() - t
+    count("tar_c_told")
     t = time.perf_counter()
     subprocess.run(["rm", "-rf", os.path.join(dir, "lib")], check=True)
     out["rm_s"] = time.perf_counter() - t
+    count("rm_told")
     return out
 
 
@@ -202,12 +241,12 @@ def wait_collected(cli: str, addr: str) -> None:
     raise SystemExit("the pool did not collect removed files within 60 s")
 
 
-def attached_run(c: tierpool.Client, mnt: str, files: int, tarball: str, below: str) -> dict:
+def attached_run(c: tierpool.Client, mnt: str, log: str, files: int, tarball: str, below: str) -> dict:
     """`tree` and `small_files` in a directory of the mount at `mnt`
     attached to the empty local directory `below` in `back` mode."""
     os.makedirs(below)
     c.attach(f"file://{below}", "/below", mode="back")
-    out = tree(os.path.join(mnt, "below"), tarball)
+    out = tree(os.path.join(mnt, "below"), tarball, log)
     os.makedirs(os.path.join(mnt, "below", "small"))
     for k, v in small_files(os.path.join(mnt, "below", "small"), files).items():
         out[f"small_{k}"] = v
@@ -234,16 +273,16 @@ def one_run(c: tierpool.Client, mnt: str, local: str, shm: str, size: int, files
     mount(CLI, addr, mnt)
     r["mount_write_mb_s"] = write_file(os.path.join(mnt, "fuse.bin"), size)
     umount(CLI, mnt)
-    mount(CLI, addr, mnt)
+    log = mount(CLI, addr, mnt)
     r["mount_read_mb_s"] = read_file(os.path.join(mnt, "cli.bin"), size)
     os.makedirs(os.path.join(mnt, "small"))
     for k, v in small_files(os.path.join(mnt, "small"), files).items():
         r[f"mount_small_{k}"] = v
     os.rmdir(os.path.join(mnt, "small"))
     for where, dir in (("mount", mnt), ("disk", disk), ("tmpfs", shm)):
-        for k, v in tree(dir, tarball).items():
+        for k, v in tree(dir, tarball, log if where == "mount" else "").items():
             r[f"{where}_{k}"] = v
-    for k, v in attached_run(c, mnt, files, tarball, os.path.join(os.path.dirname(disk), "below")).items():
+    for k, v in attached_run(c, mnt, log, files, tarball, os.path.join(os.path.dirname(disk), "below")).items():
         r[f"attached_{k}"] = v
     umount(CLI, mnt)
     os.makedirs(os.path.join(shm, "small"))
