@@ -420,7 +420,7 @@ impl Client {
             crate::under::delete_below(store, key, recursive).await.map_err(|e| e.context(path))?;
         }
         let removed = match self.meta(MetaOp::Remove { path: path.into(), recursive }).await? {
-            MetaReply::Removed { inodes } => inodes,
+            MetaReply::Removed { inodes, .. } => inodes,
             other => return Err(unexpected_meta(other)),
         };
         // An empty directory's removal has nothing a write-back could have put back.

@@ -231,8 +231,9 @@ impl Client {
 
     /// `rmdir` with `dir`, `unlink` without. Beneath an attachment that
     /// mirrors names, the object (or empty directory) below goes first.
-    /// Returns `parent` as the change left it.
-    pub async fn remove_at(&self, parent: InodeId, name: &str, dir: bool) -> Result<InodeInfo> {
+    /// Returns `parent` as the change left it, and the inode the name
+    /// named if it went with it (it had no other name).
+    pub async fn remove_at(&self, parent: InodeId, name: &str, dir: bool) -> Result<(InodeInfo, Option<InodeId>)> {
         let below = self.through_key_at(&self.attachments().await?, parent, name).await?;
         if let Some((store, key, _)) = &below {
             let info = self.lookup(parent, name).await?;
@@ -247,12 +248,13 @@ impl Client {
             crate::under::delete_below(store, key, false).await?;
         }
         let op = MetaOp::RemoveAt { parent, name: name.into(), dir };
-        let after = self.meta_seen(op, self.inner.cfg.owner, vec![parent]).await?.1.remove(0);
+        let (reply, mut dirs) = self.meta_seen(op, self.inner.cfg.owner, vec![parent]).await?;
+        let MetaReply::Removed { gone, .. } = reply else { return Err(unexpected_meta(reply)) };
         if let (Some((store, key, _)), false) = (&below, dir) {
             let named = self.lookup(parent, name).await.map(|_| ());
             crate::under::delete_after_removal(store, key, false, named).await;
         }
-        Ok(after)
+        Ok((dirs.remove(0), gone))
     }
 
     /// Beneath an attachment that mirrors names, the object (or tree) below

@@ -248,7 +248,7 @@ impl Client {
             }
         }
         match self.meta(MetaOp::Detach { path: path.to_string() }).await? {
-            MetaReply::Removed { inodes } => Ok(inodes),
+            MetaReply::Removed { inodes, .. } => Ok(inodes),
             other => Err(unexpected_meta(other)),
         }
     }

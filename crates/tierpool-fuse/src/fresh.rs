@@ -70,6 +70,9 @@ pub struct Fresh {
     /// Inodes with the `ctime` this mount's changes left them with (for
     /// telling its own changes in the pool's feed, `watch.rs`).
     own: HashSet<(u64, u64)>,
+    /// Inodes this mount's removals released, until the feed's news of
+    /// them (which carry no `ctime`: they are gone).
+    gone: HashSet<u64>,
     /// Files made here whose answer the kernel may keep long: until when;
     /// and in the order they were made (so nearly in that of their ends),
     /// to let them go when they end.
@@ -91,6 +94,7 @@ impl Fresh {
             opened: HashMap::new(),
             epoch: 0,
             own: HashSet::new(),
+            gone: HashSet::new(),
             made: HashMap::new(),
             made_order: VecDeque::new(),
             sweep_at: SWEEP_ABOVE,
@@ -232,6 +236,25 @@ impl Fresh {
         ctime != 0 && self.own.contains(&(ino, ctime))
     }
 
+    /// A removal this mount made released `ino`.
+    pub fn own_gone(&mut self, ino: u64) {
+        if self.gone.len() >= OWN_MAX {
+            self.gone.clear();
+        }
+        self.gone.insert(ino);
+    }
+
+    /// Whether the feed's news that `ino` was left with `ctime` (0: it
+    /// went) are of this mount's own change. The news of a removal are
+    /// known once: an id a snapshot's restore brings back may go again,
+    /// by another client's hand.
+    pub fn own_news(&mut self, ino: u64, ctime: u64) -> bool {
+        match ctime {
+            0 => self.gone.remove(&ino),
+            _ => self.is_own(ino, ctime),
+        }
+    }
+
     /// Other clients changed `inos`: what was given of them is stale, and
     /// attributes read before may be.
     pub fn changed(&mut self, inos: &[u64]) {
@@ -268,6 +291,7 @@ impl Fresh {
     /// Changes of other clients were lost: any inode may have changed.
     pub fn lost(&mut self) {
         self.clear();
+        self.gone.clear(); // their news may be among those lost
         self.foreign += 1;
     }
 
@@ -404,6 +428,14 @@ mod tests {
         );
         f.own(&at(6, 300));
         assert!(f.is_own(6, 200) && f.is_own(6, 300), "each change here");
+        // A removal here is known by the inode it released, once.
+        assert!(!f.own_news(9, 0), "never removed here");
+        f.own_gone(9);
+        assert!(f.own_news(9, 0) && !f.own_news(9, 0), "its news, then the id's next removal");
+        assert!(f.own_news(6, 300) && !f.own_news(6, 301), "news of inodes still there go by their ctime");
+        f.own_gone(10);
+        f.lost();
+        assert!(!f.own_news(10, 0), "changes lost: the news may have been among them");
         // Another client changes 5: the attributes given are dropped, and
         // a request that began before is told so by the epoch.
         let e = f.epoch();

@@ -100,8 +100,13 @@ impl TierpoolFs {
             fresh.epoch()
         };
         let removed = self.ask(self.io.client.remove_at(InodeId(parent), name, dir));
-        let after = self.known_after(removed, &[parent], |known, _| known.removed(parent, name))?;
-        self.fresh.lock().put(epoch, [after], Instant::now());
+        let (after, gone) = self.known_after(removed, &[parent], |known, _| known.removed(parent, name))?;
+        let mut fresh = self.fresh.lock();
+        fresh.put(epoch, [after], Instant::now());
+        if let Some(ino) = gone {
+            fresh.own_gone(ino.0);
+        }
+        drop(fresh);
         self.forget_if_gone(open);
         Ok(())
     }

@@ -31,7 +31,8 @@
 //!   longer than 200 ms sees the change up to a second late (the repeats
 //!   are a second apart then), and for longer than `LONG`, not at all.
 //! - changes this mount made itself are known by the `ctime` they left
-//!   (`Fresh::is_own`): the kernel already has them, and dropping them
+//!   (`Fresh::is_own`), and its removals by the inode they released
+//!   (`Fresh::own_news`; the pool's answer names it): the kernel already has them, and dropping them
 //!   would only cost lookups. The feed may bring a change before its
 //!   answer reaches the mount (the feed hears of it before it is durable),
 //!   so an answer with changes is looked at once every change this mount
@@ -348,7 +349,7 @@ async fn judge(
 fn drop_changed(a: &ChangesAnswer, fresh: &Mutex<Fresh>, known: &Mutex<KnownDirs>) -> Vec<Stale> {
     let mut fresh = fresh.lock();
     let foreign: HashSet<u64> =
-        a.inodes.iter().filter(|(id, ctime)| !fresh.is_own(id.0, *ctime)).map(|(id, _)| id.0).collect();
+        a.inodes.iter().filter(|(id, ctime)| !fresh.own_news(id.0, *ctime)).map(|(id, _)| id.0).collect();
     let foreign: Vec<u64> = foreign.into_iter().collect();
     fresh.changed(&foreign);
     let mut known = known.lock();

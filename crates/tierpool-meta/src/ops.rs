@@ -394,7 +394,11 @@ pub enum MetaReply {
     },
     Info(InodeInfo),
     Removed {
+        /// How many inodes went.
         inodes: u64,
+        /// The inode the removed name named, when it went with it (it had
+        /// no other name); `None` when it stays, and for a detach.
+        gone: Option<InodeId>,
     },
     Attrs {
         changed: Vec<(InodeId, ChunkAttrs)>,

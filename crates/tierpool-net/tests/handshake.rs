@@ -34,7 +34,7 @@ async fn strangers_are_refused_before_a_frame_is_read() {
     let mut got = Vec::new();
     let _ = tokio::time::timeout(5 * SECOND, s.read_to_end(&mut got)).await.unwrap();
     assert_eq!(got.len(), 36 + 5, "a hello, then a refusal: {got:?}");
-    assert_eq!(&got[36..], b"TP\x22\x13\x02");
+    assert_eq!(&got[36..], b"TP\x23\x13\x02");
     let st = stats.snapshot();
     assert_eq!(st.dropped, Dropped { unauthenticated: 3, ..Dropped::default() });
     assert_eq!((st.bytes_held_peak, st.connections_accepted), (0, 3));

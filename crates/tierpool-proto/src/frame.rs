@@ -32,7 +32,7 @@ pub const MAGIC: [u8; 2] = *b"TP";
 /// `GetChunks` of chunks held in memory only; 32: the metadata log's
 /// fsyncs issued by lone writers in the status; 33: `Ancestry`, `Usage`;
 /// 34: `Owed`, `OwedFiles`.
-pub const PROTOCOL_VERSION: u8 = 34;
+pub const PROTOCOL_VERSION: u8 = 35;
 pub const FRAME_HEADER_LEN: usize = 12;
 /// Largest encoded message (a listing of a very large directory fits).
 pub const MAX_HEADER_LEN: u32 = 256 << 20;

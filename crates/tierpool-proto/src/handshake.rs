@@ -168,12 +168,12 @@ mod tests {
     fn messages_have_their_documented_bytes() {
         let (ns, nc, mac) = ([1u8; 32], [2u8; 32], [3u8; 32]);
         let h = hello(&ns);
-        assert_eq!((&h[..4], &h[4..]), (&b"TP\x22\x10"[..], &ns[..]));
+        assert_eq!((&h[..4], &h[4..]), (&b"TP\x23\x10"[..], &ns[..]));
         let p = proof(&nc, &mac);
-        assert_eq!((&p[..4], &p[4..36], &p[36..]), (&b"TP\x22\x11"[..], &nc[..], &mac[..]));
+        assert_eq!((&p[..4], &p[4..36], &p[36..]), (&b"TP\x23\x11"[..], &nc[..], &mac[..]));
         let a = accept(&mac);
-        assert_eq!((&a[..4], &a[4..]), (&b"TP\x22\x12"[..], &mac[..]));
-        assert_eq!(refuse(REFUSED_SECRET), *b"TP\x22\x13\x01");
+        assert_eq!((&a[..4], &a[4..]), (&b"TP\x23\x12"[..], &mac[..]));
+        assert_eq!(refuse(REFUSED_SECRET), *b"TP\x23\x13\x01");
         let t = client_transcript(&ns, &nc);
         assert_eq!((&t[..15], &t[15..47], &t[47..]), (&b"tierpool client"[..], &ns[..], &nc[..]));
         let t = server_transcript(&nc, &ns);
@@ -192,7 +192,7 @@ mod tests {
         assert_eq!(check_head(b"GET ", &[Step::Proof]).unwrap_err().to_string(), "not a tierpool peer (it sent 4745)");
         assert_eq!(
             check_head(b"TP\x03\x11", &[Step::Proof]).unwrap_err().to_string(),
-            "a peer of tierpool protocol 3, where this build speaks 34"
+            "a peer of tierpool protocol 3, where this build speaks 35"
         );
     }
 }

@@ -480,10 +480,12 @@ fn namespace_changes_by_inode_answer_with_their_directories_as_they_left_them() 
         let (from, to) = c.rename_at((d.id, "f"), (root, "h"), false).await.unwrap();
         assert_eq!((from.id, from.size, to.id, to.size), (d.id, 0, root, 3));
         assert_eq!(to, c.stat_inode(root, false).await.unwrap());
-        let after = c.remove_at(root, "g", false).await.unwrap();
-        assert_eq!((after.id, after.size), (root, 2));
-        let after = c.remove_at(root, "d", true).await.unwrap();
-        assert_eq!((after.size, after.nlink), (1, 2));
+        let (after, gone) = c.remove_at(root, "g", false).await.unwrap();
+        assert_eq!((after.id, after.size, gone), (root, 2, None), "f keeps its name h");
+        let (after, gone) = c.remove_at(root, "d", true).await.unwrap();
+        assert_eq!((after.size, after.nlink, gone), (1, 2, Some(d.id)));
+        let (_, gone) = c.remove_at(root, "h", false).await.unwrap();
+        assert_eq!(gone, Some(f.id), "its last name");
         // A failed change answers with its error, and nothing else.
         let e = c.remove_at(root, "d", true).await.unwrap_err();
         assert_eq!(e.kind, ErrorKind::NotFound);

@@ -325,7 +325,11 @@ fn calls_right_after_another_clients_change_find_what_is_there_now() {
 /// How many pages of `path` the kernel holds, looked at through an open
 /// of its own (a read-only open, which keeps them or drops them as any).
 fn pages_held(path: &Path) -> usize {
-    let f = fs::File::open(path).unwrap();
+    pages_held_by(&fs::File::open(path).unwrap())
+}
+
+/// How many of the pages of the file open as `f` the kernel holds.
+fn pages_held_by(f: &fs::File) -> usize {
     let len = f.metadata().unwrap().len() as usize;
     let mut held = vec![0u8; len.div_ceil(4096)];
     // SAFETY: a fresh read-only mapping of an open file, unmapped below;
@@ -407,4 +411,24 @@ fn an_open_keeps_the_kernels_pages_only_of_contents_unchanged_since_they_were_re
     assert_eq!(pages_held(&a.p("f")), 1, "kept after this mount's own chmod and utimens");
     let md = fs::metadata(a.p("f")).unwrap();
     assert_eq!((md.mode() & 0o7777, md.mtime()), (0o600, 1_000_000));
+}
+
+#[test]
+fn a_removal_here_keeps_the_pages_of_the_file_still_open() {
+    let pool = Pool::start(1, "16MiB", "64MiB");
+    let a = Mount::new(&pool, "a");
+    let bytes: Vec<u8> = (0..3 * 4096).map(|i| (i % 251) as u8).collect();
+    fs::write(a.p("f"), &bytes).unwrap();
+    assert_eq!(fs::read(a.p("f")).unwrap(), bytes);
+    let mut f = fs::File::open(a.p("f")).unwrap();
+    assert_eq!(pages_held_by(&f), 3, "kept by an open of what was read");
+    // The feed's news of the removal (the inode gone) are this mount's
+    // own: the open file's pages stay.
+    fs::remove_file(a.p("f")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(pages_held_by(&f), 3, "kept after this mount's own unlink");
+    let mut got = Vec::new();
+    std::io::Read::read_to_end(&mut f, &mut got).unwrap();
+    assert_eq!(got, bytes);
+    assert_eq!(fs::metadata(a.p("f")).unwrap_err().kind(), std::io::ErrorKind::NotFound);
 }

@@ -55,6 +55,6 @@ impl MetaState {
         if let Some(n) = self.inodes.get_mut(&id) {
             n.ctime = now;
         }
-        MetaReply::Removed { inodes }
+        MetaReply::Removed { inodes, gone: (inodes > 0).then_some(id) }
     }
 }

@@ -146,7 +146,7 @@ impl MetaState {
         }
         self.touch(id, now);
         self.attachments.remove(&id);
-        Ok(MetaReply::Removed { inodes })
+        Ok(MetaReply::Removed { inodes, gone: None })
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -281,7 +281,7 @@ impl MetaState {
         let id = self.unlink(parent, name);
         self.touch(parent, now);
         let inodes = self.release(id);
-        Ok(MetaReply::Removed { inodes })
+        Ok(MetaReply::Removed { inodes, gone: (inodes > 0).then_some(id) })
     }
 
     /// Replaces the chunk list of file `id` by `chunks`; the versions stored

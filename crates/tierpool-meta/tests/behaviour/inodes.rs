@@ -175,7 +175,7 @@ fn hard_links_share_one_inode_until_the_last_name_goes() {
     );
     // removing one name keeps the inode; the last one queues it for collection
     let r = s.execute(&MetaOp::RemoveAt { parent: ROOT, name: "f".into(), dir: false }, 30).unwrap();
-    assert_eq!(r, MetaReply::Removed { inodes: 0 });
+    assert_eq!(r, MetaReply::Removed { inodes: 0, gone: None }, "its other name keeps it");
     let g = s.stat("/d/g").unwrap();
     assert_eq!((g.nlink, g.ctime), (1, 30));
     assert!(s.pending_gc().is_empty());
@@ -206,7 +206,7 @@ fn remove_at_is_unlink_or_rmdir() {
     let unlink_f = MetaOp::RemoveAt { parent: d.id, name: "f".into(), dir: true };
     assert_eq!(fails(&mut s, unlink_f).0, ErrorKind::NotADirectory);
     s.execute(&MetaOp::RemoveAt { parent: d.id, name: "f".into(), dir: false }, 50).unwrap();
-    assert_eq!(s.execute(&rm("d", true), 51).unwrap(), MetaReply::Removed { inodes: 1 });
+    assert_eq!(s.execute(&rm("d", true), 51).unwrap(), MetaReply::Removed { inodes: 1, gone: Some(d.id) });
     assert_eq!(s.stat_inode(d.id, false).unwrap_err().kind, ErrorKind::NotFound);
     assert_eq!(s.stat("/").unwrap().mtime, 51);
 }

@@ -199,7 +199,7 @@ proptest! {
         for op in ops {
             let (op, _, r) = d.step(op);
             let got: Outcome = r.map(|reply| match reply {
-                MetaReply::Removed { inodes } => Some(inodes),
+                MetaReply::Removed { inodes, .. } => Some(inodes),
                 _ => None,
             }).map_err(|e| e.kind);
             prop_assert_eq!(got, model.apply(&op), "{:?}", op);

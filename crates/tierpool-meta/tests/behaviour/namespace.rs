@@ -167,7 +167,7 @@ fn commit_over_a_file_needs_overwrite_and_queues_the_old_inode() {
 fn remove_of_a_file_queues_its_inode_for_gc() {
     let mut s = ready();
     let id = commit(&mut s, "/f", 1).id;
-    assert_eq!(s.execute(&remove_op("/f", false), 8).unwrap(), MetaReply::Removed { inodes: 1 });
+    assert_eq!(s.execute(&remove_op("/f", false), 8).unwrap(), MetaReply::Removed { inodes: 1, gone: Some(id) });
     assert_eq!(fails(&mut s, MetaOp::Mkdir { path: "/f/x".into(), parents: false, mode: 0 }).0, ErrorKind::NotFound);
     assert!(s.pending_gc().contains(&id));
     assert_eq!((s.stat("/").unwrap().mtime, s.inode_count()), (8, 1));
@@ -192,10 +192,11 @@ fn remove_of_a_missing_path_is_not_found() {
 fn remove_of_a_non_empty_directory_needs_recursive() {
     let mut s = ready();
     s.execute(&mkdir_op("/a/b", true), 2).unwrap();
+    let a = s.stat("/a").unwrap().id;
     let f1 = commit(&mut s, "/a/f", 1).id;
     let f2 = commit(&mut s, "/a/b/g", 1).id;
     assert_eq!(fails(&mut s, remove_op("/a", false)), (ErrorKind::DirectoryNotEmpty, "/a: directory not empty".into()));
-    assert_eq!(s.execute(&remove_op("/a", true), 3).unwrap(), MetaReply::Removed { inodes: 4 });
+    assert_eq!(s.execute(&remove_op("/a", true), 3).unwrap(), MetaReply::Removed { inodes: 4, gone: Some(a) });
     assert_eq!(s.pending_gc().iter().copied().collect::<Vec<_>>(), vec![f1, f2]);
     assert_eq!(s.inode_count(), 1);
 }
@@ -204,7 +205,8 @@ fn remove_of_a_non_empty_directory_needs_recursive() {
 fn remove_of_an_empty_directory_needs_no_gc() {
     let mut s = ready();
     mkdir(&mut s, "/d");
-    assert_eq!(s.execute(&remove_op("/d", false), 3).unwrap(), MetaReply::Removed { inodes: 1 });
+    let d = s.stat("/d").unwrap().id;
+    assert_eq!(s.execute(&remove_op("/d", false), 3).unwrap(), MetaReply::Removed { inodes: 1, gone: Some(d) });
     assert!(s.pending_gc().is_empty());
 }
 

@@ -57,7 +57,7 @@ fn removing_or_renaming_a_region_works_like_a_file() {
     let id = region(&mut s, "/d/r", 3 * CHUNK);
     s.execute(&rename_op("/d/r", "/r2"), 4).unwrap();
     assert_eq!(s.stat("/r2").unwrap().id, id);
-    assert_eq!(s.execute(&remove_op("/r2", false), 5).unwrap(), MetaReply::Removed { inodes: 1 });
+    assert_eq!(s.execute(&remove_op("/r2", false), 5).unwrap(), MetaReply::Removed { inodes: 1, gone: Some(id) });
     assert!(s.pending_gc().contains(&id), "its chunks are collected");
     let id2 = region(&mut s, "/d/r", CHUNK);
     s.execute(&remove_op("/d", true), 6).unwrap();

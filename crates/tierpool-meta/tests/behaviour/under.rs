@@ -90,7 +90,7 @@ fn detaching_removes_what_is_beneath_and_collects_the_pools_copies() {
     info(&mut s, MetaOp::LoadChunks { inode: f.id, chunks: vec![(0, stored(50, CHUNK))] });
     s.take_garbage();
     match s.execute(&MetaOp::Detach { path: "/in".into() }, 9).unwrap() {
-        MetaReply::Removed { inodes } => assert_eq!(inodes, 1),
+        MetaReply::Removed { inodes, gone } => assert_eq!((inodes, gone), (1, None)),
         r => panic!("unexpected reply {r:?}"),
     }
     assert!(s.attachments().is_empty());

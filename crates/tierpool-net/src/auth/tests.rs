@@ -128,7 +128,7 @@ async fn a_frame_sent_without_the_handshake_is_refused_unread() {
     assert!(matches!(server.await.unwrap(), Err(Refusal::NotAHandshake(BadHead::Frame(1)))));
     let mut got = Vec::new();
     peer.read_to_end(&mut got).await.unwrap();
-    assert_eq!(&got[HELLO_LEN..], b"TP\x22\x13\x02", "the hello, then a refusal");
+    assert_eq!(&got[HELLO_LEN..], b"TP\x23\x13\x02", "the hello, then a refusal");
 }
 
 #[tokio::test]
@@ -151,7 +151,7 @@ async fn silent_and_slow_peers_run_out_of_time_on_either_side() {
         (e.kind, e.message.as_str()),
         (
             ErrorKind::Unavailable,
-            "10.0.0.1:80 did not complete the tierpool handshake within 200ms (is it a tierpool server of protocol 34?)"
+            "10.0.0.1:80 did not complete the tierpool handshake within 200ms (is it a tierpool server of protocol 35?)"
         )
     );
 }
