@@ -54,6 +54,20 @@ pub struct Made {
     pub published: Result<(InodeInfo, Vec<u64>)>,
 }
 
+/// What [`Client::rename_at`] left.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Renamed {
+    /// Both directories as the change left them (the same one twice for a
+    /// rename within one).
+    pub from: InodeInfo,
+    pub to: InodeInfo,
+    /// The inode moved, and the `ctime` the change left it with.
+    pub moved: InodeId,
+    pub ctime: u64,
+    /// The inode the replaced name named, if it went with it.
+    pub gone: Option<InodeId>,
+}
+
 impl Client {
     /// A fresh inode id for a file this client makes by name later
     /// ([`NewFileAt`]); from a batch reserved at the coordinator.
@@ -258,15 +272,8 @@ impl Client {
     }
 
     /// Beneath an attachment that mirrors names, the object (or tree) below
-    /// moves first (a file not below yet just takes its new key). Returns
-    /// both directories as the change left them (the same one twice for a
-    /// rename within one).
-    pub async fn rename_at(
-        &self,
-        from: (InodeId, &str),
-        to: (InodeId, &str),
-        noreplace: bool,
-    ) -> Result<(InodeInfo, InodeInfo)> {
+    /// moves first (a file not below yet just takes its new key).
+    pub async fn rename_at(&self, from: (InodeId, &str), to: (InodeId, &str), noreplace: bool) -> Result<Renamed> {
         let all = self.attachments().await?;
         if let (Some((store, key, a)), Some((_, to_key, b))) =
             (self.through_key_at(&all, from.0, from.1).await?, self.through_key_at(&all, to.0, to.1).await?)
@@ -290,9 +297,10 @@ impl Client {
             new_name: to.1.into(),
             noreplace,
         };
-        let (_, mut dirs) = self.meta_seen(op, self.inner.cfg.owner, vec![from.0, to.0]).await?;
-        let to_dir = dirs.pop().expect("two asked for");
-        Ok((dirs.pop().expect("two asked for"), to_dir))
+        let (reply, mut dirs) = self.meta_seen(op, self.inner.cfg.owner, vec![from.0, to.0]).await?;
+        let MetaReply::Renamed { moved, ctime, gone } = reply else { return Err(unexpected_meta(reply)) };
+        let to = dirs.pop().expect("two asked for");
+        Ok(Renamed { from: dirs.pop().expect("two asked for"), to, moved, ctime, gone })
     }
 
     pub async fn set_inode(&self, inode: InodeId, c: &InodeChange) -> Result<InodeInfo> {

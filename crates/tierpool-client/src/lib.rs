@@ -41,7 +41,7 @@ mod write_modes;
 pub use batch::IN_FLIGHT;
 pub use checkpoints::{CheckpointReport, Progress};
 pub use client::{hostname, Client, ClientConfig, Coalesced, DEFAULT_COALESCE};
-pub use inode::{InodeChange, Made, NewFileAt, Owner};
+pub use inode::{InodeChange, Made, NewFileAt, Owner, Renamed};
 pub use lease::{WriteLease, RENEW};
 pub use placing::Placing;
 pub use read::{check_readable, chunk_count, ChunkStream};

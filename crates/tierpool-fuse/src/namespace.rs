@@ -134,12 +134,18 @@ impl TierpoolFs {
             fresh.epoch()
         };
         let moved = self.ask(client.rename_at((InodeId(parent), name), (InodeId(new_parent), new_name), noreplace));
-        let (from, to) = self.known_after(moved, &[parent, new_parent], |known, _| {
+        let moved = self.known_after(moved, &[parent, new_parent], |known, _| {
             known.removed(parent, name);
             known.added(new_parent, new_name);
         })?;
         self.names.lock().renamed(parent, name, new_parent, new_name);
-        self.fresh.lock().put(epoch, [from, to], Instant::now());
+        let mut fresh = self.fresh.lock();
+        fresh.put(epoch, [moved.from, moved.to], Instant::now());
+        fresh.own_ctime(moved.moved.0, moved.ctime);
+        if let Some(ino) = moved.gone {
+            fresh.own_gone(ino.0);
+        }
+        drop(fresh);
         self.forget_if_gone(replaced);
         Ok(())
     }

@@ -31,8 +31,9 @@
 //!   longer than 200 ms sees the change up to a second late (the repeats
 //!   are a second apart then), and for longer than `LONG`, not at all.
 //! - changes this mount made itself are known by the `ctime` they left
-//!   (`Fresh::is_own`), and its removals by the inode they released
-//!   (`Fresh::own_news`; the pool's answer names it): the kernel already has them, and dropping them
+//!   (`Fresh::is_own`), and its removals (a name's, or a rename's over
+//!   one) by the inode they released (`Fresh::own_news`; the pool's
+//!   answer names it): the kernel already has them, and dropping them
 //!   would only cost lookups. The feed may bring a change before its
 //!   answer reaches the mount (the feed hears of it before it is durable),
 //!   so an answer with changes is looked at once every change this mount

@@ -54,7 +54,8 @@ pub enum MetaOp {
     /// Remove a file, or a directory (empty, or any with `recursive`).
     /// Removed file inodes are queued for garbage collection. Reply: [`MetaReply::Removed`].
     Remove { path: String, recursive: bool },
-    /// Atomic rename with POSIX rules (see `state.rs`).
+    /// Atomic rename with POSIX rules (see `state.rs`). Reply:
+    /// [`MetaReply::Renamed`].
     Rename { from: String, to: String },
     /// Change priority and/or pinning of a file, or of every file under a directory.
     /// Reply: [`MetaReply::Attrs`] listing each file inode and its new attributes.
@@ -112,7 +113,7 @@ pub enum MetaOp {
     /// Reply: [`MetaReply::Removed`].
     RemoveAt { parent: InodeId, name: String, dir: bool },
     /// Atomic rename with the rules of `Rename`; with `noreplace` an
-    /// existing target is `AlreadyExists`. Reply: [`MetaReply::Done`].
+    /// existing target is `AlreadyExists`. Reply: [`MetaReply::Renamed`].
     RenameAt { parent: InodeId, name: String, new_parent: InodeId, new_name: String, noreplace: bool },
     /// Changes the owner, permission bits and times of one inode; `ctime`
     /// becomes `now`. Reply: [`MetaReply::Info`].
@@ -402,6 +403,14 @@ pub enum MetaReply {
     },
     Attrs {
         changed: Vec<(InodeId, ChunkAttrs)>,
+    },
+    /// A rename: the inode moved and the `ctime` it was left with (as
+    /// before when nothing moved), and the inode the replaced name named
+    /// when it went with it (it had no other name).
+    Renamed {
+        moved: InodeId,
+        ctime: Timestamp,
+        gone: Option<InodeId>,
     },
     Worker {
         id: WorkerId,

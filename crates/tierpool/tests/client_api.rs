@@ -477,9 +477,18 @@ fn namespace_changes_by_inode_answer_with_their_directories_as_they_left_them() 
         assert_eq!((after.id, after.size, after.nlink, after.mtime), (d.id, 1, 2, f.ctime));
         let (_, after) = c.link_at(f.id, root, "g").await.unwrap();
         assert_eq!((after.id, after.size), (root, 2));
-        let (from, to) = c.rename_at((d.id, "f"), (root, "h"), false).await.unwrap();
+        let moved = c.rename_at((d.id, "f"), (root, "h"), false).await.unwrap();
+        let (from, to) = (&moved.from, &moved.to);
         assert_eq!((from.id, from.size, to.id, to.size), (d.id, 0, root, 3));
-        assert_eq!(to, c.stat_inode(root, false).await.unwrap());
+        assert_eq!(*to, c.stat_inode(root, false).await.unwrap());
+        let f_now = c.stat_inode(f.id, false).await.unwrap();
+        assert_eq!((moved.moved, moved.ctime, moved.gone), (f.id, f_now.ctime, None));
+        // A rename over a file answers with the inode it released.
+        let (k, _) = c.make_at(root, "k", NewNode::File { chunk_size: 4096 }, 0o644, (0, 0)).await.unwrap();
+        let (k2, _) = c.make_at(root, "k2", NewNode::File { chunk_size: 4096 }, 0o644, (0, 0)).await.unwrap();
+        let moved = c.rename_at((root, "k2"), (root, "k"), false).await.unwrap();
+        assert_eq!((moved.moved, moved.gone, moved.from == moved.to), (k2.id, Some(k.id), true));
+        c.remove_at(root, "k", false).await.unwrap();
         let (after, gone) = c.remove_at(root, "g", false).await.unwrap();
         assert_eq!((after.id, after.size, gone), (root, 2, None), "f keeps its name h");
         let (after, gone) = c.remove_at(root, "d", true).await.unwrap();

@@ -414,21 +414,33 @@ fn an_open_keeps_the_kernels_pages_only_of_contents_unchanged_since_they_were_re
 }
 
 #[test]
-fn a_removal_here_keeps_the_pages_of_the_file_still_open() {
+fn removals_and_renames_here_keep_the_pages_of_files_still_open() {
     let pool = Pool::start(1, "16MiB", "64MiB");
     let a = Mount::new(&pool, "a");
-    let bytes: Vec<u8> = (0..3 * 4096).map(|i| (i % 251) as u8).collect();
-    fs::write(a.p("f"), &bytes).unwrap();
-    assert_eq!(fs::read(a.p("f")).unwrap(), bytes);
-    let mut f = fs::File::open(a.p("f")).unwrap();
-    assert_eq!(pages_held_by(&f), 3, "kept by an open of what was read");
-    // The feed's news of the removal (the inode gone) are this mount's
-    // own: the open file's pages stay.
+    let bytes = |v: u8| -> Vec<u8> { (0..3 * 4096).map(|i| (i % 251) as u8 ^ v).collect() };
+    let open_read = |name: &str, v: u8| {
+        fs::write(a.p(name), bytes(v)).unwrap();
+        assert_eq!(fs::read(a.p(name)).unwrap(), bytes(v));
+        let f = fs::File::open(a.p(name)).unwrap();
+        assert_eq!(pages_held_by(&f), 3, "kept by an open of what was read");
+        f
+    };
+    let (mut f, mut g, mut h) = (open_read("f", 1), open_read("g", 2), open_read("h", 3));
+    // The feed's news of the removal (the inode gone), of the move of g
+    // and of h's replacement by it are this mount's own: the open files'
+    // pages stay.
     fs::remove_file(a.p("f")).unwrap();
+    fs::rename(a.p("g"), a.p("g2")).unwrap();
+    fs::rename(a.p("g2"), a.p("h")).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(200));
-    assert_eq!(pages_held_by(&f), 3, "kept after this mount's own unlink");
-    let mut got = Vec::new();
-    std::io::Read::read_to_end(&mut f, &mut got).unwrap();
-    assert_eq!(got, bytes);
-    assert_eq!(fs::metadata(a.p("f")).unwrap_err().kind(), std::io::ErrorKind::NotFound);
+    for (file, v, what) in [(&mut f, 1, "removed"), (&mut g, 2, "moved twice"), (&mut h, 3, "replaced")] {
+        assert_eq!(pages_held_by(file), 3, "kept after this mount's own changes: {what}");
+        let mut got = Vec::new();
+        std::io::Read::read_to_end(file, &mut got).unwrap();
+        assert_eq!(got, bytes(v), "{what}");
+    }
+    assert_eq!(fs::read(a.p("h")).unwrap(), bytes(2));
+    for gone in ["f", "g", "g2"] {
+        assert_eq!(fs::metadata(a.p(gone)).unwrap_err().kind(), std::io::ErrorKind::NotFound);
+    }
 }

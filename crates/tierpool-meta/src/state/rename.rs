@@ -37,7 +37,7 @@ impl MetaState {
         }
         let id = self.lookup(from)?;
         if from == to {
-            return Ok(MetaReply::Done);
+            return Ok(self.not_moved(id));
         }
         if self.is_dir(id) && to.starts_with(from) {
             return Err(Error::invalid(format!(
@@ -74,7 +74,7 @@ impl MetaState {
         let id = self.child(src.dir, src.name).ok_or_else(|| entry_error(ErrorKind::NotFound, &src.shown))?;
         let target = self.child(dst.dir, dst.name);
         if target == Some(id) {
-            return Ok(MetaReply::Done);
+            return Ok(self.not_moved(id));
         }
         let src_is_dir = self.is_dir(id);
         if src_is_dir && self.is_within(dst.dir, id) {
@@ -89,9 +89,12 @@ impl MetaState {
         // Validated: mutate.
         self.unlink(src.dir, src.name);
         self.touch(src.dir, now);
+        let mut gone = None;
         if let Some(old) = replaced {
             self.unlink(dst.dir, dst.name);
-            self.release(old);
+            if self.release(old) > 0 {
+                gone = Some(old);
+            }
             self.keep_before(old);
             if let Some(n) = self.inodes.get_mut(&old) {
                 n.ctime = now;
@@ -101,7 +104,12 @@ impl MetaState {
         self.touch(dst.dir, now);
         self.node_mut(id).ctime = now;
         self.rekey(dst.dir, dst.name, id);
-        Ok(MetaReply::Done)
+        Ok(MetaReply::Renamed { moved: id, ctime: now, gone })
+    }
+
+    /// The answer of a rename of `id` onto a name it already has.
+    fn not_moved(&self, id: InodeId) -> MetaReply {
+        MetaReply::Renamed { moved: id, ctime: self.node(id).ctime, gone: None }
     }
 
     /// Whether the source (a directory or not) may replace the existing `dst`,

@@ -1,8 +1,8 @@
 //! Rename, with the POSIX rules for every kind of source and target.
 
 use crate::common::*;
-use tierpool_meta::{MetaReply, MetaState};
-use tierpool_types::ErrorKind;
+use tierpool_meta::{MetaOp, MetaReply, MetaState};
+use tierpool_types::{ErrorKind, InodeId};
 
 /// `/d/f` (file, 3 bytes), `/d/sub/g` (file), `/e` (empty dir), `/h` (file).
 fn tree() -> MetaState {
@@ -19,7 +19,8 @@ fn tree() -> MetaState {
 fn rename_moves_a_file_and_keeps_its_inode() {
     let mut s = tree();
     let id = s.stat("/d/f").unwrap().id;
-    assert_eq!(s.execute(&rename_op("/d/f", "/e/f2"), 50).unwrap(), MetaReply::Done);
+    let moved = MetaReply::Renamed { moved: id, ctime: 50, gone: None };
+    assert_eq!(s.execute(&rename_op("/d/f", "/e/f2"), 50).unwrap(), moved);
     assert_eq!(s.stat("/e/f2").unwrap().id, id);
     assert_eq!(s.stat("/d/f").unwrap_err().kind, ErrorKind::NotFound);
     for dir in ["/d", "/e"] {
@@ -43,7 +44,9 @@ fn rename_moves_a_directory_with_everything_beneath_it() {
 fn rename_onto_itself_changes_nothing() {
     let mut s = tree();
     let before = s.clone();
-    assert_eq!(s.execute(&rename_op("/d", "d/."), 5).unwrap(), MetaReply::Done);
+    let d = s.stat("/d").unwrap();
+    let not_moved = MetaReply::Renamed { moved: d.id, ctime: d.ctime, gone: None };
+    assert_eq!(s.execute(&rename_op("/d", "d/."), 5).unwrap(), not_moved);
     assert_eq!(s, before);
 }
 
@@ -84,10 +87,22 @@ fn a_file_replaces_a_file_and_the_old_one_goes_to_gc() {
     let mut s = tree();
     let f = s.stat("/d/f").unwrap().id;
     let h = s.stat("/h").unwrap().id;
-    s.execute(&rename_op("/d/f", "/h"), 5).unwrap();
+    let reply = s.execute(&rename_op("/d/f", "/h"), 5).unwrap();
+    assert_eq!(reply, MetaReply::Renamed { moved: f, ctime: 5, gone: Some(h) });
     assert_eq!(s.stat("/h").unwrap().id, f);
     assert!(s.pending_gc().contains(&h));
     assert_eq!(s.inode_count(), 6);
+}
+
+#[test]
+fn a_replaced_file_with_another_name_stays() {
+    let mut s = tree();
+    let (f, h) = (s.stat("/d/f").unwrap().id, s.stat("/h").unwrap().id);
+    s.execute(&MetaOp::LinkAt { inode: h, parent: InodeId::ROOT, name: "h2".into() }, 4).unwrap();
+    let reply = s.execute(&rename_op("/d/f", "/h"), 5).unwrap();
+    assert_eq!(reply, MetaReply::Renamed { moved: f, ctime: 5, gone: None });
+    assert_eq!((s.stat("/h2").unwrap().id, s.stat("/h2").unwrap().nlink), (h, 1));
+    assert!(s.pending_gc().is_empty());
 }
 
 #[test]
