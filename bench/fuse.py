@@ -11,9 +11,11 @@ Starts a local pool (2 workers) and mounts it, then measures:
   - how many inodes and names the mount told its kernel to drop during the
     tree's extraction, archiving and removal (`*_told`): no other client
     changes anything, so each is a change of its own taken for another's;
-  - creating, stat-ing (twice: the second time, names the kernel may hold) and
-    deleting 10,000 small files: through the mount, on tmpfs, and on the FUSE
-    file system that stores nothing;
+  - creating, stat-ing (twice: the second time, names the kernel may hold),
+    replacing (a new file renamed over each) and deleting 10,000 small files:
+    through the mount, on tmpfs, and on the FUSE file system that stores
+    nothing; through the mount, also what it told its kernel to drop while
+    replacing and deleting;
   - the same tree and small files in a directory of the mount attached to an
     under-store in `back` mode (a local directory), whose names the pool
     mirrors below: each namespace change there also names its directory's
@@ -79,7 +81,12 @@ def read_file(path: str, size: int) -> float:
     return size / (time.perf_counter() - t) / 1e6
 
 
-def small_files(dir: str, n: int) -> dict:
+def small_files(dir: str, n: int, log: str = "") -> dict:
+    """Creates (100 bytes written), stats, stats again, replaces (a new
+    file written and renamed over each, as editors and installers save)
+    and deletes `n` files in `dir`, per second. With `log` (a mount's),
+    also what the mount told its kernel to drop while replacing and
+    deleting (`told`)."""
     out = {}
     t = time.perf_counter()
     for i in range(n):
@@ -95,10 +102,26 @@ def small_files(dir: str, n: int) -> dict:
     for i in range(n):
         os.stat(os.path.join(dir, f"f{i}"))
     out["restat_per_s"] = n / (time.perf_counter() - t)
+    if log:
+        time.sleep(0.3)  # what came before is told meanwhile
+    counted = told(log)
+    t = time.perf_counter()
+    for i in range(n):
+        path = os.path.join(dir, f"f{i}")
+        with open(path + ".new", "wb") as f:
+            f.write(b"y" * 100)
+        os.replace(path + ".new", path)
+    out["replace_per_s"] = n / (time.perf_counter() - t)
+    if log:
+        time.sleep(0.3)
+        out["replace_told"], counted = told(log) - counted, told(log)
     t = time.perf_counter()
     for i in range(n):
         os.unlink(os.path.join(dir, f"f{i}"))
     out["delete_per_s"] = n / (time.perf_counter() - t)
+    if log:
+        time.sleep(0.3)
+        out["delete_told"] = told(log) - counted
     return out
 
 
@@ -248,7 +271,7 @@ def attached_run(c: tierpool.Client, mnt: str, log: str, files: int, tarball: st
     c.attach(f"file://{below}", "/below", mode="back")
     out = tree(os.path.join(mnt, "below"), tarball, log)
     os.makedirs(os.path.join(mnt, "below", "small"))
-    for k, v in small_files(os.path.join(mnt, "below", "small"), files).items():
+    for k, v in small_files(os.path.join(mnt, "below", "small"), files, log).items():
         out[f"small_{k}"] = v
     os.rmdir(os.path.join(mnt, "below", "small"))
     c.detach("/below", force=True)
@@ -276,7 +299,7 @@ def one_run(c: tierpool.Client, mnt: str, local: str, shm: str, size: int, files
     log = mount(CLI, addr, mnt)
     r["mount_read_mb_s"] = read_file(os.path.join(mnt, "cli.bin"), size)
     os.makedirs(os.path.join(mnt, "small"))
-    for k, v in small_files(os.path.join(mnt, "small"), files).items():
+    for k, v in small_files(os.path.join(mnt, "small"), files, log).items():
         r[f"mount_small_{k}"] = v
     os.rmdir(os.path.join(mnt, "small"))
     for where, dir in (("mount", mnt), ("disk", disk), ("tmpfs", shm)):
@@ -343,9 +366,9 @@ def main() -> None:
     res["mount_read_vs_cli_get"] = round(res["mount_read_mb_s"] / res["cli_get_mb_s"], 2)
     res["mount_write_vs_tmpfs"] = round(res["mount_write_mb_s"] / res["tmpfs_write_mb_s"], 2)
     res["mount_read_vs_tmpfs"] = round(res["mount_read_mb_s"] / res["tmpfs_read_mb_s"], 2)
-    for k in ("create_per_s", "stat_per_s", "restat_per_s", "delete_per_s"):
+    for k in ("create_per_s", "stat_per_s", "restat_per_s", "replace_per_s", "delete_per_s"):
         res[f"mount_small_{k}_vs_null_fuse"] = round(res[f"mount_small_{k}"] / res[f"null_fuse_small_{k}"], 3)
-    for k in ("create_per_s", "stat_per_s", "delete_per_s"):
+    for k in ("create_per_s", "stat_per_s", "replace_per_s", "delete_per_s"):
         res[f"attached_small_{k}_vs_mount"] = round(res[f"attached_small_{k}"] / res[f"mount_small_{k}"], 3)
     for k in TREE_KEYS:
         res[f"attached_{k}_vs_mount"] = round(res[f"attached_{k}"] / res[f"mount_{k}"], 2)

@@ -7,7 +7,8 @@
 //! and `tar x`/`tar c` of a tree (`bench/fuse.py` runs beside the pool's
 //! mount). Its read-only opens keep the kernel's pages and send no `FLUSH`
 //! (the best case of the pool's mount); other handles bypass the page
-//! cache, as the pool's mount's do.
+//! cache, as the pool's mount's do. Renames move files, over a file
+//! (a directory's is `EXDEV`, as across file systems: `mv` copies).
 //!
 //! `cargo run --release -p tierpool-fuse --example null_fs -- MOUNTPOINT`;
 //! serves until unmounted (`fusermount3 -u MOUNTPOINT`).
@@ -17,8 +18,8 @@
 
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner, OpenFlags,
-    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite, Request,
-    TimeOrNow, WriteFlags,
+    RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite,
+    Request, TimeOrNow, WriteFlags,
 };
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -91,6 +92,31 @@ impl Nodes {
         p.children.remove(name);
         p.attr.mtime = SystemTime::now();
         p.attr.ctime = p.attr.mtime;
+        Ok(())
+    }
+
+    /// Moves the file `parent/name` to `new_parent/new_name`, over a file there.
+    fn rename(&mut self, parent: u64, name: &OsStr, new_parent: u64, new_name: &OsStr) -> Result<(), Errno> {
+        let ino = *self.nodes.get(&parent).and_then(|p| p.children.get(name)).ok_or(Errno::ENOENT)?;
+        if self.nodes[&ino].attr.kind == FileType::Directory {
+            return Err(Errno::EXDEV);
+        }
+        let target = self.nodes.get(&new_parent).ok_or(Errno::ENOENT)?.children.get(new_name).copied();
+        match target {
+            Some(t) if t == ino => return Ok(()),
+            Some(_) => self.remove(new_parent, new_name, false)?,
+            None => {}
+        }
+        let now = SystemTime::now();
+        for (dir, to) in [(parent, None), (new_parent, Some(ino))] {
+            let d = self.nodes.get_mut(&dir).expect("both directories looked up above");
+            match to {
+                None => d.children.remove(name),
+                Some(ino) => d.children.insert(new_name.to_owned(), ino),
+            };
+            (d.attr.mtime, d.attr.ctime) = (now, now);
+        }
+        self.nodes.get_mut(&ino).expect("looked up above").attr.ctime = now;
         Ok(())
     }
 }
@@ -178,6 +204,25 @@ impl Filesystem for NullFs {
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         match self.nodes().remove(parent.0, name, true) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        if !flags.is_empty() {
+            return reply.error(Errno::EINVAL);
+        }
+        match self.nodes().rename(parent.0, name, newparent.0, newname) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
