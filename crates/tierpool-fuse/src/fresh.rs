@@ -50,8 +50,10 @@ use tierpool_client::InodeInfo;
 
 /// Entries beyond which expired ones are swept out.
 const SWEEP_ABOVE: usize = 1024;
-/// Own changes remembered at most (then forgotten: their notifications
-/// are only passed on to the kernel, which is never wrong).
+/// Own changes remembered at most, in two halves: once the newer half is
+/// full the older one is forgotten (their notifications are then only
+/// passed on to the kernel, which is never wrong), so the last
+/// `OWN_MAX / 2` are always remembered.
 const OWN_MAX: usize = 65_536;
 /// Entries kept at most (past half of it, the older ones go down to
 /// half), and files made here remembered at most (beyond, creates are
@@ -70,6 +72,8 @@ pub struct Fresh {
     /// Inodes with the `ctime` this mount's changes left them with (for
     /// telling its own changes in the pool's feed, `watch.rs`).
     own: HashSet<(u64, u64)>,
+    /// The half before `own` (see `OWN_MAX`).
+    own_before: HashSet<(u64, u64)>,
     /// Inodes this mount's removals released, until the feed's news of
     /// them (which carry no `ctime`: they are gone).
     gone: HashSet<u64>,
@@ -94,6 +98,7 @@ impl Fresh {
             opened: HashMap::new(),
             epoch: 0,
             own: HashSet::new(),
+            own_before: HashSet::new(),
             gone: HashSet::new(),
             made: HashMap::new(),
             made_order: VecDeque::new(),
@@ -225,15 +230,15 @@ impl Fresh {
 
     /// A change this mount made left `ino` with `ctime`.
     pub fn own_ctime(&mut self, ino: u64, ctime: u64) {
-        if self.own.len() >= OWN_MAX {
-            self.own.clear();
+        if self.own.len() >= OWN_MAX / 2 {
+            self.own_before = std::mem::take(&mut self.own);
         }
         self.own.insert((ino, ctime));
     }
 
     /// Whether `ino` with `ctime` is as one of this mount's changes left it.
     pub fn is_own(&self, ino: u64, ctime: u64) -> bool {
-        ctime != 0 && self.own.contains(&(ino, ctime))
+        ctime != 0 && (self.own.contains(&(ino, ctime)) || self.own_before.contains(&(ino, ctime)))
     }
 
     /// A removal this mount made released `ino`.
@@ -436,6 +441,15 @@ mod tests {
         f.own_gone(10);
         f.lost();
         assert!(!f.own_news(10, 0), "changes lost: the news may have been among them");
+        // Past the bound, the latest half stays known.
+        let first = 1_000;
+        for i in first..first + OWN_MAX as u64 {
+            f.own_ctime(i, 1);
+        }
+        let latest = first + OWN_MAX as u64 / 2..first + OWN_MAX as u64;
+        assert!(latest.all(|i| f.is_own(i, 1)), "the latest half");
+        assert!(!f.is_own(6, 300) && !f.is_own(first, 1), "the oldest forgotten");
+        assert!(f.own.len() + f.own_before.len() <= OWN_MAX);
         // Another client changes 5: the attributes given are dropped, and
         // a request that began before is told so by the epoch.
         let e = f.epoch();
