@@ -446,7 +446,7 @@ mod tests {
         for i in first..first + OWN_MAX as u64 {
             f.own_ctime(i, 1);
         }
-        let latest = first + OWN_MAX as u64 / 2..first + OWN_MAX as u64;
+        let mut latest = first + OWN_MAX as u64 / 2..first + OWN_MAX as u64;
         assert!(latest.all(|i| f.is_own(i, 1)), "the latest half");
         assert!(!f.is_own(6, 300) && !f.is_own(first, 1), "the oldest forgotten");
         assert!(f.own.len() + f.own_before.len() <= OWN_MAX);
