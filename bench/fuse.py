@@ -102,9 +102,7 @@ def small_files(dir: str, n: int, log: str = "") -> dict:
     for i in range(n):
         os.stat(os.path.join(dir, f"f{i}"))
     out["restat_per_s"] = n / (time.perf_counter() - t)
-    if log:
-        time.sleep(0.3)  # what came before is told meanwhile
-    counted = told(log)
+    phase = Told(log)
     t = time.perf_counter()
     for i in range(n):
         path = os.path.join(dir, f"f{i}")
@@ -112,16 +110,12 @@ def small_files(dir: str, n: int, log: str = "") -> dict:
             f.write(b"y" * 100)
         os.replace(path + ".new", path)
     out["replace_per_s"] = n / (time.perf_counter() - t)
-    if log:
-        time.sleep(0.3)
-        out["replace_told"], counted = told(log) - counted, told(log)
+    phase.count(out, "replace_told")
     t = time.perf_counter()
     for i in range(n):
         os.unlink(os.path.join(dir, f"f{i}"))
     out["delete_per_s"] = n / (time.perf_counter() - t)
-    if log:
-        time.sleep(0.3)
-        out["delete_told"] = told(log) - counted
+    phase.count(out, "delete_told")
     return out
 
 
@@ -145,6 +139,26 @@ def told(log: str) -> int:
             return sum(int(n) for n in re.findall(r"telling the kernel to drop (\d+)", f.read()))
     except OSError:
         return 0
+
+
+class Told:
+    """What a mount logging to `log` told its kernel phase by phase (none
+    without `log`), each counted after a pause: the feed's news come tens of
+    ms after a change."""
+
+    def __init__(self, log: str) -> None:
+        self.log = log
+        if log:
+            time.sleep(0.3)  # what came before is told meanwhile
+        self.counted = told(log)
+
+    def count(self, out: dict, key: str) -> None:
+        """`out[key]`: what was told since the last count."""
+        if self.log:
+            time.sleep(0.3)
+            now = told(self.log)
+            out[key] = now - self.counted
+            self.counted = now
 
 
 def digits(key: str) -> Optional[int]:
@@ -172,34 +186,23 @@ def tree(dir: str, tarball: str, log: str = "") -> dict:
     twice, and to remove it. With `log` (a mount's), also how many inodes
     and names the mount told its kernel to drop in each phase (`told`),
     counted after a pause (the feed's news come tens of ms after a change)."""
-    out = {}
-    if log:
-        time.sleep(0.3)  # what came before is told meanwhile
-    counted = told(log)
-
-    def count(key: str) -> None:
-        nonlocal counted
-        if log:
-            time.sleep(0.3)
-            now = told(log)
-            out[key] = now - counted
-            counted = now
-
+    out: dict = {}
+    phase = Told(log)
     t = time.perf_counter()
     subprocess.run(["tar", "xf", tarball, "-C", dir], check=True)
     subprocess.run(["sync"], check=True)
     out["tar_x_s"] = time.perf_counter() - t
-    count("tar_x_told")
+    phase.count(out, "tar_x_told")
     for key in ("tar_c_s", "tar_c_again_s"):
         t = time.perf_counter()
         # Through a pipe: GNU tar writing to /dev/null itself would not read the files.
         subprocess.run(f"tar cf - -C {dir} lib | cat > /dev/null", shell=True, check=True)
         out[key] = time.perf_counter() - t
-    count("tar_c_told")
+    phase.count(out, "tar_c_told")
     t = time.perf_counter()
     subprocess.run(["rm", "-rf", os.path.join(dir, "lib")], check=True)
     out["rm_s"] = time.perf_counter() - t
-    count("rm_told")
+    phase.count(out, "rm_told")
     return out
 
 
