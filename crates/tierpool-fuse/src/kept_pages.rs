@@ -23,7 +23,8 @@ use crate::open_file::Contents;
 use std::collections::HashMap;
 
 /// Inodes remembered at most: a few MiB of entries (files of at most
-/// `CACHED_MAX`, a chunk or so each).
+/// `CACHED_MAX`: a chunk list of at most 16 chunks of the default size
+/// each, most a single chunk).
 pub const KEPT_MAX: usize = 65_536;
 
 #[derive(Default)]

@@ -414,6 +414,47 @@ fn an_open_keeps_the_kernels_pages_only_of_contents_unchanged_since_they_were_re
 }
 
 #[test]
+fn files_of_several_chunks_read_in_small_pieces_keep_their_pages_until_changed_elsewhere() {
+    let pool = Pool::start(1, "32MiB", "64MiB");
+    let (a, b) = (Mount::new(&pool, "a"), Mount::new(&pool, "b"));
+    // Two chunks of the default 4 MiB, over the kernel's read-ahead.
+    let len = 6 * 1024 * 1024;
+    let before = common::data(7, len);
+    fs::write(b.p("lib.a"), &before).unwrap();
+    // The feed's news of the write elsewhere drop what the kernel holds of
+    // the file, 20 ms or more after it: waited out.
+    std::thread::sleep(Duration::from_millis(100));
+    // Read 10 KiB at a time, as `tar` reads: through the kernel's cache.
+    let read_in_pieces = |path: &Path| {
+        let mut f = fs::File::open(path).unwrap();
+        let (mut all, mut piece) = (Vec::new(), vec![0; 10 * 1024]);
+        loop {
+            let n = std::io::Read::read(&mut f, &mut piece).unwrap();
+            if n == 0 {
+                break all;
+            }
+            all.extend_from_slice(&piece[..n]);
+        }
+    };
+    assert!(read_in_pieces(&a.p("lib.a")) == before);
+    assert_eq!(pages_held(&a.p("lib.a")), len / 4096, "kept by the next open of what was read");
+    assert!(read_in_pieces(&a.p("lib.a")) == before);
+    // Another mount changes a few bytes of the second chunk: the next open
+    // here reads them, however soon after the close there.
+    let mut after = before.clone();
+    after[5 * 1024 * 1024..5 * 1024 * 1024 + 5].copy_from_slice(b"patch");
+    let f = fs::OpenOptions::new().write(true).open(b.p("lib.a")).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&f, b"patch", 5 * 1024 * 1024).unwrap();
+    drop(f);
+    assert!(read_in_pieces(&a.p("lib.a")) == after, "the open after the change elsewhere");
+    // Kept again once read (the feed's news of the change waited out).
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(read_in_pieces(&a.p("lib.a")) == after);
+    assert_eq!(pages_held(&a.p("lib.a")), len / 4096);
+    assert!(fs::read(a.p("lib.a")).unwrap() == after);
+}
+
+#[test]
 fn removals_and_renames_here_keep_the_pages_of_files_still_open() {
     let pool = Pool::start(1, "16MiB", "64MiB");
     let a = Mount::new(&pool, "a");
