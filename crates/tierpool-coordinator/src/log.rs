@@ -865,9 +865,9 @@ fn flusher_thread(shared: &Shared) {
             let t = std::thread::Builder::new()
                 .name("meta-snapshot".into())
                 .spawn(move || {
+                    background_priority();
                     // A snapshot that cannot be made leaves segments to pile
                     // up unseen: the process stops instead, as on a failed write.
-                    background_priority();
                     let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         let started = Instant::now();
                         let bytes = encode_snapshot(lsn, &state);

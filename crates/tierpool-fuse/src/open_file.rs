@@ -177,7 +177,7 @@ impl OpenFile {
         let state = FileState::new(info.id, info.chunk_size, info.size, info.chunks.clone());
         let inline = inline_of(&info);
         // Only files small enough for the kernel to cache (`open_flags`): a
-        // chunk list or so, kept past the close (`kept_pages.rs`).
+        // chunk list of up to 16 chunks, kept past the close (`kept_pages.rs`).
         let small = info.size <= crate::fs::CACHED_MAX;
         let unmoved = (small && info.kind == InodeKind::File && info.origin.is_none() && info.has_chunks())
             .then(|| (info.size, info.chunks.clone()));
