@@ -195,7 +195,16 @@ impl TierpoolFs {
     /// coordinator's (an unlinked file stays visible through its handles).
     pub(crate) fn inode(&self, ino: u64) -> Result<InodeInfo, Errno> {
         if crate::snapshots::is_snap(ino) {
-            return self.snap_inode(ino, false);
+            return match (self.snap_inode(ino, false), self.open_file(ino)) {
+                // Its snapshot removed while the file is open here: the
+                // file as it was opened answers (its chunks are held), as
+                // an unlinked file's handles do. (The kernel asks for the
+                // attributes before it reads through its page cache.)
+                (Err(e), Some(f)) if e == Errno::ENOENT || e == Errno::ESTALE => {
+                    Ok(crate::snapshots::shown(f.info(), ino))
+                }
+                (r, _) => r,
+            };
         }
         match self.open_file(ino) {
             // Not in the pool yet: its own view is all there is.

@@ -57,7 +57,7 @@ impl SnapInodes {
 
 /// `info` of an entry beneath `.snapshots` as the kernel is shown it:
 /// under the mount's number `ino`, read-only.
-fn shown(info: InodeInfo, ino: u64) -> InodeInfo {
+pub(crate) fn shown(info: InodeInfo, ino: u64) -> InodeInfo {
     InodeInfo { id: InodeId(ino), mode: info.mode & !0o222, ..info }
 }
 
